@@ -1,0 +1,106 @@
+/**
+ * The replica interface: what persistence and sync see of every replicated
+ * type, native CRDT or document (Yjs, Automerge). Everything crosses it as
+ * bytes, so the layers above never know which type they carry.
+ *
+ * Contract, for every implementation:
+ * - `version()` encodes what the replica has seen.
+ * - `deltaSince(v)` returns exactly what a replica at version `v` lacks
+ *   (including removals of elements it holds), or `null` if it lacks nothing.
+ *   Joining it into a replica at `v` gives the same state as a full join.
+ * - `applyDelta(bytes)` validates the whole input before touching state: on
+ *   bad input it throws a `DecodeError` (code `CONCORD_DECODE_ERROR`) and the
+ *   state is unchanged. It returns `true` when the state changed, `false`
+ *   when the delta added nothing (already seen): such a delta must not be
+ *   logged or forwarded again.
+ * - Local mutators apply their delta and emit `change` with `local: true`;
+ *   `applyDelta` emits `change` with `local: false` when the state changed.
+ * - `snapshot()` is the whole state; `createReplica(type, { snapshot })`
+ *   restores an equal replica.
+ */
+import type { Emitter } from './emitter.ts'
+import type { HybridClock } from './hlc.ts'
+
+/** A stable replica (agent) id. Branded so it is not mixed up with other strings. */
+export type ReplicaId = string & { readonly __brand: 'ReplicaId' }
+
+/** Brands a string as a {@link ReplicaId} after checking it is usable. */
+export function replicaId(id: string): ReplicaId {
+  if (typeof id !== 'string' || id.length === 0 || id.length > 256) {
+    throw new RangeError(`replica id must be a non-empty string of at most 256 characters`)
+  }
+  return id as ReplicaId
+}
+
+/** Every replicated type, by its stable tag (persisted and sent on the wire). */
+export type ReplicaType =
+  | 'gcounter'
+  | 'pncounter'
+  | 'gset'
+  | 'orset'
+  | 'lww-register'
+  | 'mv-register'
+  | 'ormap'
+  | 'ewflag'
+  | 'yjs'
+  | 'automerge'
+
+/** Payload of a replica's `change` event. */
+export interface ChangeEvent {
+  /** Delta bytes: applying them to any replica of the same type brings this change. */
+  readonly delta: Uint8Array
+  /** True for a local mutation, false for a remote delta applied here. */
+  readonly local: boolean
+  /** Whatever the caller passed to `applyDelta` (for example the peer it came from). */
+  readonly origin?: unknown
+}
+
+/** Events every replica emits. */
+export interface ReplicaEvents extends Record<string, unknown> {
+  change: ChangeEvent
+}
+
+/** What persistence and sync need of every replicated type. */
+export interface Replica {
+  /** The type tag, fixed at creation. */
+  readonly type: ReplicaType
+  /** The id of the replica (agent) that holds this copy. */
+  readonly replicaId: ReplicaId
+  /** `change` events: local mutations and remote deltas that changed the state. */
+  readonly events: Emitter<ReplicaEvents>
+
+  /** Encoded version: what this replica has seen. */
+  version(): Uint8Array
+  /** What a replica at `version` lacks, or `null` if nothing. Throws DecodeError on a bad version. */
+  deltaSince(version: Uint8Array): Uint8Array | null
+  /** Joins a remote delta atomically; true if the state changed. Throws DecodeError on bad input. */
+  applyDelta(delta: Uint8Array, origin?: unknown): boolean
+  /** The whole state, encoded (version byte first). */
+  snapshot(): Uint8Array
+  /** The value as plain JSON-able data. */
+  value(): unknown
+  /**
+   * Makes a new local change that brings the value back to `past.value()`
+   * (used by revert: the change replicates like any other). Emits `change`
+   * and returns its delta, or `null` if the values are already equal. Throws
+   * a ConcordError (`CONCORD_INVALID_ARGUMENT`) for a type that cannot go
+   * back (a grow-only type asked to shrink).
+   */
+  restore(past: Replica): Uint8Array | null
+}
+
+/** Options to create or load a replica. */
+export interface ReplicaOptions {
+  /** The id of the holding replica (agent). */
+  readonly replicaId: ReplicaId
+  /** Clock for types ordered by time (LWW); one per agent, shared by its replicas. */
+  readonly clock?: HybridClock
+  /** A snapshot to load (from `snapshot()`); throws DecodeError if malformed. */
+  readonly snapshot?: Uint8Array
+}
+
+/** Creates replicas of one type. */
+export interface ReplicaFactory<R extends Replica = Replica> {
+  readonly type: ReplicaType
+  create(options: ReplicaOptions): R
+}

@@ -1,0 +1,58 @@
+/**
+ * `npm run bench [-- --filter TEXT]`: runs the benchmarks, prints one table
+ * with each figure beside its baseline and the ratio, writes
+ * `bench/results.json`.
+ */
+import { writeFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { Command } from 'commander'
+import { formatNumber, meetsTarget, ratioOf, type Benchmark, type Measurement } from './harness.ts'
+
+/** Benchmark modules, by area; each exports `benchmarks: Benchmark[]`. */
+const suites: Array<() => Promise<{ benchmarks: Benchmark[] }>> = [
+  // crdt/
+  // crdt/ documents
+  // persistence/
+  // sync/ and transports/
+  // libp2p
+]
+
+const program = new Command('bench')
+  .option('-f, --filter <text>', 'run only benchmarks whose name contains this text')
+  .option('-o, --out <file>', 'where to write the JSON results', fileURLToPath(new URL('./results.json', import.meta.url)))
+  .parse()
+const options = program.opts<{ filter?: string; out: string }>()
+
+const results: Array<{ benchmark: string; measurements: Measurement[] }> = []
+const rows: string[][] = [['benchmark', 'measurement', 'value', 'baseline', 'ratio', 'target']]
+
+for (const load of suites) {
+  const { benchmarks } = await load()
+  for (const benchmark of benchmarks) {
+    if (options.filter && !benchmark.name.includes(options.filter)) continue
+    process.stderr.write(`running ${benchmark.name}...\n`)
+    const measurements = await benchmark.run()
+    results.push({ benchmark: benchmark.name, measurements })
+    for (const m of measurements) {
+      const ratio = ratioOf(m)
+      const verdict = meetsTarget(m)
+      rows.push([
+        benchmark.name,
+        m.name,
+        `${formatNumber(m.value)} ${m.unit}`,
+        m.baseline ? `${formatNumber(m.baseline.value)} ${m.unit} (${m.baseline.label})` : '',
+        ratio === undefined ? '' : `${ratio.toFixed(3)}x`,
+        m.target ? `${m.target}x ${verdict === undefined ? '' : verdict ? 'ok' : 'MISSED'}` : '',
+      ])
+      if (m.note) rows.push(['', `  ${m.note}`, '', '', '', ''])
+    }
+  }
+}
+
+const widths = rows[0].map((_, col) => Math.max(...rows.map((row) => row[col].length)))
+for (const [index, row] of rows.entries()) {
+  console.log(row.map((cell, col) => cell.padEnd(widths[col])).join('  ').trimEnd())
+  if (index === 0) console.log(widths.map((w) => '-'.repeat(w)).join('  '))
+}
+writeFileSync(options.out, JSON.stringify({ date: new Date().toISOString(), node: process.version, results }, null, 2) + '\n')
+console.log(`\nresults written to ${options.out}`)

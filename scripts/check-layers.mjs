@@ -1,0 +1,62 @@
+#!/usr/bin/env node
+// Enforces the layer rules of DESIGN.md on import statements:
+// - crdt/ imports only crdt/ (and npm packages that run in a browser);
+// - sync/ imports only sync/ and crdt/;
+// - transports/ import only transports/ and the base utilities of crdt/
+//   (errors, codec, emitter): they move bytes and know no CRDT;
+// - persistence/ imports no sync/, transports/ or peer/ (it knows no network);
+// - crdt/ and sync/ use no Node-only API (node: modules, Buffer, process, timers).
+// Import cycles are checked separately by dpdm (npm run cycles).
+import { readFileSync, readdirSync, statSync } from 'node:fs'
+import { join, relative, dirname, resolve } from 'node:path'
+
+const root = resolve(dirname(new URL(import.meta.url).pathname), '..')
+const baseUtilities = new Set(['crdt/errors.ts', 'crdt/codec.ts', 'crdt/emitter.ts'])
+const rules = {
+  crdt: { allow: ['crdt'], pure: true },
+  sync: { allow: ['sync', 'crdt'], pure: true },
+  transports: { allow: ['transports'], allowFiles: baseUtilities, pure: false },
+  persistence: { allow: ['persistence', 'crdt'], pure: false },
+}
+const nodeOnlyPackages = /^(node:|fs$|net$|path$|os$|child_process$|ws$|classic-level$|level$)/
+const nodeOnlyGlobals = /\b(Buffer|process\.|setTimeout|setInterval|setImmediate|require\()/
+
+function walk(dir) {
+  const out = []
+  for (const entry of readdirSync(dir)) {
+    const full = join(dir, entry)
+    if (statSync(full).isDirectory()) out.push(...walk(full))
+    else if (full.endsWith('.ts')) out.push(full)
+  }
+  return out
+}
+
+const problems = []
+for (const [layer, rule] of Object.entries(rules)) {
+  let files = []
+  try { files = walk(join(root, layer)) } catch { continue }
+  for (const file of files) {
+    const source = readFileSync(file, 'utf8')
+    const rel = relative(root, file)
+    const code = source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '')
+    for (const match of code.matchAll(/(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g)) {
+      const spec = match[1] ?? match[2]
+      if (spec.startsWith('.')) {
+        const target = relative(root, resolve(dirname(file), spec))
+        const top = target.split('/')[0]
+        const allowed = rule.allow.includes(top) || rule.allowFiles?.has(target)
+        if (!allowed) problems.push(`${rel}: imports ${target} (${layer}/ may import ${[...rule.allow, ...(rule.allowFiles ?? [])].join(', ')})`)
+      } else if (rule.pure && nodeOnlyPackages.test(spec)) {
+        problems.push(`${rel}: imports the Node-only module '${spec}'`)
+      }
+    }
+    if (rule.pure && nodeOnlyGlobals.test(code)) {
+      problems.push(`${rel}: uses a Node-only global (${code.match(nodeOnlyGlobals)[0]})`)
+    }
+  }
+}
+if (problems.length > 0) {
+  console.error('layer rules broken (see DESIGN.md):\n  ' + problems.join('\n  '))
+  process.exit(1)
+}
+console.log('layers: ok')

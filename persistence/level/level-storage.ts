@@ -1,0 +1,171 @@
+/**
+ * The abstract-level adapter: one {@link Storage} over any abstract-level
+ * database with `view` (Uint8Array) keys and values. `classic-level`
+ * (LevelDB) on disk and `memory-level` in memory both go through it.
+ */
+import type { AbstractLevel } from 'abstract-level'
+import { ClassicLevel } from 'classic-level'
+import { MemoryLevel } from 'memory-level'
+import { ConcordError, ErrorCodes, isConcordError } from '../../crdt/errors.ts'
+import type { RangeOptions, SignalOptions, Storage, StorageEntry, StorageKey, StorageOperation, WriteOptions } from '../storage.ts'
+import { decodeKey, encodeKey, rangeToBytes } from './key-codec.ts'
+
+/** An abstract-level database with Uint8Array keys and values. */
+export type BytesLevel = AbstractLevel<Uint8Array, Uint8Array, Uint8Array>
+
+/** Reserved key (outside the path key space) written with `sync: true` by `flush()`. */
+const SYNC_KEY = Uint8Array.of(0xff, 0x73, 0x79, 0x6e, 0x63)
+const EMPTY = new Uint8Array(0)
+const PAGE = 256
+
+/** Throws `CONCORD_ABORTED` if the signal is aborted. */
+export function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new ConcordError(ErrorCodes.ABORTED, 'operation aborted', { cause: signal.reason })
+}
+
+/** Maps an abstract-level error to a ConcordError with a stable code. */
+export function storageError(error: unknown, what: string): ConcordError {
+  if (isConcordError(error)) return error
+  const code = (error as { code?: string })?.code
+  const causeCode = ((error as { cause?: { code?: string } })?.cause)?.code
+  if (code === 'LEVEL_LOCKED' || causeCode === 'LEVEL_LOCKED') {
+    return new ConcordError(ErrorCodes.LOCKED, `${what}: the data folder is held by another process`, { cause: error })
+  }
+  if (code === 'LEVEL_DATABASE_NOT_OPEN' && causeCode === undefined) {
+    return new ConcordError(ErrorCodes.CLOSED, `${what}: the database is not open`, { cause: error })
+  }
+  return new ConcordError(ErrorCodes.STORAGE_ERROR, `${what}: ${(error as Error)?.message ?? String(error)}`, { cause: error })
+}
+
+function toView(bytes: Uint8Array): Uint8Array {
+  // Node's Buffer is a Uint8Array; hand out a plain view over the same memory.
+  return bytes.constructor === Uint8Array ? bytes : new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+}
+
+/** {@link Storage} over an abstract-level database. */
+export class LevelStorage implements Storage {
+  private isClosed = false
+
+  /**
+   * @param db an abstract-level database opened (or openable) with `view` encodings
+   * @param kind description for messages
+   */
+  constructor(readonly db: BytesLevel, readonly kind: string) {}
+
+  get closed(): boolean {
+    return this.isClosed
+  }
+
+  private check(what: string, signal?: AbortSignal): void {
+    if (this.isClosed) throw new ConcordError(ErrorCodes.CLOSED, `${what}: storage is closed`)
+    throwIfAborted(signal)
+  }
+
+  /** Opens the underlying database (maps a held lock to `CONCORD_LOCKED`). */
+  async open(): Promise<this> {
+    try {
+      await this.db.open()
+    } catch (error) {
+      throw storageError(error, `open ${this.kind}`)
+    }
+    return this
+  }
+
+  async get(key: StorageKey, options?: SignalOptions): Promise<Uint8Array | undefined> {
+    this.check('get', options?.signal)
+    try {
+      const value = await this.db.get(encodeKey(key))
+      return value === undefined ? undefined : toView(value)
+    } catch (error) {
+      throw storageError(error, 'get')
+    }
+  }
+
+  async batch(operations: readonly StorageOperation[], options?: WriteOptions): Promise<void> {
+    this.check('batch', options?.signal)
+    if (operations.length === 0) {
+      if (options?.sync) await this.flush(options)
+      return
+    }
+    const ops = operations.map((op) => op.type === 'put'
+      ? { type: 'put' as const, key: encodeKey(op.key), value: op.value }
+      : { type: 'del' as const, key: encodeKey(op.key) })
+    try {
+      await this.db.batch(ops, { sync: options?.sync === true } as never)
+    } catch (error) {
+      throw storageError(error, 'batch')
+    }
+  }
+
+  async flush(options?: SignalOptions): Promise<void> {
+    this.check('flush', options?.signal)
+    try {
+      await this.db.put(SYNC_KEY, EMPTY, { sync: true } as never)
+    } catch (error) {
+      throw storageError(error, 'flush')
+    }
+  }
+
+  async *iterate(range: RangeOptions): AsyncIterable<StorageEntry> {
+    for await (const [key, value] of this.scan(range, true)) yield { key, value: value! }
+  }
+
+  async *keys(range: RangeOptions): AsyncIterable<StorageKey> {
+    for await (const [key] of this.scan(range, false)) yield key
+  }
+
+  private async *scan(range: RangeOptions, values: boolean): AsyncGenerator<[string[], Uint8Array | undefined]> {
+    this.check('iterate', range.signal)
+    const limit = range.limit ?? -1
+    if (limit === 0) return
+    let iterator
+    try {
+      iterator = this.db.iterator({ ...rangeToBytes(range), reverse: range.reverse === true, limit, keys: true, values })
+    } catch (error) {
+      throw storageError(error, 'iterate')
+    }
+    try {
+      while (true) {
+        this.check('iterate', range.signal)
+        let page: Array<[Uint8Array | undefined, Uint8Array | undefined]>
+        try {
+          page = await iterator.nextv(PAGE)
+        } catch (error) {
+          throw storageError(error, 'iterate')
+        }
+        if (page.length === 0) return
+        for (const [key, value] of page) {
+          yield [decodeKey(key!), value === undefined ? undefined : toView(value)]
+        }
+      }
+    } finally {
+      await iterator.close().catch(() => undefined)
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.isClosed) return
+    this.isClosed = true
+    try {
+      await this.db.close()
+    } catch (error) {
+      throw storageError(error, 'close')
+    }
+  }
+}
+
+/** Options of {@link openLevelStorage}. */
+export interface LevelStorageOptions extends SignalOptions {
+  /** LevelDB folder (classic-level); omitted -> in memory (memory-level). */
+  readonly dir?: string
+}
+
+/** Opens classic-level in `dir`, or memory-level without one. */
+export async function openLevelStorage(options: LevelStorageOptions = {}): Promise<LevelStorage> {
+  throwIfAborted(options.signal)
+  const db = options.dir === undefined
+    ? new MemoryLevel<Uint8Array, Uint8Array>({ keyEncoding: 'view', valueEncoding: 'view' })
+    : new ClassicLevel<Uint8Array, Uint8Array>(options.dir, { keyEncoding: 'view', valueEncoding: 'view' })
+  const kind = options.dir === undefined ? 'memory-level' : `classic-level:${options.dir}`
+  return new LevelStorage(db as unknown as BytesLevel, kind).open()
+}

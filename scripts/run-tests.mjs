@@ -13,6 +13,7 @@ const lists = {
     'test/crdt/codec.test.ts',
     // crdt/ documents
     // persistence/
+    'test/persistence/storage.test.ts',
     // sync/ and transports/
     // peer/
     // cli/ and demos/

@@ -1,0 +1,73 @@
+/**
+ * The local side of a sync session: what the protocol needs of the peer
+ * (replicas, store, access rules). The peer implements it over its store;
+ * tests implement it over in-memory replicas.
+ */
+import type { Unsubscribe } from '../crdt/emitter.ts'
+import type { ReplicaType } from '../crdt/replica.ts'
+import type { DeltaEntry, PeerId } from './messages.ts'
+
+/** What a remote peer may do with one name. */
+export type Access = 'none' | 'read' | 'write'
+
+/** A value or a promise of it. */
+export type MaybePromise<T> = T | Promise<T>
+
+/** A name and its type, as listed by the host. */
+export interface NameInfo {
+  readonly name: string
+  readonly type: ReplicaType
+}
+
+/**
+ * A commit made on the local side (by the agent, or a remote commit applied
+ * here): one or more names' deltas that belong together.
+ */
+export interface LocalCommit {
+  readonly entries: readonly DeltaEntry[]
+  /**
+   * The `origin` given to {@link SyncHost.applyRemote} when this commit came
+   * from a peer (the session it came through), `undefined` for a local one.
+   * A session never sends a commit back to the session it came from.
+   */
+  readonly origin?: unknown
+}
+
+/** Outcome of {@link SyncHost.applyRemote}. */
+export interface ApplyResult {
+  /** Names whose state changed (and which were persisted). */
+  readonly changed: readonly string[]
+}
+
+/**
+ * The local side of sync. Synchronous methods must be cheap: they run inside
+ * the protocol's message handling.
+ */
+export interface SyncHost {
+  /** Every name held locally, with its type. */
+  list(): MaybePromise<Iterable<NameInfo>>
+  /** Type of a name held locally, or `undefined` if it is unknown here. */
+  typeOf(name: string): ReplicaType | undefined
+  /** Encoded version of a local name (see `Replica.version`). */
+  version(name: string): Uint8Array
+  /**
+   * What a replica at `version` lacks of the local name (`null` version:
+   * the remote has nothing), or `null` if it lacks nothing. Throws
+   * DecodeError for a malformed version.
+   */
+  deltaSince(name: string, version: Uint8Array | null): Uint8Array | null
+  /**
+   * Applies a remote commit all or none: creates unknown names with their
+   * type, joins every delta, persists, and resolves once it is durable (per
+   * the durability mode). Rejects (with a ConcordError, state unchanged) if
+   * any entry is bad. The commits it produces are announced through
+   * {@link subscribe} with `origin` set to the given `origin`.
+   */
+  applyRemote(entries: readonly DeltaEntry[], origin: unknown): Promise<ApplyResult>
+  /** Announces every local commit (including applied remote ones). */
+  subscribe(listener: (commit: LocalCommit) => void): Unsubscribe
+  /** Whether `token` is valid for `peer`. Called once per handshake. */
+  authenticate(peer: PeerId, token: string): MaybePromise<boolean>
+  /** What `peer` may do with `name`: `read` (receive) or `write` (also send changes). */
+  access(peer: PeerId, name: string): Access
+}

@@ -1,0 +1,21 @@
+/**
+ * sync/: the Concord sync protocol, pure over bytes (wire grammar in
+ * sync/PROTOCOL.md).
+ */
+export {
+  FRAME_FORMAT, PROTOCOL_VERSION, MIN_PROTOCOL_VERSION, MessageType, KNOWN_TYPES, WIRE_LIMITS,
+  peerId, encodeMessage, decodeMessage, writeMessage, readMessage, isHandshakeMessage, isCommitMessage, isChunkMessage,
+} from './messages.ts'
+export type {
+  PeerId, RefuseReason, Message, DecodedMessage, HelloMessage, HelloOkMessage, RefuseMessage, VersionsMessage,
+  VersionEntry, DeltaEntry, DeltaMessage, TransactionMessage, AckMessage, ChunkMessage, DoneMessage, RequestMessage,
+  RejectMessage, UnknownMessage,
+} from './messages.ts'
+export { ALL_NAMES, MAX_NAME_LENGTH, isAllNames, matchesFilter, isValidName } from './names.ts'
+export type { NameFilter } from './names.ts'
+export { Reassembler, splitIntoChunks, CHUNK_OVERHEAD, MIN_FRAME_BYTES } from './chunking.ts'
+export type { ReassemblyLimits } from './chunking.ts'
+export type { SyncHost, Access, NameInfo, LocalCommit, ApplyResult, MaybePromise } from './host.ts'
+export { SyncSession } from './session.ts'
+export type { SyncChannel, SessionOptions, SessionStats, SessionEvents, SessionState } from './session.ts'
+export { attachSession } from './attach.ts'

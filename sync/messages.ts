@@ -1,0 +1,417 @@
+/**
+ * Wire messages of the Concord sync protocol and their codecs. One frame is
+ * one message: `[frame format = 1][message type][payload]` (see
+ * `sync/PROTOCOL.md` for the byte layouts). Pure: Uint8Array only.
+ *
+ * Decoding validates everything (lengths, counts, names, type tags) and
+ * throws {@link DecodeError} on bad input; an unknown message type decodes to
+ * an {@link UnknownMessage} so newer peers can add messages (forward
+ * compatibility).
+ */
+import { Decoder, Encoder, decodeGuarded } from '../crdt/codec.ts'
+import { DecodeError } from '../crdt/errors.ts'
+import type { ReplicaType } from '../crdt/replica.ts'
+import { MAX_NAME_LENGTH, isAllNames, isValidName, type NameFilter } from './names.ts'
+
+/** First byte of every frame: the envelope format. Frozen forever; changes go through the protocol version. */
+export const FRAME_FORMAT = 1
+/** The sync protocol version this code speaks. */
+export const PROTOCOL_VERSION = 1
+/** Oldest protocol version this code accepts. */
+export const MIN_PROTOCOL_VERSION = 1
+
+/** A peer's id as carried by the handshake. Branded so it is not mixed up with names. */
+export type PeerId = string & { readonly __brand: 'PeerId' }
+
+/** Brands a string as a {@link PeerId} after checking it (non-empty, at most 256 characters). */
+export function peerId(id: string): PeerId {
+  if (typeof id !== 'string' || id.length === 0 || id.length > 256) {
+    throw new RangeError('peer id must be a non-empty string of at most 256 characters')
+  }
+  return id as PeerId
+}
+
+/** Message type bytes. Never reuse a retired number. */
+export const MessageType = {
+  hello: 1,
+  helloOk: 2,
+  refuse: 3,
+  versions: 4,
+  delta: 5,
+  transaction: 6,
+  ack: 7,
+  chunk: 8,
+  done: 9,
+  request: 10,
+  reject: 11,
+} as const
+
+/** Why a connection is refused (REFUSE). Unknown codes decode as `'other'`. */
+export type RefuseReason = 'version' | 'auth' | 'protocol' | 'limit' | 'shutdown' | 'other'
+
+const refuseCodes: Record<RefuseReason, number> = { version: 1, auth: 2, protocol: 3, limit: 4, shutdown: 5, other: 0 }
+const refuseByCode = new Map<number, RefuseReason>(Object.entries(refuseCodes).map(([k, v]) => [v, k as RefuseReason]))
+
+/** Every replica type tag a peer of this version knows. */
+export const KNOWN_TYPES: readonly ReplicaType[] = [
+  'gcounter', 'pncounter', 'gset', 'orset', 'lww-register', 'mv-register', 'ormap', 'ewflag', 'yjs', 'automerge',
+]
+
+/** First message on a connection, from both sides. */
+export interface HelloMessage {
+  readonly type: 'hello'
+  /** Protocol versions the sender speaks, `min..max`. */
+  readonly minVersion: number
+  readonly maxVersion: number
+  readonly peerId: PeerId
+  /** Credentials; empty when none. Never put it in a URL. */
+  readonly token: string
+  /** The names the sender wants to receive. */
+  readonly filter: NameFilter
+  /** Largest frame the sender accepts; bigger messages are chunked. */
+  readonly maxFrameBytes: number
+  /** How many unacknowledged commits the sender accepts in flight (flow control). */
+  readonly window: number
+  /** Optional features, by key; unknown keys are ignored. */
+  readonly extensions: ReadonlyArray<{ readonly key: string; readonly value: Uint8Array }>
+}
+
+/** The sender accepted the other side's HELLO. */
+export interface HelloOkMessage {
+  readonly type: 'hello-ok'
+  /** The protocol version both sides now speak. */
+  readonly version: number
+}
+
+/** The sender refuses the connection and closes it. */
+export interface RefuseMessage {
+  readonly type: 'refuse'
+  readonly reason: RefuseReason
+  readonly message: string
+  /** Versions the sender speaks (useful with reason `version`). */
+  readonly minVersion: number
+  readonly maxVersion: number
+}
+
+/** One name's version in a VERSIONS message. */
+export interface VersionEntry {
+  readonly name: string
+  readonly replicaType: ReplicaType
+  readonly version: Uint8Array
+}
+
+/** What the sender holds: the receiver answers with what the sender lacks, then DONE. */
+export interface VersionsMessage {
+  readonly type: 'versions'
+  readonly entries: readonly VersionEntry[]
+}
+
+/** One name's delta in a commit. */
+export interface DeltaEntry {
+  readonly name: string
+  readonly replicaType: ReplicaType
+  readonly delta: Uint8Array
+}
+
+/** A delta of one name. */
+export interface DeltaMessage {
+  readonly type: 'delta'
+  /** Per-connection commit sequence number (1, 2, ...). */
+  readonly seq: number
+  readonly entry: DeltaEntry
+}
+
+/** Deltas of several names, applied and persisted all or none. */
+export interface TransactionMessage {
+  readonly type: 'transaction'
+  readonly seq: number
+  readonly entries: readonly DeltaEntry[]
+}
+
+/** The receiver has processed (persisted or rejected) every commit up to `seq`. */
+export interface AckMessage {
+  readonly type: 'ack'
+  readonly seq: number
+}
+
+/** A part of a message too large for one frame. */
+export interface ChunkMessage {
+  readonly type: 'chunk'
+  /** Per-connection id of the chunked message. */
+  readonly id: number
+  readonly index: number
+  readonly count: number
+  /** Size of the whole message, so the receiver can refuse it up front. */
+  readonly totalBytes: number
+  readonly bytes: Uint8Array
+}
+
+/** End of the answer to a VERSIONS: everything up to commit `seq` of the sender is covered. */
+export interface DoneMessage {
+  readonly type: 'done'
+  readonly seq: number
+}
+
+/** Asks the receiver to send its VERSIONS (the sender wants to resync it). */
+export interface RequestMessage {
+  readonly type: 'request'
+}
+
+/** A commit the receiver refused (never applied); it still counts as acknowledged. */
+export interface RejectMessage {
+  readonly type: 'reject'
+  readonly seq: number
+  /** The first entry's name that was refused. */
+  readonly name: string
+  /** A stable ConcordError code (`CONCORD_FORBIDDEN`, `CONCORD_TYPE_MISMATCH`, ...). */
+  readonly code: string
+  readonly message: string
+}
+
+/** A message type this version does not know: ignored. */
+export interface UnknownMessage {
+  readonly type: 'unknown'
+  readonly code: number
+}
+
+/** Every message. */
+export type Message =
+  | HelloMessage | HelloOkMessage | RefuseMessage | VersionsMessage | DeltaMessage | TransactionMessage
+  | AckMessage | ChunkMessage | DoneMessage | RequestMessage | RejectMessage
+
+/** A decoded frame: a known message or an unknown one. */
+export type DecodedMessage = Message | UnknownMessage
+
+/** True for the handshake messages. */
+export function isHandshakeMessage(m: DecodedMessage): m is HelloMessage | HelloOkMessage | RefuseMessage {
+  return m.type === 'hello' || m.type === 'hello-ok' || m.type === 'refuse'
+}
+
+/** True for messages that carry a commit (a sequence number and deltas). */
+export function isCommitMessage(m: DecodedMessage): m is DeltaMessage | TransactionMessage {
+  return m.type === 'delta' || m.type === 'transaction'
+}
+
+/** True for a chunk. */
+export function isChunkMessage(m: DecodedMessage): m is ChunkMessage {
+  return m.type === 'chunk'
+}
+
+/** Limits on decoded fields. */
+export const WIRE_LIMITS = {
+  maxTokenBytes: 4096,
+  maxFilterItems: 4096,
+  maxExtensions: 64,
+  maxMessageLength: 4096,
+} as const
+
+function writeType(encoder: Encoder, type: ReplicaType): void {
+  encoder.writeString(type)
+}
+
+function readType(decoder: Decoder): ReplicaType {
+  const type = decoder.readString()
+  if (!(KNOWN_TYPES as readonly string[]).includes(type)) throw new DecodeError(`unknown replica type "${type.slice(0, 40)}"`)
+  return type as ReplicaType
+}
+
+function readName(decoder: Decoder): string {
+  const name = decoder.readString()
+  if (!isValidName(name)) throw new DecodeError(`invalid name (empty or longer than ${MAX_NAME_LENGTH})`)
+  return name
+}
+
+function readLimitedString(decoder: Decoder, maxBytes: number, what: string): string {
+  const start = decoder.position
+  const value = decoder.readString()
+  if (decoder.position - start > maxBytes + 3) throw new DecodeError(`${what} longer than ${maxBytes} bytes`)
+  return value
+}
+
+function readPositive(decoder: Decoder, what: string): number {
+  const value = decoder.readVarUint()
+  if (value < 1) throw new DecodeError(`${what} must be at least 1`)
+  return value
+}
+
+function writeEntry(encoder: Encoder, entry: DeltaEntry): void {
+  encoder.writeString(entry.name)
+  writeType(encoder, entry.replicaType)
+  encoder.writeBytes(entry.delta)
+}
+
+function readEntry(decoder: Decoder): DeltaEntry {
+  return { name: readName(decoder), replicaType: readType(decoder), delta: decoder.readBytes() }
+}
+
+/** Writes one message (envelope included) into `encoder`. */
+export function writeMessage(encoder: Encoder, message: Message): void {
+  encoder.writeUint8(FRAME_FORMAT)
+  switch (message.type) {
+    case 'hello': {
+      encoder.writeUint8(MessageType.hello)
+      encoder.writeVarUint(message.minVersion).writeVarUint(message.maxVersion)
+      encoder.writeString(message.peerId).writeString(message.token)
+      if (isAllNames(message.filter)) {
+        encoder.writeUint8(0)
+      } else {
+        encoder.writeUint8(1)
+        const names = message.filter.names ?? []
+        const prefixes = message.filter.prefixes ?? []
+        encoder.writeVarUint(names.length)
+        for (const name of names) encoder.writeString(name)
+        encoder.writeVarUint(prefixes.length)
+        for (const prefix of prefixes) encoder.writeString(prefix)
+      }
+      encoder.writeVarUint(message.maxFrameBytes).writeVarUint(message.window)
+      encoder.writeVarUint(message.extensions.length)
+      for (const { key, value } of message.extensions) encoder.writeString(key).writeBytes(value)
+      return
+    }
+    case 'hello-ok':
+      encoder.writeUint8(MessageType.helloOk).writeVarUint(message.version)
+      return
+    case 'refuse':
+      encoder.writeUint8(MessageType.refuse).writeUint8(refuseCodes[message.reason])
+      encoder.writeString(message.message.slice(0, 1000)).writeVarUint(message.minVersion).writeVarUint(message.maxVersion)
+      return
+    case 'versions':
+      encoder.writeUint8(MessageType.versions).writeVarUint(message.entries.length)
+      for (const entry of message.entries) {
+        encoder.writeString(entry.name)
+        writeType(encoder, entry.replicaType)
+        encoder.writeBytes(entry.version)
+      }
+      return
+    case 'delta':
+      encoder.writeUint8(MessageType.delta).writeVarUint(message.seq)
+      writeEntry(encoder, message.entry)
+      return
+    case 'transaction':
+      encoder.writeUint8(MessageType.transaction).writeVarUint(message.seq).writeVarUint(message.entries.length)
+      for (const entry of message.entries) writeEntry(encoder, entry)
+      return
+    case 'ack':
+      encoder.writeUint8(MessageType.ack).writeVarUint(message.seq)
+      return
+    case 'chunk':
+      encoder.writeUint8(MessageType.chunk).writeVarUint(message.id).writeVarUint(message.index)
+      encoder.writeVarUint(message.count).writeVarUint(message.totalBytes).writeBytes(message.bytes)
+      return
+    case 'done':
+      encoder.writeUint8(MessageType.done).writeVarUint(message.seq)
+      return
+    case 'request':
+      encoder.writeUint8(MessageType.request)
+      return
+    case 'reject':
+      encoder.writeUint8(MessageType.reject).writeVarUint(message.seq).writeString(message.name)
+      encoder.writeString(message.code).writeString(message.message.slice(0, 1000))
+      return
+  }
+}
+
+/** Reads one message (envelope included) from `decoder`. */
+export function readMessage(decoder: Decoder): DecodedMessage {
+  decoder.readVersion(FRAME_FORMAT, 'sync frame')
+  const code = decoder.readUint8()
+  switch (code) {
+    case MessageType.hello: {
+      const minVersion = decoder.readVarUint()
+      const maxVersion = decoder.readVarUint()
+      if (minVersion > maxVersion) throw new DecodeError('hello: minVersion > maxVersion')
+      const id = decoder.readString()
+      if (id.length === 0 || id.length > 256) throw new DecodeError('hello: invalid peer id')
+      const token = readLimitedString(decoder, WIRE_LIMITS.maxTokenBytes, 'hello: token')
+      const kind = decoder.readUint8()
+      let filter: NameFilter
+      if (kind === 0) {
+        filter = {}
+      } else if (kind === 1) {
+        const nameCount = decoder.readCount(2)
+        if (nameCount > WIRE_LIMITS.maxFilterItems) throw new DecodeError('hello: too many filter names')
+        const names: string[] = []
+        for (let i = 0; i < nameCount; i++) names.push(readName(decoder))
+        const prefixCount = decoder.readCount(1)
+        if (prefixCount > WIRE_LIMITS.maxFilterItems) throw new DecodeError('hello: too many filter prefixes')
+        const prefixes: string[] = []
+        for (let i = 0; i < prefixCount; i++) {
+          const prefix = decoder.readString()
+          if (prefix.length > MAX_NAME_LENGTH) throw new DecodeError('hello: prefix too long')
+          prefixes.push(prefix)
+        }
+        filter = { names, prefixes }
+      } else {
+        throw new DecodeError(`hello: unknown filter kind ${kind}`)
+      }
+      const maxFrameBytes = readPositive(decoder, 'hello: maxFrameBytes')
+      const window = readPositive(decoder, 'hello: window')
+      const extensionCount = decoder.readCount(2)
+      if (extensionCount > WIRE_LIMITS.maxExtensions) throw new DecodeError('hello: too many extensions')
+      const extensions: Array<{ key: string; value: Uint8Array }> = []
+      for (let i = 0; i < extensionCount; i++) extensions.push({ key: decoder.readString(), value: decoder.readBytes() })
+      return { type: 'hello', minVersion, maxVersion, peerId: id as PeerId, token, filter, maxFrameBytes, window, extensions }
+    }
+    case MessageType.helloOk:
+      return { type: 'hello-ok', version: decoder.readVarUint() }
+    case MessageType.refuse: {
+      const reason = refuseByCode.get(decoder.readUint8()) ?? 'other'
+      const message = readLimitedString(decoder, WIRE_LIMITS.maxMessageLength, 'refuse: message')
+      return { type: 'refuse', reason, message, minVersion: decoder.readVarUint(), maxVersion: decoder.readVarUint() }
+    }
+    case MessageType.versions: {
+      const count = decoder.readCount(3)
+      const entries: VersionEntry[] = []
+      for (let i = 0; i < count; i++) entries.push({ name: readName(decoder), replicaType: readType(decoder), version: decoder.readBytes() })
+      return { type: 'versions', entries }
+    }
+    case MessageType.delta:
+      return { type: 'delta', seq: readPositive(decoder, 'delta: seq'), entry: readEntry(decoder) }
+    case MessageType.transaction: {
+      const seq = readPositive(decoder, 'transaction: seq')
+      const count = decoder.readCount(3)
+      if (count === 0) throw new DecodeError('transaction: no entries')
+      const entries: DeltaEntry[] = []
+      for (let i = 0; i < count; i++) entries.push(readEntry(decoder))
+      return { type: 'transaction', seq, entries }
+    }
+    case MessageType.ack:
+      return { type: 'ack', seq: decoder.readVarUint() }
+    case MessageType.chunk: {
+      const id = decoder.readVarUint()
+      const index = decoder.readVarUint()
+      const count = readPositive(decoder, 'chunk: count')
+      if (index >= count) throw new DecodeError('chunk: index out of range')
+      const totalBytes = decoder.readVarUint()
+      const bytes = decoder.readBytes()
+      if (bytes.length > totalBytes) throw new DecodeError('chunk: part larger than the whole')
+      return { type: 'chunk', id, index, count, totalBytes, bytes }
+    }
+    case MessageType.done:
+      return { type: 'done', seq: decoder.readVarUint() }
+    case MessageType.request:
+      return { type: 'request' }
+    case MessageType.reject: {
+      const seq = readPositive(decoder, 'reject: seq')
+      const name = readName(decoder)
+      const errorCode = readLimitedString(decoder, 64, 'reject: code')
+      return { type: 'reject', seq, name, code: errorCode, message: readLimitedString(decoder, WIRE_LIMITS.maxMessageLength, 'reject: message') }
+    }
+    default:
+      // Forward compatibility: skip the payload of a type we do not know.
+      decoder.readRaw(decoder.remaining)
+      return { type: 'unknown', code }
+  }
+}
+
+/** Encodes one message as a whole frame. */
+export function encodeMessage(message: Message): Uint8Array {
+  const encoder = new Encoder(64)
+  writeMessage(encoder, message)
+  return encoder.finish()
+}
+
+/** Decodes one whole frame; throws {@link DecodeError} on any malformed input. */
+export function decodeMessage(frame: Uint8Array): DecodedMessage {
+  return decodeGuarded('sync message', frame, readMessage)
+}

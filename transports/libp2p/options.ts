@@ -1,0 +1,113 @@
+/**
+ * Options and limits of the libp2p transport, with the defaults and why.
+ */
+import type { PrivateKey } from '@libp2p/interface'
+
+/** Stream protocol id that carries Concord frames. */
+export const CONCORD_PROTOCOL = '/concord/sync/1.0.0'
+
+/**
+ * libp2p limits, set for Concord: tens of agents per mesh, one long-lived
+ * Concord stream per pair of peers, frames up to a checkpoint's size.
+ */
+export interface Libp2pLimits {
+  /**
+   * Largest Concord frame, in bytes, in either direction (default 16 MiB: a
+   * checkpoint of a big document fits; anything larger is refused before it is
+   * buffered).
+   */
+  readonly maxFrameBytes: number
+  /**
+   * Connections libp2p keeps before pruning (default 128; libp2p's 300 is for
+   * DHT nodes; a Concord mesh is tens of agents, and each connection costs a
+   * socket, Noise state and Yamux windows).
+   */
+  readonly maxConnections: number
+  /** Dials in flight at once (default 32). */
+  readonly maxParallelDials: number
+  /**
+   * Inbound connections per second from one host before refusing (default
+   * 100; libp2p's 5 refuses agents on one machine, which all share
+   * 127.0.0.1, when they start together).
+   */
+  readonly inboundConnectionThreshold: number
+  /** Inbound connections still in the Noise/Yamux upgrade at once (default 32). */
+  readonly maxIncomingPendingConnections: number
+  /** Time for one dial (socket + Noise + Yamux), in ms (default 10 000). */
+  readonly dialTimeoutMs: number
+  /**
+   * Concord streams per connection and direction (default 4): one is used;
+   * the slack covers a redial race; more is an abuse.
+   */
+  readonly maxConcordStreams: number
+  /**
+   * Yamux streams per connection and direction, all protocols (default 64:
+   * Concord, identify, ping, gossipsub need a handful; Yamux's 1 000 lets one
+   * peer hold much memory).
+   */
+  readonly maxMuxedStreams: number
+  /** Largest gossipsub message payload, in bytes (default 1 MiB: live deltas are small). */
+  readonly maxPubsubMessageBytes: number
+  /** How long a graceful Concord stream close may wait for the remote, in ms (default 5 000). */
+  readonly closeTimeoutMs: number
+}
+
+/** The defaults of {@link Libp2pLimits}. */
+export const DEFAULT_LIMITS: Libp2pLimits = {
+  maxFrameBytes: 16 * 1024 * 1024,
+  maxConnections: 128,
+  maxParallelDials: 32,
+  inboundConnectionThreshold: 100,
+  maxIncomingPendingConnections: 32,
+  dialTimeoutMs: 10_000,
+  maxConcordStreams: 4,
+  maxMuxedStreams: 64,
+  maxPubsubMessageBytes: 1024 * 1024,
+  closeTimeoutMs: 5_000,
+}
+
+/** Redial of known peers that went away: exponential backoff with jitter. */
+export interface RedialOptions {
+  /** First delay after a peer went away, in ms (default 250). */
+  readonly minDelayMs?: number
+  /** Largest delay between two attempts, in ms (default 15 000); attempts go on while the transport runs. */
+  readonly maxDelayMs?: number
+}
+
+/** Options of {@link createLibp2pTransport}. */
+export interface Libp2pTransportOptions {
+  /**
+   * The peer's data folder: the private key is kept in `<dir>/libp2p-key`
+   * (created on first use, mode 0600) so the PeerId is stable across
+   * restarts. Omitted (and no `privateKey`): a new identity each run.
+   */
+  readonly dir?: string
+  /** A private key to use instead of the key file. */
+  readonly privateKey?: PrivateKey
+  /**
+   * Multiaddrs to listen on when the node starts (also settable by the first
+   * `listen()`); default: none before `listen()`.
+   */
+  readonly addresses?: readonly string[]
+  /** Bootstrap peers: multiaddrs ending in `/p2p/<PeerId>`, dialled at start and redialled when they go away. */
+  readonly bootstrap?: readonly string[]
+  /** mDNS discovery on the local network (off by default). */
+  readonly mdns?: boolean | { readonly intervalMs?: number; readonly serviceTag?: string }
+  /**
+   * PeerIds admitted (enforced by a connection gater); omitted: every peer
+   * that completes the Noise handshake.
+   */
+  readonly allow?: Iterable<string>
+  /** Gossipsub side channel for live deltas (off by default); see `Libp2pTransport.pubsub`. */
+  readonly gossipsub?: boolean | { readonly heartbeatIntervalMs?: number }
+  /**
+   * Open a Concord connection to every admitted peer that speaks the protocol
+   * once libp2p connects to it (bootstrap, mDNS, redial); default true. Such
+   * connections are announced with the transport's `connection` event.
+   */
+  readonly autoConnect?: boolean
+  /** Redial of known peers after they go away; `false` turns it off. */
+  readonly redial?: RedialOptions | false
+  /** Limits; see {@link Libp2pLimits} for the defaults. */
+  readonly limits?: Partial<Libp2pLimits>
+}

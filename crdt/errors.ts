@@ -42,6 +42,8 @@ export const ErrorCodes = {
   FORBIDDEN: 'CONCORD_FORBIDDEN',
   /** The remote side broke the protocol. */
   PROTOCOL_ERROR: 'CONCORD_PROTOCOL_ERROR',
+  /** A dial could not reach the remote end (refused, unreachable, partitioned, handshake failed). */
+  UNREACHABLE: 'CONCORD_UNREACHABLE',
 } as const
 
 /** One of the stable error codes. */

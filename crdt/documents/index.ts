@@ -1,0 +1,17 @@
+/**
+ * Documents behind the replica interface: Yjs (`YjsReplica`, type `yjs`) and
+ * Automerge (`AutomergeReplica`, type `automerge`), with the input guards
+ * that reject malformed updates and snapshots before the libraries see them.
+ */
+export { YjsReplica, YjsRemoteOrigin, isYjsRemoteOrigin, yjsReplicaFactory } from './yjs-replica.ts'
+export { validateYjsUpdate, validateYjsStateVector, type YjsUpdateSummary } from './yjs-guard.ts'
+export { documentValue, kindOf, type ObservedKind } from './yjs-view.ts'
+export {
+  DEFAULT_DOCUMENT_LIMITS,
+  resolveLimits,
+  type DocumentLimits,
+  type YjsReplicaOptions,
+  type YjsTopLevelKind,
+  type AutomergeReplicaOptions,
+} from './options.ts'
+export { encodeDocumentSnapshot, decodeDocumentSnapshot, DocumentKind, SNAPSHOT_FORMAT_VERSION, type DocumentSnapshot } from './snapshot-envelope.ts'

@@ -1,0 +1,59 @@
+/**
+ * Options of the document replicas (Yjs, Automerge): the shared
+ * {@link ReplicaOptions} plus per-document settings and the limits the input
+ * guards enforce on untrusted bytes.
+ */
+import type { ReplicaOptions } from '../replica.ts'
+
+/** Bounds every untrusted update, delta or snapshot must respect. */
+export interface DocumentLimits {
+  /** Largest update, delta or snapshot accepted, in bytes (default 64 MiB). */
+  readonly maxBytes: number
+  /** Deepest nesting of arrays/objects inside one Yjs `ContentAny` value (default 64). */
+  readonly maxNesting: number
+}
+
+/** The limits used when none are given. */
+export const DEFAULT_DOCUMENT_LIMITS: DocumentLimits = Object.freeze({
+  maxBytes: 64 * 1024 * 1024,
+  maxNesting: 64,
+})
+
+/** Fills the limits not given with the defaults. */
+export function resolveLimits(limits?: Partial<DocumentLimits>): DocumentLimits {
+  return { ...DEFAULT_DOCUMENT_LIMITS, ...limits }
+}
+
+/** The kind of a top-level Yjs type, used to read it without guessing. */
+export type YjsTopLevelKind = 'text' | 'map' | 'array' | 'xml'
+
+/** Options of a Yjs replica. */
+export interface YjsReplicaOptions extends ReplicaOptions {
+  /**
+   * Yjs garbage collection of deleted content (default `true`; keep `false`
+   * when you need Yjs snapshots of past versions). Stored in the snapshot: a
+   * replica loaded from a snapshot keeps its setting unless this overrides it.
+   */
+  readonly gc?: boolean
+  /**
+   * Declared top-level types, by name. They are created at once with their
+   * Yjs class, so `value()` and `restore()` read them exactly. Top-level
+   * types that arrive only through remote updates and were never declared
+   * or opened locally are read by inference (see `YjsReplica.value`).
+   */
+  readonly types?: Readonly<Record<string, YjsTopLevelKind>>
+  /** Limits enforced on every delta and snapshot this replica accepts. */
+  readonly limits?: Partial<DocumentLimits>
+}
+
+/** Options of an Automerge replica. */
+export interface AutomergeReplicaOptions<T = unknown> extends ReplicaOptions {
+  /**
+   * Initial value of a new document (ignored when `snapshot` is given). Made
+   * by one change with a fixed actor, so that every replica created with the
+   * same initial value shares it instead of conflicting.
+   */
+  readonly initial?: T
+  /** Limits enforced on every delta and snapshot this replica accepts. */
+  readonly limits?: Partial<DocumentLimits>
+}

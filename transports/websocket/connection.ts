@@ -1,0 +1,142 @@
+/**
+ * One WebSocket as a transport {@link Connection}: binary frames only, every
+ * socket error turned into one `close` event, send backpressure through the
+ * `ws` send callback, and a ping/pong heartbeat that ends a silent peer.
+ */
+import type { WebSocket } from 'ws'
+import { Emitter } from '../../crdt/emitter.ts'
+import { ConcordError, ErrorCodes } from '../../crdt/errors.ts'
+import type { Connection, ConnectionEvents } from '../transport.ts'
+
+/** Options of a {@link WebSocketConnection}. */
+export interface WebSocketConnectionOptions {
+  /** Ping every this many ms; a peer that answered no ping since the last one is dropped (0: off). */
+  readonly heartbeatIntervalMs: number
+  /** Above this many buffered bytes, `send` waits for the buffer to drain before resolving. */
+  readonly highWaterMark: number
+}
+
+let nextId = 0
+
+/** A {@link Connection} over a `ws` WebSocket. */
+export class WebSocketConnection implements Connection {
+  readonly events = new Emitter<ConnectionEvents>()
+  readonly id: string
+  private isOpen = true
+  private alive = true
+  private heartbeat: ReturnType<typeof setInterval> | undefined
+
+  constructor(
+    private readonly socket: WebSocket,
+    readonly direction: 'inbound' | 'outbound',
+    readonly remoteAddress: string,
+    options: WebSocketConnectionOptions,
+  ) {
+    this.id = `ws-${direction}-${++nextId}`
+    this.highWaterMark = options.highWaterMark
+    socket.binaryType = 'nodebuffer'
+    socket.on('message', (data, isBinary) => {
+      this.alive = true
+      if (!this.isOpen) return
+      if (!isBinary) {
+        // Only binary frames are part of the protocol: a text frame ends this connection only.
+        this.close('text frame received')
+        return
+      }
+      const buffer = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data as ArrayBuffer)
+      this.events.emit('message', new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength))
+    })
+    socket.on('pong', () => {
+      this.alive = true
+    })
+    socket.on('ping', () => {
+      this.alive = true
+    })
+    socket.on('error', (error) => {
+      // Bad frames, oversized frames, resets: this connection ends; nothing escapes.
+      this.ended(`socket error: ${error.message}`)
+      socket.terminate()
+    })
+    socket.on('close', (code, reason) => {
+      this.ended(reason.length > 0 ? reason.toString('utf8') : `closed (${code})`)
+    })
+    if (options.heartbeatIntervalMs > 0) {
+      this.heartbeat = setInterval(() => {
+        if (!this.alive) {
+          this.ended('heartbeat timeout')
+          socket.terminate()
+          return
+        }
+        this.alive = false
+        try {
+          socket.ping()
+        } catch {
+          // the close event follows
+        }
+      }, options.heartbeatIntervalMs)
+      this.heartbeat.unref?.()
+    }
+  }
+
+  private readonly highWaterMark: number
+
+  get open(): boolean {
+    return this.isOpen
+  }
+
+  /** Bytes queued in the socket and not yet written. */
+  get bufferedAmount(): number {
+    return this.socket.bufferedAmount
+  }
+
+  send(frame: Uint8Array): Promise<void> {
+    if (!this.isOpen) return Promise.reject(new ConcordError(ErrorCodes.CLOSED, `connection ${this.id} is closed`))
+    return new Promise<void>((resolve, reject) => {
+      try {
+        this.socket.send(frame, { binary: true }, (error) => {
+          if (error) reject(new ConcordError(ErrorCodes.CLOSED, `send failed: ${error.message}`, { cause: error }))
+          else if (this.socket.bufferedAmount > this.highWaterMark) this.drain().then(resolve, reject)
+          else resolve()
+        })
+      } catch (error) {
+        reject(new ConcordError(ErrorCodes.CLOSED, `send failed: ${(error as Error).message}`, { cause: error }))
+      }
+    })
+  }
+
+  private async drain(): Promise<void> {
+    while (this.isOpen && this.socket.bufferedAmount > this.highWaterMark) {
+      await new Promise((resolve) => setTimeout(resolve, 5))
+    }
+    if (!this.isOpen) throw new ConcordError(ErrorCodes.CLOSED, `connection ${this.id} is closed`)
+  }
+
+  close(reason?: string): void {
+    if (!this.isOpen) return
+    this.ended(reason)
+    try {
+      // A close reason is limited to 123 bytes by the WebSocket protocol.
+      this.socket.close(1000, Buffer.from(reason ?? '', 'utf8').subarray(0, 120).toString('utf8').replace(/\uFFFD+$/, ''))
+    } catch {
+      this.socket.terminate()
+    }
+    const socket = this.socket
+    setTimeout(() => {
+      if (socket.readyState !== socket.CLOSED) socket.terminate()
+    }, 2_000).unref?.()
+  }
+
+  /** Ends the connection at once (no close handshake): tests use it to mimic a crash. */
+  terminate(reason = 'terminated'): void {
+    this.ended(reason)
+    this.socket.terminate()
+  }
+
+  private ended(reason?: string): void {
+    if (!this.isOpen) return
+    this.isOpen = false
+    if (this.heartbeat) clearInterval(this.heartbeat)
+    this.heartbeat = undefined
+    this.events.emit('close', { reason })
+  }
+}

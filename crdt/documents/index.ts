@@ -15,3 +15,5 @@ export {
   type AutomergeReplicaOptions,
 } from './options.ts'
 export { encodeDocumentSnapshot, decodeDocumentSnapshot, DocumentKind, SNAPSHOT_FORMAT_VERSION, type DocumentSnapshot } from './snapshot-envelope.ts'
+export { AutomergeReplica, automergeReplicaFactory, encodeAutomergeHeads, decodeAutomergeHeads, plainValue } from './automerge-replica.ts'
+export { splitAutomergeChunks, AutomergeChunkType, type AutomergeChunk } from './automerge-guard.ts'

@@ -112,12 +112,21 @@ function isEmptyJson(json: unknown): boolean {
   return false
 }
 
-/** `{ name: json }` for every non-empty top-level type, names sorted. */
+/** The same data with every object's keys in sorted order (Yjs maps list keys in arrival order). */
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys)
+  if (typeof value !== 'object' || value === null || value instanceof Uint8Array) return value
+  const out: Record<string, unknown> = {}
+  for (const key of Object.keys(value).sort()) out[key] = sortKeys((value as Record<string, unknown>)[key])
+  return out
+}
+
+/** `{ name: json }` for every non-empty top-level type; object keys sorted at every level. */
 export function documentValue(doc: Y.Doc): Record<string, unknown> {
   const out: Record<string, unknown> = {}
   for (const name of [...doc.share.keys()].sort()) {
     const json = jsonOfTopLevel(doc.share.get(name)!)
-    if (json !== undefined) out[name] = json
+    if (json !== undefined) out[name] = sortKeys(json)
   }
   return out
 }

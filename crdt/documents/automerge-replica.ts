@@ -1,0 +1,270 @@
+/**
+ * An Automerge 3 document behind the {@link Replica} interface, with a typed
+ * handle: `change(fn)` and `doc`.
+ *
+ * - `version()`: the heads, encoded as `u8 version (1), varuint count, count
+ *   x 32-byte change hashes` (sorted, as Automerge returns them).
+ * - `deltaSince(heads)`: `saveSince(doc, heads)` (the changes a replica at
+ *   those heads lacks, as change chunks) when every head is known here; when
+ *   some are unknown (the other side has changes we lack), the changes since
+ *   the known ones; when none is known, the whole document (`save()`, one
+ *   compressed document chunk: smaller than all the changes). `null` when
+ *   nothing is missing. Automerge's sync protocol (bloom filters over
+ *   round trips) is the sync layer's choice, not the replica's.
+ * - `applyDelta(bytes)`: framing checked by {@link splitAutomergeChunks};
+ *   document chunks are loaded strictly into a scratch document first;
+ *   change chunks go through `applyChanges`, which parses every change
+ *   before applying any. Any Automerge error becomes DecodeError and the
+ *   document is unchanged. Returns true when the heads changed; changes
+ *   whose dependencies are missing wait inside Automerge (false until then).
+ * - `change(fn)`: one local change; emits `change` with its bytes.
+ * - `snapshot()`: `save()` in the document snapshot envelope.
+ * - `value()`: the document as plain data (counters as numbers, immutable
+ *   strings as strings, dates as ISO strings, bytes as Uint8Array).
+ * - `restore(past)`: one change rewriting what differs (text through
+ *   `updateText`, a diff; lists by their differing middle).
+ * Each replica gets a fresh random actor id (never reused across restarts:
+ * a restart that lost unpersisted changes would otherwise reuse their
+ * sequence numbers).
+ */
+import * as A from '@automerge/automerge'
+import { Emitter } from '../emitter.ts'
+import { ConcordError, DecodeError, ErrorCodes } from '../errors.ts'
+import { Encoder, decodeGuarded } from '../codec.ts'
+import type { Replica, ReplicaEvents, ReplicaFactory, ReplicaId } from '../replica.ts'
+import { splitAutomergeChunks } from './automerge-guard.ts'
+import { resolveLimits, type AutomergeReplicaOptions, type DocumentLimits } from './options.ts'
+import { decodeDocumentSnapshot, encodeDocumentSnapshot } from './snapshot-envelope.ts'
+
+const HEADS_FORMAT_VERSION = 1
+const HASH_BYTES = 32
+/** Actor of the shared initial change (see {@link AutomergeReplicaOptions.initial}). */
+const INITIAL_ACTOR = '00'
+
+/** Encodes Automerge heads (hex hashes) as a version. */
+export function encodeAutomergeHeads(heads: A.Heads): Uint8Array {
+  const encoder = new Encoder(2 + heads.length * HASH_BYTES)
+  encoder.writeUint8(HEADS_FORMAT_VERSION)
+  encoder.writeVarUint(heads.length)
+  for (const head of heads) {
+    for (let i = 0; i < HASH_BYTES; i++) encoder.writeUint8(parseInt(head.slice(i * 2, i * 2 + 2), 16))
+  }
+  return encoder.finish()
+}
+
+/** Decodes a version made by {@link encodeAutomergeHeads}. Throws {@link DecodeError}. */
+export function decodeAutomergeHeads(bytes: Uint8Array): A.Heads {
+  return decodeGuarded('automerge heads', bytes, (decoder) => {
+    decoder.readVersion(HEADS_FORMAT_VERSION, 'automerge heads')
+    const count = decoder.readCount(HASH_BYTES)
+    const heads: string[] = []
+    for (let i = 0; i < count; i++) {
+      const raw = decoder.readRaw(HASH_BYTES)
+      let hex = ''
+      for (const byte of raw) hex += byte.toString(16).padStart(2, '0')
+      heads.push(hex)
+    }
+    return heads
+  })
+}
+
+function sameHeads(a: A.Heads, b: A.Heads): boolean {
+  return a.length === b.length && a.every((head, i) => head === b[i])
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date) &&
+    !(value instanceof Uint8Array) && !A.isCounter(value) && !A.isImmutableString(value)
+}
+
+/** An Automerge value as plain data (see the module comment). */
+export function plainValue(value: unknown): unknown {
+  if (A.isCounter(value)) return (value as A.Counter).value
+  if (A.isImmutableString(value)) return (value as A.ImmutableString).val
+  if (value instanceof Date) return value.toISOString()
+  if (value instanceof Uint8Array) return new Uint8Array(value)
+  if (Array.isArray(value)) return value.map(plainValue)
+  if (typeof value === 'object' && value !== null) {
+    const out: Record<string, unknown> = {}
+    for (const key of Object.keys(value).sort()) out[key] = plainValue((value as Record<string, unknown>)[key])
+    return out
+  }
+  return value
+}
+
+/** A fresh copy of a value of a past document, ready to assign inside a change. */
+function insertable(value: unknown): unknown {
+  if (A.isCounter(value)) return new A.Counter((value as A.Counter).value)
+  if (A.isImmutableString(value)) return new A.ImmutableString((value as A.ImmutableString).val)
+  if (value instanceof Date) return new Date(value.getTime())
+  if (value instanceof Uint8Array) return new Uint8Array(value)
+  if (Array.isArray(value)) return value.map(insertable)
+  if (typeof value === 'object' && value !== null) {
+    const out: Record<string, unknown> = {}
+    for (const key of Object.keys(value)) out[key] = insertable((value as Record<string, unknown>)[key])
+    return out
+  }
+  return value
+}
+
+function plainEqual(a: unknown, b: unknown): boolean {
+  return deepEqual(plainValue(a), plainValue(b)) && A.isCounter(a) === A.isCounter(b) && A.isImmutableString(a) === A.isImmutableString(b)
+}
+
+function deepEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false
+  if (a instanceof Uint8Array || b instanceof Uint8Array) {
+    return a instanceof Uint8Array && b instanceof Uint8Array && a.length === b.length && a.every((x, i) => x === b[i])
+  }
+  if (Array.isArray(a) !== Array.isArray(b)) return false
+  const ka = Object.keys(a)
+  const kb = Object.keys(b)
+  return ka.length === kb.length && ka.every((k) => Object.hasOwn(b, k) && deepEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]))
+}
+
+/** Rewrites the object `target` (inside a change, at `path` of `root`) to equal `past`. */
+function restoreObject(root: unknown, path: A.Prop[], target: Record<string, unknown>, past: Record<string, unknown>): void {
+  for (const key of Object.keys(target)) if (!Object.hasOwn(past, key)) delete target[key]
+  for (const key of Object.keys(past)) restoreSlot(root, [...path, key], target, key, past[key])
+}
+
+/** Rewrites `container[key]` to equal `wanted`, in place where the kinds match. */
+function restoreSlot(root: unknown, path: A.Prop[], container: Record<string | number, unknown>, key: string | number, wanted: unknown): void {
+  const current = container[key]
+  if (key in container && plainEqual(current, wanted)) return
+  if (typeof current === 'string' && typeof wanted === 'string') {
+    A.updateText(root as A.Doc<unknown>, path, wanted)
+  } else if (A.isCounter(current) && A.isCounter(wanted)) {
+    (current as A.Counter).increment((wanted as A.Counter).value - (current as A.Counter).value)
+  } else if (Array.isArray(current) && Array.isArray(wanted)) {
+    restoreList(root, path, current, wanted)
+  } else if (isPlainObject(current) && isPlainObject(wanted)) {
+    restoreObject(root, path, current, wanted)
+  } else {
+    container[key] = insertable(wanted)
+  }
+}
+
+function restoreList(root: unknown, path: A.Prop[], current: unknown[], wanted: unknown[]): void {
+  let start = 0
+  while (start < current.length && start < wanted.length && plainEqual(current[start], wanted[start])) start++
+  let endC = current.length
+  let endW = wanted.length
+  while (endC > start && endW > start && plainEqual(current[endC - 1], wanted[endW - 1])) {
+    endC--
+    endW--
+  }
+  // Same length in the middle: rewrite element by element (keeps nested objects and texts).
+  if (endC - start === endW - start) {
+    for (let i = start; i < endC; i++) restoreSlot(root, [...path, i], current as unknown as Record<number, unknown>, i, wanted[i])
+    return
+  }
+  if (endC > start) A.deleteAt(current, start, endC - start)
+  if (endW > start) A.insertAt(current, start, ...wanted.slice(start, endW).map(insertable))
+}
+
+/** An Automerge document behind the replica interface. */
+export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
+  readonly type = 'automerge' as const
+  readonly replicaId: ReplicaId
+  readonly events = new Emitter<ReplicaEvents>()
+  /** The limits enforced on deltas and snapshots. */
+  readonly limits: DocumentLimits
+  private current: A.Doc<T>
+
+  constructor(options: AutomergeReplicaOptions<T>) {
+    this.replicaId = options.replicaId
+    this.limits = resolveLimits(options.limits)
+    if (options.snapshot !== undefined) {
+      const { payload } = decodeDocumentSnapshot(options.snapshot, 'automerge')
+      splitAutomergeChunks(payload, this.limits, 'automerge snapshot')
+      try {
+        this.current = A.load<T>(payload)
+      } catch (cause) {
+        throw new DecodeError(`automerge snapshot: ${(cause as Error)?.message ?? cause}`, { cause })
+      }
+    } else if (options.initial !== undefined) {
+      const initial = options.initial
+      const seeded = A.change(A.init<T>({ actor: INITIAL_ACTOR }), { time: 0 }, (doc) => {
+        Object.assign(doc as object, insertable(initial))
+      })
+      this.current = A.clone(seeded)
+    } else {
+      this.current = A.init<T>()
+    }
+  }
+
+  /** The current document (an immutable Automerge view; replaced by every change). */
+  get doc(): A.Doc<T> {
+    return this.current
+  }
+
+  /**
+   * Makes one local change; emits `change` and returns its bytes, or `null`
+   * when `fn` changed nothing.
+   */
+  change(fn: A.ChangeFn<T>, message?: string): Uint8Array | null {
+    const before = A.getHeads(this.current)
+    const next = message === undefined ? A.change(this.current, fn) : A.change(this.current, { message }, fn)
+    if (sameHeads(before, A.getHeads(next))) return null
+    this.current = next
+    const delta = A.getLastLocalChange(next)!
+    this.events.emit('change', { delta, local: true })
+    return delta
+  }
+
+  version(): Uint8Array {
+    return encodeAutomergeHeads(A.getHeads(this.current))
+  }
+
+  deltaSince(version: Uint8Array): Uint8Array | null {
+    const heads = decodeAutomergeHeads(version)
+    if (A.getHeads(this.current).length === 0) return null
+    const known = heads.filter((head) => A.hasHeads(this.current, [head]))
+    if (known.length === 0 && heads.length > 0) return A.save(this.current)
+    const delta = A.saveSince(this.current, known)
+    return delta.length === 0 ? null : delta
+  }
+
+  applyDelta(delta: Uint8Array, origin?: unknown): boolean {
+    const chunks = splitAutomergeChunks(delta, this.limits, 'automerge delta')
+    const documents = chunks.filter((chunk) => chunk.type === 0)
+    const changes = chunks.filter((chunk) => chunk.type !== 0).map((chunk) => chunk.bytes)
+    const before = A.getHeads(this.current)
+    let next = this.current
+    try {
+      for (const chunk of documents) A.load(chunk.bytes) // strict parse, into a scratch document
+      if (changes.length > 0) [next] = A.applyChanges(next, changes)
+      for (const chunk of documents) next = A.loadIncremental(next, chunk.bytes)
+    } catch (cause) {
+      throw new DecodeError(`automerge delta rejected: ${(cause as Error)?.message ?? cause}`, { cause })
+    }
+    this.current = next
+    if (sameHeads(before, A.getHeads(next))) return false
+    this.events.emit('change', { delta, local: false, origin })
+    return true
+  }
+
+  snapshot(): Uint8Array {
+    return encodeDocumentSnapshot({ kind: 'automerge', gc: false, payload: A.save(this.current) })
+  }
+
+  value(): unknown {
+    return plainValue(this.current)
+  }
+
+  restore(past: Replica): Uint8Array | null {
+    if (!(past instanceof AutomergeReplica)) {
+      throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `automerge restore: the past version is a ${past.type} replica`)
+    }
+    const wanted = past.doc as unknown as Record<string, unknown>
+    return this.change((doc) => restoreObject(doc, [], doc as unknown as Record<string, unknown>, wanted), 'restore')
+  }
+}
+
+/** Creates Automerge replicas (type `automerge`); accepts {@link AutomergeReplicaOptions}. */
+export const automergeReplicaFactory: ReplicaFactory<AutomergeReplica> = {
+  type: 'automerge',
+  create: (options) => new AutomergeReplica(options),
+}

@@ -1,0 +1,320 @@
+/**
+ * The commit pipeline: every write of a store goes through one queue, and at
+ * most one storage batch is in flight. Units that arrive while a batch is
+ * being written go together into the next one (group commit), so concurrent
+ * writers share one fsync. A batch is atomic: all of its units or none.
+ *
+ * Durability per unit: a `sync` unit resolves after its batch was written
+ * with `sync: true` (fsynced); an async unit resolves after its batch reached
+ * the OS (`sync: false`), and a flush is forced within `rpoMs`.
+ *
+ * Sequence numbers and hashes are assigned when a batch is built, not when a
+ * unit is queued, so a failed batch leaves no hole: its units reject, the
+ * metadata stays what was last written, and the next batch continues from it.
+ */
+import { Emitter } from '../crdt/emitter.ts'
+import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
+import type { HlcTimestamp } from '../crdt/hlc.ts'
+import { sha256 } from './checksum.ts'
+import { logKey, metaKey } from './keys.ts'
+import { encodeMeta, type NameMeta } from './name-meta.ts'
+import { encodeRecord, type RecordKind } from './record.ts'
+import type { Storage, StorageKey, StorageOperation } from './storage.ts'
+
+/** The live state of one name, shared by the store and the pipeline. */
+export interface NameState {
+  /** The metadata as last written (committed). */
+  meta: NameMeta
+  /** Highest seq known to be on stable storage. */
+  durableSeq: number
+  /** Units queued or in flight that touch this name. */
+  pending: number
+}
+
+/** A record as committed, handed to listeners. */
+export interface CommittedRecord {
+  readonly name: string
+  readonly seq: number
+  readonly hlc: HlcTimestamp
+  readonly agent: string
+  readonly kind: RecordKind
+  readonly payload: Uint8Array
+  readonly hash: Uint8Array
+  readonly size: number
+}
+
+/** Input of {@link BatchBuilder.append}. */
+export interface AppendInput {
+  readonly payload: Uint8Array
+  readonly hlc: HlcTimestamp
+  readonly agent: string
+  readonly kind?: RecordKind
+  /** Wall time of the write (ms), recorded as the name's last touch. */
+  readonly now: number
+}
+
+/** Collects the operations of one batch; handed to each unit's `build`. */
+export class BatchBuilder {
+  readonly ops: StorageOperation[] = []
+  readonly records: CommittedRecord[] = []
+  private readonly tentative = new Map<NameState, NameMeta>()
+  private readonly afterCommit: Array<() => void> = []
+
+  /** The name's metadata as it will be after this batch so far. */
+  meta(state: NameState): NameMeta {
+    return this.tentative.get(state) ?? state.meta
+  }
+
+  /** Replaces the name's metadata in this batch (written once, at the end). */
+  setMeta(state: NameState, meta: NameMeta): void {
+    this.tentative.set(state, meta)
+  }
+
+  /** Appends one record to the name's log; returns it as it will be committed. */
+  append(state: NameState, input: AppendInput): CommittedRecord {
+    const meta = this.meta(state)
+    const seq = meta.lastSeq + 1
+    const kind = input.kind ?? 'delta'
+    const bytes = encodeRecord({ name: meta.name, seq, hlc: input.hlc, agent: input.agent, kind, prevHash: meta.lastHash, payload: input.payload })
+    const hash = sha256(bytes)
+    this.ops.push({ type: 'put', key: logKey(meta.name, seq), value: bytes })
+    this.setMeta(state, { ...meta, lastSeq: seq, lastHash: hash, logBytes: meta.logBytes + bytes.length, touched: Math.max(meta.touched, input.now) })
+    const record: CommittedRecord = { name: meta.name, seq, hlc: input.hlc, agent: input.agent, kind, payload: input.payload, hash, size: bytes.length }
+    this.records.push(record)
+    return record
+  }
+
+  /** Adds a put. */
+  put(key: StorageKey, value: Uint8Array): void {
+    this.ops.push({ type: 'put', key, value })
+  }
+
+  /** Adds a delete. */
+  del(key: StorageKey): void {
+    this.ops.push({ type: 'del', key })
+  }
+
+  /** Runs `fn` once the batch is written (before the units resolve). */
+  onCommit(fn: () => void): void {
+    this.afterCommit.push(fn)
+  }
+
+  /** @internal a point to roll back to if a unit's build throws. */
+  savepoint(): { ops: number; records: number; after: number; tentative: Map<NameState, NameMeta> } {
+    return { ops: this.ops.length, records: this.records.length, after: this.afterCommit.length, tentative: new Map(this.tentative) }
+  }
+
+  /** @internal */
+  rollback(point: ReturnType<BatchBuilder['savepoint']>): void {
+    this.ops.length = point.ops
+    this.records.length = point.records
+    this.afterCommit.length = point.after
+    this.tentative.clear()
+    for (const [state, meta] of point.tentative) this.tentative.set(state, meta)
+  }
+
+  /** @internal the touched names and their new metadata. */
+  touched(): Map<NameState, NameMeta> {
+    return this.tentative
+  }
+
+  /** @internal */
+  runAfterCommit(): void {
+    for (const fn of this.afterCommit) fn()
+  }
+}
+
+/** One unit of work: built into a batch, resolved when written per its mode. */
+export interface Unit<T> {
+  /** Wait for an fsync before resolving. */
+  readonly sync: boolean
+  /** Names the unit touches (kept from eviction while queued). */
+  readonly states: readonly NameState[]
+  /** Adds the unit's operations; runs synchronously when the batch is formed. */
+  build(builder: BatchBuilder): T
+}
+
+/** Events of the pipeline. */
+export interface CommitterEvents extends Record<string, unknown> {
+  /** Records written (in `sync` mode also durable). */
+  commit: { readonly records: readonly CommittedRecord[] }
+  /** Names whose records up to `seq` are now on stable storage. */
+  durable: { readonly names: ReadonlyArray<{ readonly name: string; readonly seq: number }> }
+  /** A batch failed; its units were rejected. */
+  failure: { readonly error: ConcordError; readonly states: readonly NameState[] }
+}
+
+/** Timer functions (injectable for deterministic tests). */
+export interface Timers {
+  setTimeout(fn: () => void, ms: number): unknown
+  clearTimeout(handle: unknown): void
+}
+
+/** Node's timers, unref'd so a pending flush never keeps the process alive. */
+export const realTimers: Timers = {
+  setTimeout(fn, ms) {
+    const handle = setTimeout(fn, ms)
+    ;(handle as { unref?: () => void }).unref?.()
+    return handle
+  },
+  clearTimeout(handle) {
+    clearTimeout(handle as ReturnType<typeof setTimeout>)
+  },
+}
+
+/** Options of the pipeline. */
+export interface CommitterOptions {
+  /** Longest time a write of an async unit stays unsynced. */
+  readonly rpoMs: number
+  readonly timers?: Timers
+  /**
+   * Largest number of units in one batch (default: all that are queued).
+   * Keep the default for stores: a checkpoint snapshot is only exact when
+   * every queued change is in the same batch.
+   */
+  readonly maxUnitsPerBatch?: number
+}
+
+interface Queued {
+  readonly unit: Unit<unknown>
+  resolve(value: unknown): void
+  reject(error: unknown): void
+}
+
+/** The commit pipeline of a store. */
+export class Committer {
+  readonly events = new Emitter<CommitterEvents>()
+  private queue: Queued[] = []
+  private running: Promise<void> | undefined
+  private readonly unsynced = new Set<NameState>()
+  private timer: unknown
+  private isClosed = false
+  private readonly timers: Timers
+  private readonly maxUnits: number
+  /** Number of batches written, and how many of them were fsynced (statistics). */
+  readonly stats = { batches: 0, syncs: 0, units: 0 }
+
+  constructor(private readonly storage: Storage, private readonly options: CommitterOptions) {
+    this.timers = options.timers ?? realTimers
+    this.maxUnits = options.maxUnitsPerBatch ?? Number.POSITIVE_INFINITY
+  }
+
+  /** Queues a unit; resolves with what its `build` returned once written per its mode. */
+  enqueue<T>(unit: Unit<T>): Promise<T> {
+    if (this.isClosed) return Promise.reject(new ConcordError(ErrorCodes.CLOSED, 'the store is closed'))
+    for (const state of unit.states) state.pending++
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ unit, resolve: resolve as (value: unknown) => void, reject })
+      if (!this.running) this.running = this.run()
+    })
+  }
+
+  /** Resolves once everything queued so far is written and fsynced. */
+  async flush(): Promise<void> {
+    await this.enqueue({ sync: true, states: [], build: () => undefined })
+  }
+
+  /** Resolves once the queue is empty (nothing in flight). */
+  async idle(): Promise<void> {
+    while (this.running) await this.running
+  }
+
+  /** Flushes, then refuses further units. */
+  async close(): Promise<void> {
+    if (this.isClosed) return
+    if (this.unsynced.size > 0 || this.queue.length > 0 || this.running) await this.flush().catch(() => undefined)
+    await this.idle()
+    this.isClosed = true
+    if (this.timer !== undefined) this.timers.clearTimeout(this.timer)
+    this.timer = undefined
+  }
+
+  private async run(): Promise<void> {
+    try {
+      while (this.queue.length > 0) {
+        const taken = this.queue.splice(0, this.maxUnits)
+        await this.writeBatch(taken)
+      }
+    } finally {
+      this.running = undefined
+    }
+  }
+
+  private async writeBatch(taken: Queued[]): Promise<void> {
+    const builder = new BatchBuilder()
+    const built: Array<{ item: Queued; value: unknown }> = []
+    for (const item of taken) {
+      const point = builder.savepoint()
+      try {
+        built.push({ item, value: item.unit.build(builder) })
+      } catch (error) {
+        builder.rollback(point)
+        this.release(item)
+        item.reject(error)
+      }
+    }
+    if (built.length === 0) return
+    const sync = built.some(({ item }) => item.unit.sync)
+    const touched = builder.touched()
+    for (const [, meta] of touched) builder.ops.push({ type: 'put', key: metaKey(meta.name), value: encodeMeta(meta) })
+    try {
+      await this.storage.batch(builder.ops, { sync })
+    } catch (cause) {
+      const error = isConcordError(cause) ? cause : new ConcordError(ErrorCodes.STORAGE_ERROR, `write failed: ${(cause as Error)?.message}`, { cause })
+      const states = [...new Set(built.flatMap(({ item }) => item.unit.states))]
+      for (const { item } of built) {
+        this.release(item)
+        item.reject(error)
+      }
+      this.events.emit('failure', { error, states })
+      return
+    }
+    this.stats.batches++
+    this.stats.units += built.length
+    for (const [state, meta] of touched) {
+      state.meta = meta
+      this.unsynced.add(state)
+    }
+    if (sync) this.markDurable()
+    else this.scheduleFlush()
+    builder.runAfterCommit()
+    if (builder.records.length > 0) this.events.emit('commit', { records: builder.records })
+    for (const { item, value } of built) {
+      this.release(item)
+      item.resolve(value)
+    }
+  }
+
+  private release(item: Queued): void {
+    for (const state of item.unit.states) state.pending--
+  }
+
+  private markDurable(): void {
+    this.stats.syncs++
+    if (this.timer !== undefined) {
+      this.timers.clearTimeout(this.timer)
+      this.timer = undefined
+    }
+    const names: Array<{ name: string; seq: number }> = []
+    for (const state of this.unsynced) {
+      if (state.durableSeq !== state.meta.lastSeq) {
+        state.durableSeq = state.meta.lastSeq
+        names.push({ name: state.meta.name, seq: state.durableSeq })
+      }
+    }
+    this.unsynced.clear()
+    if (names.length > 0) this.events.emit('durable', { names })
+  }
+
+  private scheduleFlush(): void {
+    if (this.timer !== undefined || this.unsynced.size === 0) return
+    this.timer = this.timers.setTimeout(() => {
+      this.timer = undefined
+      if (this.isClosed) return
+      this.flush().catch((error) => {
+        // The failure event was emitted by writeBatch; retry within the window.
+        if (!isConcordError(error, ErrorCodes.CLOSED)) this.scheduleFlush()
+      })
+    }, this.options.rpoMs)
+  }
+}

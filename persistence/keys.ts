@@ -1,0 +1,35 @@
+/**
+ * The key layout of a store (see FORMAT.md). Sequence numbers are written as
+ * 14 hex digits so that key order is numeric order.
+ */
+import type { StorageKey } from './storage.ts'
+
+/** Fixed-width hex of a sequence number (0 .. 2^53-1). */
+export function seqKey(seq: number): string {
+  return seq.toString(16).padStart(14, '0')
+}
+
+/** Parses {@link seqKey}; NaN if malformed. */
+export function parseSeqKey(key: string): number {
+  return /^[0-9a-f]{14}$/.test(key) ? parseInt(key, 16) : Number.NaN
+}
+
+/** Store-wide information. */
+export const STORE_INFO_KEY: StorageKey = ['s', 'info']
+/** Prefix of every name's metadata. */
+export const META_PREFIX: StorageKey = ['m']
+/** Prefix of every archived-name marker. */
+export const ARCHIVE_PREFIX: StorageKey = ['a']
+
+/** Metadata of a name. */
+export const metaKey = (name: string): StorageKey => ['m', name]
+/** Marker of an archived name. */
+export const archiveKey = (name: string): StorageKey => ['a', name]
+/** Prefix of the log records of a name. */
+export const logPrefix = (name: string): StorageKey => ['l', name]
+/** One log record. */
+export const logKey = (name: string, seq: number): StorageKey => ['l', name, seqKey(seq)]
+/** Prefix of the checkpoints of a name. */
+export const checkpointPrefix = (name: string): StorageKey => ['c', name]
+/** One checkpoint. */
+export const checkpointKey = (name: string, seq: number): StorageKey => ['c', name, seqKey(seq)]

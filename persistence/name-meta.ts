@@ -1,0 +1,89 @@
+/**
+ * Per-name metadata (format version 1), rewritten in the same batch as every
+ * change of the name, so it always matches its log:
+ *
+ * ```
+ * u8 version (1) | string name | string type | varuint schema
+ * varuint created (ms) | varuint touched (ms, last write)
+ * varuint lastSeq | raw32 lastHash | varuint firstSeq (first retained record)
+ * varuint logBytes (records after the newest checkpoint) | varuint ttlMs (0 = store default)
+ * count, then per checkpoint (oldest first): varuint seq, varuint size
+ * u32 CRC-32
+ * ```
+ */
+import { Decoder, Encoder } from '../crdt/codec.ts'
+import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
+import type { ReplicaType } from '../crdt/replica.ts'
+import { HASH_BYTES, openChecksummed, sealWithChecksum, ZERO_HASH } from './checksum.ts'
+
+/** Current metadata format version. */
+export const META_VERSION = 1
+
+/** One retained checkpoint, as listed in the metadata. */
+export interface CheckpointRef {
+  readonly seq: number
+  readonly size: number
+}
+
+/** What the store keeps about a name. Immutable: changes make a new object. */
+export interface NameMeta {
+  readonly name: string
+  readonly type: ReplicaType
+  /** Application schema version of the state (migrations). */
+  readonly schema: number
+  readonly created: number
+  readonly touched: number
+  readonly lastSeq: number
+  readonly lastHash: Uint8Array
+  /** Seq of the first retained record (`lastSeq + 1` when none is retained). */
+  readonly firstSeq: number
+  /** Bytes of the records after the newest checkpoint (what recovery replays). */
+  readonly logBytes: number
+  /** Time to live in ms; 0 = the store default. */
+  readonly ttlMs: number
+  /** Retained checkpoints, oldest first. */
+  readonly checkpoints: readonly CheckpointRef[]
+}
+
+/** Metadata of a new, empty name. */
+export function newMeta(name: string, type: ReplicaType, schema: number, now: number, ttlMs = 0): NameMeta {
+  return { name, type, schema, created: now, touched: now, lastSeq: 0, lastHash: ZERO_HASH, firstSeq: 1, logBytes: 0, ttlMs, checkpoints: [] }
+}
+
+/** Encodes metadata. */
+export function encodeMeta(meta: NameMeta): Uint8Array {
+  const encoder = new Encoder(96 + meta.name.length)
+  encoder.writeUint8(META_VERSION).writeString(meta.name).writeString(meta.type).writeVarUint(meta.schema)
+    .writeVarUint(meta.created).writeVarUint(meta.touched).writeVarUint(meta.lastSeq).writeRaw(meta.lastHash)
+    .writeVarUint(meta.firstSeq).writeVarUint(meta.logBytes).writeVarUint(meta.ttlMs).writeVarUint(meta.checkpoints.length)
+  for (const cp of meta.checkpoints) encoder.writeVarUint(cp.seq).writeVarUint(cp.size)
+  return sealWithChecksum(encoder.finish())
+}
+
+/** Decodes metadata; `CONCORD_CORRUPT_RECORD` if damaged. */
+export function decodeMeta(bytes: Uint8Array): NameMeta {
+  const body = openChecksummed(bytes)
+  if (!body) throw new ConcordError(ErrorCodes.CORRUPT_RECORD, 'name metadata: checksum mismatch or truncated')
+  if (body[0] > META_VERSION) throw new ConcordError(ErrorCodes.UNSUPPORTED_VERSION, `name metadata: format version ${body[0]} is newer than this code`)
+  try {
+    const d = new Decoder(body)
+    d.readVersion(META_VERSION, 'name metadata')
+    const name = d.readString()
+    const type = d.readString() as ReplicaType
+    const schema = d.readVarUint()
+    const created = d.readVarUint()
+    const touched = d.readVarUint()
+    const lastSeq = d.readVarUint()
+    const lastHash = d.readRaw(HASH_BYTES).slice()
+    const firstSeq = d.readVarUint()
+    const logBytes = d.readVarUint()
+    const ttlMs = d.readVarUint()
+    const count = d.readCount(2)
+    const checkpoints: CheckpointRef[] = []
+    for (let i = 0; i < count; i++) checkpoints.push({ seq: d.readVarUint(), size: d.readVarUint() })
+    d.end('name metadata')
+    return { name, type, schema, created, touched, lastSeq, lastHash, firstSeq, logBytes, ttlMs, checkpoints }
+  } catch (error) {
+    throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `name metadata: ${(error as Error).message}`, { cause: error })
+  }
+}

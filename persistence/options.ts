@@ -1,0 +1,113 @@
+/**
+ * Options of a store and of a name, with their defaults.
+ */
+import type { HybridClock } from '../crdt/hlc.ts'
+import type { Replica, ReplicaId, ReplicaOptions, ReplicaType } from '../crdt/replica.ts'
+import type { Timers } from './committer.ts'
+import type { Storage } from './storage.ts'
+
+/**
+ * When an append resolves. `sync`: after its record is fsynced (RPO 0;
+ * concurrent appends share one fsync). `async`: once the record reached the
+ * OS (a process crash loses nothing), fsynced within `rpoMs` (a power cut
+ * loses at most that window).
+ */
+export type Durability = { readonly mode: 'sync' } | { readonly mode: 'async'; readonly rpoMs: number }
+
+/**
+ * What to keep of a name's history. `full`: every record (audit); only old
+ * checkpoints are dropped. `{ checkpoints: K }`: the latest K checkpoints and
+ * the records after the oldest of them.
+ */
+export type Retention = 'full' | { readonly checkpoints: number }
+
+/** When to write a checkpoint of a name (whichever comes first). */
+export interface CheckpointPolicy {
+  /** After this many records since the last checkpoint (default 1000; 0 = never). */
+  readonly everyRecords?: number
+  /** After this many bytes of records since the last checkpoint (default 1 MiB; 0 = never). */
+  readonly everyBytes?: number
+  /** After this many ms with changes not in a checkpoint (default 60000; 0 = never). */
+  readonly everyMs?: number
+  /** On `close()` (default true). */
+  readonly onClose?: boolean
+}
+
+/**
+ * One migration step: brings the state of a replica from version `n - 1` to
+ * `n` by mutating it through its own API (the changes are logged and
+ * replicated like any other). It must be deterministic and idempotent across
+ * agents, because every agent runs it when it hydrates old data.
+ */
+export type Migration = (replica: Replica, context: { readonly name: string; readonly from: number; readonly to: number }) => void
+
+/** Application schema: the current version and the steps up to it. */
+export interface Schema {
+  /** The version this code writes (>= 0). */
+  readonly version: number
+  /** `{ 2: step }` takes version 1 to 2; every step from the stored version up must exist. */
+  readonly migrations?: Readonly<Record<number, Migration>>
+}
+
+/** Creates a replica of a type (defaults to the crdt registry's `createReplica`). */
+export type ReplicaCreator = (type: ReplicaType, options: ReplicaOptions) => Replica
+
+/** Options of {@link openStore}. */
+export interface StoreOptions {
+  /** LevelDB folder; omitted (and no `storage`) -> in memory. */
+  readonly dir?: string
+  /** A storage to use instead of opening one (e.g. a fault-injecting one in tests). */
+  readonly storage?: Storage
+  /** The agent's replica id, persisted with the data. */
+  readonly replicaId: ReplicaId | string
+  /** Default durability of every name (default `{ mode: 'sync' }`). */
+  readonly durability?: Durability
+  /** Default checkpoint policy. */
+  readonly checkpoint?: CheckpointPolicy
+  /** Default retention (default `{ checkpoints: 2 }`). */
+  readonly retention?: Retention
+  /** Names kept hydrated in memory (default 1000). */
+  readonly cacheSize?: number
+  /** Time to live of names untouched that long, in ms (default: none). */
+  readonly ttlMs?: number
+  /** Archival of cold names. */
+  readonly archive?: {
+    /** Folder of the archive files (default: `<dir>.archive`). */
+    readonly dir?: string
+    /** Archive names untouched for this long, in ms (default: never). */
+    readonly afterMs?: number
+  }
+  /** Period of the background sweep (TTL, archival, timed checkpoints), ms (default 10000; 0 = off). */
+  readonly sweepMs?: number
+  /** Default application schema (default version 0, no migrations). */
+  readonly schema?: Schema
+  /** Creates replicas (default: the crdt registry). */
+  readonly createReplica?: ReplicaCreator
+  /** The agent's clock, shared with its replicas. */
+  readonly clock?: HybridClock
+  /** Wall clock in ms (TTL, archival, timed checkpoints). */
+  readonly now?: () => number
+  /** Timers (async flushes, sweeps); injectable for tests. */
+  readonly timers?: Timers
+  readonly signal?: AbortSignal
+}
+
+/** Per-name overrides, given when opening the name. */
+export interface NameOptions {
+  readonly durability?: Durability
+  readonly checkpoint?: CheckpointPolicy
+  readonly retention?: Retention
+  /** Time to live in ms (persisted with the name). */
+  readonly ttlMs?: number
+  readonly schema?: Schema
+  /** Do not create the name if it does not exist (`CONCORD_NOT_FOUND`). */
+  readonly mustExist?: boolean
+  readonly signal?: AbortSignal
+}
+
+/** Default checkpoint policy. */
+export const DEFAULT_CHECKPOINT: Required<CheckpointPolicy> = { everyRecords: 1000, everyBytes: 1 << 20, everyMs: 60_000, onClose: true }
+/** Default retention. */
+export const DEFAULT_RETENTION: Retention = { checkpoints: 2 }
+/** Checkpoints kept under `full` retention. */
+export const FULL_RETENTION_CHECKPOINTS = 2

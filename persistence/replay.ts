@@ -1,0 +1,162 @@
+/**
+ * Rebuilding a name's state: the newest usable checkpoint at or before the
+ * target seq, then replay of the records after it, checking every record's
+ * checksum, seq and hash chain on the way.
+ *
+ * A damaged record (bad checksum, missing, broken chain, undecodable payload)
+ * is classified by what follows it: if no intact record comes after it, it is
+ * a torn tail (reported, and truncated by the caller); otherwise it is a
+ * corrupt record in the middle of the log, and the name fails with
+ * `CONCORD_CORRUPT_RECORD`. A damaged record is never applied.
+ */
+import { bytesEqual } from '../crdt/codec.ts'
+import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
+import type { Replica } from '../crdt/replica.ts'
+import { decodeCheckpoint, type Checkpoint } from './checkpoint.ts'
+import { ZERO_HASH } from './checksum.ts'
+import { checkpointKey, logKey, logPrefix, parseSeqKey } from './keys.ts'
+import type { NameMeta } from './name-meta.ts'
+import { decodeRecord, type StoredRecord } from './record.ts'
+import type { Storage } from './storage.ts'
+
+/** A torn tail found while rebuilding. */
+export interface TornTail {
+  /** First damaged seq; everything from it on is dropped. */
+  readonly fromSeq: number
+  /** Last seq the metadata claimed. */
+  readonly toSeq: number
+  readonly reason: string
+}
+
+/** What {@link rebuild} produced. */
+export interface Rebuilt {
+  readonly replica: Replica
+  /** Seq of the last applied record (or of the checkpoint). */
+  readonly seq: number
+  /** Hash of that record (the chain continues from it). */
+  readonly hash: Uint8Array
+  /** Checkpoint the rebuild started from, if any. */
+  readonly checkpoint?: Checkpoint
+  /** Checkpoints that could not be used (damaged), newest first. */
+  readonly badCheckpoints: readonly number[]
+  /** Set when the log ends in damaged records (only when `allowTornTail`). */
+  readonly torn?: TornTail
+  /** Bytes of the records replayed. */
+  readonly replayedBytes: number
+}
+
+/** Input of {@link rebuild}. */
+export interface RebuildInput {
+  readonly storage: Storage
+  readonly meta: NameMeta
+  /** Rebuild the state as of this seq (<= meta.lastSeq). */
+  readonly target: number
+  /** Creates a replica of the name's type, from a snapshot or empty. */
+  readonly create: (snapshot?: Uint8Array) => Replica
+  /** Treat damaged trailing records as a torn tail instead of failing. */
+  readonly allowTornTail: boolean
+  readonly signal?: AbortSignal
+}
+
+function corrupt(name: string, message: string, cause?: unknown): ConcordError {
+  return new ConcordError(ErrorCodes.CORRUPT_RECORD, `"${name}": ${message}`, { cause })
+}
+
+/** Loads and checks one checkpoint; undefined if missing or damaged. */
+export async function loadCheckpoint(storage: Storage, meta: NameMeta, seq: number): Promise<Checkpoint | undefined> {
+  const bytes = await storage.get(checkpointKey(meta.name, seq))
+  if (!bytes) return undefined
+  try {
+    const cp = decodeCheckpoint(bytes)
+    return cp.name === meta.name && cp.seq === seq && cp.type === meta.type ? cp : undefined
+  } catch (error) {
+    if (isConcordError(error, ErrorCodes.UNSUPPORTED_VERSION)) throw error
+    return undefined
+  }
+}
+
+/** Rebuilds a name's state as of `target`. */
+export async function rebuild(input: RebuildInput): Promise<Rebuilt> {
+  const { storage, meta, target } = input
+  const name = meta.name
+  const badCheckpoints: number[] = []
+  let replica: Replica | undefined
+  let base: Checkpoint | undefined
+  for (const ref of [...meta.checkpoints].reverse()) {
+    if (ref.seq > target) continue
+    const cp = await loadCheckpoint(storage, meta, ref.seq)
+    if (cp) {
+      try {
+        replica = input.create(cp.snapshot)
+        base = cp
+        break
+      } catch {
+        // An undecodable snapshot: fall back to an older checkpoint.
+      }
+    }
+    badCheckpoints.push(ref.seq)
+  }
+  if (!replica) {
+    if (meta.firstSeq > 1 && target >= meta.firstSeq - 1) {
+      throw corrupt(name, `no usable checkpoint at or before seq ${target} and the log before seq ${meta.firstSeq} was trimmed`)
+    }
+    if (meta.firstSeq > 1) throw new ConcordError(ErrorCodes.NOT_FOUND, `"${name}": seq ${target} was trimmed by retention`)
+    replica = input.create()
+  }
+  let seq = base?.seq ?? 0
+  let hash = base?.hash ?? ZERO_HASH
+  let replayedBytes = 0
+  if (seq >= target) return { replica, seq, hash, checkpoint: base, badCheckpoints, replayedBytes }
+
+  // Replay (seq, target]; on the first damaged record, look at what follows.
+  let damage: { seq: number; reason: string; cause?: unknown } | undefined
+  const range = { prefix: logPrefix(name), gt: logKey(name, seq), lte: logKey(name, target), signal: input.signal }
+  const intact = (value: Uint8Array, keySeq: number): boolean => {
+    try {
+      const later = decodeRecord(value)
+      return later.name === name && later.seq === keySeq
+    } catch {
+      return false
+    }
+  }
+  for await (const entry of storage.iterate(range)) {
+    const keySeq = parseSeqKey(entry.key[2] ?? '')
+    if (!damage && keySeq !== seq + 1) {
+      damage = { seq: seq + 1, reason: Number.isNaN(keySeq) ? 'malformed key' : `record ${seq + 1} is missing` }
+    }
+    if (damage) {
+      // Anything intact after a damaged record means the damage is in the middle.
+      if (intact(entry.value, keySeq)) {
+        throw corrupt(name, `record ${damage.seq} is damaged (${damage.reason}) and record ${keySeq} after it is intact`, damage.cause)
+      }
+      continue
+    }
+    const expected = seq + 1
+    let record: StoredRecord
+    try {
+      record = decodeRecord(entry.value)
+      if (record.name !== name) throw corrupt(name, `record ${expected} belongs to "${record.name}"`)
+      if (record.seq !== expected) throw corrupt(name, `record under seq ${expected} says seq ${record.seq}`)
+      if (!bytesEqual(record.prevHash, hash)) throw corrupt(name, `record ${expected} breaks the hash chain`)
+    } catch (error) {
+      if (isConcordError(error, ErrorCodes.UNSUPPORTED_VERSION)) throw error
+      damage = { seq: expected, reason: (error as Error).message, cause: error }
+      continue
+    }
+    try {
+      replica.applyDelta(record.payload)
+    } catch (error) {
+      damage = { seq: expected, reason: `payload does not apply: ${(error as Error).message}`, cause: error }
+      continue
+    }
+    seq = expected
+    hash = record.hash
+    replayedBytes += record.size
+  }
+  if (!damage && seq < target) damage = { seq: seq + 1, reason: `records ${seq + 1}..${target} are missing` }
+  if (damage) {
+    if (!input.allowTornTail) throw corrupt(name, `record ${damage.seq}: ${damage.reason}`, damage.cause)
+    return { replica, seq, hash, checkpoint: base, badCheckpoints, replayedBytes, torn: { fromSeq: damage.seq, toSeq: meta.lastSeq, reason: damage.reason } }
+  }
+  return { replica, seq, hash, checkpoint: base, badCheckpoints, replayedBytes }
+}

@@ -184,6 +184,8 @@ export class Store {
     if (ref && ref.deref() === undefined) this.evicted.delete(name)
   })
   private capture: CaptureItem[] | undefined
+  /** Waiting `changes()` iterators, woken on close. */
+  private readonly waiters = new Set<() => void>()
   private readonly emptyVersions = new Map<ReplicaType, Uint8Array>()
   private readonly now: () => number
   private readonly timers: Timers
@@ -496,7 +498,7 @@ export class Store {
         const kept = all.slice(-keep)
         for (const cp of all.slice(0, all.length - kept.length)) b.del(checkpointKey(meta.name, cp.seq))
         let firstSeq = meta.firstSeq
-        if (entry.retention !== 'full') {
+        if (entry.retention !== 'full' && kept.length >= keep) {
           const trimTo = kept[0].seq
           for (let seq = meta.firstSeq; seq <= trimTo; seq++) b.del(logKey(meta.name, seq))
           firstSeq = Math.max(firstSeq, trimTo + 1)
@@ -688,6 +690,7 @@ export class Store {
     })
     const onAbort = (): void => wake?.()
     signal?.addEventListener('abort', onAbort)
+    this.waiters.add(onAbort)
     try {
       while (!signal?.aborted && !this.isClosed) {
         // Catch up from storage, then serve live records; a gap means we must read again.
@@ -715,7 +718,7 @@ export class Store {
             yield record
             next = record.seq + 1
           }
-          if (gap) break
+          if (gap || signal?.aborted || this.isClosed) break
           await new Promise<void>((resolve) => { wake = resolve })
           wake = undefined
         }
@@ -723,6 +726,7 @@ export class Store {
     } finally {
       off()
       signal?.removeEventListener('abort', onAbort)
+      this.waiters.delete(onAbort)
     }
   }
 
@@ -870,8 +874,10 @@ export class Store {
   }
 
   /**
-   * Expires every name untouched for its TTL (and not held open in memory):
-   * its data is deleted. Runs in the background sweep; returns the names.
+   * Expires every name untouched (no write) for its TTL and not among the
+   * recently used names kept in memory: its data is deleted, and a replica of
+   * it still held by the application stops being persisted. Runs in the
+   * background sweep; returns the names.
    */
   async expire(options: SignalOptions = {}): Promise<string[]> {
     this.checkOpen()
@@ -879,7 +885,8 @@ export class Store {
     const expired: string[] = []
     for (const meta of await this.allMetas(options.signal)) {
       const ttl = this.ttlOf(meta)
-      if (ttl <= 0 || now - meta.touched < ttl || this.liveEntry(meta.name) || this.opening.has(meta.name)) continue
+      if (ttl <= 0 || now - meta.touched < ttl || this.cache.has(meta.name) || this.opening.has(meta.name)) continue
+      this.detach(meta.name)
       const ops = this.deleteOps(meta)
       await this.committer.enqueue({ sync: true, states: [], build: (b) => { for (const op of ops) b.del(op.key) } })
       expired.push(meta.name)
@@ -940,7 +947,7 @@ export class Store {
     return file
   }
 
-  /** Archives every name untouched for `archive.afterMs` (and not held open). */
+  /** Archives every name untouched for `archive.afterMs` (and not among the recently used names in memory). */
   async archiveCold(options: SignalOptions = {}): Promise<string[]> {
     this.checkOpen()
     const after = this.options.archive?.afterMs ?? 0
@@ -948,7 +955,7 @@ export class Store {
     const now = this.now()
     const done: string[] = []
     for (const meta of await this.allMetas(options.signal)) {
-      if (now - meta.touched < after || this.liveEntry(meta.name) || this.opening.has(meta.name)) continue
+      if (now - meta.touched < after || this.cache.has(meta.name) || this.opening.has(meta.name)) continue
       await this.archive(meta.name, options)
       done.push(meta.name)
     }
@@ -1105,6 +1112,7 @@ export class Store {
     }
     await Promise.all(checkpoints)
     this.isClosed = true
+    for (const wake of this.waiters) wake()
     await this.committer.close()
     for (const entry of live) {
       entry.detached = true

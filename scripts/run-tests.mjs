@@ -14,6 +14,7 @@ const lists = {
     // crdt/ documents
     // persistence/
     'test/persistence/storage.test.ts',
+    'test/persistence/store.test.ts',
     // sync/ and transports/
     // peer/
     // cli/ and demos/

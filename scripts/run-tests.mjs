@@ -15,13 +15,17 @@ const lists = {
     // persistence/
     'test/persistence/storage.test.ts',
     'test/persistence/store.test.ts',
+    'test/persistence/crash.test.ts',
     // sync/ and transports/
     // peer/
     // cli/ and demos/
   ],
   // Long suites, run on demand (npm run test:chaos, npm run test:crash).
   chaos: [],
-  crash: [],
+  crash: [
+    // persistence/
+    'test/persistence/crash.test.ts',
+  ],
 }
 
 const args = process.argv.slice(2)

@@ -15,6 +15,7 @@ const lists = {
     // persistence/
     'test/persistence/storage.test.ts',
     'test/persistence/store.test.ts',
+    'test/persistence/power-cut.test.ts',
     'test/persistence/crash.test.ts',
     // sync/ and transports/
     // peer/

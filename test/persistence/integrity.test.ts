@@ -1,0 +1,174 @@
+/**
+ * Corruption written through the storage layer into a real LevelDB folder:
+ * cut-short and bit-flipped records (the newest ones: a torn tail, truncated
+ * and reported; one in the middle: CONCORD_CORRUPT_RECORD for that name only),
+ * damaged checkpoints and metadata, and a folder whose newest LevelDB .log
+ * file is truncated.
+ */
+import assert from 'node:assert/strict'
+import { readdirSync, statSync, truncateSync } from 'node:fs'
+import { join } from 'node:path'
+import { describe, it } from 'node:test'
+import { isConcordError } from '../../crdt/errors.ts'
+import { checkpointKey, logKey, metaKey } from '../../persistence/keys.ts'
+import { decodeRecord, encodeRecord } from '../../persistence/record.ts'
+import { openLevelStorage } from '../../persistence/level/index.ts'
+import { openStore, type StoreOptions } from '../../persistence/index.ts'
+import { tempDir, textOf, typeText } from './helpers.ts'
+
+const hasCode = (code: string) => (error: unknown) => isConcordError(error) && error.code === code
+const options = (dir: string): StoreOptions => ({ dir, replicaId: 'a', sweepMs: 0, retention: 'full', checkpoint: { everyRecords: 0, everyBytes: 0, onClose: false } })
+const letters = (n: number): string => 'abcdefghijklmnopqrstuvwxyz'.slice(0, n)
+
+/** A folder with 'victim' (10 one-letter records) and 'other' (5). */
+async function seeded(): Promise<{ dir: string; remove: () => Promise<void> }> {
+  const temp = await tempDir('concord-corrupt-')
+  const store = await openStore(options(temp.dir))
+  const victim = await store.open('victim', 'yjs')
+  const other = await store.open('other', 'yjs')
+  for (let i = 0; i < 10; i++) {
+    typeText(victim, letters(26)[i])
+    await store.flush()
+  }
+  for (let i = 0; i < 5; i++) {
+    typeText(other, letters(26)[i])
+    await store.flush()
+  }
+  await store.close()
+  return temp
+}
+
+/** Rewrites values directly through the storage layer. */
+async function tamper(dir: string, edit: Array<{ key: readonly string[]; change: (value: Uint8Array) => Uint8Array | undefined }>): Promise<void> {
+  const storage = await openLevelStorage({ dir })
+  for (const { key, change } of edit) {
+    const value = await storage.get(key)
+    assert.ok(value, `no value under ${key.join('/')}`)
+    const next = change(value.slice())
+    await storage.batch([next === undefined ? { type: 'del', key } : { type: 'put', key, value: next }], { sync: true })
+  }
+  await storage.close()
+}
+
+const cutShort = (value: Uint8Array): Uint8Array => value.slice(0, value.length - 7)
+const flipBit = (at: number) => (value: Uint8Array): Uint8Array => {
+  value[Math.min(at, value.length - 1)] ^= 0x10
+  return value
+}
+
+describe('integrity', () => {
+  for (const [label, damage] of [['cut short', cutShort], ['bit-flipped', flipBit(20)]] as const) {
+    it(`newest records ${label}: a torn tail, truncated and reported; the rest intact`, async () => {
+      const { dir, remove } = await seeded()
+      try {
+        await tamper(dir, [{ key: logKey('victim', 9), change: damage }, { key: logKey('victim', 10), change: damage }])
+        let store = await openStore(options(dir))
+        const victim = await store.open('victim', 'yjs')
+        assert.equal(textOf(victim), letters(8))
+        assert.deepEqual(store.truncations.map((t) => [t.name, t.fromSeq, t.toSeq]), [['victim', 9, 10]])
+        assert.equal(textOf(await store.open('other', 'yjs')), letters(5))
+        assert.equal(store.committedSeq('victim'), 8)
+        typeText(victim, 'Z')
+        await store.flush()
+        assert.equal(store.committedSeq('victim'), 9)
+        assert.deepEqual((await store.verify('victim')).problems, [])
+        await store.close()
+        store = await openStore(options(dir))
+        assert.equal(textOf(await store.open('victim', 'yjs')), `${letters(8)}Z`)
+        assert.equal(store.truncations.length, 0)
+        await store.close()
+      } finally {
+        await remove()
+      }
+    })
+
+    it(`a record in the middle ${label}: CONCORD_CORRUPT_RECORD for that name only`, async () => {
+      const { dir, remove } = await seeded()
+      try {
+        await tamper(dir, [{ key: logKey('victim', 5), change: damage }])
+        const store = await openStore(options(dir))
+        await assert.rejects(store.open('victim', 'yjs'), hasCode('CONCORD_CORRUPT_RECORD'))
+        await assert.rejects(store.history('victim'), hasCode('CONCORD_CORRUPT_RECORD'))
+        await assert.rejects(store.at('victim', 7), hasCode('CONCORD_CORRUPT_RECORD'))
+        assert.equal(textOf(await store.at('victim', 4)), letters(4))
+        const report = await store.verify('victim')
+        assert.equal(report.ok, false)
+        assert.match(report.problems.join(), /record 5/)
+        assert.equal(textOf(await store.open('other', 'yjs')), letters(5))
+        assert.equal(store.truncations.length, 0)
+        await store.close()
+      } finally {
+        await remove()
+      }
+    })
+  }
+
+  it('a missing record in the middle or a broken hash chain fails the name', async () => {
+    const { dir, remove } = await seeded()
+    try {
+      await tamper(dir, [{ key: logKey('victim', 4), change: () => undefined }])
+      // Re-encode record 3 of 'other' with a valid checksum but a wrong previous hash (a forged record).
+      await tamper(dir, [{ key: logKey('other', 3), change: (value) => encodeRecord({ ...decodeRecord(value), prevHash: new Uint8Array(32) }) }])
+      const store = await openStore(options(dir))
+      await assert.rejects(store.open('victim', 'yjs'), hasCode('CONCORD_CORRUPT_RECORD'))
+      await assert.rejects(store.open('other', 'yjs'), /breaks the hash chain/)
+      assert.match((await store.verify('other')).problems.join(), /hash chain/)
+      await store.close()
+    } finally {
+      await remove()
+    }
+  })
+
+  it('a damaged checkpoint falls back to an older one (or the log); damaged metadata fails only its name', async () => {
+    const { dir, remove } = await seeded()
+    try {
+      let store = await openStore(options(dir))
+      await store.open('victim', 'yjs')
+      assert.equal(await store.checkpoint('victim'), 10)
+      await store.close()
+      await tamper(dir, [{ key: checkpointKey('victim', 10), change: flipBit(30) }, { key: metaKey('other'), change: flipBit(3) }])
+      store = await openStore(options(dir))
+      assert.equal(textOf(await store.open('victim', 'yjs')), letters(10))
+      assert.match((await store.verify('victim')).problems.join(), /checkpoint 10/)
+      await assert.rejects(store.open('other', 'yjs'), hasCode('CONCORD_CORRUPT_RECORD'))
+      await store.close()
+    } finally {
+      await remove()
+    }
+  })
+
+  it('a folder whose newest LevelDB .log file is truncated opens; every name is an intact prefix', async () => {
+    const { dir, remove } = await tempDir('concord-corrupt-')
+    try {
+      let store = await openStore(options(dir))
+      await store.open('x', 'yjs')
+      await store.close()
+      // A second session: its writes live in the newest .log file.
+      store = await openStore(options(dir))
+      const names = ['x', 'y', 'z']
+      const replicas = await Promise.all(names.map((name) => store.open(name, 'yjs')))
+      for (let i = 0; i < 40; i++) {
+        replicas.forEach((replica) => typeText(replica, letters(26)[i % 26]))
+        await store.flush()
+      }
+      await store.close()
+      const logs = readdirSync(dir).filter((file) => file.endsWith('.log') && file !== 'LOG').sort()
+      const newest = join(dir, logs.at(-1)!)
+      const size = statSync(newest).size
+      assert.ok(size > 1000, `the newest log holds the session (${size} bytes)`)
+      truncateSync(newest, Math.floor(size * 0.6))
+      store = await openStore(options(dir))
+      for (const name of names) {
+        const replica = await store.open(name, 'yjs')
+        const last = store.committedSeq(name)
+        const expected = Array.from({ length: last }, (_, i) => letters(26)[i % 26]).join('')
+        assert.equal(textOf(replica), expected)
+        assert.ok(last < 40, `${name}: nothing was lost? (${last})`)
+        assert.deepEqual((await store.verify(name)).problems, [])
+      }
+      await store.close()
+    } finally {
+      await remove()
+    }
+  })
+})

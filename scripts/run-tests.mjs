@@ -16,6 +16,7 @@ const lists = {
     'test/persistence/storage.test.ts',
     'test/persistence/store.test.ts',
     'test/persistence/power-cut.test.ts',
+    'test/persistence/integrity.test.ts',
     'test/persistence/crash.test.ts',
     // sync/ and transports/
     // peer/

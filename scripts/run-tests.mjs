@@ -19,6 +19,9 @@ const lists = {
     'test/persistence/integrity.test.ts',
     'test/persistence/crash.test.ts',
     // sync/ and transports/
+    // transports/libp2p
+    'test/transports/libp2p-codec.test.ts',
+    'test/transports/libp2p.test.ts',
     // peer/
     // cli/ and demos/
   ],

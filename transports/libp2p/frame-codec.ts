@@ -99,9 +99,10 @@ export class FrameDecoder {
         if (length > this.maxFrameBytes) return this.fail(`frame of ${length} bytes is over the limit of ${this.maxFrameBytes} bytes`)
         const available = chunk.byteLength - offset
         if (available >= length) {
-          // The whole body is in this chunk: copy it out (the chunk may be a
-          // view on a larger transport buffer that we must not pin).
-          frames.push(chunk.slice(offset, offset + length))
+          // The whole body is in this chunk: copy it out into a plain
+          // Uint8Array (the chunk may be a Node Buffer, whose slice() is a
+          // view, on a larger transport buffer that we must not pin).
+          frames.push(new Uint8Array(chunk.subarray(offset, offset + length)))
           offset += length
         } else {
           this.body = new Uint8Array(length)

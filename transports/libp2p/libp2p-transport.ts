@@ -107,6 +107,8 @@ export class Libp2pTransport implements Transport {
   private readonly known = new Map<string, KnownPeer>()
   private readonly concord = new Map<string, Set<StreamConnection>>()
   private readonly pending = new Map<string, number>()
+  /** libp2p connections that carried a Concord stream: never auto-opened again (a close on them was meant). */
+  private readonly carried = new WeakSet<Libp2pConnection>()
   private readonly timers = new Set<ReturnType<typeof setTimeout>>()
   private redialTimer: ReturnType<typeof setInterval> | undefined
 
@@ -373,6 +375,7 @@ export class Libp2pTransport implements Transport {
       wrapped.close('transport stopped')
       throw new ConcordError(ErrorCodes.CLOSED, 'the libp2p transport is stopped')
     }
+    this.carried.add(connection)
     const peer = wrapped.remoteIdentity
     let set = this.concord.get(peer)
     if (!set) this.concord.set(peer, (set = new Set()))
@@ -421,10 +424,10 @@ export class Libp2pTransport implements Transport {
     if (!this.autoConnect || peer.parked) return
     const delay = this.localPeer! < id ? 0 : this.graceMs()
     this.later(delay, () => {
-      if (this.stopped || peer.parked || this.hasConcord(id) || connection.status !== 'open') return
+      if (this.stopped || peer.parked || this.hasConcord(id) || connection.status !== 'open' || this.carried.has(connection)) return
       this.beginPending(id)
       connection.newStream(CONCORD_PROTOCOL).then((stream) => {
-        if (this.hasConcord(id)) {
+        if (this.hasOpenConcord(id) || this.carried.has(connection)) {
           // Someone else won the race while the stream was being negotiated.
           stream.abort(new ConcordError(ErrorCodes.CLOSED, 'duplicate Concord stream'))
           return
@@ -484,7 +487,7 @@ export class Libp2pTransport implements Transport {
     try {
       // Tell libp2p every address we know; it also has identify's.
       if (peer.addrs.length > 0) await node.peerStore.merge(peer.id, { multiaddrs: peer.addrs })
-      if (this.hasConcord(id) || this.stopped) return
+      if (this.hasOpenConcord(id) || this.stopped) return
       const connection = await this.openConcord(node, peer.id)
       if (this.hasConcordOtherThan(id, connection)) {
         connection.abort('duplicate Concord stream')
@@ -513,6 +516,10 @@ export class Libp2pTransport implements Transport {
 
   private hasConcord(peer: string): boolean {
     return (this.concord.get(peer)?.size ?? 0) > 0 || (this.pending.get(peer) ?? 0) > 0
+  }
+
+  private hasOpenConcord(peer: string): boolean {
+    return (this.concord.get(peer)?.size ?? 0) > 0
   }
 
   private hasConcordOtherThan(peer: string, connection: StreamConnection): boolean {

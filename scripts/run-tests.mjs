@@ -22,6 +22,7 @@ const lists = {
     // transports/libp2p
     'test/transports/libp2p-codec.test.ts',
     'test/transports/libp2p.test.ts',
+    'test/transports/libp2p-conformance.test.ts',
     // peer/
     // cli/ and demos/
   ],

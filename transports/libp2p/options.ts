@@ -36,13 +36,15 @@ export interface Libp2pLimits {
   /** Time for one dial (socket + Noise + Yamux), in ms (default 10 000). */
   readonly dialTimeoutMs: number
   /**
-   * Concord streams per connection and direction (default 4): one is used;
-   * the slack covers a redial race; more is an abuse.
+   * Concord streams per libp2p connection and direction (default 32, libp2p's
+   * own default for a protocol): discovery and redial use one per pair of
+   * peers, but every `dial()` to the same peer opens another stream on the
+   * same libp2p connection; the cap bounds what one peer can hold open.
    */
   readonly maxConcordStreams: number
   /**
    * Yamux streams per connection and direction, all protocols (default 64:
-   * Concord, identify, ping, gossipsub need a handful; Yamux's 1 000 lets one
+   * Concord's 32 plus identify, ping and gossipsub; Yamux's 1 000 lets one
    * peer hold much memory).
    */
   readonly maxMuxedStreams: number
@@ -60,7 +62,7 @@ export const DEFAULT_LIMITS: Libp2pLimits = {
   inboundConnectionThreshold: 100,
   maxIncomingPendingConnections: 32,
   dialTimeoutMs: 10_000,
-  maxConcordStreams: 4,
+  maxConcordStreams: 32,
   maxMuxedStreams: 64,
   maxPubsubMessageBytes: 1024 * 1024,
   closeTimeoutMs: 5_000,

@@ -1,0 +1,15 @@
+/**
+ * The shared transport conformance suite against the libp2p transport (two
+ * real libp2p nodes on 127.0.0.1, TCP and WebSocket).
+ */
+import { createLibp2pTransport } from '../../transports/libp2p/index.ts'
+import { transportConformance } from './transport-conformance.ts'
+
+for (const [label, listen] of [['tcp', '/ip4/127.0.0.1/tcp/0'], ['websocket', '/ip4/127.0.0.1/tcp/0/ws']] as const) {
+  transportConformance(`libp2p (${label})`, async () => {
+    const server = createLibp2pTransport()
+    const address = await server.listen({ addresses: [listen] })
+    const client = createLibp2pTransport()
+    return { server, client, address, teardown: async () => { await Promise.all([client.stop(), server.stop()]) } }
+  })
+}

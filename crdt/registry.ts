@@ -1,0 +1,33 @@
+/**
+ * The replica registry: one {@link ReplicaFactory} per type tag, and
+ * {@link createReplica} to create or load a replica of any registered type.
+ * persistence/ and sync/ create replicas only through it, by tag.
+ */
+import { ConcordError, ErrorCodes } from './errors.ts'
+import type { Replica, ReplicaFactory, ReplicaOptions, ReplicaType } from './replica.ts'
+
+/**
+ * The factories, by type tag. The native delta-state types are filled in by
+ * crdt/types; the document types ('yjs', 'automerge') by crdt/documents.
+ */
+export const replicaFactories: Partial<Record<ReplicaType, ReplicaFactory>> = {
+  // native types
+
+  // documents
+}
+
+/** Whether a factory is registered for `type`. */
+export function isRegisteredType(type: string): type is ReplicaType {
+  return Object.prototype.hasOwnProperty.call(replicaFactories, type)
+}
+
+/**
+ * Creates a replica of `type` (empty, or loaded from `options.snapshot`).
+ * Throws `CONCORD_INVALID_ARGUMENT` for an unknown type and DecodeError for a
+ * malformed snapshot.
+ */
+export function createReplica(type: ReplicaType, options: ReplicaOptions): Replica {
+  const factory = isRegisteredType(type) ? replicaFactories[type] : undefined
+  if (!factory) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `unknown replica type "${String(type)}"`)
+  return factory.create(options)
+}

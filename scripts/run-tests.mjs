@@ -19,6 +19,8 @@ const lists = {
     'test/persistence/integrity.test.ts',
     'test/persistence/crash.test.ts',
     // sync/ and transports/
+    'test/transports/memory.test.ts',
+    'test/transports/websocket.test.ts',
     // transports/libp2p
     'test/transports/libp2p-codec.test.ts',
     'test/transports/libp2p.test.ts',

@@ -58,6 +58,8 @@ export class BatchBuilder {
   readonly ops: StorageOperation[] = []
   readonly records: CommittedRecord[] = []
   private readonly tentative = new Map<NameState, NameMeta>()
+  /** Undo journal of `tentative` (state, meta before the change) for rollbacks. */
+  private readonly journal: Array<[NameState, NameMeta | undefined]> = []
   private readonly afterCommit: Array<() => void> = []
 
   /** The name's metadata as it will be after this batch so far. */
@@ -67,6 +69,7 @@ export class BatchBuilder {
 
   /** Replaces the name's metadata in this batch (written once, at the end). */
   setMeta(state: NameState, meta: NameMeta): void {
+    this.journal.push([state, this.tentative.get(state)])
     this.tentative.set(state, meta)
   }
 
@@ -100,8 +103,8 @@ export class BatchBuilder {
   }
 
   /** @internal a point to roll back to if a unit's build throws. */
-  savepoint(): { ops: number; records: number; after: number; tentative: Map<NameState, NameMeta> } {
-    return { ops: this.ops.length, records: this.records.length, after: this.afterCommit.length, tentative: new Map(this.tentative) }
+  savepoint(): { ops: number; records: number; after: number; journal: number } {
+    return { ops: this.ops.length, records: this.records.length, after: this.afterCommit.length, journal: this.journal.length }
   }
 
   /** @internal */
@@ -109,8 +112,11 @@ export class BatchBuilder {
     this.ops.length = point.ops
     this.records.length = point.records
     this.afterCommit.length = point.after
-    this.tentative.clear()
-    for (const [state, meta] of point.tentative) this.tentative.set(state, meta)
+    while (this.journal.length > point.journal) {
+      const [state, previous] = this.journal.pop()!
+      if (previous === undefined) this.tentative.delete(state)
+      else this.tentative.set(state, previous)
+    }
   }
 
   /** @internal the touched names and their new metadata. */
@@ -278,7 +284,7 @@ export class Committer {
     if (sync) this.markDurable()
     else this.scheduleFlush()
     builder.runAfterCommit()
-    if (builder.records.length > 0) this.events.emit('commit', { records: builder.records })
+    if (builder.records.length > 0 && this.events.listenerCount('commit') > 0) this.events.emit('commit', { records: builder.records })
     for (const { item, value } of built) {
       this.release(item)
       item.resolve(value)

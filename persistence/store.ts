@@ -211,6 +211,7 @@ export class Store {
     const durability = options.durability ?? { mode: 'sync' }
     this.committer = new Committer(storage, { rpoMs: durability.mode === 'async' ? durability.rpoMs : 100, timers: this.timers })
     this.committer.events.on('commit', ({ records }) => {
+      if (this.events.listenerCount('commit') === 0) return
       for (const record of records) this.events.emit('commit', toHistoryEntry(record))
     })
     this.committer.events.on('durable', ({ names }) => {

@@ -16,6 +16,24 @@ const textDecoder = new TextDecoder('utf-8', { fatal: true })
 
 /** Encodes a path key to bytes. */
 export function encodeKey(key: StorageKey): Uint8Array {
+  // Fast path: segments without 0x00/0x01 bytes need no escaping.
+  let simple = true
+  for (const segment of key) {
+    if (typeof segment !== 'string' || /[\u0000\u0001]/.test(segment)) {
+      simple = false
+      break
+    }
+  }
+  if (simple) {
+    const encoded = key.map((segment) => textEncoder.encode(segment))
+    const out = new Uint8Array(encoded.reduce((sum, bytes) => sum + bytes.length + 1, 0))
+    let offset = 0
+    for (const bytes of encoded) {
+      out.set(bytes, offset)
+      offset += bytes.length + 1 // the terminator stays 0x00
+    }
+    return out
+  }
   const parts: number[] = []
   for (const segment of key) {
     if (typeof segment !== 'string') throw new TypeError('storage key segments must be strings')

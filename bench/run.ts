@@ -13,8 +13,10 @@ const suites: Array<() => Promise<{ benchmarks: Benchmark[] }>> = [
   // crdt/
   // crdt/ documents
   // persistence/
+  () => import('./persistence.bench.ts'),
   // sync/ and transports/
   // libp2p
+  () => import('./libp2p.bench.ts'),
 ]
 
 const program = new Command('bench')

@@ -21,6 +21,7 @@ const lists = {
     // sync/ and transports/
     'test/transports/memory.test.ts',
     'test/transports/websocket.test.ts',
+    'test/sync/session.test.ts',
     // transports/libp2p
     'test/transports/libp2p-codec.test.ts',
     'test/transports/libp2p.test.ts',

@@ -1,0 +1,168 @@
+/**
+ * A {@link SyncHost} over in-memory replicas, for sync tests (the peer
+ * implements the same interface over its store). Real Yjs and Automerge
+ * replicas; native types from crdt/registry.ts once registered there, the
+ * test replica until then.
+ */
+import { Emitter } from '../../../crdt/emitter.ts'
+import { ConcordError, ErrorCodes } from '../../../crdt/errors.ts'
+import { createReplica, isRegisteredType } from '../../../crdt/registry.ts'
+import { replicaId, type Replica, type ReplicaType } from '../../../crdt/replica.ts'
+import { AutomergeReplica, automergeReplicaFactory, YjsReplica, yjsReplicaFactory } from '../../../crdt/documents/index.ts'
+import type { Access, ApplyResult, LocalCommit, NameInfo, SyncHost } from '../../../sync/host.ts'
+import type { DeltaEntry, PeerId } from '../../../sync/messages.ts'
+import type { Prng } from '../../../transports/memory/prng.ts'
+import { TestReplica } from './test-replica.ts'
+
+export const NATIVE_TYPES: ReplicaType[] = ['gcounter', 'pncounter', 'gset', 'orset', 'lww-register', 'mv-register', 'ormap', 'ewflag']
+export const ALL_TYPES: ReplicaType[] = [...NATIVE_TYPES, 'yjs', 'automerge']
+
+/** Creates an empty replica of `type`. */
+export function makeReplica(type: ReplicaType, owner: string, snapshot?: Uint8Array): Replica {
+  const id = replicaId(owner)
+  if (type === 'yjs') return yjsReplicaFactory.create({ replicaId: id, snapshot })
+  if (type === 'automerge') return automergeReplicaFactory.create({ replicaId: id, snapshot })
+  if (isRegisteredType(type)) return createReplica(type, { replicaId: id, snapshot })
+  return new TestReplica(type, id, snapshot)
+}
+
+/** Makes one random local change to `replica`. */
+export function mutate(replica: Replica, random: Prng, tag: string): void {
+  if (replica instanceof YjsReplica) {
+    const text = replica.doc.getText('t')
+    if (text.length > 0 && random.chance(0.3)) text.delete(random.int(0, text.length - 1), 1)
+    else text.insert(random.int(0, text.length), tag)
+    return
+  }
+  if (replica instanceof AutomergeReplica) {
+    const key = `k${random.int(0, 4)}`
+    ;(replica as AutomergeReplica<Record<string, unknown>>).change((doc) => { doc[key] = tag })
+    return
+  }
+  if (replica instanceof TestReplica) {
+    replica.add(tag)
+    return
+  }
+  throw new Error(`mutate: no test mutation for ${replica.type} yet`)
+}
+
+export interface MemoryHostOptions {
+  /** Token every remote must present (default: any token accepted). */
+  readonly token?: string
+  /** Access rule (default: everyone may write everything). */
+  readonly access?: (peer: PeerId, name: string) => Access
+  /** Called before a remote commit is "persisted" (tests use it to delay or fail). */
+  readonly persist?: (entries: readonly DeltaEntry[]) => Promise<void>
+}
+
+/** An in-memory host: replicas by name, local commits announced to sessions. */
+export class MemoryHost implements SyncHost {
+  readonly replicas = new Map<string, Replica>()
+  private readonly commits = new Emitter<{ commit: LocalCommit }>()
+  private batch: DeltaEntry[] | undefined
+  /** Remote commits applied (for assertions). */
+  applied = 0
+
+  constructor(readonly id: string, private readonly options: MemoryHostOptions = {}) {}
+
+  /** Opens (creating if needed) a name as `type`. */
+  open(name: string, type: ReplicaType): Replica {
+    let replica = this.replicas.get(name)
+    if (replica) {
+      if (replica.type !== type) throw new ConcordError(ErrorCodes.TYPE_MISMATCH, `${name} is a ${replica.type}`)
+      return replica
+    }
+    replica = makeReplica(type, this.id)
+    this.adopt(name, replica)
+    return replica
+  }
+
+  private adopt(name: string, replica: Replica): void {
+    this.replicas.set(name, replica)
+    replica.events.on('change', (event) => {
+      if (!event.local) return
+      const entry: DeltaEntry = { name, replicaType: replica.type, delta: event.delta }
+      if (this.batch) this.batch.push(entry)
+      else this.commits.emit('commit', { entries: [entry] })
+    })
+  }
+
+  /** Runs `fn`; the local changes it makes are one commit. */
+  transact(fn: () => void): void {
+    this.batch = []
+    try {
+      fn()
+    } finally {
+      const entries = this.batch
+      this.batch = undefined
+      if (entries.length > 0) this.commits.emit('commit', { entries })
+    }
+  }
+
+  /** Plain values of every name, for convergence checks. */
+  values(): Record<string, unknown> {
+    const out: Record<string, unknown> = {}
+    for (const name of [...this.replicas.keys()].sort()) out[name] = this.replicas.get(name)!.value()
+    return out
+  }
+
+  list(): NameInfo[] {
+    return [...this.replicas].map(([name, replica]) => ({ name, type: replica.type }))
+  }
+
+  typeOf(name: string): ReplicaType | undefined {
+    return this.replicas.get(name)?.type
+  }
+
+  version(name: string): Uint8Array {
+    return this.replicas.get(name)!.version()
+  }
+
+  deltaSince(name: string, version: Uint8Array | null): Uint8Array | null {
+    const replica = this.replicas.get(name)
+    if (!replica) return null
+    return replica.deltaSince(version ?? makeReplica(replica.type, this.id).version())
+  }
+
+  async applyRemote(entries: readonly DeltaEntry[], origin: unknown): Promise<ApplyResult> {
+    // All or none: check every entry on a scratch copy before touching anything.
+    if (entries.length > 1) {
+      for (const entry of entries) {
+        const current = this.replicas.get(entry.name)
+        if (current && current.type !== entry.replicaType) throw new ConcordError(ErrorCodes.TYPE_MISMATCH, `${entry.name} is a ${current.type}`)
+        const scratch = current ? makeReplica(current.type, this.id, current.snapshot()) : makeReplica(entry.replicaType, this.id)
+        scratch.applyDelta(entry.delta)
+      }
+    } else {
+      const current = this.replicas.get(entries[0].name)
+      if (current && current.type !== entries[0].replicaType) throw new ConcordError(ErrorCodes.TYPE_MISMATCH, `${entries[0].name} is a ${current.type}`)
+    }
+    const fresh = new Map<string, Replica>()
+    const changed: DeltaEntry[] = []
+    for (const entry of entries) {
+      let replica = this.replicas.get(entry.name) ?? fresh.get(entry.name)
+      if (!replica) {
+        replica = makeReplica(entry.replicaType, this.id)
+        fresh.set(entry.name, replica)
+      }
+      if (replica.applyDelta(entry.delta, origin)) changed.push(entry)
+    }
+    for (const [name, replica] of fresh) this.adopt(name, replica)
+    if (changed.length > 0) await this.options.persist?.(changed)
+    this.applied++
+    if (changed.length > 0) this.commits.emit('commit', { entries: changed, origin })
+    return { changed: changed.map((entry) => entry.name) }
+  }
+
+  subscribe(listener: (commit: LocalCommit) => void): () => void {
+    return this.commits.on('commit', listener)
+  }
+
+  authenticate(_peer: PeerId, token: string): boolean {
+    return this.options.token === undefined || token === this.options.token
+  }
+
+  access(peer: PeerId, name: string): Access {
+    return this.options.access ? this.options.access(peer, name) : 'write'
+  }
+}

@@ -22,6 +22,7 @@ const lists = {
     'test/transports/memory.test.ts',
     'test/transports/websocket.test.ts',
     'test/sync/session.test.ts',
+    'test/sync/convergence.test.ts',
     // transports/libp2p
     'test/transports/libp2p-codec.test.ts',
     'test/transports/libp2p.test.ts',
@@ -30,7 +31,10 @@ const lists = {
     // cli/ and demos/
   ],
   // Long suites, run on demand (npm run test:chaos, npm run test:crash).
-  chaos: [],
+  chaos: [
+    // sync/ and transports/
+    'test/sync/convergence.chaos.test.ts',
+  ],
   crash: [
     // persistence/
     'test/persistence/crash.test.ts',

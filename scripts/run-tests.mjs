@@ -28,6 +28,7 @@ const lists = {
     'test/transports/libp2p.test.ts',
     'test/transports/libp2p-conformance.test.ts',
     // peer/
+    'test/peer/y-websocket-bridge.test.ts',
     // cli/ and demos/
   ],
   // Long suites, run on demand (npm run test:chaos, npm run test:crash).

@@ -21,6 +21,7 @@ const lists = {
     // sync/ and transports/
     'test/transports/memory.test.ts',
     'test/transports/websocket.test.ts',
+    'test/sync/messages.test.ts',
     'test/sync/session.test.ts',
     'test/sync/convergence.test.ts',
     // transports/libp2p

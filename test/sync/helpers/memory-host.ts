@@ -43,7 +43,42 @@ export function mutate(replica: Replica, random: Prng, tag: string): void {
     replica.add(tag)
     return
   }
-  throw new Error(`mutate: no test mutation for ${replica.type} yet`)
+  // The native types of crdt/types, by duck typing (their classes are not imported here).
+  const r = replica as unknown as Record<string, (...args: unknown[]) => unknown>
+  const value = replica.value()
+  switch (replica.type) {
+    case 'gcounter':
+      r.increment(random.int(1, 3))
+      return
+    case 'pncounter':
+      if (random.chance(0.4)) r.decrement(random.int(1, 3))
+      else r.increment(random.int(1, 3))
+      return
+    case 'gset':
+      r.add(tag)
+      return
+    case 'orset': {
+      const elements = Array.isArray(value) ? value : []
+      if (elements.length > 0 && random.chance(0.3)) r.delete(random.pick(elements))
+      else r.add(tag)
+      return
+    }
+    case 'lww-register':
+    case 'mv-register':
+      r.set(tag)
+      return
+    case 'ewflag':
+      if (random.chance(0.5)) r.enable()
+      else r.disable()
+      return
+    case 'ormap': {
+      const keys = value && typeof value === 'object' ? Object.keys(value) : []
+      if (keys.length > 0 && random.chance(0.3)) r.delete(random.pick(keys))
+      else r.set(`k${random.int(0, 4)}`, tag)
+      return
+    }
+  }
+  throw new Error(`mutate: no test mutation for ${replica.type}`)
 }
 
 export interface MemoryHostOptions {

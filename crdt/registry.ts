@@ -5,6 +5,7 @@
  */
 import { ConcordError, ErrorCodes } from './errors.ts'
 import type { Replica, ReplicaFactory, ReplicaOptions, ReplicaType } from './replica.ts'
+import { nativeReplicaFactories } from './types/replicas.ts'
 
 /**
  * The factories, by type tag. The native delta-state types are filled in by
@@ -12,6 +13,7 @@ import type { Replica, ReplicaFactory, ReplicaOptions, ReplicaType } from './rep
  */
 export const replicaFactories: Partial<Record<ReplicaType, ReplicaFactory>> = {
   // native types
+  ...nativeReplicaFactories,
 
   // documents
 }

@@ -11,6 +11,7 @@ const lists = {
   default: [
     // crdt/
     'test/crdt/codec.test.ts',
+    'test/crdt/native-laws.test.ts',
     // crdt/ documents
     // persistence/
     'test/persistence/storage.test.ts',

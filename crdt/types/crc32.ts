@@ -1,0 +1,39 @@
+/**
+ * CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320), pure TypeScript so
+ * crdt/ stays browser-safe. Native states, deltas and versions end with it,
+ * so a flipped bit or a truncation is rejected instead of decoding into a
+ * different, valid-looking delta that reuses a dot.
+ */
+
+const TABLE = (() => {
+  const table = new Uint32Array(256)
+  for (let n = 0; n < 256; n++) {
+    let c = n
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1
+    table[n] = c >>> 0
+  }
+  return table
+})()
+
+/** The CRC-32 of `bytes` (unsigned 32-bit). */
+export function crc32(bytes: Uint8Array): number {
+  let c = 0xffffffff
+  for (let i = 0; i < bytes.length; i++) c = TABLE[(c ^ bytes[i]) & 0xff] ^ (c >>> 8)
+  return (c ^ 0xffffffff) >>> 0
+}
+
+/** `bytes` followed by their CRC-32, big-endian. */
+export function appendCrc32(bytes: Uint8Array): Uint8Array {
+  const out = new Uint8Array(bytes.length + 4)
+  out.set(bytes)
+  new DataView(out.buffer).setUint32(bytes.length, crc32(bytes))
+  return out
+}
+
+/** The bytes before a trailing CRC-32 when it matches, else undefined. */
+export function stripCrc32(bytes: Uint8Array): Uint8Array | undefined {
+  if (bytes.length < 4) return undefined
+  const body = bytes.subarray(0, bytes.length - 4)
+  const stored = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(bytes.length - 4)
+  return stored === crc32(body) ? body : undefined
+}

@@ -11,10 +11,12 @@ import { formatNumber, meetsTarget, ratioOf, type Benchmark, type Measurement } 
 /** Benchmark modules, by area; each exports `benchmarks: Benchmark[]`. */
 const suites: Array<() => Promise<{ benchmarks: Benchmark[] }>> = [
   // crdt/
+  () => import('./crdt.bench.ts'),
   // crdt/ documents
   // persistence/
   () => import('./persistence.bench.ts'),
   // sync/ and transports/
+  () => import('./sync.bench.ts'),
   // libp2p
   () => import('./libp2p.bench.ts'),
 ]

@@ -1,0 +1,90 @@
+/**
+ * Sync benchmarks: bytes to resync an offline Yjs document that misses 1% and
+ * 50% of the automerge-paper trace, over the Concord protocol (handshake,
+ * VERSIONS both ways, the missing delta, DONE and ACK frames included),
+ * against what Yjs's own sync exchange would send for the same two states
+ * (y-protocols step 1 and step 2 both ways: the state vectors plus
+ * `Y.diffUpdate` of each side against the other's state vector).
+ */
+import { readFileSync } from 'node:fs'
+import { gunzipSync } from 'node:zlib'
+import * as Y from 'yjs'
+import type { Benchmark, Measurement } from './harness.ts'
+import { Network } from '../transports/memory/index.ts'
+import { SimPeer, connectPair } from '../test/sync/helpers/sim.ts'
+
+interface Trace {
+  readonly endContent: string
+  readonly txns: ReadonlyArray<{ readonly patches: ReadonlyArray<readonly [number, number, string]> }>
+}
+
+function loadTrace(): Trace {
+  const file = new URL('../../shared/data/editing-traces/automerge-paper.json.gz', import.meta.url)
+  return JSON.parse(gunzipSync(readFileSync(file)).toString('utf8')) as Trace
+}
+
+/** Replays the trace; returns the update of the whole document and of the first `fraction` of it. */
+function states(trace: Trace, missing: number): { full: Uint8Array; partial: Uint8Array } {
+  const doc = new Y.Doc()
+  doc.clientID = 1
+  const text = doc.getText('t')
+  const cut = Math.floor(trace.txns.length * (1 - missing))
+  let partial: Uint8Array | undefined
+  trace.txns.forEach((txn, i) => {
+    if (i === cut) partial = Y.encodeStateAsUpdate(doc)
+    doc.transact(() => {
+      for (const [position, deleteCount, insert] of txn.patches) {
+        if (deleteCount > 0) text.delete(position, deleteCount)
+        if (insert.length > 0) text.insert(position, insert)
+      }
+    })
+  })
+  if (text.toString() !== trace.endContent) throw new Error('trace replay does not match endContent')
+  return { full: Y.encodeStateAsUpdate(doc), partial: partial ?? Y.encodeStateAsUpdate(doc) }
+}
+
+async function resync(full: Uint8Array, partial: Uint8Array): Promise<{ concord: number; concordPayload: number }> {
+  const network = new Network({ seed: 1 })
+  const online = new SimPeer(network, 'online')
+  const offline = new SimPeer(network, 'offline')
+  await online.listen()
+  online.host.open('paper', 'yjs').applyDelta(full)
+  offline.host.open('paper', 'yjs').applyDelta(partial)
+  const { ab, ba } = await connectPair(network, offline, online)
+  const a = JSON.stringify(online.host.values())
+  if (a !== JSON.stringify(offline.host.values())) throw new Error('resync did not converge')
+  return { concord: ab.stats.bytesOut + ba.stats.bytesOut, concordPayload: ba.stats.bytesOut }
+}
+
+function yjsBaseline(full: Uint8Array, partial: Uint8Array): { total: number; payload: number } {
+  const svOffline = Y.encodeStateVectorFromUpdate(partial)
+  const svOnline = Y.encodeStateVectorFromUpdate(full)
+  const toOffline = Y.diffUpdate(full, svOffline)
+  const toOnline = Y.diffUpdate(partial, svOnline)
+  return { total: svOffline.length + toOffline.length + svOnline.length + toOnline.length, payload: svOnline.length + toOffline.length }
+}
+
+export const benchmarks: Benchmark[] = [
+  {
+    name: 'sync/yjs-resync-bytes',
+    async run(): Promise<Measurement[]> {
+      const trace = loadTrace()
+      const out: Measurement[] = []
+      for (const missing of [0.01, 0.5]) {
+        const { full, partial } = states(trace, missing)
+        const ours = await resync(full, partial)
+        const yjs = yjsBaseline(full, partial)
+        const label = `${missing * 100}% missing`
+        out.push({
+          name: `resync bytes, ${label} (both directions)`, value: ours.concord, unit: 'bytes', better: 'lower',
+          baseline: { label: 'Yjs sync step 1+2 both ways', value: yjs.total }, target: '<= 1.1',
+        })
+        out.push({
+          name: `resync bytes, ${label} (online peer to offline)`, value: ours.concordPayload, unit: 'bytes', better: 'lower',
+          baseline: { label: 'state vector + Y.diffUpdate', value: yjs.payload }, target: '<= 1.1',
+        })
+      }
+      return out
+    },
+  },
+]

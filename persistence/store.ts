@@ -84,6 +84,13 @@ export interface VerifyReport {
 export interface StoreEvents extends Record<string, unknown> {
   /** A record was written (in sync mode: and fsynced). */
   commit: HistoryEntry
+  /**
+   * One unit (a local change, an `atomic` block, a `commit` call) is durable
+   * per its mode; its records belong together. `origin` is what the caller of
+   * `commit`/`applyRemote` passed (undefined for local changes). Sync ships
+   * units from here, so peers get changes only after they are logged.
+   */
+  committed: { readonly records: readonly CommittedUnitRecord[]; readonly origin?: unknown }
   /** Records of `name` up to `seq` are on stable storage. */
   durable: { readonly name: string; readonly seq: number }
   /** A damaged tail of a name's log was dropped on open. */
@@ -100,6 +107,15 @@ export interface StoreEvents extends Record<string, unknown> {
   migrated: { readonly name: string; readonly from: number; readonly to: number }
   /** A background failure (a change that could not be logged, a failed sweep). */
   error: { readonly name?: string; readonly error: ConcordError }
+}
+
+/** One record of a committed unit (see the `committed` event). */
+export interface CommittedUnitRecord {
+  readonly name: string
+  readonly type: ReplicaType
+  readonly seq: number
+  /** The delta (or, for a `state` record, the whole state as a delta). */
+  readonly payload: Uint8Array
 }
 
 /** Result of `applyRemote`. */
@@ -426,7 +442,8 @@ export class Store {
     })
   }
 
-  private emptyVersion(type: ReplicaType): Uint8Array {
+  /** The version of an empty replica of `type` (what `deltaSince` takes to mean "everything"). */
+  emptyVersion(type: ReplicaType): Uint8Array {
     let version = this.emptyVersions.get(type)
     if (!version) this.emptyVersions.set(type, (version = this.newReplica(type).version()))
     return version
@@ -452,13 +469,21 @@ export class Store {
     return records
   }
 
-  private enqueueItems(items: readonly CaptureItem[]): Promise<CommittedRecord[]> {
+  private async enqueueItems(items: readonly CaptureItem[], origin?: unknown): Promise<CommittedRecord[]> {
     const entries = [...new Set(items.map((item) => item.entry))]
-    return this.committer.enqueue({
+    const types = new Map(entries.map((entry) => [entry.name, entry.state.meta.type]))
+    const records = await this.committer.enqueue({
       sync: entries.some((entry) => entry.durability.mode === 'sync'),
       states: entries.map((entry) => entry.state),
       build: (b) => this.buildAppends(b, items),
     })
+    if (this.events.listenerCount('committed') > 0) {
+      this.events.emit('committed', {
+        origin,
+        records: records.map((r) => ({ name: r.name, type: types.get(r.name)!, seq: r.seq, payload: r.payload })),
+      })
+    }
+    return records
   }
 
   private afterWrite(entry: Entry): void {
@@ -557,7 +582,7 @@ export class Store {
       this.capture = previous
     }
     const stamped = items.map((item) => ({ ...item, agent }))
-    const records = stamped.length > 0 ? await this.enqueueItems(stamped) : []
+    const records = stamped.length > 0 ? await this.enqueueItems(stamped, options.origin) : []
     return entries.map((entry, i) => {
       const last = records.filter((r) => r.name === entry.name).at(-1)
       return { changed: changed[i], seq: last?.seq ?? entry.state.meta.lastSeq }

@@ -12,6 +12,7 @@ const lists = {
     // crdt/
     'test/crdt/codec.test.ts',
     'test/crdt/native-laws.test.ts',
+    'test/crdt/native-semantics.test.ts',
     // crdt/ documents
     // persistence/
     'test/persistence/storage.test.ts',

@@ -13,6 +13,11 @@
  * - A field whose nested store becomes empty disappears (a disabled flag,
  *   an emptied set, a cleared register).
  *
+ * restore(past) rewrites what differs field by field; a grow-only field
+ * (gcounter, gset) that must shrink is replaced (its dots removed and the
+ * past value rebuilt with new dots), which a map can do and a top-level
+ * grow-only replica cannot.
+ *
  * Value: `{ name: value }` with names sorted. When one name holds fields of
  * several types, the value shows one of them, chosen by the fixed order
  * {@link FIELD_PRECEDENCE} (an LWW value set with `map.set` first); the
@@ -20,7 +25,7 @@
  */
 import { CausalContext } from '../causal/causal-context.ts'
 import { DotMap, storeDots, type Store } from '../causal/dot-store.ts'
-import { ConcordError, ErrorCodes } from '../errors.ts'
+import { ConcordError, ErrorCodes, isConcordError } from '../errors.ts'
 import type { HybridClock } from '../hlc.ts'
 import { gcounterDef, pncounterDef } from './counters.ts'
 import type { DotAllocator } from './dot-allocator.ts'
@@ -103,7 +108,16 @@ function restoreMap(current: DotMap, past: DotMap, alloc: DotAllocator, clock: H
       for (const d of storeDots(mine!)) ctx.add(d)
       continue
     }
-    const delta = def.restore(mine ?? def.empty(), theirs, alloc, clock)
+    let delta: CausalState | null
+    try {
+      delta = def.restore(mine ?? def.empty(), theirs, alloc, clock)
+    } catch (error) {
+      if (!mine || !isConcordError(error, ErrorCodes.INVALID_ARGUMENT)) throw error
+      // A grow-only field asked to shrink: the map replaces it (observed-remove
+      // of its dots, and the past value rebuilt with new dots, in one delta).
+      for (const d of storeDots(mine)) ctx.add(d)
+      delta = def.restore(def.empty(), theirs, alloc, clock)
+    }
     if (!delta) continue
     store.setChild(key, delta.store)
     ctx.join(delta.ctx)

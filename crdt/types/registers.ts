@@ -97,7 +97,8 @@ export const lwwRegisterDef: NativeTypeDef<LWWRegisterStore> = {
   value: lwwValue,
   restore(current, past, alloc, clock) {
     const want = lwwValue(past)
-    if (canonicalJson(want) === canonicalJson(lwwValue(current))) return null
+    const sameShape = (past.entries.length === 0) === (current.entries.length === 0)
+    if (sameShape && canonicalJson(want) === canonicalJson(lwwValue(current))) return null
     return past.entries.length === 0 ? registerClear(current) : lwwWrite(current, alloc, clock, want)
   },
   observe(store, clock) {

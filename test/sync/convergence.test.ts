@@ -12,6 +12,7 @@ test(`sync convergence on the faulty simulated network (${SEEDS.length} seeds)`,
     const result = await runScenario(seed)
     assert.ok(result.converged, `seed ${seed} did not converge: ${JSON.stringify(result, null, 1)}`)
     faults += result.dropped + result.duplicated + result.reordered
+    assert.ok(Object.keys(JSON.parse(result.values.p0)).length > 0, `seed ${seed}: no data at all`)
   }
   assert.ok(faults > 0, 'the scenarios injected faults')
 })

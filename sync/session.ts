@@ -702,7 +702,8 @@ export class SyncSession {
       this.control.shift()
       return [head.frame]
     }
-    while (this.data.length > 0) {
+    // Before the remote's VERSIONS is answered nothing is due: marks wait for the answer.
+    while (this.live && this.data.length > 0) {
       const item = this.data[0]
       if (item.kind === 'mark') {
         this.data.shift()

@@ -301,9 +301,20 @@ test('sync: whenAcked resolves once the remote persisted, and rejects when the c
     persist: () => (hold ? new Promise<void>((resolve) => { release = resolve }) : Promise.resolve()),
   })
   await b.listen()
-  const { ab } = await connectPair(network, a, b)
-  await ab.whenAcked()
+  mutate(a.host.open('early', 'yjs'), network.random, 'e')
+  // asked before the handshake: waits for the initial answer to be persisted
+  const dialing = a.dial(b)
+  await network.run({ until: () => a.history.length > 0 })
+  const ab = await dialing
+  let early = false
+  const earlyAck = ab.whenAcked().then(() => { early = true })
   hold = true
+  await network.run()
+  assert.equal(early, false)
+  release!()
+  await network.run()
+  await earlyAck
+  assert.ok(b.host.replicas.has('early'))
   mutate(a.host.open('n', 'gset'), network.random, '1')
   let done = false
   const acked = ab.whenAcked().then(() => { done = true })

@@ -13,6 +13,7 @@ const lists = {
     'test/crdt/codec.test.ts',
     'test/crdt/native-laws.test.ts',
     'test/crdt/native-semantics.test.ts',
+    'test/crdt/causal.test.ts',
     // crdt/ documents
     // persistence/
     'test/persistence/storage.test.ts',
@@ -36,6 +37,8 @@ const lists = {
   ],
   // Long suites, run on demand (npm run test:chaos, npm run test:crash).
   chaos: [
+    // crdt/ (the law suite runs 300 cases per property in this list)
+    'test/crdt/native-laws.test.ts',
     // sync/ and transports/
     'test/sync/convergence.chaos.test.ts',
   ],

@@ -15,6 +15,7 @@ import { copyJson, type Json } from './json.ts'
 import { checkFieldName, mapFieldTags, mapGet, mapKeys, mapRemove, mapValue } from './ormap.ts'
 import { lwwValue, lwwWrite, mvValues, mvWrite, registerClear, type LWWRegisterStore, type MVRegisterStore } from './registers.ts'
 import { gsetAdd, orsetAdd, orsetRemove, setHas, setValues, type SetStore } from './sets.ts'
+import { MAX_NESTING } from './state-codec.ts'
 import { fieldKey, type NativeType } from './store-spec.ts'
 
 /** Checks a counter amount: a non-negative safe integer; 0 means "nothing to do". */
@@ -176,6 +177,9 @@ export class LWWRegisterView<T extends Json = Json> extends View {
 export class ORMapView extends View {
   private field(tag: NativeType, name: string): string[] {
     checkFieldName(name)
+    if (this.path.length + 1 > MAX_NESTING) {
+      throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `ormap: fields nest at most ${MAX_NESTING} levels deep`)
+    }
     return [...this.path, fieldKey(tag, name)]
   }
 

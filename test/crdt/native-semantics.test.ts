@@ -354,6 +354,26 @@ describe('replica contract', () => {
     }
   })
 
+  it('the resync delta grows with the changes, not with the state', () => {
+    for (const writers of [1, 4]) {
+      const a = new ORSetReplica<string>(opts('a'))
+      const helpers = Array.from({ length: writers }, (_, k) => new ORSetReplica<string>(opts(`w${k}`)))
+      for (let i = 0; i < 10_000; i++) helpers[i % writers].add(`element-${i}`)
+      for (const h of helpers) pull(a, h)
+      for (let i = 0; i < 10_000; i += 97) a.delete(`element-${i}`) // an old, scattered history of removals
+      const b = new ORSetReplica<string>({ ...opts('b'), snapshot: a.snapshot() })
+      for (let k = 0; k < 5; k++) {
+        a.add(`new-${k}`)
+        a.delete(`element-${k * 1_999 + 1}`)
+      }
+      const delta = a.deltaSince(b.version())!
+      assert.ok(delta.length < 512, `${writers} writer(s): ${delta.length} bytes to resync 10 changes`)
+      b.applyDelta(delta)
+      assert.deepEqual(b.values(), a.values())
+      assert.equal(a.deltaSince(b.version()), null)
+    }
+  })
+
   it('pure cores: mutators and joinStates never change their inputs', () => {
     const empty = { store: new DotMap(), ctx: new CausalContext() }
     const a1 = orsetAdd(empty.store, new DotAllocator('a', empty.ctx), 'x')

@@ -15,7 +15,12 @@ import { decodeState, decodeVersion, MAX_NESTING } from '../../crdt/types/state-
 import { typeCode, type NativeType } from '../../crdt/types/store-spec.ts'
 import { ORMapReplica, ORSetReplica } from '../../crdt/types/replicas.ts'
 import { replicaId } from '../../crdt/replica.ts'
-import { LAW_SEED } from './law-suite.ts'
+import { LAW_SEED, pull } from './law-suite.ts'
+import { createNative, nativeOp } from './native-ops.ts'
+import { CausalReplica, joinStates } from '../../crdt/types/causal-replica.ts'
+import { encodeState } from '../../crdt/types/state-codec.ts'
+import { NATIVE_TYPES } from '../../crdt/types/store-spec.ts'
+import { bytesEqual } from '../../crdt/codec.ts'
 
 const params = { seed: LAW_SEED, numRuns: 200 }
 const counters = fc.array(fc.integer({ min: 1, max: 60 }), { maxLength: 40 })
@@ -98,6 +103,30 @@ describe('CausalContext', () => {
       assert.equal(a.isSubsetOf(b), [...setA].every((k) => setB.has(k)))
       assert.equal(a.size, setA.size)
     }), params)
+  })
+})
+
+describe('pure join (joinStates) on causal states', () => {
+  it('is idempotent, commutative and associative, and leaves its inputs alone, for every native type', () => {
+    for (const type of NATIVE_TYPES) {
+      const ops = fc.array(nativeOp(type), { maxLength: 6 })
+      fc.assert(fc.property(ops, ops, ops, ops, (base, x, y, z) => {
+        const root = createNative(type, 'base')
+        for (const op of base) op(root)
+        const [a, b, c] = ['a', 'b', 'c'].map((id, i) => {
+          const r = createNative(type, id)
+          pull(r, root)
+          for (const op of [x, y, z][i]) op(r)
+          return (r as CausalReplica).state
+        })
+        const enc = (s: typeof a) => encodeState(type, s)
+        const inputs = [enc(a), enc(b), enc(c)]
+        assert.ok(bytesEqual(enc(joinStates(a, a)), inputs[0]), 'idempotent')
+        assert.ok(bytesEqual(enc(joinStates(a, b)), enc(joinStates(b, a))), 'commutative')
+        assert.ok(bytesEqual(enc(joinStates(joinStates(a, b), c)), enc(joinStates(a, joinStates(b, c)))), 'associative')
+        assert.ok(bytesEqual(enc(a), inputs[0]) && bytesEqual(enc(b), inputs[1]) && bytesEqual(enc(c), inputs[2]), 'inputs unchanged')
+      }), { seed: LAW_SEED, numRuns: 40 })
+    }
   })
 })
 

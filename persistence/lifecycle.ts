@@ -1,0 +1,179 @@
+/**
+ * Lifecycle of names: listing, deletion, TTL expiry, garbage collection, and
+ * the background sweep (timed checkpoints, TTL, archival of cold names).
+ */
+import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
+import { decodeArchiveMarker, type ArchiveMarker } from './archive.ts'
+import type { Archival } from './archival.ts'
+import { ARCHIVE_PREFIX, archiveKey, checkpointKey, logKey, META_PREFIX, metaKey, parseSeqKey } from './keys.ts'
+import { decodeMeta, type NameMeta } from './name-meta.ts'
+import type { SignalOptions, StorageOperation } from './storage.ts'
+import type { StoreCore } from './store-core.ts'
+import type { GcReport, NameInfo } from './store-types.ts'
+import type { Writes } from './writes.ts'
+
+/** @internal names, delete, TTL, GC, sweep. */
+export class Lifecycle {
+  private sweepTimer: unknown
+
+  constructor(private readonly core: StoreCore, private readonly writes: Writes, private readonly archival: Archival) {}
+
+  /** Every stored name (archived ones included), in name order. */
+  async names(options: SignalOptions = {}): Promise<NameInfo[]> {
+    const { core } = this
+    core.checkOpen()
+    await core.committer.idle()
+    const out: NameInfo[] = []
+    for await (const entry of core.storage.iterate({ prefix: META_PREFIX, signal: options.signal })) {
+      let meta: NameMeta
+      try {
+        meta = decodeMeta(entry.value)
+      } catch {
+        continue
+      }
+      out.push({
+        name: meta.name, type: meta.type, records: meta.lastSeq - meta.firstSeq + 1, lastSeq: meta.lastSeq,
+        size: meta.logBytes + (meta.checkpoints.at(-1)?.size ?? 0), lastChange: meta.touched,
+        checkpoints: meta.checkpoints.length, schema: meta.schema, archived: false,
+      })
+    }
+    for await (const entry of core.storage.iterate({ prefix: ARCHIVE_PREFIX, signal: options.signal })) {
+      let marker: ArchiveMarker
+      try {
+        marker = decodeArchiveMarker(entry.value)
+      } catch {
+        continue
+      }
+      out.push({
+        name: marker.name, type: marker.type, records: marker.records, lastSeq: marker.lastSeq, size: marker.fileSize,
+        lastChange: marker.touched, checkpoints: 0, schema: marker.schema, archived: true,
+      })
+    }
+    return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  }
+
+  private deleteOps(meta: NameMeta): StorageOperation[] {
+    const ops: StorageOperation[] = [{ type: 'del', key: metaKey(meta.name) }]
+    for (let seq = meta.firstSeq; seq <= meta.lastSeq; seq++) ops.push({ type: 'del', key: logKey(meta.name, seq) })
+    for (const cp of meta.checkpoints) ops.push({ type: 'del', key: checkpointKey(meta.name, cp.seq) })
+    return ops
+  }
+
+  /** Deletes `name` and all its data; false if it did not exist. */
+  async delete(name: string, options: SignalOptions = {}): Promise<boolean> {
+    const { core } = this
+    core.checkOpen()
+    await core.committer.idle()
+    const meta = core.cache.live(name)?.state.meta ?? await core.readMeta(name, options.signal)
+    const marker = await core.storage.get(archiveKey(name))
+    if (!meta && !marker) return false
+    core.cache.detach(name)
+    const ops = meta ? this.deleteOps(meta) : []
+    if (marker) ops.push({ type: 'del', key: archiveKey(name) })
+    await core.committer.enqueue({ sync: true, states: [], build: (b) => { for (const op of ops) b.del(op.key) } })
+    return true
+  }
+
+  private ttlOf(meta: NameMeta): number {
+    return meta.ttlMs > 0 ? meta.ttlMs : this.core.options.ttlMs ?? 0
+  }
+
+  /** Expires every name untouched for its TTL and not recently used; returns the names. */
+  async expire(options: SignalOptions = {}): Promise<string[]> {
+    const { core } = this
+    core.checkOpen()
+    const now = core.now()
+    const expired: string[] = []
+    for (const meta of await core.allMetas(options.signal)) {
+      const ttl = this.ttlOf(meta)
+      if (ttl <= 0 || now - meta.touched < ttl || core.cache.busy(meta.name)) continue
+      core.cache.detach(meta.name)
+      const ops = this.deleteOps(meta)
+      await core.committer.enqueue({ sync: true, states: [], build: (b) => { for (const op of ops) b.del(op.key) } })
+      expired.push(meta.name)
+      core.events.emit('expired', { name: meta.name })
+    }
+    return expired
+  }
+
+  /** Deletes records outside each name's retained range, unlisted checkpoints, and keys of names that no longer exist. */
+  async gc(options: SignalOptions = {}): Promise<GcReport> {
+    const { core } = this
+    core.checkOpen()
+    await core.committer.idle()
+    const metas = new Map((await core.allMetas(options.signal)).map((meta) => [meta.name, meta]))
+    const archived = new Set<string>()
+    for await (const key of core.storage.keys({ prefix: ARCHIVE_PREFIX, signal: options.signal })) archived.add(key[1])
+    let deletedRecords = 0
+    let deletedCheckpoints = 0
+    const orphans = new Set<string>()
+    let ops: StorageOperation[] = []
+    const drain = async (): Promise<void> => {
+      if (ops.length === 0) return
+      const batch = ops
+      ops = []
+      await core.committer.enqueue({ sync: true, states: [], build: (b) => { for (const op of batch) b.del(op.key) } })
+    }
+    for (const kind of ['l', 'c'] as const) {
+      for await (const key of core.storage.keys({ prefix: [kind], signal: options.signal })) {
+        const name = key[1]
+        const seq = parseSeqKey(key[2] ?? '')
+        const meta = core.cache.live(name)?.state.meta ?? metas.get(name)
+        let doomed: boolean
+        if (!meta) {
+          doomed = !archived.has(name) && !core.cache.opening.has(name)
+          if (doomed) orphans.add(name)
+        } else if (kind === 'l') {
+          doomed = Number.isNaN(seq) || seq < meta.firstSeq || seq > meta.lastSeq
+        } else {
+          doomed = Number.isNaN(seq) || !meta.checkpoints.some((cp) => cp.seq === seq)
+        }
+        if (!doomed) continue
+        if (kind === 'l') deletedRecords++
+        else deletedCheckpoints++
+        ops.push({ type: 'del', key })
+        if (ops.length >= 1000) await drain()
+      }
+    }
+    await drain()
+    return { deletedRecords, deletedCheckpoints, orphanNames: orphans.size }
+  }
+
+  /** Starts the background sweep every `ms`. */
+  start(ms: number): void {
+    const { core } = this
+    this.sweepTimer = core.timers.setTimeout(() => {
+      if (core.isClosed) return
+      this.sweep().catch((error) => {
+        if (!core.isClosed) core.events.emit('error', { error: isConcordError(error) ? error : new ConcordError(ErrorCodes.STORAGE_ERROR, String(error)) })
+      }).finally(() => {
+        if (!core.isClosed) this.start(ms)
+      })
+    }, ms)
+  }
+
+  /** Stops the background sweep. */
+  stop(): void {
+    if (this.sweepTimer !== undefined) this.core.timers.clearTimeout(this.sweepTimer)
+  }
+
+  /** One sweep: timed checkpoints, TTL expiry, archival of cold names. */
+  async sweep(options: SignalOptions = {}): Promise<void> {
+    const { core } = this
+    core.checkOpen()
+    const now = core.now()
+    for (const entry of core.cache.held()) {
+      const every = entry.policy.everyMs
+      if (every > 0 && entry.dirtySince > 0 && now - entry.dirtySince >= every && !entry.checkpointQueued) {
+        await this.writes.queueCheckpoint(entry).catch(() => undefined)
+      }
+    }
+    if ((core.options.ttlMs ?? 0) > 0 || (await this.anyNameTtl(options.signal))) await this.expire(options)
+    if ((core.options.archive?.afterMs ?? 0) > 0) await this.archival.archiveCold(options)
+  }
+
+  private async anyNameTtl(signal?: AbortSignal): Promise<boolean> {
+    for (const meta of await this.core.allMetas(signal)) if (meta.ttlMs > 0) return true
+    return false
+  }
+}

@@ -1,0 +1,114 @@
+/**
+ * The bounded cache of hydrated names. The most recently used `limit` names
+ * are held; older ones are evicted once everything of theirs is durable and
+ * no checkpoint is queued. An evicted entry stays reachable through a weak
+ * reference while the application still holds its replica, so a held replica
+ * keeps being persisted and `open` hands the same object back.
+ */
+import type { Entry } from './store-types.ts'
+
+/** @internal the store's cache of hydrated names. */
+export class NameCache {
+  private readonly cache = new Map<string, Entry>()
+  private readonly evicted = new Map<string, WeakRef<Entry>>()
+  /** Hydrations in flight, by name (one per name). */
+  readonly opening = new Map<string, Promise<Entry>>()
+  private readonly cleanup = new FinalizationRegistry<string>((name) => {
+    const ref = this.evicted.get(name)
+    if (ref && ref.deref() === undefined) this.evicted.delete(name)
+  })
+
+  /** @param limit names kept hydrated (at least 1) */
+  constructor(private readonly limit: number) {}
+
+  /** The live entry of `name` (held or evicted but still reachable), without touching the LRU order. */
+  live(name: string): Entry | undefined {
+    const cached = this.cache.get(name)
+    if (cached) return cached
+    const entry = this.evicted.get(name)?.deref()
+    if (entry && !entry.detached) return entry
+    return undefined
+  }
+
+  /** The live entry of `name`, marked most recently used (an evicted one is held again). */
+  use(name: string): Entry | undefined {
+    let entry = this.cache.get(name)
+    if (entry) {
+      this.cache.delete(name)
+      this.cache.set(name, entry)
+      return entry
+    }
+    entry = this.evicted.get(name)?.deref()
+    if (entry && !entry.detached) {
+      this.evicted.delete(name)
+      this.cache.set(name, entry)
+      this.evictIfNeeded()
+      return entry
+    }
+    return undefined
+  }
+
+  /** Holds a newly hydrated entry. */
+  add(entry: Entry): void {
+    this.cache.set(entry.name, entry)
+    this.evictIfNeeded()
+  }
+
+  /** True when `name` is held (recently used) or being hydrated. */
+  busy(name: string): boolean {
+    return this.cache.has(name) || this.opening.has(name)
+  }
+
+  /** Forgets `name`: its replica stops being persisted. */
+  detach(name: string): void {
+    const entry = this.live(name)
+    if (!entry) return
+    entry.detached = true
+    entry.unsubscribe()
+    this.cache.delete(name)
+    this.evicted.delete(name)
+  }
+
+  /** The held entries, least recently used first. */
+  held(): IterableIterator<Entry> {
+    return this.cache.values()
+  }
+
+  /** Every live entry (held, or evicted but still reachable). */
+  allLive(): Set<Entry> {
+    const live = new Set(this.cache.values())
+    for (const ref of this.evicted.values()) {
+      const entry = ref.deref()
+      if (entry && !entry.detached) live.add(entry)
+    }
+    return live
+  }
+
+  /** Drops every entry (on close). */
+  clear(): void {
+    this.cache.clear()
+    this.evicted.clear()
+  }
+
+  /** Number of held names. */
+  get size(): number {
+    return this.cache.size
+  }
+
+  private evictable(entry: Entry): boolean {
+    return entry.state.pending === 0 && entry.state.durableSeq === entry.state.meta.lastSeq && !entry.checkpointQueued
+  }
+
+  /** Evicts the least recently used durable names beyond the limit. */
+  evictIfNeeded(): void {
+    if (this.cache.size <= this.limit) return
+    for (const [name, entry] of this.cache) {
+      if (this.cache.size <= this.limit) break
+      if (!this.evictable(entry)) continue
+      this.cache.delete(name)
+      // Still reachable while the application holds the replica: keep using it then.
+      this.evicted.set(name, new WeakRef(entry))
+      this.cleanup.register(entry.replica, name)
+    }
+  }
+}

@@ -1,0 +1,115 @@
+/**
+ * The shared state of a store: storage, commit pipeline, name cache, events,
+ * clock and options, with the small read helpers every store module needs.
+ * The store's modules (hydration, writes, time travel, archival, lifecycle)
+ * each take one `StoreCore`; `Store` (store.ts) is the facade over them.
+ */
+import { Emitter } from '../crdt/emitter.ts'
+import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
+import { HybridClock } from '../crdt/hlc.ts'
+import type { Replica, ReplicaId, ReplicaType } from '../crdt/replica.ts'
+import { Committer, realTimers, type Timers } from './committer.ts'
+import { archiveKey, META_PREFIX, metaKey } from './keys.ts'
+import { decodeMeta, type NameMeta } from './name-meta.ts'
+import { NameCache } from './name-cache.ts'
+import type { ReplicaCreator, StoreOptions } from './options.ts'
+import type { Storage } from './storage.ts'
+import { toHistoryEntry, type StoreEvents } from './store-types.ts'
+
+/** @internal state shared by the store's modules. */
+export class StoreCore {
+  readonly events = new Emitter<StoreEvents>()
+  readonly clock: HybridClock
+  readonly committer: Committer
+  readonly cache: NameCache
+  readonly now: () => number
+  readonly timers: Timers
+  /** Waiting `changes()` iterators, woken on close. */
+  readonly waiters = new Set<() => void>()
+  /** Reports of damaged tails dropped since the store opened. */
+  readonly truncations: Array<{ name: string; fromSeq: number; toSeq: number; reason: string }> = []
+  isClosed = false
+  private readonly emptyVersions = new Map<ReplicaType, Uint8Array>()
+
+  constructor(
+    readonly storage: Storage,
+    readonly replicaId: ReplicaId,
+    readonly createReplica: ReplicaCreator,
+    readonly options: StoreOptions,
+  ) {
+    this.clock = options.clock ?? new HybridClock()
+    this.now = options.now ?? Date.now
+    this.timers = options.timers ?? realTimers
+    this.cache = new NameCache(Math.max(1, options.cacheSize ?? 1000))
+    const durability = options.durability ?? { mode: 'sync' }
+    this.committer = new Committer(storage, { rpoMs: durability.mode === 'async' ? durability.rpoMs : 100, timers: this.timers })
+    this.committer.events.on('commit', ({ records }) => {
+      if (this.events.listenerCount('commit') === 0) return
+      for (const record of records) this.events.emit('commit', toHistoryEntry(record))
+    })
+    this.committer.events.on('durable', ({ names }) => {
+      for (const item of names) this.events.emit('durable', item)
+      this.cache.evictIfNeeded()
+    })
+    this.committer.events.on('failure', ({ states }) => {
+      for (const state of states) {
+        const entry = this.cache.live(state.meta.name)
+        if (entry && entry.state === state) entry.repair = true
+      }
+    })
+  }
+
+  /** Throws `CONCORD_CLOSED` once the store is closed. */
+  checkOpen(): void {
+    if (this.isClosed) throw new ConcordError(ErrorCodes.CLOSED, 'the store is closed')
+  }
+
+  /** A replica of `type` bound to the store's id and clock. */
+  newReplica(type: ReplicaType, snapshot?: Uint8Array): Replica {
+    return this.createReplica(type, { replicaId: this.replicaId, clock: this.clock, snapshot })
+  }
+
+  /** A detached replica (its own clock): for `at`, `verify`. */
+  detachedReplica(type: ReplicaType, snapshot?: Uint8Array): Replica {
+    return this.createReplica(type, { replicaId: this.replicaId, snapshot })
+  }
+
+  /** The version of an empty replica of `type`. */
+  emptyVersion(type: ReplicaType): Uint8Array {
+    let version = this.emptyVersions.get(type)
+    if (!version) this.emptyVersions.set(type, (version = this.newReplica(type).version()))
+    return version
+  }
+
+  /** The stored metadata of `name`, or undefined. */
+  async readMeta(name: string, signal?: AbortSignal): Promise<NameMeta | undefined> {
+    const bytes = await this.storage.get(metaKey(name), { signal })
+    if (!bytes) return undefined
+    const meta = decodeMeta(bytes)
+    if (meta.name !== name) throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `metadata stored under "${name}" belongs to "${meta.name}"`)
+    return meta
+  }
+
+  /** The metadata of an existing name (live or stored); `CONCORD_NOT_FOUND` otherwise. */
+  async metaOf(name: string, signal?: AbortSignal): Promise<NameMeta> {
+    const live = this.cache.live(name)
+    if (live) return live.state.meta
+    const meta = await this.readMeta(name, signal)
+    if (!meta) throw new ConcordError(ErrorCodes.NOT_FOUND, `"${name}" does not exist${await this.storage.get(archiveKey(name)) ? ' (it is archived: open it first)' : ''}`)
+    return meta
+  }
+
+  /** The metadata of every stored name (damaged ones skipped), once the pipeline is idle. */
+  async allMetas(signal?: AbortSignal): Promise<NameMeta[]> {
+    await this.committer.idle()
+    const metas: NameMeta[] = []
+    for await (const entry of this.storage.iterate({ prefix: META_PREFIX, signal })) {
+      try {
+        metas.push(decodeMeta(entry.value))
+      } catch {
+        // A damaged metadata value fails its name when opened; the sweep skips it.
+      }
+    }
+    return metas
+  }
+}

@@ -1,0 +1,152 @@
+/**
+ * Types of the store: what its public methods and events return, and the
+ * internal per-name entry the store modules share.
+ */
+import { bytesEqual } from '../crdt/codec.ts'
+import type { ConcordError } from '../crdt/errors.ts'
+import type { HlcTimestamp } from '../crdt/hlc.ts'
+import type { Replica, ReplicaType } from '../crdt/replica.ts'
+import { toHex } from './checksum.ts'
+import type { CommittedRecord, NameState } from './committer.ts'
+import type { CheckpointPolicy, Durability, Retention } from './options.ts'
+
+/** One record as `history` and `changes` return it. */
+export interface HistoryEntry {
+  readonly name: string
+  readonly seq: number
+  readonly hlc: HlcTimestamp
+  readonly agent: string
+  /** `delta`, or `state` (a full-state record written to repair a failed write). */
+  readonly kind: 'delta' | 'state'
+  /** The payload (delta bytes). */
+  readonly bytes: Uint8Array
+  /** SHA-256 of the record, hex. */
+  readonly hash: string
+  /** Encoded size of the record in bytes. */
+  readonly size: number
+}
+
+/** A name as `names()` lists it. */
+export interface NameInfo {
+  readonly name: string
+  readonly type: ReplicaType
+  /** Records retained in the log. */
+  readonly records: number
+  /** Seq of the newest record. */
+  readonly lastSeq: number
+  /** Bytes recovery reads: newest checkpoint + records after it. */
+  readonly size: number
+  /** Wall time (ms) of the last write. */
+  readonly lastChange: number
+  readonly checkpoints: number
+  readonly schema: number
+  /** True when the name lives in an archive file (rehydrated on open). */
+  readonly archived: boolean
+}
+
+/** Result of `verify(name)`. */
+export interface VerifyReport {
+  readonly name: string
+  readonly ok: boolean
+  readonly firstSeq: number
+  readonly lastSeq: number
+  readonly records: number
+  readonly checkpoints: number
+  /** What is wrong, empty when ok. */
+  readonly problems: readonly string[]
+}
+
+/** Events of a store. */
+export interface StoreEvents extends Record<string, unknown> {
+  /** A record was written (in sync mode: and fsynced). */
+  commit: HistoryEntry
+  /**
+   * One unit (a local change, an `atomic` block, a `commit` call) is durable
+   * per its mode; its records belong together. `origin` is what the caller of
+   * `commit`/`applyRemote` passed (undefined for local changes). Sync ships
+   * units from here, so peers get changes only after they are logged.
+   */
+  committed: { readonly records: readonly CommittedUnitRecord[]; readonly origin?: unknown }
+  /** Records of `name` up to `seq` are on stable storage. */
+  durable: { readonly name: string; readonly seq: number }
+  /** A damaged tail of a name's log was dropped on open. */
+  truncated: { readonly name: string; readonly fromSeq: number; readonly toSeq: number; readonly reason: string }
+  /** A checkpoint was written. */
+  checkpoint: { readonly name: string; readonly seq: number; readonly size: number }
+  /** A name was expired (TTL) and its data deleted. */
+  expired: { readonly name: string }
+  /** A name was moved to an archive file. */
+  archived: { readonly name: string; readonly file: string }
+  /** An archived name was brought back. */
+  rehydrated: { readonly name: string }
+  /** A name's data was migrated to a newer schema version. */
+  migrated: { readonly name: string; readonly from: number; readonly to: number }
+  /** A background failure (a change that could not be logged, a failed sweep). */
+  error: { readonly name?: string; readonly error: ConcordError }
+}
+
+/** One record of a committed unit (see the `committed` event). */
+export interface CommittedUnitRecord {
+  readonly name: string
+  readonly type: ReplicaType
+  readonly seq: number
+  /** The delta (or, for a `state` record, the whole state as a delta). */
+  readonly payload: Uint8Array
+}
+
+/** Result of `applyRemote`. */
+export interface ApplyResult {
+  /** False when the delta added nothing (it was not logged). */
+  readonly changed: boolean
+  /** The seq of the record written, or the current seq when nothing changed. */
+  readonly seq: number
+}
+
+/** Result of `gc()`. */
+export interface GcReport {
+  readonly deletedRecords: number
+  readonly deletedCheckpoints: number
+  readonly orphanNames: number
+}
+
+/** @internal a hydrated name: its replica, live state and policies. */
+export interface Entry {
+  readonly name: string
+  readonly state: NameState
+  readonly replica: Replica
+  readonly durability: Durability
+  readonly policy: Required<CheckpointPolicy>
+  readonly retention: Retention
+  /** Write a full-state record first (a write of this name failed). */
+  repair: boolean
+  checkpointQueued: boolean
+  /** Wall time of the first change not in a checkpoint (0 = none). */
+  dirtySince: number
+  detached: boolean
+  unsubscribe: () => void
+  /** The last append of a change made outside applyRemote/commit/atomic. */
+  last: Promise<unknown>
+}
+
+/** @internal a change waiting to be appended. */
+export interface CaptureItem {
+  readonly entry: Entry
+  readonly delta: Uint8Array
+  readonly hlc: HlcTimestamp
+  readonly agent: string
+}
+
+
+/** A committed record as `history`, `changes` and the `commit` event show it. */
+export function toHistoryEntry(record: CommittedRecord): HistoryEntry {
+  return {
+    name: record.name, seq: record.seq, hlc: record.hlc, agent: record.agent, kind: record.kind,
+    bytes: record.payload, hash: toHex(record.hash), size: record.size,
+  }
+}
+
+/** Same state: equal snapshots, or equal value and version. */
+export function sameState(a: Replica, b: Replica): boolean {
+  if (bytesEqual(a.snapshot(), b.snapshot())) return true
+  return bytesEqual(a.version(), b.version()) && JSON.stringify(a.value()) === JSON.stringify(b.value())
+}

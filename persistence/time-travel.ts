@@ -1,0 +1,215 @@
+/**
+ * Time travel and audit over a name's log: `history` (paged records),
+ * `at` (the value as of a seq: nearest checkpoint + replay), `revert` (a new
+ * forward change back to a past value), `changes` (catch-up then live
+ * records), `verify` (hash chain, checkpoints and live state against a replay).
+ */
+import { bytesEqual } from '../crdt/codec.ts'
+import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
+import type { Replica } from '../crdt/replica.ts'
+import { ZERO_HASH } from './checksum.ts'
+import type { Hydration } from './hydration.ts'
+import { logKey, logPrefix, parseSeqKey } from './keys.ts'
+import { throwIfAborted } from './level/level-storage.ts'
+import { decodeRecord } from './record.ts'
+import { loadCheckpoint, rebuild } from './replay.ts'
+import type { SignalOptions } from './storage.ts'
+import type { StoreCore } from './store-core.ts'
+import { sameState, toHistoryEntry, type HistoryEntry, type VerifyReport } from './store-types.ts'
+import type { Writes } from './writes.ts'
+
+/** Records per page of `changes()` catch-up reads. */
+const PAGE = 256
+
+/** @internal history, at, revert, changes, verify. */
+export class TimeTravel {
+  constructor(private readonly core: StoreCore, private readonly hydration: Hydration, private readonly writes: Writes) {}
+
+  /** Records of `name`, oldest first from `from` (default: the first retained), at most `limit` (default 100). */
+  async history(name: string, options: { from?: number; limit?: number; reverse?: boolean } & SignalOptions = {}): Promise<HistoryEntry[]> {
+    this.core.checkOpen()
+    const meta = await this.core.metaOf(name, options.signal)
+    const limit = options.limit ?? 100
+    const range = options.reverse
+      ? { prefix: logPrefix(name), lte: logKey(name, Math.min(options.from ?? meta.lastSeq, meta.lastSeq)), reverse: true, limit, signal: options.signal }
+      : { prefix: logPrefix(name), gte: logKey(name, Math.max(options.from ?? meta.firstSeq, 0)), lte: logKey(name, meta.lastSeq), limit, signal: options.signal }
+    const out: HistoryEntry[] = []
+    for await (const entry of this.core.storage.iterate(range)) {
+      const record = decodeRecord(entry.value)
+      if (record.name !== name || record.seq !== parseSeqKey(entry.key[2])) {
+        throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `"${name}": record under ${entry.key[2]} is misplaced`)
+      }
+      out.push(toHistoryEntry({ ...record }))
+    }
+    return out
+  }
+
+  /**
+   * The replica as it was right after record `seq` (0 = empty), rebuilt from
+   * the nearest checkpoint at or before it. A detached copy: changing it
+   * changes nothing stored.
+   */
+  async at(name: string, seq: number, options: SignalOptions = {}): Promise<Replica> {
+    this.core.checkOpen()
+    const meta = await this.core.metaOf(name, options.signal)
+    if (!Number.isSafeInteger(seq) || seq < 0 || seq > meta.lastSeq) {
+      throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `"${name}": seq ${seq} is outside 0..${meta.lastSeq}`)
+    }
+    if (seq === 0) return this.core.createReplica(meta.type, { replicaId: this.core.replicaId })
+    const rebuilt = await rebuild({
+      storage: this.core.storage, meta, target: seq, allowTornTail: false, signal: options.signal,
+      create: (snapshot) => this.core.createReplica(meta.type, { replicaId: this.core.replicaId, snapshot }),
+    })
+    return rebuilt.replica
+  }
+
+  /**
+   * Makes a new local change of `name` that brings its value back to what it
+   * was at `seq`; it is logged and replicates like any change. Resolves with
+   * the seq of the new record, or null when the value already equals it.
+   */
+  async revert(name: string, seq: number, options: SignalOptions = {}): Promise<number | null> {
+    this.core.checkOpen()
+    const entry = await this.hydration.entry(name, undefined, { mustExist: true, signal: options.signal })
+    const past = await this.at(name, seq, options)
+    let delta: Uint8Array | null = null
+    throwIfAborted(options.signal)
+    const records = await this.writes.atomic(() => { delta = entry.replica.restore(past) })
+    return delta === null ? null : records.filter((r) => r.name === name).at(-1)?.seq ?? null
+  }
+
+  /**
+   * The records of `name` from `since` (default: the first retained), then
+   * live as new ones commit. Ends when `signal` aborts or the store closes.
+   */
+  async *changes(name: string, options: { since?: number } & SignalOptions = {}): AsyncGenerator<HistoryEntry> {
+    this.core.checkOpen()
+    const signal = options.signal
+    const meta = await this.core.metaOf(name, signal)
+    let next = options.since ?? meta.firstSeq
+    if (next < meta.firstSeq) {
+      throw new ConcordError(ErrorCodes.NOT_FOUND, `"${name}": records before ${meta.firstSeq} were trimmed by retention`)
+    }
+    const buffer: HistoryEntry[] = []
+    let wake: (() => void) | undefined
+    const off = this.core.events.on('commit', (record) => {
+      if (record.name !== name) return
+      buffer.push(record)
+      wake?.()
+    })
+    const onAbort = (): void => wake?.()
+    signal?.addEventListener('abort', onAbort)
+    this.core.waiters.add(onAbort)
+    try {
+      while (!signal?.aborted && !this.core.isClosed) {
+        // Catch up from storage, then serve live records; a gap means we must read again.
+        const page = await this.history(name, { from: next, limit: PAGE, signal }).catch((error) => {
+          if (isConcordError(error, ErrorCodes.CLOSED) || isConcordError(error, ErrorCodes.ABORTED)) return undefined
+          throw error
+        })
+        if (!page) return
+        for (const record of page) {
+          if (record.seq < next) continue
+          yield record
+          next = record.seq + 1
+        }
+        if (page.length === PAGE) continue
+        let gap = false
+        while (!gap && !signal?.aborted && !this.core.isClosed) {
+          while (buffer.length > 0) {
+            const record = buffer.shift()!
+            if (record.seq < next) continue
+            if (record.seq > next) {
+              gap = true
+              buffer.length = 0
+              break
+            }
+            yield record
+            next = record.seq + 1
+          }
+          if (gap || signal?.aborted || this.core.isClosed) break
+          await new Promise<void>((resolve) => { wake = resolve })
+          wake = undefined
+        }
+      }
+    } finally {
+      off()
+      signal?.removeEventListener('abort', onAbort)
+      this.core.waiters.delete(onAbort)
+    }
+  }
+
+  /**
+   * Checks `name`: every retained record's checksum, seq and hash chain, every
+   * checkpoint against its record, and that replaying the log from the start
+   * (where retained, else from the oldest checkpoint) gives each checkpoint's
+   * state and the live state.
+   */
+  async verify(name: string, options: SignalOptions = {}): Promise<VerifyReport> {
+    this.core.checkOpen()
+    await this.core.committer.idle()
+    const meta = await this.core.metaOf(name, options.signal)
+    const problems: string[] = []
+    const create = (snapshot?: Uint8Array): Replica => this.core.createReplica(meta.type, { replicaId: this.core.replicaId, snapshot })
+    const checkpoints = new Map<number, Replica | undefined>()
+    for (const ref of meta.checkpoints) {
+      const cp = await loadCheckpoint(this.core.storage, meta, ref.seq)
+      if (!cp) {
+        problems.push(`checkpoint ${ref.seq} is missing or damaged`)
+        continue
+      }
+      try {
+        checkpoints.set(ref.seq, create(cp.snapshot))
+      } catch (error) {
+        problems.push(`checkpoint ${ref.seq} does not load: ${(error as Error).message}`)
+      }
+    }
+    let replica: Replica
+    let seq: number
+    let hash: Uint8Array
+    if (meta.firstSeq <= 1) {
+      replica = create()
+      seq = 0
+      hash = ZERO_HASH
+    } else {
+      const anchor = meta.checkpoints.find((cp) => cp.seq === meta.firstSeq - 1)
+      const cp = anchor && await loadCheckpoint(this.core.storage, meta, anchor.seq)
+      if (!cp) {
+        problems.push(`no checkpoint at seq ${meta.firstSeq - 1} to anchor the retained log`)
+        return { name, ok: false, firstSeq: meta.firstSeq, lastSeq: meta.lastSeq, records: 0, checkpoints: meta.checkpoints.length, problems }
+      }
+      replica = create(cp.snapshot)
+      seq = cp.seq
+      hash = cp.hash
+    }
+    let records = 0
+    for await (const entry of this.core.storage.iterate({ prefix: logPrefix(name), gte: logKey(name, meta.firstSeq), lte: logKey(name, meta.lastSeq), signal: options.signal })) {
+      const keySeq = parseSeqKey(entry.key[2])
+      if (keySeq !== seq + 1) {
+        problems.push(`record ${seq + 1} is missing`)
+        break
+      }
+      try {
+        const record = decodeRecord(entry.value)
+        if (record.name !== name || record.seq !== keySeq) throw new Error('misplaced record')
+        if (!bytesEqual(record.prevHash, hash)) throw new Error('the hash chain is broken')
+        replica.applyDelta(record.payload)
+        seq = keySeq
+        hash = record.hash
+        records++
+      } catch (error) {
+        problems.push(`record ${keySeq}: ${(error as Error).message}`)
+        break
+      }
+      const cpReplica = checkpoints.get(seq)
+      if (checkpoints.has(seq) && cpReplica && !sameState(replica, cpReplica)) problems.push(`replaying to seq ${seq} differs from its checkpoint`)
+    }
+    if (problems.length === 0 && seq !== meta.lastSeq) problems.push(`the log ends at ${seq}, the metadata says ${meta.lastSeq}`)
+    if (problems.length === 0 && !bytesEqual(hash, meta.lastHash)) problems.push('the newest record hash differs from the metadata')
+    const live = this.core.cache.live(name)
+    if (problems.length === 0 && live && live.state.pending === 0 && !sameState(replica, live.replica)) {
+      problems.push('replaying the log differs from the live state')
+    }
+    return { name, ok: problems.length === 0, firstSeq: meta.firstSeq, lastSeq: meta.lastSeq, records, checkpoints: meta.checkpoints.length, problems }
+  }
+}

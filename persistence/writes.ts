@@ -1,0 +1,191 @@
+/**
+ * Writing: every change of a hydrated name (local, remote, migration) is
+ * turned into log records through the commit pipeline; checkpoints by policy
+ * are queued after the writes that trigger them.
+ *
+ * Changes made while a capture is open (`capture(fn)`) are collected instead
+ * of being written one by one, so that `commit`, `atomic` and migrations log
+ * all of them as one atomic unit.
+ */
+import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
+import type { BatchBuilder, CommittedRecord, Unit } from './committer.ts'
+import { encodeCheckpoint } from './checkpoint.ts'
+import { checkpointKey, logKey } from './keys.ts'
+import { FULL_RETENTION_CHECKPOINTS } from './options.ts'
+import type { StoreCore } from './store-core.ts'
+import type { ApplyResult, CaptureItem, Entry } from './store-types.ts'
+
+/** @internal the store's write path. */
+export class Writes {
+  private capturing: CaptureItem[] | undefined
+
+  constructor(private readonly core: StoreCore) {}
+
+  /** Runs `fn` and returns the changes it made (not written); captures nest. */
+  capture(fn: (items: readonly CaptureItem[]) => void): CaptureItem[] {
+    const items: CaptureItem[] = []
+    const previous = this.capturing
+    this.capturing = items
+    try {
+      fn(items)
+    } finally {
+      this.capturing = previous
+    }
+    return items
+  }
+
+  /** The `change` listener of every hydrated replica. */
+  onChange(entry: Entry, delta: Uint8Array): void {
+    const { core } = this
+    if (entry.detached) {
+      core.events.emit('error', { name: entry.name, error: new ConcordError(ErrorCodes.CLOSED, `"${entry.name}" was expired, archived or the store closed: a change was not persisted`) })
+      return
+    }
+    const item: CaptureItem = { entry, delta, hlc: core.clock.now(), agent: core.replicaId }
+    if (this.capturing) {
+      this.capturing.push(item)
+      return
+    }
+    const promise = this.enqueueItems([item])
+    entry.last = promise.catch((error) => {
+      core.events.emit('error', { name: entry.name, error: isConcordError(error) ? error : new ConcordError(ErrorCodes.STORAGE_ERROR, String(error)) })
+    })
+  }
+
+  /** Adds the records of `items` to a batch (a full-state record first for a name whose last write failed). */
+  buildAppends(b: BatchBuilder, items: readonly CaptureItem[]): CommittedRecord[] {
+    const { core } = this
+    const now = core.now()
+    const records: CommittedRecord[] = []
+    for (const item of items) {
+      const { entry } = item
+      if (entry.repair) {
+        // A write of this name failed: its replica may hold changes the log lacks.
+        entry.repair = false
+        const full = entry.replica.deltaSince(core.emptyVersion(entry.state.meta.type))
+        if (full) b.append(entry.state, { payload: full, hlc: item.hlc, agent: core.replicaId, kind: 'state', now })
+      }
+      records.push(b.append(entry.state, { payload: item.delta, hlc: item.hlc, agent: item.agent, now }))
+    }
+    const entries = new Set(items.map((item) => item.entry))
+    b.onCommit(() => {
+      for (const entry of entries) this.afterWrite(entry)
+    })
+    return records
+  }
+
+  /** Writes `items` as one unit; resolves once durable per the names' modes, then emits `committed`. */
+  async enqueueItems(items: readonly CaptureItem[], origin?: unknown): Promise<CommittedRecord[]> {
+    const { core } = this
+    const entries = [...new Set(items.map((item) => item.entry))]
+    const types = new Map(entries.map((entry) => [entry.name, entry.state.meta.type]))
+    const records = await core.committer.enqueue({
+      sync: entries.some((entry) => entry.durability.mode === 'sync'),
+      states: entries.map((entry) => entry.state),
+      build: (b) => this.buildAppends(b, items),
+    })
+    if (core.events.listenerCount('committed') > 0) {
+      core.events.emit('committed', {
+        origin,
+        records: records.map((r) => ({ name: r.name, type: types.get(r.name)!, seq: r.seq, payload: r.payload })),
+      })
+    }
+    return records
+  }
+
+  private afterWrite(entry: Entry): void {
+    if (entry.dirtySince === 0) entry.dirtySince = this.core.now()
+    const meta = entry.state.meta
+    const sinceCheckpoint = meta.lastSeq - (meta.checkpoints.at(-1)?.seq ?? 0)
+    const { everyRecords, everyBytes } = entry.policy
+    if ((everyRecords > 0 && sinceCheckpoint >= everyRecords) || (everyBytes > 0 && meta.logBytes >= everyBytes)) {
+      this.queueCheckpoint(entry)
+    }
+  }
+
+  /** Queues a checkpoint of `entry` (failures reported as `error` events). */
+  queueCheckpoint(entry: Entry): Promise<number> {
+    entry.checkpointQueued = true
+    const promise = this.core.committer.enqueue(this.checkpointUnit(entry))
+    promise.then(() => { entry.checkpointQueued = false }, (error) => {
+      entry.checkpointQueued = false
+      this.core.events.emit('error', { name: entry.name, error })
+    })
+    return promise
+  }
+
+  /** A unit that writes a checkpoint of `entry` at its newest seq, with the retention trim it allows. */
+  checkpointUnit(entry: Entry): Unit<number> {
+    const { state } = entry
+    const { core } = this
+    return {
+      sync: entry.durability.mode === 'sync', states: [state],
+      build: (b) => {
+        const meta = b.meta(state)
+        const newest = meta.checkpoints.at(-1)?.seq ?? 0
+        if (meta.lastSeq === 0 || meta.lastSeq === newest) return newest
+        const bytes = encodeCheckpoint({
+          name: meta.name, type: meta.type, seq: meta.lastSeq, hash: meta.lastHash, schema: meta.schema,
+          hlc: core.clock.latest, snapshot: entry.replica.snapshot(),
+        })
+        b.put(checkpointKey(meta.name, meta.lastSeq), bytes)
+        const all = [...meta.checkpoints, { seq: meta.lastSeq, size: bytes.length }]
+        const keep = entry.retention === 'full' ? FULL_RETENTION_CHECKPOINTS : Math.max(1, entry.retention.checkpoints)
+        const kept = all.slice(-keep)
+        for (const cp of all.slice(0, all.length - kept.length)) b.del(checkpointKey(meta.name, cp.seq))
+        let firstSeq = meta.firstSeq
+        if (entry.retention !== 'full' && kept.length >= keep) {
+          const trimTo = kept[0].seq
+          for (let seq = meta.firstSeq; seq <= trimTo; seq++) b.del(logKey(meta.name, seq))
+          firstSeq = Math.max(firstSeq, trimTo + 1)
+        }
+        b.setMeta(state, { ...meta, checkpoints: kept, firstSeq, logBytes: 0 })
+        const seq = meta.lastSeq
+        b.onCommit(() => {
+          entry.dirtySince = 0
+          core.events.emit('checkpoint', { name: meta.name, seq, size: bytes.length })
+        })
+        return seq
+      },
+    }
+  }
+
+  /**
+   * Applies `deltas` to their (hydrated) entries and logs them as one unit.
+   * With several deltas, every one is validated on a scratch replica first.
+   */
+  async commitDeltas(
+    entries: readonly Entry[],
+    deltas: ReadonlyArray<{ name: string; delta: Uint8Array }>,
+    options: { origin?: unknown; agent?: string },
+  ): Promise<ApplyResult[]> {
+    const { core } = this
+    if (deltas.length > 1) {
+      // Validate all before applying any, so a bad delta cannot leave a partial change.
+      for (const [i, item] of deltas.entries()) core.newReplica(entries[i].state.meta.type).applyDelta(item.delta)
+    }
+    const agent = options.agent ?? core.replicaId
+    const changed: boolean[] = []
+    const items = this.capture((captured) => {
+      for (const [i, item] of deltas.entries()) {
+        const before = captured.length
+        const applied = entries[i].replica.applyDelta(item.delta, options.origin)
+        changed.push(applied || captured.length > before)
+      }
+    })
+    const stamped = items.map((item) => ({ ...item, agent }))
+    const records = stamped.length > 0 ? await this.enqueueItems(stamped, options.origin) : []
+    return entries.map((entry, i) => {
+      const last = records.filter((r) => r.name === entry.name).at(-1)
+      return { changed: changed[i], seq: last?.seq ?? entry.state.meta.lastSeq }
+    })
+  }
+
+  /** Runs `fn` (local mutations) and logs its changes as one unit. */
+  async atomic(fn: () => void): Promise<ReadonlyArray<{ name: string; seq: number }>> {
+    const items = this.capture(() => fn())
+    if (items.length === 0) return []
+    const records = await this.enqueueItems(items)
+    return records.map((r) => ({ name: r.name, seq: r.seq }))
+  }
+}

@@ -23,9 +23,9 @@
  *   strings as strings, dates as ISO strings, bytes as Uint8Array).
  * - `restore(past)`: one change rewriting what differs (text through
  *   `updateText`, a diff; lists by their differing middle).
- * Each replica gets a fresh random actor id (never reused across restarts:
- * a restart that lost unpersisted changes would otherwise reuse their
- * sequence numbers).
+ * Each replica gets a fresh random actor id unless `options.actor` says
+ * otherwise (never reuse one across restarts: a restart that lost
+ * unpersisted changes would reuse their sequence numbers).
  */
 import * as A from '@automerge/automerge'
 import { Emitter } from '../emitter.ts'
@@ -180,7 +180,7 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
       const { payload } = decodeDocumentSnapshot(options.snapshot, 'automerge')
       splitAutomergeChunks(payload, this.limits, 'automerge snapshot')
       try {
-        this.current = A.load<T>(payload)
+        this.current = options.actor === undefined ? A.load<T>(payload) : A.load<T>(payload, { actor: options.actor })
       } catch (cause) {
         throw new DecodeError(`automerge snapshot: ${(cause as Error)?.message ?? cause}`, { cause })
       }
@@ -189,9 +189,9 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
       const seeded = A.change(A.init<T>({ actor: INITIAL_ACTOR }), { time: 0 }, (doc) => {
         Object.assign(doc as object, insertable(initial))
       })
-      this.current = A.clone(seeded)
+      this.current = options.actor === undefined ? A.clone(seeded) : A.clone(seeded, { actor: options.actor })
     } else {
-      this.current = A.init<T>()
+      this.current = options.actor === undefined ? A.init<T>() : A.init<T>({ actor: options.actor })
     }
   }
 

@@ -44,6 +44,12 @@ export interface YjsReplicaOptions extends ReplicaOptions {
   readonly types?: Readonly<Record<string, YjsTopLevelKind>>
   /** Limits enforced on every delta and snapshot this replica accepts. */
   readonly limits?: Partial<DocumentLimits>
+  /**
+   * The Yjs client id (default: random, as Yjs does). Only for reproducible
+   * tests and trace replays: concurrent inserts at one place are ordered by
+   * client id. Two sessions that edit must never share a client id.
+   */
+  readonly clientId?: number
 }
 
 /** Options of an Automerge replica. */
@@ -56,4 +62,9 @@ export interface AutomergeReplicaOptions<T = unknown> extends ReplicaOptions {
   readonly initial?: T
   /** Limits enforced on every delta and snapshot this replica accepts. */
   readonly limits?: Partial<DocumentLimits>
+  /**
+   * The Automerge actor id, hex (default: random). Only for reproducible
+   * tests and trace replays; two sessions that edit must never share one.
+   */
+  readonly actor?: string
 }

@@ -106,6 +106,12 @@ export class YjsReplica implements Replica {
     }
     this.gc = gc
     this.doc = new Y.Doc({ gc })
+    if (options.clientId !== undefined) {
+      if (!Number.isSafeInteger(options.clientId) || options.clientId < 0) {
+        throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `yjs replica: client id ${options.clientId} is not a non-negative safe integer`)
+      }
+      this.doc.clientID = options.clientId
+    }
     for (const [name, kind] of Object.entries(options.types ?? {})) openTopLevel(this.doc, name, kind)
     if (payload !== undefined) {
       try {

@@ -13,6 +13,7 @@ const suites: Array<() => Promise<{ benchmarks: Benchmark[] }>> = [
   // crdt/
   () => import('./crdt.bench.ts'),
   // crdt/ documents
+  () => import('./documents.bench.ts'),
   // persistence/
   () => import('./persistence.bench.ts'),
   // sync/ and transports/

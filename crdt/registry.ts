@@ -6,6 +6,7 @@
 import { ConcordError, ErrorCodes } from './errors.ts'
 import type { Replica, ReplicaFactory, ReplicaOptions, ReplicaType } from './replica.ts'
 import { nativeReplicaFactories } from './types/replicas.ts'
+import { automergeReplicaFactory, yjsReplicaFactory } from './documents/index.ts'
 
 /**
  * The factories, by type tag. The native delta-state types are filled in by
@@ -16,6 +17,8 @@ export const replicaFactories: Partial<Record<ReplicaType, ReplicaFactory>> = {
   ...nativeReplicaFactories,
 
   // documents
+  yjs: yjsReplicaFactory,
+  automerge: automergeReplicaFactory,
 }
 
 /** Whether a factory is registered for `type`. */

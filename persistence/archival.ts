@@ -32,7 +32,7 @@ export class Archival {
       core.cache.detach(name)
     }
     await core.committer.idle()
-    const meta = await core.readMeta(name, options.signal)
+    const meta = await core.storedMeta(name, options.signal)
     if (!meta) throw new ConcordError(ErrorCodes.NOT_FOUND, `"${name}" does not exist`)
     const entries: Array<{ key: readonly string[]; value: Uint8Array }> = [{ key: metaKey(name), value: (await core.storage.get(metaKey(name)))! }]
     for (const prefix of [logPrefix(name), checkpointPrefix(name)]) {
@@ -59,7 +59,10 @@ export class Archival {
     if (after <= 0) return []
     const now = core.now()
     const done: string[] = []
-    for (const meta of await core.allMetas(options.signal)) {
+    for (const stored of await core.allMetas(options.signal)) {
+      if (now - stored.touched < after || core.cache.busy(stored.name)) continue
+      // The stored metadata may lag the log: the newest record decides.
+      const meta = core.cache.live(stored.name)?.state.meta ?? await core.withTail(stored, options.signal)
       if (now - meta.touched < after || core.cache.busy(meta.name)) continue
       await this.archive(meta.name, options)
       done.push(meta.name)

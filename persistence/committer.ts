@@ -10,7 +10,14 @@
  *
  * Sequence numbers and hashes are assigned when a batch is built, not when a
  * unit is queued, so a failed batch leaves no hole: its units reject, the
- * metadata stays what was last written, and the next batch continues from it.
+ * in-memory metadata stays what was last written, and the next batch
+ * continues from it.
+ *
+ * Appends update a name's metadata in memory only: the stored metadata is
+ * rewritten only by units that call `setMeta` (creation, checkpoints,
+ * truncation, migrations, TTL changes, close), and hydration derives the log
+ * tail after it from the log itself (FORMAT.md). A plain append is then one
+ * storage operation.
  */
 import { Emitter } from '../crdt/emitter.ts'
 import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
@@ -29,6 +36,8 @@ export interface NameState {
   durableSeq: number
   /** Units queued or in flight that touch this name. */
   pending: number
+  /** The stored metadata lags `meta` (records were appended since it was last written). */
+  metaBehind: boolean
 }
 
 /** A record as committed, handed to listeners. */
@@ -58,8 +67,10 @@ export class BatchBuilder {
   readonly ops: StorageOperation[] = []
   readonly records: CommittedRecord[] = []
   private readonly tentative = new Map<NameState, NameMeta>()
-  /** Undo journal of `tentative` (state, meta before the change) for rollbacks. */
-  private readonly journal: Array<[NameState, NameMeta | undefined]> = []
+  /** Names whose metadata this batch writes to storage. */
+  private readonly persist = new Set<NameState>()
+  /** Undo journal of `tentative` and `persist` (state, meta and flag before the change) for rollbacks. */
+  private readonly journal: Array<[NameState, NameMeta | undefined, boolean]> = []
   private readonly afterCommit: Array<() => void> = []
 
   /** The name's metadata as it will be after this batch so far. */
@@ -67,9 +78,15 @@ export class BatchBuilder {
     return this.tentative.get(state) ?? state.meta
   }
 
-  /** Replaces the name's metadata in this batch (written once, at the end). */
+  /** Replaces the name's metadata in this batch and writes it to storage (once, at the end of the batch). */
   setMeta(state: NameState, meta: NameMeta): void {
-    this.journal.push([state, this.tentative.get(state)])
+    this.journal.push([state, this.tentative.get(state), this.persist.has(state)])
+    this.tentative.set(state, meta)
+    this.persist.add(state)
+  }
+
+  private setTentative(state: NameState, meta: NameMeta): void {
+    this.journal.push([state, this.tentative.get(state), this.persist.has(state)])
     this.tentative.set(state, meta)
   }
 
@@ -81,7 +98,7 @@ export class BatchBuilder {
     const bytes = encodeRecord({ name: meta.name, seq, hlc: input.hlc, agent: input.agent, kind, prevHash: meta.lastHash, payload: input.payload })
     const hash = sha256(bytes)
     this.ops.push({ type: 'put', key: logKey(meta.name, seq), value: bytes })
-    this.setMeta(state, { ...meta, lastSeq: seq, lastHash: hash, logBytes: meta.logBytes + bytes.length, touched: Math.max(meta.touched, input.now) })
+    this.setTentative(state, { ...meta, lastSeq: seq, lastHash: hash, logBytes: meta.logBytes + bytes.length, touched: Math.max(meta.touched, input.now) })
     const record: CommittedRecord = { name: meta.name, seq, hlc: input.hlc, agent: input.agent, kind, payload: input.payload, hash, size: bytes.length }
     this.records.push(record)
     return record
@@ -113,15 +130,21 @@ export class BatchBuilder {
     this.records.length = point.records
     this.afterCommit.length = point.after
     while (this.journal.length > point.journal) {
-      const [state, previous] = this.journal.pop()!
+      const [state, previous, persisted] = this.journal.pop()!
       if (previous === undefined) this.tentative.delete(state)
       else this.tentative.set(state, previous)
+      if (!persisted) this.persist.delete(state)
     }
   }
 
   /** @internal the touched names and their new metadata. */
   touched(): Map<NameState, NameMeta> {
     return this.tentative
+  }
+
+  /** @internal the names whose metadata this batch writes. */
+  persisted(): Set<NameState> {
+    return this.persist
   }
 
   /** @internal */
@@ -262,7 +285,10 @@ export class Committer {
     if (built.length === 0) return
     const sync = built.some(({ item }) => item.unit.sync)
     const touched = builder.touched()
-    for (const [, meta] of touched) builder.ops.push({ type: 'put', key: metaKey(meta.name), value: encodeMeta(meta) })
+    for (const state of builder.persisted()) {
+      const meta = touched.get(state)!
+      builder.ops.push({ type: 'put', key: metaKey(meta.name), value: encodeMeta(meta) })
+    }
     try {
       await this.storage.batch(builder.ops, { sync })
     } catch (cause) {
@@ -277,8 +303,10 @@ export class Committer {
     }
     this.stats.batches++
     this.stats.units += built.length
+    const persisted = builder.persisted()
     for (const [state, meta] of touched) {
       state.meta = meta
+      state.metaBehind = !persisted.has(state)
       this.unsynced.add(state)
     }
     if (sync) this.markDurable()

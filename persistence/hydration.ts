@@ -67,17 +67,26 @@ export class Hydration {
     if (meta.schema > schema.version) {
       throw new ConcordError(ErrorCodes.SCHEMA_TOO_NEW, `"${name}" was written with schema version ${meta.schema}; this code knows up to ${schema.version}`)
     }
-    const state: NameState = { meta, durableSeq: meta.lastSeq, pending: 0 }
+    const state: NameState = { meta, durableSeq: meta.lastSeq, pending: 0, metaBehind: false }
     let replica: Replica
     if (created) {
       replica = core.newReplica(meta.type)
     } else {
+      // The stored metadata may lag the log: replay to the end of the log and take its tail from there.
       const stored = meta
       const rebuilt = await rebuild({
-        storage: core.storage, meta: stored, target: stored.lastSeq, allowTornTail: true, signal: options.signal,
+        storage: core.storage, meta: stored, target: stored.lastSeq, toEnd: true, allowTornTail: true, signal: options.signal,
         create: (snapshot) => core.newReplica(stored.type, snapshot),
       })
       replica = rebuilt.replica
+      if (rebuilt.seq !== stored.lastSeq) {
+        state.meta = {
+          ...stored, lastSeq: rebuilt.seq, lastHash: rebuilt.hash, logBytes: rebuilt.replayedBytes,
+          touched: Math.max(stored.touched, rebuilt.hlc?.wall ?? 0),
+        }
+        state.durableSeq = rebuilt.seq
+        state.metaBehind = true
+      }
       if (rebuilt.torn) {
         await this.truncate(state, rebuilt.seq, rebuilt.hash, rebuilt.torn)
       }

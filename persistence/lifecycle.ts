@@ -5,7 +5,7 @@
 import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
 import { decodeArchiveMarker, type ArchiveMarker } from './archive.ts'
 import type { Archival } from './archival.ts'
-import { ARCHIVE_PREFIX, archiveKey, checkpointKey, logKey, META_PREFIX, metaKey, parseSeqKey } from './keys.ts'
+import { ARCHIVE_PREFIX, archiveKey, checkpointPrefix, logPrefix, META_PREFIX, metaKey, parseSeqKey } from './keys.ts'
 import { decodeMeta, type NameMeta } from './name-meta.ts'
 import type { SignalOptions, StorageOperation } from './storage.ts'
 import type { StoreCore } from './store-core.ts'
@@ -24,13 +24,16 @@ export class Lifecycle {
     core.checkOpen()
     await core.committer.idle()
     const out: NameInfo[] = []
+    const stored: NameMeta[] = []
     for await (const entry of core.storage.iterate({ prefix: META_PREFIX, signal: options.signal })) {
-      let meta: NameMeta
       try {
-        meta = decodeMeta(entry.value)
+        stored.push(decodeMeta(entry.value))
       } catch {
         continue
       }
+    }
+    for (const written of stored) {
+      const meta = core.cache.live(written.name)?.state.meta ?? await core.withTail(written, options.signal)
       out.push({
         name: meta.name, type: meta.type, records: meta.lastSeq - meta.firstSeq + 1, lastSeq: meta.lastSeq,
         size: meta.logBytes + (meta.checkpoints.at(-1)?.size ?? 0), lastChange: meta.touched,
@@ -52,10 +55,14 @@ export class Lifecycle {
     return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
   }
 
-  private deleteOps(meta: NameMeta): StorageOperation[] {
-    const ops: StorageOperation[] = [{ type: 'del', key: metaKey(meta.name) }]
-    for (let seq = meta.firstSeq; seq <= meta.lastSeq; seq++) ops.push({ type: 'del', key: logKey(meta.name, seq) })
-    for (const cp of meta.checkpoints) ops.push({ type: 'del', key: checkpointKey(meta.name, cp.seq) })
+  /** Deletes of every key of `name` (metadata, records, checkpoints), read once the pipeline is idle. */
+  private async deleteOps(name: string, signal?: AbortSignal): Promise<StorageOperation[]> {
+    const { core } = this
+    await core.committer.idle()
+    const ops: StorageOperation[] = [{ type: 'del', key: metaKey(name) }]
+    for (const prefix of [logPrefix(name), checkpointPrefix(name)]) {
+      for await (const key of core.storage.keys({ prefix, signal })) ops.push({ type: 'del', key })
+    }
     return ops
   }
 
@@ -68,7 +75,7 @@ export class Lifecycle {
     const marker = await core.storage.get(archiveKey(name))
     if (!meta && !marker) return false
     core.cache.detach(name)
-    const ops = meta ? this.deleteOps(meta) : []
+    const ops = meta ? await this.deleteOps(name, options.signal) : []
     if (marker) ops.push({ type: 'del', key: archiveKey(name) })
     await core.committer.enqueue({ sync: true, states: [], build: (b) => { for (const op of ops) b.del(op.key) } })
     return true
@@ -84,11 +91,14 @@ export class Lifecycle {
     core.checkOpen()
     const now = core.now()
     const expired: string[] = []
-    for (const meta of await core.allMetas(options.signal)) {
-      const ttl = this.ttlOf(meta)
-      if (ttl <= 0 || now - meta.touched < ttl || core.cache.busy(meta.name)) continue
+    for (const stored of await core.allMetas(options.signal)) {
+      const ttl = this.ttlOf(stored)
+      if (ttl <= 0 || now - stored.touched < ttl || core.cache.busy(stored.name)) continue
+      // The stored metadata may lag the log: the newest record decides.
+      const meta = core.cache.live(stored.name)?.state.meta ?? await core.withTail(stored, options.signal)
+      if (now - meta.touched < ttl || core.cache.busy(meta.name)) continue
       core.cache.detach(meta.name)
-      const ops = this.deleteOps(meta)
+      const ops = await this.deleteOps(meta.name, options.signal)
       await core.committer.enqueue({ sync: true, states: [], build: (b) => { for (const op of ops) b.del(op.key) } })
       expired.push(meta.name)
       core.events.emit('expired', { name: meta.name })
@@ -124,7 +134,8 @@ export class Lifecycle {
           doomed = !archived.has(name) && !core.cache.opening.has(name)
           if (doomed) orphans.add(name)
         } else if (kind === 'l') {
-          doomed = Number.isNaN(seq) || seq < meta.firstSeq || seq > meta.lastSeq
+          // Records after the stored metadata's lastSeq are the log tail, not garbage.
+          doomed = Number.isNaN(seq) || seq < meta.firstSeq
         } else {
           doomed = Number.isNaN(seq) || !meta.checkpoints.some((cp) => cp.seq === seq)
         }

@@ -1,9 +1,14 @@
 /**
- * Per-name metadata (format version 1), rewritten in the same batch as every
- * change of the name, so it always matches its log:
+ * Per-name metadata (format version 2). Written when a name is created, with
+ * every checkpoint (in the same batch as the trim it allows), on truncation,
+ * migration, TTL change and close; NOT with every append. Its log tail
+ * (`lastSeq`, `lastHash`, `logBytes`, `touched`) is therefore "as of the last
+ * write": the records after `lastSeq` extend it, and hydration derives the
+ * tail from the log (FORMAT.md). Version 1 (rewritten with every append) is
+ * the special case of a metadata that never lags, and is read as such.
  *
  * ```
- * u8 version (1) | string name | string type | varuint schema
+ * u8 version (2) | string name | string type | varuint schema
  * varuint created (ms) | varuint touched (ms, last write)
  * varuint lastSeq | raw32 lastHash | varuint firstSeq (first retained record)
  * varuint logBytes (records after the newest checkpoint) | varuint ttlMs (0 = store default)
@@ -17,7 +22,7 @@ import type { ReplicaType } from '../crdt/replica.ts'
 import { HASH_BYTES, openChecksummed, sealWithChecksum, ZERO_HASH } from './checksum.ts'
 
 /** Current metadata format version. */
-export const META_VERSION = 1
+export const META_VERSION = 2
 
 /** One retained checkpoint, as listed in the metadata. */
 export interface CheckpointRef {
@@ -67,7 +72,8 @@ export function decodeMeta(bytes: Uint8Array): NameMeta {
   if (body[0] > META_VERSION) throw new ConcordError(ErrorCodes.UNSUPPORTED_VERSION, `name metadata: format version ${body[0]} is newer than this code`)
   try {
     const d = new Decoder(body)
-    d.readVersion(META_VERSION, 'name metadata')
+    if (body[0] !== 1) d.readVersion(META_VERSION, 'name metadata')
+    else d.readUint8()
     const name = d.readString()
     const type = d.readString() as ReplicaType
     const schema = d.readVarUint()

@@ -11,6 +11,7 @@
  */
 import { bytesEqual } from '../crdt/codec.ts'
 import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
+import type { HlcTimestamp } from '../crdt/hlc.ts'
 import type { Replica } from '../crdt/replica.ts'
 import { decodeCheckpoint, type Checkpoint } from './checkpoint.ts'
 import { ZERO_HASH } from './checksum.ts'
@@ -43,6 +44,8 @@ export interface Rebuilt {
   readonly torn?: TornTail
   /** Bytes of the records replayed. */
   readonly replayedBytes: number
+  /** Time of the last record replayed (undefined when none was). */
+  readonly hlc?: HlcTimestamp
 }
 
 /** Input of {@link rebuild}. */
@@ -51,6 +54,12 @@ export interface RebuildInput {
   readonly meta: NameMeta
   /** Rebuild the state as of this seq (<= meta.lastSeq). */
   readonly target: number
+  /**
+   * Go on past `target` to the end of the log (hydration: the stored
+   * metadata may lag the log, whose tail is then derived from the records).
+   * Records up to `target` must still be there.
+   */
+  readonly toEnd?: boolean
   /** Creates a replica of the name's type, from a snapshot or empty. */
   readonly create: (snapshot?: Uint8Array) => Replica
   /** Treat damaged trailing records as a torn tail instead of failing. */
@@ -106,11 +115,15 @@ export async function rebuild(input: RebuildInput): Promise<Rebuilt> {
   let seq = base?.seq ?? 0
   let hash = base?.hash ?? ZERO_HASH
   let replayedBytes = 0
-  if (seq >= target) return { replica, seq, hash, checkpoint: base, badCheckpoints, replayedBytes }
+  let lastHlc: HlcTimestamp | undefined
+  let lastKeySeq = 0
+  if (!input.toEnd && seq >= target) return { replica, seq, hash, checkpoint: base, badCheckpoints, replayedBytes }
 
   // Replay (seq, target]; on the first damaged record, look at what follows.
   let damage: { seq: number; reason: string; cause?: unknown } | undefined
-  const range = { prefix: logPrefix(name), gt: logKey(name, seq), lte: logKey(name, target), signal: input.signal }
+  const range = input.toEnd
+    ? { prefix: logPrefix(name), gt: logKey(name, seq), signal: input.signal }
+    : { prefix: logPrefix(name), gt: logKey(name, seq), lte: logKey(name, target), signal: input.signal }
   const intact = (value: Uint8Array, keySeq: number): boolean => {
     try {
       const later = decodeRecord(value)
@@ -121,6 +134,7 @@ export async function rebuild(input: RebuildInput): Promise<Rebuilt> {
   }
   for await (const entry of storage.iterate(range)) {
     const keySeq = parseSeqKey(entry.key[2] ?? '')
+    if (keySeq > lastKeySeq) lastKeySeq = keySeq
     if (!damage && keySeq !== seq + 1) {
       damage = { seq: seq + 1, reason: Number.isNaN(keySeq) ? 'malformed key' : `record ${seq + 1} is missing` }
     }
@@ -152,11 +166,13 @@ export async function rebuild(input: RebuildInput): Promise<Rebuilt> {
     seq = expected
     hash = record.hash
     replayedBytes += record.size
+    lastHlc = record.hlc
   }
   if (!damage && seq < target) damage = { seq: seq + 1, reason: `records ${seq + 1}..${target} are missing` }
   if (damage) {
     if (!input.allowTornTail) throw corrupt(name, `record ${damage.seq}: ${damage.reason}`, damage.cause)
-    return { replica, seq, hash, checkpoint: base, badCheckpoints, replayedBytes, torn: { fromSeq: damage.seq, toSeq: meta.lastSeq, reason: damage.reason } }
+    const toSeq = Math.max(meta.lastSeq, lastKeySeq)
+    return { replica, seq, hash, checkpoint: base, badCheckpoints, replayedBytes, hlc: lastHlc, torn: { fromSeq: damage.seq, toSeq, reason: damage.reason } }
   }
-  return { replica, seq, hash, checkpoint: base, badCheckpoints, replayedBytes }
+  return { replica, seq, hash, checkpoint: base, badCheckpoints, replayedBytes, hlc: lastHlc }
 }

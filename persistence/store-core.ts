@@ -9,10 +9,11 @@ import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import { HybridClock } from '../crdt/hlc.ts'
 import type { Replica, ReplicaId, ReplicaType } from '../crdt/replica.ts'
 import { Committer, realTimers, type Timers } from './committer.ts'
-import { archiveKey, META_PREFIX, metaKey } from './keys.ts'
+import { archiveKey, logKey, logPrefix, META_PREFIX, metaKey, parseSeqKey } from './keys.ts'
 import { decodeMeta, type NameMeta } from './name-meta.ts'
 import { NameCache } from './name-cache.ts'
 import type { ReplicaCreator, StoreOptions } from './options.ts'
+import { decodeRecord } from './record.ts'
 import type { Storage } from './storage.ts'
 import { toHistoryEntry, type StoreEvents } from './store-types.ts'
 
@@ -37,8 +38,9 @@ export class StoreCore {
     readonly createReplica: ReplicaCreator,
     readonly options: StoreOptions,
   ) {
-    this.clock = options.clock ?? new HybridClock()
     this.now = options.now ?? Date.now
+    // The clock follows the store's wall clock: the HLC of the newest record is a name's last touch (FORMAT.md).
+    this.clock = options.clock ?? new HybridClock(this.now)
     this.timers = options.timers ?? realTimers
     this.cache = new NameCache(Math.max(1, options.cacheSize ?? 1000))
     const durability = options.durability ?? { mode: 'sync' }
@@ -81,7 +83,10 @@ export class StoreCore {
     return version
   }
 
-  /** The stored metadata of `name`, or undefined. */
+  /**
+   * The stored metadata of `name` as written, or undefined. Its log tail
+   * (lastSeq, lastHash, logBytes, touched) may lag the log: see {@link withTail}.
+   */
   async readMeta(name: string, signal?: AbortSignal): Promise<NameMeta | undefined> {
     const bytes = await this.storage.get(metaKey(name), { signal })
     if (!bytes) return undefined
@@ -90,16 +95,62 @@ export class StoreCore {
     return meta
   }
 
+  /**
+   * Stored metadata brought up to the end of the log: records appended after
+   * the metadata was last written move `lastSeq`, `lastHash`, `logBytes` and
+   * `touched` (the HLC wall time of the newest record). Records are not
+   * checked here (hydration, `history`, `at` and `verify` do that).
+   */
+  async withTail(meta: NameMeta, signal?: AbortSignal): Promise<NameMeta> {
+    const { name } = meta
+    let lastSeq = meta.lastSeq
+    let logBytes = meta.logBytes
+    let newest: Uint8Array | undefined
+    for await (const entry of this.storage.iterate({ prefix: logPrefix(name), gt: logKey(name, meta.lastSeq), signal })) {
+      const seq = parseSeqKey(entry.key[2] ?? '')
+      if (Number.isNaN(seq)) continue
+      lastSeq = seq
+      logBytes += entry.value.length
+      newest = entry.value
+    }
+    if (!newest) return meta
+    let lastHash = meta.lastHash
+    let touched = meta.touched
+    try {
+      const record = decodeRecord(newest)
+      lastHash = record.hash
+      touched = Math.max(touched, record.hlc.wall)
+    } catch {
+      // A damaged newest record: hydration truncates it; readers report it.
+    }
+    return { ...meta, lastSeq, lastHash, logBytes, touched }
+  }
+
+  /** The stored metadata of `name` brought up to the end of its log, or undefined. */
+  async storedMeta(name: string, signal?: AbortSignal): Promise<NameMeta | undefined> {
+    const meta = await this.readMeta(name, signal)
+    return meta && this.withTail(meta, signal)
+  }
+
+  /** The current metadata of a name (live, or stored + log tail), or undefined. */
+  async currentMeta(name: string, signal?: AbortSignal): Promise<NameMeta | undefined> {
+    return this.cache.live(name)?.state.meta ?? this.storedMeta(name, signal)
+  }
+
   /** The metadata of an existing name (live or stored); `CONCORD_NOT_FOUND` otherwise. */
   async metaOf(name: string, signal?: AbortSignal): Promise<NameMeta> {
     const live = this.cache.live(name)
     if (live) return live.state.meta
-    const meta = await this.readMeta(name, signal)
+    const meta = await this.storedMeta(name, signal)
     if (!meta) throw new ConcordError(ErrorCodes.NOT_FOUND, `"${name}" does not exist${await this.storage.get(archiveKey(name)) ? ' (it is archived: open it first)' : ''}`)
     return meta
   }
 
-  /** The metadata of every stored name (damaged ones skipped), once the pipeline is idle. */
+  /**
+   * The metadata of every stored name as written (damaged ones skipped),
+   * once the pipeline is idle. The log tails may lag: use {@link withTail}
+   * where they matter.
+   */
   async allMetas(signal?: AbortSignal): Promise<NameMeta[]> {
     await this.committer.idle()
     const metas: NameMeta[] = []

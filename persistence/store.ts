@@ -309,8 +309,14 @@ export class Store {
     const live = core.cache.allLive()
     const checkpoints: Promise<unknown>[] = []
     for (const entry of live) {
-      if (entry.policy.onClose && entry.state.meta.lastSeq > (entry.state.meta.checkpoints.at(-1)?.seq ?? 0)) {
+      const { state } = entry
+      if (entry.policy.onClose && state.meta.lastSeq > (state.meta.checkpoints.at(-1)?.seq ?? 0)) {
         checkpoints.push(core.committer.enqueue(this.writes.checkpointUnit(entry)).catch(() => undefined))
+      } else if (state.metaBehind) {
+        // Bring the stored metadata up to the log, so the next open has no tail to derive.
+        checkpoints.push(core.committer.enqueue({
+          sync: false, states: [state], build: (b) => b.setMeta(state, b.meta(state)),
+        }).catch(() => undefined))
       }
     }
     await Promise.all(checkpoints)

@@ -15,6 +15,10 @@ const lists = {
     'test/crdt/native-semantics.test.ts',
     'test/crdt/causal.test.ts',
     // crdt/ documents
+    'test/crdt/documents/document-semantics.test.ts',
+    'test/crdt/documents/document-laws.test.ts',
+    'test/crdt/documents/bad-input.test.ts',
+    'test/crdt/documents/traces.test.ts',
     // persistence/
     'test/persistence/storage.test.ts',
     'test/persistence/store.test.ts',
@@ -39,6 +43,9 @@ const lists = {
   chaos: [
     // crdt/ (the law suite runs 300 cases per property in this list)
     'test/crdt/native-laws.test.ts',
+    // crdt/ documents (laws at 300 cases; whole Automerge traces)
+    'test/crdt/documents/document-laws.test.ts',
+    'test/crdt/documents/automerge-traces-full.test.ts',
     // sync/ and transports/
     'test/sync/convergence.chaos.test.ts',
   ],

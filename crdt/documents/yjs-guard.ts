@@ -21,7 +21,8 @@
  *   every clock and length is a safe integer and clocks stay below 2^53;
  * - struct kinds, content kinds and type refs are ones Yjs knows; parent info
  *   is 0 or 1; strings are valid UTF-8; JSON contents parse; `ContentAny`
- *   nesting stays within `limits.maxNesting`; no struct has length 0;
+ *   nesting stays within `limits.maxNesting`; no struct and no delete range
+ *   has length 0 (found by fuzzing: Yjs throws on a pending empty range);
  * - references inside one client go backwards only (an origin, right origin
  *   or parent of client C at clock k names a clock < k): a newer reference
  *   to the same client is what makes Yjs throw inside integration;
@@ -341,6 +342,8 @@ export function validateYjsUpdate(bytes: Uint8Array, limits: DocumentLimits): Yj
     for (let d = 0; d < numDeletes; d++) {
       const clock = reader.varUint()
       const len = reader.varUint()
+      // Yjs throws re-encoding a pending delete range of length 0 (v2 writes len - 1).
+      if (len === 0) reader.fail('delete range of length 0')
       if (clock + len > MAX_CLOCK) reader.fail('delete range exceeds 2^53')
       deleteRanges++
     }

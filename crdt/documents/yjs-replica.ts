@@ -162,7 +162,18 @@ export class YjsReplica implements Replica {
   }
 
   snapshot(): Uint8Array {
-    return encodeDocumentSnapshot({ kind: 'yjs', gc: this.gc, payload: Y.encodeStateAsUpdate(this.doc) })
+    let payload = Y.encodeStateAsUpdate(this.doc)
+    if (this.doc.store.pendingStructs !== null || this.doc.store.pendingDs !== null) {
+      // Structs Yjs holds as pending are encoded as they arrived; loading the
+      // snapshot may integrate some of them (their dependencies now come in
+      // the same update) and encode them differently. Normalise through a
+      // scratch doc so that snapshot -> load -> snapshot is byte-equal.
+      const scratch = new Y.Doc({ gc: this.gc })
+      Y.applyUpdate(scratch, payload)
+      payload = Y.encodeStateAsUpdate(scratch)
+      scratch.destroy()
+    }
+    return encodeDocumentSnapshot({ kind: 'yjs', gc: this.gc, payload })
   }
 
   value(): Record<string, unknown> {

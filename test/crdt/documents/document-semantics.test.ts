@@ -1,0 +1,197 @@
+/**
+ * Behaviour of the document replicas beyond the shared laws: change events
+ * (local/remote, origins), duplicates and out-of-order (pending) deltas,
+ * deltaSince with unknown versions, snapshots (gc flag), value() of
+ * undeclared top-level types, restore(), and the registry entries.
+ */
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import * as Y from 'yjs'
+import * as A from '@automerge/automerge'
+import { YjsReplica, isYjsRemoteOrigin } from '../../../crdt/documents/yjs-replica.ts'
+import { AutomergeReplica, decodeAutomergeHeads } from '../../../crdt/documents/automerge-replica.ts'
+import { createReplica } from '../../../crdt/registry.ts'
+import { ErrorCodes, isConcordError } from '../../../crdt/errors.ts'
+import { replicaId, type ChangeEvent } from '../../../crdt/replica.ts'
+
+const id = replicaId
+
+/** A Yjs replica with every kind of top-level type, and its change events. */
+function richYjs() {
+  const replica = new YjsReplica({ replicaId: id('a') })
+  const events: ChangeEvent[] = []
+  replica.events.on('change', (event) => events.push(event))
+  const { doc } = replica
+  const text = doc.getText('text')
+  text.insert(0, 'hello 😀 world')
+  text.format(0, 5, { bold: true })
+  doc.getMap('map').set('k', { deep: [1, 2, { x: null }] })
+  doc.getMap('map').set('n', -12345)
+  doc.getArray('list').push([1, 'two', new Y.Map()])
+  ;(doc.getArray('list').get(2) as Y.Map<unknown>).set('z', 1)
+  const p = new Y.XmlElement('p')
+  p.setAttribute('class', 'c')
+  p.insert(0, [new Y.XmlText('hi')])
+  doc.getXmlFragment('xml').insert(0, [p])
+  text.delete(1, 2)
+  doc.getMap('map').delete('n')
+  return { replica, events }
+}
+
+test('yjs: local transactions emit their update; remote deltas emit local:false with the caller origin', () => {
+  const { replica, events } = richYjs()
+  assert.equal(events.length, 9, 'one event per transaction (XML nodes built before insertion are not transactions)')
+  assert.ok(events.every((event) => event.local))
+  const other = new YjsReplica({ replicaId: id('b') })
+  const remote: ChangeEvent[] = []
+  other.events.on('change', (event) => remote.push(event))
+  const seenOrigins: unknown[] = []
+  other.doc.on('update', (_update: Uint8Array, origin: unknown) => seenOrigins.push(origin))
+  for (const event of events) assert.equal(other.applyDelta(event.delta, 'peer-1'), true)
+  assert.equal(remote.length, events.length)
+  assert.ok(remote.every((event) => !event.local && event.origin === 'peer-1'))
+  assert.ok(seenOrigins.every((origin) => isYjsRemoteOrigin(origin) && origin.origin === 'peer-1'), 'doc listeners can tell remote from local')
+  assert.deepEqual(other.value(), replica.value())
+  // Duplicates change nothing and emit nothing.
+  for (const event of events) assert.equal(other.applyDelta(event.delta), false)
+  assert.equal(remote.length, events.length)
+})
+
+test('yjs: out-of-order deltas wait as pending, then the completing delta reports the completed structs', () => {
+  const { replica, events } = richYjs()
+  const other = new YjsReplica({ replicaId: id('b') })
+  const remote: ChangeEvent[] = []
+  other.events.on('change', (event) => remote.push(event))
+  assert.equal(other.applyDelta(events[1].delta), false, 'depends on the first insert: pending')
+  assert.deepEqual(other.value(), {})
+  assert.equal(other.applyDelta(events[0].delta), true)
+  // The event carries both structs: a third replica gets the same state from it alone.
+  const third = new YjsReplica({ replicaId: id('c') })
+  third.applyDelta(remote[0].delta)
+  assert.deepEqual(third.doc.getText('text').toDelta(), other.doc.getText('text').toDelta())
+  for (const event of events) other.applyDelta(event.delta)
+  assert.deepEqual(other.value(), replica.value())
+})
+
+test('yjs: value() reads undeclared top-level types by inference, like the declared ones', () => {
+  const { replica } = richYjs()
+  const other = new YjsReplica({ replicaId: id('b') })
+  other.applyDelta(replica.deltaSince(other.version())!)
+  assert.deepEqual(other.value(), {
+    list: [1, 'two', { z: 1 }],
+    map: { k: { deep: [1, 2, { x: null }] } },
+    text: 'hlo 😀 world',
+    xml: '<p class="c">hi</p>',
+  })
+  assert.deepEqual(other.value(), replica.value())
+  // Inference did not fix the classes: the application may still open them.
+  assert.equal(other.doc.getText('text').toString(), 'hlo 😀 world')
+})
+
+test('yjs: deltaSince is null only without structs and deletions; applyDelta inside a transaction is refused', () => {
+  const replica = new YjsReplica({ replicaId: id('a') })
+  assert.equal(replica.deltaSince(replica.version()), null)
+  replica.doc.getText('t').insert(0, 'ab')
+  assert.equal(replica.deltaSince(replica.version()), null)
+  replica.doc.getText('t').delete(0, 1)
+  const withDeletes = replica.deltaSince(replica.version())
+  assert.ok(withDeletes !== null, 'a state vector does not record deletions: the delete set is sent')
+  assert.equal(replica.applyDelta(withDeletes!), false)
+  const delta = replica.deltaSince(new YjsReplica({ replicaId: id('x') }).version())!
+  assert.throws(() => replica.doc.transact(() => replica.applyDelta(delta)), (error: unknown) => isConcordError(error, ErrorCodes.INVALID_ARGUMENT))
+})
+
+test('yjs: snapshots keep the gc setting; restore rewrites text, maps, arrays and XML in one change', () => {
+  const { replica } = richYjs()
+  const noGc = new YjsReplica({ replicaId: id('g'), gc: false })
+  noGc.doc.getText('t').insert(0, 'x')
+  assert.equal(new YjsReplica({ replicaId: id('h'), snapshot: noGc.snapshot() }).gc, false)
+  assert.equal(new YjsReplica({ replicaId: id('h'), snapshot: noGc.snapshot(), gc: true }).gc, true)
+  const past = createReplica('yjs', { replicaId: id('p'), snapshot: replica.snapshot() }) as YjsReplica
+  const { doc } = replica
+  doc.transact(() => {
+    doc.getText('text').insert(0, 'XX')
+    doc.getText('text').format(3, 2, { italic: true })
+    doc.getMap('map').set('new', 1)
+    ;((doc.getMap('map').get('k') as { deep: unknown[] }).deep)
+    doc.getArray('list').delete(0, 1)
+    doc.getXmlFragment('xml').delete(0, 1)
+    doc.getText('extra').insert(0, 'gone soon')
+  })
+  const events: ChangeEvent[] = []
+  replica.events.on('change', (event) => events.push(event))
+  const delta = replica.restore(past)
+  assert.ok(delta)
+  assert.equal(events.length, 1)
+  assert.deepEqual(replica.value(), past.value())
+  assert.deepEqual(replica.doc.getText('text').toDelta(), past.doc.getText('text').toDelta())
+  assert.equal(replica.restore(past), null, 'nothing left to restore')
+  // The restore replicates like any change.
+  const follower = new YjsReplica({ replicaId: id('f'), snapshot: past.snapshot() })
+  assert.throws(() => replica.restore(new AutomergeReplica({ replicaId: id('am') })), (error: unknown) => isConcordError(error, ErrorCodes.INVALID_ARGUMENT))
+  follower.applyDelta(replica.deltaSince(follower.version())!)
+  assert.deepEqual(follower.value(), past.value())
+})
+
+type Doc = { text: string; list: unknown[]; n?: number; c?: A.Counter; when?: Date; imm?: A.ImmutableString }
+
+test('automerge: change events, duplicates, pending changes, unknown heads and snapshots', () => {
+  const a = new AutomergeReplica<Doc>({ replicaId: id('a'), initial: { text: '', list: [] } })
+  const b = new AutomergeReplica<Doc>({ replicaId: id('b'), initial: { text: '', list: [] } })
+  const events: ChangeEvent[] = []
+  a.events.on('change', (event) => events.push(event))
+  a.change((doc) => { A.splice(doc, ['text'], 0, 0, 'hello'); doc.list.push({ k: 'v' }); doc.c = new A.Counter(1) })
+  a.change((doc) => { A.splice(doc, ['text'], 5, 0, ' world'); doc.n = 3; doc.c!.increment(4) })
+  assert.equal(a.change(() => {}), null, 'an empty change is no change')
+  assert.equal(events.length, 2)
+  assert.ok(events.every((event) => event.local))
+  assert.equal(b.applyDelta(events[1].delta, 'peer'), false, 'missing its dependency: waits')
+  assert.equal(b.applyDelta(events[0].delta, 'peer'), true)
+  assert.deepEqual(b.value(), { c: 5, list: [{ k: 'v' }], n: 3, text: 'hello world' })
+  assert.equal(b.applyDelta(events[0].delta), false)
+  assert.equal(a.deltaSince(a.version()), null)
+  // b has a change a does not know: a answers with the changes since the heads it knows.
+  b.change((doc) => { doc.n = 10 })
+  const heads = decodeAutomergeHeads(b.version())
+  assert.equal(heads.length, 1)
+  // a does not know b's head, so it cannot tell what b lacks: it sends the whole document.
+  const whole = a.deltaSince(b.version())
+  assert.ok(whole !== null)
+  assert.equal(b.applyDelta(whole), false, 'b had all of it')
+  const fresh = new AutomergeReplica<Doc>({ replicaId: id('c') })
+  assert.ok(fresh.applyDelta(a.deltaSince(fresh.version())!))
+  assert.deepEqual(fresh.value(), a.value())
+  const loaded = createReplica('automerge', { replicaId: id('s'), snapshot: a.snapshot() }) as AutomergeReplica<Doc>
+  assert.deepEqual(loaded.value(), a.value())
+  loaded.change((doc) => { doc.n = 4 })
+  assert.equal(a.applyDelta(loaded.deltaSince(a.version())!), true)
+  assert.equal(a.doc.n, 4)
+})
+
+test('automerge: value() is plain data; restore rewrites text, lists, counters and keys in one change', () => {
+  const a = new AutomergeReplica<Doc>({ replicaId: id('a'), initial: { text: '', list: [] } })
+  a.change((doc) => {
+    A.splice(doc, ['text'], 0, 0, 'hello world')
+    doc.list.push(1, { k: 'v' }, 3)
+    doc.c = new A.Counter(5)
+    doc.when = new Date(0)
+    doc.imm = new A.ImmutableString('fixed')
+  })
+  assert.deepEqual(a.value(), { c: 5, imm: 'fixed', list: [1, { k: 'v' }, 3], text: 'hello world', when: '1970-01-01T00:00:00.000Z' })
+  const past = new AutomergeReplica<Doc>({ replicaId: id('p'), snapshot: a.snapshot() })
+  a.change((doc) => {
+    A.splice(doc, ['text'], 0, 1, 'J')
+    doc.list.splice(1, 1)
+    doc.n = 9
+    doc.c!.increment(10)
+    doc.imm = new A.ImmutableString('changed')
+  })
+  const events: ChangeEvent[] = []
+  a.events.on('change', (event) => events.push(event))
+  assert.ok(a.restore(past))
+  assert.equal(events.length, 1)
+  assert.deepEqual(a.value(), past.value())
+  assert.ok(A.isCounter(a.doc.c), 'a counter stays a counter')
+  assert.equal(a.restore(past), null)
+  assert.throws(() => a.restore(new YjsReplica({ replicaId: id('y') })), (error: unknown) => isConcordError(error, ErrorCodes.INVALID_ARGUMENT))
+})

@@ -20,8 +20,8 @@
  */
 import type { Connection as Libp2pConnection, Stream } from '@libp2p/interface'
 import { ConcordError, ErrorCodes, isConcordError } from '../../crdt/errors.ts'
-import { Emitter } from '../../crdt/emitter.ts'
-import type { Connection, ConnectionEvents } from '../transport.ts'
+import { ConnectionEmitter } from '../connection-events.ts'
+import type { Connection } from '../transport.ts'
 import { FrameDecoder, encodeFrame } from './frame-codec.ts'
 
 /** Options of one stream connection. */
@@ -42,7 +42,7 @@ export class StreamConnection implements Connection {
   readonly direction: 'inbound' | 'outbound'
   readonly remoteAddress: string
   readonly remoteIdentity: string
-  readonly events = new Emitter<ConnectionEvents>()
+  readonly events = new ConnectionEmitter()
   /** Frames and payload bytes through this connection (frames' own bytes, without prefixes). */
   readonly stats = { framesSent: 0, framesReceived: 0, bytesSent: 0, bytesReceived: 0 }
 
@@ -138,7 +138,7 @@ export class StreamConnection implements Connection {
       if (this.closed) return
       this.stats.framesReceived++
       this.stats.bytesReceived += frame.byteLength
-      this.events.emit('message', frame)
+      this.events.deliver(frame)
     }
   }
 

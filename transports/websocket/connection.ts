@@ -4,9 +4,9 @@
  * `ws` send callback, and a ping/pong heartbeat that ends a silent peer.
  */
 import type { WebSocket } from 'ws'
-import { Emitter } from '../../crdt/emitter.ts'
+import { ConnectionEmitter } from '../connection-events.ts'
 import { ConcordError, ErrorCodes } from '../../crdt/errors.ts'
-import type { Connection, ConnectionEvents } from '../transport.ts'
+import type { Connection } from '../transport.ts'
 
 /** Options of a {@link WebSocketConnection}. */
 export interface WebSocketConnectionOptions {
@@ -20,7 +20,7 @@ let nextId = 0
 
 /** A {@link Connection} over a `ws` WebSocket. */
 export class WebSocketConnection implements Connection {
-  readonly events = new Emitter<ConnectionEvents>()
+  readonly events = new ConnectionEmitter()
   readonly id: string
   private isOpen = true
   private alive = true
@@ -44,7 +44,7 @@ export class WebSocketConnection implements Connection {
         return
       }
       const buffer = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data as ArrayBuffer)
-      this.events.emit('message', new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength))
+      this.events.deliver(new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength))
     })
     socket.on('pong', () => {
       this.alive = true

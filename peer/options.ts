@@ -1,0 +1,88 @@
+/**
+ * Options of {@link createPeer}, with their defaults and validation.
+ */
+import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
+import type { Access } from '../sync/host.ts'
+import type { PeerId } from '../sync/messages.ts'
+import type { NameFilter } from '../sync/names.ts'
+import type { CheckpointPolicy, Durability, Retention, Schema } from '../persistence/options.ts'
+
+/** Who may do what with a name: `(peerId, name) => 'none' | 'read' | 'write'`. */
+export type AccessFunction = (peerId: PeerId, name: string) => Access
+
+/**
+ * How the credentials a remote presents are checked: a shared secret, a
+ * per-peer table (`{ peerId: token }`), or a function.
+ */
+export type CredentialCheck =
+  | string
+  | Readonly<Record<string, string>>
+  | ((peerId: string, token: string) => boolean | Promise<boolean>)
+
+/** Credentials: what this peer presents, and what it accepts. */
+export interface AuthOptions {
+  /** Credentials this peer presents in every handshake (never in a URL). */
+  readonly token?: string
+  /**
+   * What peers that connect to this one must present. Default: the shared
+   * secret `token` when one is set, otherwise anyone is accepted.
+   */
+  readonly accept?: CredentialCheck
+  /**
+   * What peers this one connects to must present (default: anyone; the
+   * address the agent dialed names them, and TLS can prove it).
+   */
+  readonly acceptDialed?: CredentialCheck
+}
+
+/** Options of {@link createPeer}. */
+export interface PeerOptions {
+  /** Stable replica (agent) id, persisted with the data and sent in the handshake. */
+  readonly id: string
+  /** LevelDB folder; omitted -> an in-memory store. */
+  readonly dir?: string
+  /** `sync` (default; RPO 0) or `async` with `rpoMs`. */
+  readonly durability?: Durability
+  /** Checkpoint policy of every name (see persistence/). */
+  readonly checkpoint?: CheckpointPolicy
+  /** Retention of every name (default: the latest 2 checkpoints). */
+  readonly retention?: Retention
+  /** Time to live of untouched names, ms. */
+  readonly ttlMs?: number
+  /** Archive names untouched for this long, ms. */
+  readonly archiveAfterMs?: number
+  /** Application schema and migrations, applied on hydration. */
+  readonly schema?: Schema
+  /** Names kept hydrated in memory by the store (default 1000). */
+  readonly cacheSize?: number
+  /** Credentials (default: none required, none presented). */
+  readonly auth?: AuthOptions
+  /** Per-name access of remote peers (default: everyone may write everything). */
+  readonly access?: AccessFunction
+  /** The names this peer syncs (default: all). */
+  readonly names?: NameFilter
+  /** Largest sync frame, bytes (default 1 MiB; larger messages are chunked). */
+  readonly maxFrameBytes?: number
+  /** Wall clock, ms (tests inject one). */
+  readonly now?: () => number
+  readonly signal?: AbortSignal
+}
+
+/** Checks the options a user can get wrong, with a clear error. */
+export function validatePeerOptions(options: PeerOptions): void {
+  if (options === null || typeof options !== 'object') {
+    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'createPeer needs an options object with at least an id')
+  }
+  if (typeof options.id !== 'string' || options.id.length === 0 || options.id.length > 256) {
+    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'createPeer: id must be a non-empty string of at most 256 characters')
+  }
+  const durability = options.durability
+  if (durability !== undefined) {
+    const ok = durability.mode === 'sync' ||
+      (durability.mode === 'async' && Number.isFinite(durability.rpoMs) && durability.rpoMs > 0)
+    if (!ok) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, "createPeer: durability must be { mode: 'sync' } or { mode: 'async', rpoMs > 0 }")
+  }
+  if (options.dir !== undefined && (typeof options.dir !== 'string' || options.dir.length === 0)) {
+    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'createPeer: dir must be a non-empty path')
+  }
+}

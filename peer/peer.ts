@@ -1,0 +1,456 @@
+/**
+ * `createPeer()`: the composition root. A peer owns one store (LevelDB or
+ * memory), opens typed replicas from it, and keeps them in sync with other
+ * peers over any transport: WebSocket built in (`listen`, `connect`), any
+ * other `Connection` through `attach` (the simulated network, libp2p).
+ *
+ * Flow of a local change: mutator -> replica emits `change` -> the store
+ * logs it (per the durability mode) -> the store announces the durable unit
+ * -> every open session ships it. A remote change: session -> host ->
+ * store.commit (validate all, apply, log, all or none) -> acknowledged.
+ */
+import { WebSocketServer } from 'ws'
+import { Emitter } from '../crdt/emitter.ts'
+import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
+import type { Replica, ReplicaType } from '../crdt/replica.ts'
+import type { Json } from '../crdt/types/json.ts'
+import type {
+  EWFlagReplica, GCounterReplica, GSetReplica, LWWRegisterReplica, MVRegisterReplica, ORMapReplica, ORSetReplica, PNCounterReplica,
+} from '../crdt/types/replicas.ts'
+import { isYjsRemoteOrigin, type YjsReplica } from '../crdt/documents/yjs-replica.ts'
+import type { AutomergeReplica } from '../crdt/documents/automerge-replica.ts'
+import { openStore, type HistoryEntry, type NameInfo, type Store } from '../persistence/store.ts'
+import type { NameOptions } from '../persistence/options.ts'
+import { attachSession, peerId as toPeerId, type SessionStats, type SyncHost, type SyncSession } from '../sync/index.ts'
+import type { Connection } from '../transports/transport.ts'
+import { Reconnector } from '../transports/reconnect.ts'
+import { WebSocketTransport, type WebSocketListenOptions } from '../transports/websocket/index.ts'
+import { validatePeerOptions, type PeerOptions } from './options.ts'
+import { StoreSyncHost } from './store-sync-host.ts'
+import { YWebsocketBridge } from './y-websocket-bridge.ts'
+
+/** Where and how to listen. */
+export interface ListenOptions {
+  readonly port?: number
+  readonly host?: string
+  /** TLS key and certificate (PEM) for `wss://`. */
+  readonly tls?: WebSocketListenOptions['tls']
+  /** Serve stock y-websocket clients at `/yjs/<room>` (default true). */
+  readonly yWebsocket?: boolean
+  readonly signal?: AbortSignal
+}
+
+/** Options of {@link Peer.connect}. */
+export interface ConnectOptions {
+  /** Credentials to present (default: the peer's `auth.token`). */
+  readonly token?: string
+  /** Stops waiting (and reconnecting) when aborted. */
+  readonly signal?: AbortSignal
+}
+
+/** Options of {@link Peer.flush}. */
+export interface FlushOptions {
+  /** Also wait until this many peers have persisted everything written before the call (default 0). */
+  readonly acks?: number
+  /** Give up after this many ms with `CONCORD_TIMEOUT` (default 30000). */
+  readonly timeoutMs?: number
+  readonly signal?: AbortSignal
+}
+
+/** Events of a peer. */
+export interface PeerEvents extends Record<string, unknown> {
+  /** A session with a remote peer completed its handshake. */
+  'peer-connected': { readonly peerId: string }
+  /** The first anti-entropy with a remote peer is done: we hold what it held then. */
+  'peer-synced': { readonly peerId: string }
+  /** A session ended. */
+  'peer-disconnected': { readonly peerId?: string; readonly reason?: string }
+  /** A handshake was refused (either way). */
+  refused: { readonly by: 'local' | 'remote'; readonly reason: string; readonly message: string }
+  /** A background failure (a change that could not be logged, a transport error). */
+  error: { readonly name?: string; readonly error: ConcordError }
+}
+
+/** Counters of a peer. */
+export interface PeerStats {
+  readonly sessions: number
+  /** Sums over every session this peer has had. */
+  readonly totals: Readonly<SessionStats>
+}
+
+const TICK_MS = 500
+
+/** Creates a peer: opens its store and gets it ready to sync. */
+export async function createPeer(options: PeerOptions): Promise<Peer> {
+  validatePeerOptions(options)
+  const store = await openStore({
+    dir: options.dir,
+    replicaId: options.id,
+    durability: options.durability,
+    checkpoint: options.checkpoint,
+    retention: options.retention,
+    cacheSize: options.cacheSize,
+    ttlMs: options.ttlMs,
+    archive: options.archiveAfterMs !== undefined ? { afterMs: options.archiveAfterMs } : undefined,
+    schema: options.schema,
+    now: options.now,
+    signal: options.signal,
+  })
+  return new Peer(options, store)
+}
+
+/** A Concord peer: typed replicas, persisted and synced. See {@link createPeer}. */
+export class Peer {
+  /** The peer's stable id. */
+  readonly id: string
+  readonly events = new Emitter<PeerEvents>()
+  /** The peer's store (log, checkpoints, lifecycle). */
+  readonly store: Store
+
+  private readonly host: StoreSyncHost
+  /** The same host, checking the credentials of peers this one dialed. */
+  private readonly dialHost: SyncHost
+  private readonly sessions = new Set<SyncSession>()
+  private readonly reconnectors = new Set<Reconnector>()
+  private readonly finishedTotals: SessionStats = emptyStats()
+  private websocket: WebSocketTransport | undefined
+  private websocketWired = false
+  private bridge: YWebsocketBridge | undefined
+  private readonly ticker: ReturnType<typeof setInterval>
+  private closing: Promise<void> | undefined
+
+  constructor(private readonly options: PeerOptions, store: Store) {
+    this.id = options.id
+    this.store = store
+    this.host = new StoreSyncHost({ store, auth: options.auth, access: options.access })
+    this.dialHost = this.host.forDialedSessions()
+    store.events.on('error', (event) => this.events.emit('error', event))
+    store.events.on('expired', ({ name }) => this.host.untrack(name))
+    store.events.on('archived', ({ name }) => this.host.untrack(name))
+    this.ticker = setInterval(() => {
+      for (const session of this.sessions) session.tick()
+    }, TICK_MS)
+    this.ticker.unref()
+  }
+
+  // ------------------------------------------------------------ replicas
+
+  /** A PN-counter (increment, decrement, value). */
+  counter(name: string, options?: NameOptions): Promise<PNCounterReplica> {
+    return this.open(name, 'pncounter', options) as Promise<PNCounterReplica>
+  }
+
+  /** A grow-only counter. */
+  gcounter(name: string, options?: NameOptions): Promise<GCounterReplica> {
+    return this.open(name, 'gcounter', options) as Promise<GCounterReplica>
+  }
+
+  /** An add-wins observed-remove set of JSON values. */
+  set<T extends Json = Json>(name: string, options?: NameOptions): Promise<ORSetReplica<T>> {
+    return this.open(name, 'orset', options) as Promise<ORSetReplica<T>>
+  }
+
+  /** A grow-only set of JSON values. */
+  gset<T extends Json = Json>(name: string, options?: NameOptions): Promise<GSetReplica<T>> {
+    return this.open(name, 'gset', options) as Promise<GSetReplica<T>>
+  }
+
+  /** A last-writer-wins register (hybrid logical clock, ties by replica id). */
+  register<T extends Json = Json>(name: string, options?: NameOptions): Promise<LWWRegisterReplica<T>> {
+    return this.open(name, 'lww-register', options) as Promise<LWWRegisterReplica<T>>
+  }
+
+  /** A multi-value register (keeps concurrent writes). */
+  mvRegister<T extends Json = Json>(name: string, options?: NameOptions): Promise<MVRegisterReplica<T>> {
+    return this.open(name, 'mv-register', options) as Promise<MVRegisterReplica<T>>
+  }
+
+  /** An observed-remove map whose values are nested CRDTs. */
+  map(name: string, options?: NameOptions): Promise<ORMapReplica> {
+    return this.open(name, 'ormap', options) as Promise<ORMapReplica>
+  }
+
+  /** An enable-wins flag. */
+  flag(name: string, options?: NameOptions): Promise<EWFlagReplica> {
+    return this.open(name, 'ewflag', options) as Promise<EWFlagReplica>
+  }
+
+  /** A Yjs document (`.doc` is the Y.Doc), persisted and synced. */
+  yjs(name: string, options?: NameOptions): Promise<YjsReplica> {
+    return this.open(name, 'yjs', options) as Promise<YjsReplica>
+  }
+
+  /** An Automerge document handle (`.doc`, `.change(fn)`). */
+  automerge<T = Record<string, unknown>>(name: string, options?: NameOptions): Promise<AutomergeReplica<T>> {
+    return this.open(name, 'automerge', options) as Promise<AutomergeReplica<T>>
+  }
+
+  /**
+   * Opens `name` as `type` (creating it if new). Opening a name as another
+   * type than it was created with throws `CONCORD_TYPE_MISMATCH`.
+   */
+  async open(name: string, type: ReplicaType, options?: NameOptions): Promise<Replica> {
+    this.checkOpen()
+    const replica = await this.store.open(name, type, options)
+    this.host.track(name, replica)
+    return replica
+  }
+
+  /**
+   * Runs `fn`, whose changes to several names are committed locally as one
+   * atomic unit and shipped as one unit: a receiving peer persists and
+   * applies all of them or none. Resolves once durable here.
+   */
+  async transact(fn: () => void, options: { signal?: AbortSignal } = {}): Promise<void> {
+    this.checkOpen()
+    await this.store.atomic(fn, options)
+  }
+
+  /**
+   * Resolves when everything written before the call is durable here and,
+   * with `acks: n`, persisted by at least `n` connected peers.
+   */
+  async flush(options: FlushOptions = {}): Promise<void> {
+    this.checkOpen()
+    const acks = options.acks ?? 0
+    const timeoutMs = options.timeoutMs ?? 30_000
+    const controller = new AbortController()
+    const onAbort = () => controller.abort()
+    options.signal?.addEventListener('abort', onAbort, { once: true })
+    const timer = setTimeout(() => controller.abort(), timeoutMs)
+    try {
+      await this.store.flush({ signal: controller.signal })
+      if (acks > 0) await this.waitForAcks(acks, controller.signal)
+    } catch (error) {
+      if (options.signal?.aborted) throw new ConcordError(ErrorCodes.ABORTED, 'flush aborted', { cause: error })
+      if (controller.signal.aborted) throw new ConcordError(ErrorCodes.TIMEOUT, `flush: not acknowledged by ${acks} peer(s) within ${timeoutMs} ms`, { cause: error })
+      throw error
+    } finally {
+      clearTimeout(timer)
+      options.signal?.removeEventListener('abort', onAbort)
+    }
+  }
+
+  /** The log records of `name`, oldest first: `{ seq, hlc, agent, bytes, hash }`. */
+  history(name: string, options?: { from?: number; limit?: number; reverse?: boolean; signal?: AbortSignal }): Promise<HistoryEntry[]> {
+    this.checkOpen()
+    return this.store.history(name, options)
+  }
+
+  /** The value of `name` as it was right after record `seq`. */
+  async at(name: string, seq: number, options?: { signal?: AbortSignal }): Promise<unknown> {
+    this.checkOpen()
+    return (await this.store.at(name, seq, options)).value()
+  }
+
+  /**
+   * A new, replicated change that brings `name` back to its value at `seq`.
+   * Resolves with the seq of that change (null if the value was already equal).
+   */
+  revert(name: string, seq: number, options?: { signal?: AbortSignal }): Promise<number | null> {
+    this.checkOpen()
+    return this.store.revert(name, seq, options)
+  }
+
+  /** Every name this peer holds, with type, record count, size and last change. */
+  names(options?: { signal?: AbortSignal }): Promise<NameInfo[]> {
+    this.checkOpen()
+    return this.store.names(options)
+  }
+
+  // ------------------------------------------------------------ network
+
+  /**
+   * Serves the Concord protocol over WebSocket (and stock y-websocket
+   * clients at `/yjs/<room>`). Resolves with the URL to connect to.
+   */
+  async listen(options: ListenOptions = {}): Promise<{ url: string; port: number }> {
+    this.checkOpen()
+    const transport = this.websocketTransport()
+    const url = await transport.listen({ port: options.port ?? 0, host: options.host ?? '127.0.0.1', tls: options.tls }, { signal: options.signal })
+    if (options.yWebsocket !== false) this.serveYWebsocket(transport)
+    return { url, port: Number(new URL(url).port) }
+  }
+
+  /**
+   * Connects to a peer's WebSocket URL and keeps the connection up
+   * (reconnects with exponential backoff and jitter). Resolves when the
+   * first handshake completes; rejects with `CONCORD_AUTH_FAILED` (and stops
+   * reconnecting) when the remote refuses the credentials.
+   */
+  connect(url: string, options: ConnectOptions = {}): Promise<void> {
+    this.checkOpen()
+    const reconnector = new Reconnector({ transport: this.websocketTransport(), address: url })
+    this.reconnectors.add(reconnector)
+    return new Promise<void>((resolve, reject) => {
+      let settled = false
+      const settle = (error?: Error) => {
+        if (settled) return
+        settled = true
+        options.signal?.removeEventListener('abort', onAbort)
+        if (error) {
+          reconnector.stop()
+          this.reconnectors.delete(reconnector)
+          reject(error)
+        } else {
+          resolve()
+        }
+      }
+      const onAbort = () => settle(new ConcordError(ErrorCodes.ABORTED, `connect to ${url} aborted`))
+      if (options.signal?.aborted) return onAbort()
+      options.signal?.addEventListener('abort', onAbort, { once: true })
+      reconnector.events.on('connection', (connection) => {
+        const session = this.attach(connection, { token: options.token })
+        session.events.once('open', () => settle())
+        session.events.once('refused', ({ by, reason, message }) => {
+          if (by === 'remote' && (reason === 'auth' || reason === 'version')) {
+            settle(new ConcordError(reason === 'auth' ? ErrorCodes.AUTH_FAILED : ErrorCodes.UNSUPPORTED_VERSION, `${url} refused: ${message}`))
+            reconnector.stop()
+            this.reconnectors.delete(reconnector)
+          }
+        })
+      })
+      reconnector.start()
+    })
+  }
+
+  /**
+   * Runs the Concord protocol over any transport connection (the simulated
+   * network, libp2p, a custom one). Returns the session.
+   */
+  attach(connection: Connection, options: { token?: string } = {}): SyncSession {
+    this.checkOpen()
+    const host = connection.direction === 'outbound' ? this.dialHost : this.host
+    const session = attachSession(connection, host, {
+      peerId: toPeerId(this.id),
+      token: options.token ?? this.options.auth?.token,
+      filter: this.options.names,
+      maxFrameBytes: this.options.maxFrameBytes,
+    })
+    this.sessions.add(session)
+    session.events.on('open', ({ peerId }) => this.events.emit('peer-connected', { peerId }))
+    session.events.on('synced', ({ peerId }) => this.events.emit('peer-synced', { peerId }))
+    session.events.on('refused', (event) => this.events.emit('refused', event))
+    session.events.once('close', ({ reason }) => {
+      this.sessions.delete(session)
+      addStats(this.finishedTotals, session.stats)
+      this.events.emit('peer-disconnected', { peerId: session.remotePeerId, reason })
+    })
+    return session
+  }
+
+  /** Peer ids of the sessions that completed their handshake. */
+  get connectedPeers(): string[] {
+    return [...this.sessions].filter((s) => s.state === 'open').map((s) => s.remotePeerId!).filter(Boolean)
+  }
+
+  /** Counters: bytes and frames exchanged, malformed input dropped, and more. */
+  stats(): PeerStats {
+    const totals = { ...this.finishedTotals }
+    for (const session of this.sessions) addStats(totals, session.stats)
+    return { sessions: this.sessions.size, totals }
+  }
+
+  /** Stops syncing, closes every connection and the store (flushing it). Idempotent. */
+  close(): Promise<void> {
+    this.closing ??= this.shutdown()
+    return this.closing
+  }
+
+  private async shutdown(): Promise<void> {
+    clearInterval(this.ticker)
+    for (const reconnector of this.reconnectors) reconnector.stop()
+    this.reconnectors.clear()
+    for (const session of this.sessions) session.close('peer closing')
+    this.bridge?.close()
+    await this.websocket?.stop()
+    this.host.stop()
+    await this.store.close()
+  }
+
+  private checkOpen(): void {
+    if (this.closing) throw new ConcordError(ErrorCodes.CLOSED, `peer "${this.id}" is closed`)
+  }
+
+  private websocketTransport(): WebSocketTransport {
+    this.websocket ??= new WebSocketTransport({ maxPayload: Math.max(this.options.maxFrameBytes ?? 1 << 20, 1 << 20) + 1024 })
+    if (!this.websocketWired) {
+      this.websocketWired = true
+      this.websocket.events.on('connection', (connection) => {
+        if (!this.closing) this.attach(connection)
+      })
+    }
+    return this.websocket
+  }
+
+  private serveYWebsocket(transport: WebSocketTransport): void {
+    if (this.bridge) return
+    const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 * 1024 })
+    const bridge = new YWebsocketBridge({
+      openRoom: async (name) => {
+        const replica = await this.yjs(name)
+        return {
+          doc: replica.doc,
+          applyUpdate: async (update, origin) => { await this.store.applyRemote(name, update, { type: 'yjs', origin }) },
+          onUpdate: (listener) => {
+            const handler = (update: Uint8Array, origin: unknown) => listener(update, isYjsRemoteOrigin(origin) ? origin.origin : origin)
+            replica.doc.on('update', handler)
+            return () => replica.doc.off('update', handler)
+          },
+        }
+      },
+    })
+    this.bridge = bridge
+    transport.route('/yjs', (request, socket, head) => {
+      const path = new URL(request.url ?? '/', 'http://localhost').pathname
+      const room = decodeURIComponent(path.slice('/yjs/'.length))
+      if (room.length === 0) {
+        socket.destroy()
+        return
+      }
+      wss.handleUpgrade(request, socket, head, (ws) => bridge.handle(ws, room))
+    })
+  }
+
+  private async waitForAcks(count: number, signal: AbortSignal): Promise<void> {
+    // Every session open now must acknowledge what it was given; sessions that
+    // open later count once their first anti-entropy is acknowledged.
+    let acked = 0
+    await new Promise<void>((resolve, reject) => {
+      const pending = new Set<SyncSession>()
+      const onAbort = () => cleanup(new ConcordError(ErrorCodes.ABORTED, 'aborted'))
+      const offConnected = this.events.on('peer-connected', () => {
+        for (const session of this.sessions) if (session.state === 'open' && !pending.has(session)) watch(session)
+      })
+      const cleanup = (error?: Error) => {
+        offConnected()
+        signal.removeEventListener('abort', onAbort)
+        if (error) reject(error)
+        else resolve()
+      }
+      const watch = (session: SyncSession) => {
+        pending.add(session)
+        session.whenAcked({ signal }).then(() => {
+          if (++acked >= count) cleanup()
+        }, (error) => {
+          if (signal.aborted) cleanup(isConcordError(error) ? error : new ConcordError(ErrorCodes.ABORTED, 'aborted'))
+        })
+      }
+      if (signal.aborted) return onAbort()
+      signal.addEventListener('abort', onAbort, { once: true })
+      for (const session of this.sessions) if (session.state === 'open') watch(session)
+    })
+  }
+}
+
+function emptyStats(): SessionStats {
+  return {
+    framesIn: 0, framesOut: 0, bytesIn: 0, bytesOut: 0, malformed: 0, unknown: 0, unexpected: 0,
+    commitsIn: 0, commitsOut: 0, duplicates: 0, gaps: 0, refusedWrites: 0, rejectedByRemote: 0,
+    chunksIn: 0, chunksOut: 0, versionsSent: 0, overflows: 0,
+  }
+}
+
+function addStats(into: SessionStats, from: Readonly<SessionStats>): void {
+  for (const key of Object.keys(into) as Array<keyof SessionStats>) into[key] += from[key]
+}

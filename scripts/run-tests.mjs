@@ -37,6 +37,8 @@ const lists = {
     'test/transports/libp2p-conformance.test.ts',
     // peer/
     'test/peer/y-websocket-bridge.test.ts',
+    'test/peer/peer.test.ts',
+    'test/transports/connection-events.test.ts',
     // cli/ and demos/
   ],
   // Long suites, run on demand (npm run test:chaos, npm run test:crash).

@@ -31,6 +31,7 @@ const lists = {
     'test/sync/messages.test.ts',
     'test/sync/session.test.ts',
     'test/sync/convergence.test.ts',
+    'test/sync/websocket-sync.test.ts',
     // transports/libp2p
     'test/transports/libp2p-codec.test.ts',
     'test/transports/libp2p.test.ts',

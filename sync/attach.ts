@@ -1,14 +1,21 @@
 /**
- * Wires a {@link SyncSession} to a transport {@link Connection}: frames in,
- * frames out, close both ways. Type-only use of the transport interface, so
- * sync/ stays free of any transport code.
+ * Wires a {@link SyncSession} to a transport connection: frames in, frames
+ * out, close both ways. sync/ may not import transports/, so the connection
+ * is described structurally ({@link SyncConnection}); every transport's
+ * `Connection` fits it.
  */
-import type { Connection } from '../transports/transport.ts'
+import type { Emitter } from '../crdt/emitter.ts'
 import type { SyncHost } from './host.ts'
-import { SyncSession, type SessionOptions } from './session.ts'
+import { SyncSession, type SessionOptions, type SyncChannel } from './session.ts'
+
+/** What a session needs of a transport connection (a `Connection` from transports/transport.ts fits). */
+export interface SyncConnection extends SyncChannel {
+  readonly open: boolean
+  readonly events: Emitter<{ message: Uint8Array; close: { readonly reason?: string } }>
+}
 
 /** Creates a session over `connection`, starts the handshake and returns it. */
-export function attachSession(connection: Connection, host: SyncHost, options: SessionOptions): SyncSession {
+export function attachSession(connection: SyncConnection, host: SyncHost, options: SessionOptions): SyncSession {
   const session = new SyncSession(host, connection, options)
   const offMessage = connection.events.on('message', (frame) => session.receive(frame))
   const offClose = connection.events.on('close', ({ reason }) => {

@@ -19,3 +19,4 @@ export type { SyncHost, Access, NameInfo, LocalCommit, ApplyResult, MaybePromise
 export { SyncSession } from './session.ts'
 export type { SyncChannel, SessionOptions, SessionStats, SessionEvents, SessionState } from './session.ts'
 export { attachSession } from './attach.ts'
+export type { SyncConnection } from './attach.ts'

@@ -48,6 +48,9 @@ function sum(parts: readonly Uint8Array[]): number {
 
 type Edit = [number, number, string]
 
+/** One client id for both senders: its varuint length shows in every update's size. */
+const CLIENT_ID = 0x7a5b3c2d
+
 /** The automerge-paper edits (single characters, each its own transaction). */
 function paperEdits(): Edit[] {
   const trace = loadTrace('automerge-paper')
@@ -58,6 +61,7 @@ function bareYjsSender(edits: Edit[]) {
   const heapBefore = heapMiB()
   const start = now()
   const doc = new Y.Doc()
+  doc.clientID = CLIENT_ID
   const updates: Uint8Array[] = []
   doc.on('update', (update: Uint8Array) => updates.push(update))
   const text = doc.getText('text')
@@ -74,7 +78,7 @@ function bareYjsSender(edits: Edit[]) {
 function concordYjsSender(edits: Edit[]) {
   const heapBefore = heapMiB()
   const start = now()
-  const replica = new YjsReplica({ replicaId: replicaId('bench'), types: { text: 'text' } })
+  const replica = new YjsReplica({ replicaId: replicaId('bench'), types: { text: 'text' }, clientId: CLIENT_ID })
   const updates: Uint8Array[] = []
   replica.events.on('change', ({ delta }) => { updates.push(delta) })
   const text = replica.doc.getText('text')

@@ -276,6 +276,12 @@ export class Libp2pTransport implements Transport {
         emitSelf: false,
         globalSignaturePolicy: 'StrictSign',
         heartbeatInterval: init.heartbeatIntervalMs ?? 1_000,
+        floodPublish: init.floodPublish ?? true,
+        // Gossipsub scores down peers that share an IP (a Sybil defence for
+        // public networks); Concord agents often share one machine or one
+        // NAT, and 16 agents on 127.0.0.1 got graylisted. Admission is the
+        // allowlist's job, so the colocation penalty is off.
+        scoreParams: { IPColocationFactorWeight: 0 },
         maxInboundDataLength: limits.maxPubsubMessageBytes,
         maxInboundStreams: 2,
         maxOutboundStreams: 2,

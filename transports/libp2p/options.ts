@@ -101,7 +101,15 @@ export interface Libp2pTransportOptions {
    */
   readonly allow?: Iterable<string>
   /** Gossipsub side channel for live deltas (off by default); see `Libp2pTransport.pubsub`. */
-  readonly gossipsub?: boolean | { readonly heartbeatIntervalMs?: number }
+  readonly gossipsub?: boolean | {
+    /** Gossipsub heartbeat (mesh upkeep), in ms (default 1 000). */
+    readonly heartbeatIntervalMs?: number
+    /**
+     * Send our own messages to every subscribed peer, not only to the mesh
+     * (default true, gossipsub's default: lower latency, more bytes).
+     */
+    readonly floodPublish?: boolean
+  }
   /**
    * Open a Concord connection to every admitted peer that speaks the protocol
    * once libp2p connects to it (bootstrap, mDNS, redial); default true. Such

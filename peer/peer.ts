@@ -111,7 +111,8 @@ export class Peer {
   /** The same host, checking the credentials of peers this one dialed. */
   private readonly dialHost: SyncHost
   private readonly sessions = new Set<SyncSession>()
-  private readonly reconnectors = new Set<Reconnector>()
+  /** Dialed connections kept up by {@link connect}: the address, and how to end a pending `connect`. */
+  private readonly reconnectors = new Map<Reconnector, { url: string; cancel: () => void }>()
   private readonly finishedTotals: SessionStats = emptyStats()
   private websocket: WebSocketTransport | undefined
   private websocketWired = false
@@ -281,7 +282,6 @@ export class Peer {
   connect(url: string, options: ConnectOptions = {}): Promise<void> {
     this.checkOpen()
     const reconnector = new Reconnector({ transport: this.websocketTransport(), address: url })
-    this.reconnectors.add(reconnector)
     return new Promise<void>((resolve, reject) => {
       let settled = false
       const settle = (error?: Error) => {
@@ -297,6 +297,7 @@ export class Peer {
         }
       }
       const onAbort = () => settle(new ConcordError(ErrorCodes.ABORTED, `connect to ${url} aborted`))
+      this.reconnectors.set(reconnector, { url, cancel: () => settle(new ConcordError(ErrorCodes.ABORTED, `disconnected from ${url} before the first handshake`)) })
       if (options.signal?.aborted) return onAbort()
       options.signal?.addEventListener('abort', onAbort, { once: true })
       reconnector.events.on('connection', (connection) => {
@@ -312,6 +313,26 @@ export class Peer {
       })
       reconnector.start()
     })
+  }
+
+  /**
+   * Stops keeping up the connection(s) this peer dialed to `url` with
+   * {@link connect} and closes them (the sessions end; a `connect` still
+   * waiting for its first handshake rejects with `CONCORD_ABORTED`). Call
+   * `connect(url)` again to restore it. Returns the number of dialed
+   * connections stopped (0 if none).
+   */
+  disconnect(url: string): number {
+    this.checkOpen()
+    let stopped = 0
+    for (const [reconnector, dialed] of [...this.reconnectors]) {
+      if (dialed.url !== url) continue
+      this.reconnectors.delete(reconnector)
+      reconnector.stop()
+      dialed.cancel()
+      stopped++
+    }
+    return stopped
   }
 
   /**
@@ -359,7 +380,7 @@ export class Peer {
 
   private async shutdown(): Promise<void> {
     clearInterval(this.ticker)
-    for (const reconnector of this.reconnectors) reconnector.stop()
+    for (const reconnector of this.reconnectors.keys()) reconnector.stop()
     this.reconnectors.clear()
     for (const session of this.sessions) session.close('peer closing')
     this.bridge?.close()

@@ -41,6 +41,7 @@ const lists = {
     'test/peer/peer.test.ts',
     'test/transports/connection-events.test.ts',
     // cli/ and demos/
+    'test/peer/peer-disconnect.test.ts',
   ],
   // Long suites, run on demand (npm run test:chaos, npm run test:crash).
   chaos: [

@@ -18,7 +18,7 @@
  * - `snapshot()` is the whole state; `createReplica(type, { snapshot })`
  *   restores an equal replica.
  */
-import type { Emitter } from './emitter.ts'
+import type { Emitter, Unsubscribe } from './emitter.ts'
 import type { HybridClock } from './hlc.ts'
 
 /** A stable replica (agent) id. Branded so it is not mixed up with other strings. */
@@ -68,6 +68,8 @@ export interface Replica {
   readonly replicaId: ReplicaId
   /** `change` events: local mutations and remote deltas that changed the state. */
   readonly events: Emitter<ReplicaEvents>
+  /** Shorthand for `events.on('change', listener)`; returns an unsubscribe. */
+  on(event: 'change', listener: (event: ChangeEvent) => void): Unsubscribe
 
   /** Encoded version: what this replica has seen. */
   version(): Uint8Array

@@ -28,10 +28,10 @@
  * unpersisted changes would reuse their sequence numbers).
  */
 import * as A from '@automerge/automerge'
-import { Emitter } from '../emitter.ts'
+import { Emitter, type Unsubscribe } from '../emitter.ts'
 import { ConcordError, DecodeError, ErrorCodes } from '../errors.ts'
 import { Encoder, decodeGuarded } from '../codec.ts'
-import type { Replica, ReplicaEvents, ReplicaFactory, ReplicaId } from '../replica.ts'
+import type { ChangeEvent, Replica, ReplicaEvents, ReplicaFactory, ReplicaId } from '../replica.ts'
 import { splitAutomergeChunks } from './automerge-guard.ts'
 import { resolveLimits, type AutomergeReplicaOptions, type DocumentLimits } from './options.ts'
 import { decodeDocumentSnapshot, encodeDocumentSnapshot } from './snapshot-envelope.ts'
@@ -169,6 +169,11 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
   readonly type = 'automerge' as const
   readonly replicaId: ReplicaId
   readonly events = new Emitter<ReplicaEvents>()
+
+  /** Listens to `change` events (local mutations and remote deltas that changed the state); returns an unsubscribe. */
+  on(event: 'change', listener: (event: ChangeEvent) => void): Unsubscribe {
+    return this.events.on(event, listener)
+  }
   /** The limits enforced on deltas and snapshots. */
   readonly limits: DocumentLimits
   private current: A.Doc<T>

@@ -27,9 +27,9 @@
  * `CONCORD_INVALID_ARGUMENT`): the result could not be told.
  */
 import * as Y from 'yjs'
-import { Emitter } from '../emitter.ts'
+import { Emitter, type Unsubscribe } from '../emitter.ts'
 import { ConcordError, DecodeError, ErrorCodes } from '../errors.ts'
-import type { Replica, ReplicaEvents, ReplicaFactory, ReplicaId } from '../replica.ts'
+import type { ChangeEvent, Replica, ReplicaEvents, ReplicaFactory, ReplicaId } from '../replica.ts'
 import { resolveLimits, type DocumentLimits, type YjsReplicaOptions } from './options.ts'
 import { decodeDocumentSnapshot, encodeDocumentSnapshot } from './snapshot-envelope.ts'
 import { validateYjsStateVector, validateYjsUpdate } from './yjs-guard.ts'
@@ -62,6 +62,11 @@ export class YjsReplica implements Replica {
   readonly type = 'yjs' as const
   readonly replicaId: ReplicaId
   readonly events = new Emitter<ReplicaEvents>()
+
+  /** Listens to `change` events (local mutations and remote deltas that changed the state); returns an unsubscribe. */
+  on(event: 'change', listener: (event: ChangeEvent) => void): Unsubscribe {
+    return this.events.on(event, listener)
+  }
   /** The Yjs document. Edit it freely: every local transaction emits `change`. */
   readonly doc: Y.Doc
   /** Whether Yjs garbage-collects deleted content in this document. */

@@ -17,10 +17,10 @@
  */
 import { CausalContext } from '../causal/causal-context.ts'
 import { cloneStore, isEmptyStore, joinStoreInto, restrictStore, storeDots, type JoinTrack, type Store } from '../causal/dot-store.ts'
-import { Emitter } from '../emitter.ts'
+import { Emitter, type Unsubscribe } from '../emitter.ts'
 import { ConcordError, ErrorCodes } from '../errors.ts'
 import { HybridClock } from '../hlc.ts'
-import type { Replica, ReplicaEvents, ReplicaId, ReplicaOptions } from '../replica.ts'
+import type { ChangeEvent, Replica, ReplicaEvents, ReplicaId, ReplicaOptions } from '../replica.ts'
 import { DotAllocator } from './dot-allocator.ts'
 import type { Json } from './json.ts'
 import { TYPE_DEFS, wrapField } from './ormap.ts'
@@ -42,6 +42,11 @@ export class CausalReplica<S extends Store = Store> implements Replica {
   readonly type: NativeType
   readonly replicaId: ReplicaId
   readonly events = new Emitter<ReplicaEvents>()
+
+  /** Listens to `change` events (local mutations and remote deltas that changed the state); returns an unsubscribe. */
+  on(event: 'change', listener: (event: ChangeEvent) => void): Unsubscribe {
+    return this.events.on(event, listener)
+  }
   /** The agent's clock (LWW timestamps). */
   readonly clock: HybridClock
   protected readonly def: NativeTypeDef<S>

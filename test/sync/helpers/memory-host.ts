@@ -1,29 +1,23 @@
 /**
  * A {@link SyncHost} over in-memory replicas, for sync tests (the peer
- * implements the same interface over its store). Real Yjs and Automerge
- * replicas; native types from crdt/registry.ts once registered there, the
- * test replica until then.
+ * implements the same interface over its store), with real replicas of
+ * every type from crdt/registry.ts.
  */
 import { Emitter } from '../../../crdt/emitter.ts'
 import { ConcordError, ErrorCodes } from '../../../crdt/errors.ts'
-import { createReplica, isRegisteredType } from '../../../crdt/registry.ts'
+import { createReplica } from '../../../crdt/registry.ts'
 import { replicaId, type Replica, type ReplicaType } from '../../../crdt/replica.ts'
-import { AutomergeReplica, automergeReplicaFactory, YjsReplica, yjsReplicaFactory } from '../../../crdt/documents/index.ts'
+import { AutomergeReplica, YjsReplica } from '../../../crdt/documents/index.ts'
 import type { Access, ApplyResult, LocalCommit, NameInfo, SyncHost } from '../../../sync/host.ts'
 import type { DeltaEntry, PeerId } from '../../../sync/messages.ts'
 import type { Prng } from '../../../transports/memory/prng.ts'
-import { TestReplica } from './test-replica.ts'
 
 export const NATIVE_TYPES: ReplicaType[] = ['gcounter', 'pncounter', 'gset', 'orset', 'lww-register', 'mv-register', 'ormap', 'ewflag']
 export const ALL_TYPES: ReplicaType[] = [...NATIVE_TYPES, 'yjs', 'automerge']
 
 /** Creates an empty replica of `type`. */
 export function makeReplica(type: ReplicaType, owner: string, snapshot?: Uint8Array): Replica {
-  const id = replicaId(owner)
-  if (type === 'yjs') return yjsReplicaFactory.create({ replicaId: id, snapshot })
-  if (type === 'automerge') return automergeReplicaFactory.create({ replicaId: id, snapshot })
-  if (isRegisteredType(type)) return createReplica(type, { replicaId: id, snapshot })
-  return new TestReplica(type, id, snapshot)
+  return createReplica(type, { replicaId: replicaId(owner), snapshot })
 }
 
 /** Makes one random local change to `replica`. */
@@ -37,10 +31,6 @@ export function mutate(replica: Replica, random: Prng, tag: string): void {
   if (replica instanceof AutomergeReplica) {
     const key = `k${random.int(0, 4)}`
     ;(replica as AutomergeReplica<Record<string, unknown>>).change((doc) => { doc[key] = tag })
-    return
-  }
-  if (replica instanceof TestReplica) {
-    replica.add(tag)
     return
   }
   // The native types of crdt/types, by duck typing (their classes are not imported here).

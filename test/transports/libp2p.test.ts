@@ -64,6 +64,15 @@ test('dial/listen: frames flow both ways in order over TCP and WebSocket; remote
   assert.equal(server.stats.accepted, 1)
 })
 
+test('frames sent before the other end subscribes are held for its first listener', async () => {
+  const { transport: server, address } = await nodes.listening()
+  server.events.on('connection', (connection) => { void connection.send(text('hello at once')) })
+  const connection = await nodes.create().dial(address)
+  await new Promise((resolve) => setTimeout(resolve, 100)) // the hello arrives while nobody listens
+  const got = await new Promise<Uint8Array>((resolve) => connection.events.on('message', resolve))
+  assert.equal(new TextDecoder().decode(got), 'hello at once')
+})
+
 test('a burst of awaited and unawaited sends arrives whole and in order (backpressure path)', async () => {
   const { transport: server, address } = await nodes.listening()
   const serverLog = new ConnectionLog(server)
@@ -83,7 +92,7 @@ test('bad input: typed errors for bad addresses, unreachable peers, over-limit f
   await assert.rejects(client.dial('not a multiaddr'), (e) => isConcordError(e, ErrorCodes.INVALID_ARGUMENT))
   await assert.rejects(client.dial('/ip4/127.0.0.1/tcp/1/p2p/not-a-peer-id'), (e) => isConcordError(e, ErrorCodes.INVALID_ARGUMENT))
   await assert.rejects(client.dial(`/ip4/127.0.0.1/tcp/1/p2p/${server.peerId}`),
-    (e) => isConcordError(e) && ([ErrorCodes.CLOSED, ErrorCodes.TIMEOUT] as string[]).includes(e.code))
+    (e) => isConcordError(e) && ([ErrorCodes.UNREACHABLE, ErrorCodes.TIMEOUT] as string[]).includes(e.code))
   assert.throws(() => nodes.create({ bootstrap: ['/ip4/127.0.0.1/tcp/1'] }), (e) => isConcordError(e, ErrorCodes.INVALID_ARGUMENT))
 
   const connection = await client.dial(address)
@@ -138,7 +147,7 @@ test('allowlist: a node outside it is refused both ways; listed nodes connect', 
   const aLog = new ConnectionLog(a)
 
   // inbound: refused right after Noise; the outsider never gets a stream and A never announces it
-  await assert.rejects(outsider.dial(aAddress), (e) => isConcordError(e) && ([ErrorCodes.CLOSED, ErrorCodes.FORBIDDEN] as string[]).includes(e.code))
+  await assert.rejects(outsider.dial(aAddress), (e) => isConcordError(e) && ([ErrorCodes.UNREACHABLE, ErrorCodes.FORBIDDEN] as string[]).includes(e.code))
   assert.ok(a.stats.denied >= 1)
   assert.equal(aLog.connections.length, 0)
   assert.equal(a.libp2p!.getConnections().filter((c) => c.remotePeer.toString() === outsider.peerId).length, 0)
@@ -146,7 +155,7 @@ test('allowlist: a node outside it is refused both ways; listed nodes connect', 
   await assert.rejects(a.dial(outsiderAddress), (e) => isConcordError(e, ErrorCodes.FORBIDDEN))
   // outbound to an address without a PeerId: refused once Noise tells who it is
   const bare = multiaddr(outsiderAddress).decapsulateCode(421).toString()
-  await assert.rejects(a.dial(bare), (e) => isConcordError(e) && ([ErrorCodes.CLOSED, ErrorCodes.FORBIDDEN] as string[]).includes(e.code))
+  await assert.rejects(a.dial(bare), (e) => isConcordError(e) && ([ErrorCodes.UNREACHABLE, ErrorCodes.FORBIDDEN] as string[]).includes(e.code))
 
   const connection = await b.dial(aAddress)
   await connection.send(text('allowed'))

@@ -194,8 +194,9 @@ export class Libp2pTransport implements Transport {
    * `/p2p/<PeerId>`, which is checked by Noise).
    * @throws ConcordError `CONCORD_INVALID_ARGUMENT` (not a multiaddr),
    * `CONCORD_FORBIDDEN` (peer not on the allowlist), `CONCORD_ABORTED`,
-   * `CONCORD_CLOSED` (the transport stopped, or the peer could not be reached;
-   * the cause holds libp2p's error).
+   * `CONCORD_TIMEOUT`, `CONCORD_UNREACHABLE` (refused, unreachable, the
+   * handshake failed; the cause holds libp2p's error), `CONCORD_CLOSED` (the
+   * transport stopped).
    */
   async dial(address: string, options?: AbortOptions): Promise<Connection> {
     const ma = parseMultiaddr(address)
@@ -563,7 +564,7 @@ export class Libp2pTransport implements Transport {
       return new ConcordError(ErrorCodes.FORBIDDEN, `dial of ${target} refused by the allowlist`, { cause: error })
     }
     if (name === 'TimeoutError') return new ConcordError(ErrorCodes.TIMEOUT, `dial of ${target} timed out`, { cause: error })
-    return new ConcordError(ErrorCodes.CLOSED, `cannot reach ${target}: ${message}`, { cause: error })
+    return new ConcordError(ErrorCodes.UNREACHABLE, `cannot reach ${target}: ${message}`, { cause: error })
   }
 }
 

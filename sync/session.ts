@@ -116,11 +116,21 @@ export interface SessionEvents extends Record<string, unknown> {
 export type SessionState = 'handshake' | 'open' | 'closed'
 
 type DataItem =
-  | { readonly kind: 'commit'; readonly entries: readonly DeltaEntry[] }
+  /** `answer`: part of an anti-entropy answer (see {@link ANSWER_BUNDLE_BYTES}). */
+  | { readonly kind: 'commit'; readonly entries: readonly DeltaEntry[]; readonly answer?: boolean }
   | { readonly kind: 'done' }
   | { readonly kind: 'mark'; readonly resolve: () => void }
 
 const DEFAULT_MAX_FRAME = 1024 * 1024
+
+/**
+ * An anti-entropy answer travels as few TRANSACTIONs as possible: the names
+ * it carries are bundled (up to this many delta bytes per bundle) so that
+ * the receiver applies them all or none. A multi-name transaction whose
+ * names were answered separately could otherwise land half on a receiver
+ * that crashes between them.
+ */
+export const ANSWER_BUNDLE_BYTES = 16 * 1024 * 1024
 
 /** The protocol state machine of one connection. See the module comment. */
 export class SyncSession {
@@ -175,6 +185,8 @@ export class SyncSession {
   private nextChunkId = 0
   private pumping = false
   private readonly waiters: Array<{ target: number; resolve: () => void }> = []
+  /** Answer bundles of several names sent and not yet acknowledged, by seq (resent without a name the remote rejects). */
+  private readonly bundles = new Map<number, readonly DeltaEntry[]>()
   private readonly rejecters = new Set<(error: Error) => void>()
 
   constructor(
@@ -369,6 +381,7 @@ export class SyncSession {
     this.reassembler.clear()
     this.data = []
     this.control.length = 0
+    this.bundles.clear()
     const error = new ConcordError(ErrorCodes.CLOSED, `session closed${reason ? `: ${reason}` : ''}`)
     for (const reject of [...this.rejecters]) reject(error)
     this.waiters.length = 0
@@ -426,6 +439,7 @@ export class SyncSession {
       case 'reject':
         this.stat.rejectedByRemote++
         this.events.emit('rejected', { seq: message.seq, name: message.name, code: message.code, message: message.message })
+        this.onBundleRejected(message.seq, message.name)
         return
       case 'chunk':
         this.stat.unexpected++
@@ -490,6 +504,13 @@ export class SyncSession {
     const names = await this.host.list()
     if (this.stateValue === 'closed') return
     const answer: DataItem[] = []
+    let bundle: DeltaEntry[] = []
+    let bundleBytes = 0
+    const closeBundle = (): void => {
+      if (bundle.length > 0) answer.push({ kind: 'commit', entries: bundle, answer: true })
+      bundle = []
+      bundleBytes = 0
+    }
     for (const { name, type } of names) {
       if (!matchesFilter(remote.filter, name) || this.access(name) === 'none') continue
       const known = theirs.get(name)
@@ -502,8 +523,12 @@ export class SyncSession {
         this.malformed(`bad version for "${name}"`)
         continue
       }
-      if (delta) answer.push({ kind: 'commit', entries: [{ name, replicaType: type, delta }] })
+      if (!delta) continue
+      if (bundle.length > 0 && bundleBytes + delta.length > ANSWER_BUNDLE_BYTES) closeBundle()
+      bundle.push({ name, replicaType: type, delta })
+      bundleBytes += delta.length
     }
+    closeBundle()
     this.data.push(...answer, { kind: 'done' }, ...marks)
     this.pump()
   }
@@ -612,6 +637,7 @@ export class SyncSession {
     }
     if (seq <= this.acked) return
     this.acked = seq
+    for (const bundled of this.bundles.keys()) if (bundled <= seq) this.bundles.delete(bundled)
     this.lastAckProgressAt = this.now()
     this.events.emit('ack', { seq })
     for (let i = this.waiters.length - 1; i >= 0; i--) {
@@ -686,6 +712,22 @@ export class SyncSession {
     this.pump()
   }
 
+  /**
+   * The remote refused an answer bundle because of one name (its access
+   * rules, filter or a delta it cannot decode): the other names of the
+   * bundle are sent again without it, so one refused name never holds back
+   * the others.
+   */
+  private onBundleRejected(seq: number, name: string): void {
+    const entries = this.bundles.get(seq)
+    if (!entries) return
+    this.bundles.delete(seq)
+    const rest = entries.filter((entry) => entry.name !== name)
+    if (rest.length === 0 || !this.live) return
+    this.data.unshift({ kind: 'commit', entries: rest, answer: true })
+    this.pump()
+  }
+
   private windowOpen(): boolean {
     const remoteWindow = this.remoteHello?.window ?? 1
     return this.lastSeq - Math.max(this.acked, this.windowBase) < remoteWindow
@@ -719,6 +761,7 @@ export class SyncSession {
       this.data.shift()
       const seq = ++this.lastSeq
       this.stat.commitsOut++
+      if (item.kind === 'commit' && item.answer && item.entries.length > 1) this.bundles.set(seq, item.entries)
       const message: Message = item.entries.length === 1
         ? { type: 'delta', seq, entry: item.entries[0] }
         : { type: 'transaction', seq, entries: item.entries }

@@ -32,6 +32,7 @@ const lists = {
     'test/sync/session.test.ts',
     'test/sync/convergence.test.ts',
     'test/sync/websocket-sync.test.ts',
+    'test/sync/answer-bundles.test.ts',
     // transports/libp2p
     'test/transports/libp2p-codec.test.ts',
     'test/transports/libp2p.test.ts',

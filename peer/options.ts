@@ -5,7 +5,9 @@ import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import type { Access } from '../sync/host.ts'
 import type { PeerId } from '../sync/messages.ts'
 import type { NameFilter } from '../sync/names.ts'
-import type { CheckpointPolicy, Durability, Retention, Schema } from '../persistence/options.ts'
+import type { CheckpointPolicy, Durability, ReplicaCreator, Retention, Schema } from '../persistence/options.ts'
+import type { Storage } from '../persistence/storage.ts'
+import type { SessionOptions } from '../sync/session.ts'
 
 /** Who may do what with a name: `(peerId, name) => 'none' | 'read' | 'write'`. */
 export type AccessFunction = (peerId: PeerId, name: string) => Access
@@ -63,10 +65,29 @@ export interface PeerOptions {
   readonly names?: NameFilter
   /** Largest sync frame, bytes (default 1 MiB; larger messages are chunked). */
   readonly maxFrameBytes?: number
+  /**
+   * A storage engine to use instead of `dir` (e.g. a memory-level kept
+   * across a simulated crash and restart). The peer does not close it.
+   */
+  readonly storage?: Storage
+  /** Creates replicas (default: the crdt registry); tests fix Yjs client ids and Automerge actors with it. */
+  readonly createReplica?: ReplicaCreator
+  /**
+   * Period of the sync sessions' tick (handshake timeout, resync retries),
+   * ms (default 500). 0: no timer; call `peer.tick()` (a simulation drives
+   * it in virtual time).
+   */
+  readonly tickMs?: number
+  /** Tuning of every sync session: timeouts, periodic anti-entropy, window, and its clock (`now`). */
+  readonly sync?: SyncTuning
   /** Wall clock, ms (tests inject one). */
   readonly now?: () => number
   readonly signal?: AbortSignal
 }
+
+/** The session options a peer lets its user tune (see `SessionOptions` in sync/session.ts). */
+export type SyncTuning = Pick<SessionOptions,
+  'handshakeTimeoutMs' | 'resyncTimeoutMs' | 'antiEntropyIntervalMs' | 'window' | 'maxQueuedCommits' | 'maxMalformed' | 'ackEvery' | 'now'>
 
 /** Checks the options a user can get wrong, with a clear error. */
 export function validatePeerOptions(options: PeerOptions): void {
@@ -81,6 +102,12 @@ export function validatePeerOptions(options: PeerOptions): void {
     const ok = durability.mode === 'sync' ||
       (durability.mode === 'async' && Number.isFinite(durability.rpoMs) && durability.rpoMs > 0)
     if (!ok) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, "createPeer: durability must be { mode: 'sync' } or { mode: 'async', rpoMs > 0 }")
+  }
+  if (options.tickMs !== undefined && !(Number.isFinite(options.tickMs) && options.tickMs >= 0)) {
+    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'createPeer: tickMs must be a number >= 0')
+  }
+  if (options.dir !== undefined && options.storage !== undefined) {
+    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'createPeer: give either dir or storage, not both')
   }
   if (options.dir !== undefined && (typeof options.dir !== 'string' || options.dir.length === 0)) {
     throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'createPeer: dir must be a non-empty path')

@@ -85,6 +85,8 @@ export async function createPeer(options: PeerOptions): Promise<Peer> {
   validatePeerOptions(options)
   const store = await openStore({
     dir: options.dir,
+    storage: options.storage,
+    createReplica: options.createReplica,
     replicaId: options.id,
     durability: options.durability,
     checkpoint: options.checkpoint,
@@ -117,7 +119,7 @@ export class Peer {
   private websocket: WebSocketTransport | undefined
   private websocketWired = false
   private bridge: YWebsocketBridge | undefined
-  private readonly ticker: ReturnType<typeof setInterval>
+  private readonly ticker: ReturnType<typeof setInterval> | undefined
   private closing: Promise<void> | undefined
 
   constructor(private readonly options: PeerOptions, store: Store) {
@@ -128,10 +130,20 @@ export class Peer {
     store.events.on('error', (event) => this.events.emit('error', event))
     store.events.on('expired', ({ name }) => this.host.untrack(name))
     store.events.on('archived', ({ name }) => this.host.untrack(name))
-    this.ticker = setInterval(() => {
-      for (const session of this.sessions) session.tick()
-    }, TICK_MS)
-    this.ticker.unref()
+    const tickMs = options.tickMs ?? TICK_MS
+    if (tickMs > 0) {
+      this.ticker = setInterval(() => this.tick(), tickMs)
+      this.ticker.unref()
+    }
+  }
+
+  /**
+   * Drives the time-based parts of every session (handshake timeout, resync
+   * retries, periodic anti-entropy). A timer calls it every `tickMs`; with
+   * `tickMs: 0` the caller does (a simulation, in virtual time).
+   */
+  tick(now?: number): void {
+    for (const session of this.sessions) session.tick(now)
   }
 
   // ------------------------------------------------------------ replicas
@@ -343,6 +355,7 @@ export class Peer {
     this.checkOpen()
     const host = connection.direction === 'outbound' ? this.dialHost : this.host
     const session = attachSession(connection, host, {
+      ...this.options.sync,
       peerId: toPeerId(this.id),
       token: options.token ?? this.options.auth?.token,
       filter: this.options.names,
@@ -379,7 +392,7 @@ export class Peer {
   }
 
   private async shutdown(): Promise<void> {
-    clearInterval(this.ticker)
+    if (this.ticker) clearInterval(this.ticker)
     for (const reconnector of this.reconnectors.keys()) reconnector.stop()
     this.reconnectors.clear()
     for (const session of this.sessions) session.close('peer closing')

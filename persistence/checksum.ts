@@ -3,7 +3,7 @@
  * against torn writes and flipped bits; SHA-256 chains the log records of a
  * name (tamper evidence).
  */
-import { createHash } from 'node:crypto'
+import * as crypto from 'node:crypto'
 import { crc32 } from 'node:zlib'
 
 /** Length of a record hash in bytes (SHA-256). */
@@ -12,9 +12,12 @@ export const HASH_BYTES = 32
 /** The hash before the first record of every name: 32 zero bytes. */
 export const ZERO_HASH: Uint8Array = new Uint8Array(HASH_BYTES)
 
+/** One-shot `crypto.hash` (Node >= 20.12): no Hash object per call. */
+const oneShot = (crypto as { hash?: (algorithm: string, data: Uint8Array, encoding: 'buffer') => Uint8Array }).hash
+
 /** SHA-256 of `bytes`. */
 export function sha256(bytes: Uint8Array): Uint8Array {
-  const digest = createHash('sha256').update(bytes).digest()
+  const digest = oneShot ? oneShot('sha256', bytes, 'buffer') : crypto.createHash('sha256').update(bytes).digest()
   return new Uint8Array(digest.buffer, digest.byteOffset, digest.byteLength)
 }
 

@@ -114,7 +114,7 @@ export class BatchBuilder {
     this.ops.push({ type: 'del', key })
   }
 
-  /** Runs `fn` once the batch is written (before the units resolve). */
+  /** Runs `fn` once the batch is written (before the units resolve; their names' `pending` no longer counts them). */
   onCommit(fn: () => void): void {
     this.afterCommit.push(fn)
   }
@@ -159,6 +159,13 @@ export interface Unit<T> {
   readonly sync: boolean
   /** Names the unit touches (kept from eviction while queued). */
   readonly states: readonly NameState[]
+  /**
+   * Build after the other units of the batch. A checkpoint unit sets this:
+   * every change applied to a replica has its unit queued at once, and a
+   * batch takes every queued unit, so a snapshot taken last in the batch is
+   * exactly the state at the batch's last seq of the name.
+   */
+  readonly late?: boolean
   /** Adds the unit's operations; runs synchronously when the batch is formed. */
   build(builder: BatchBuilder): T
 }
@@ -199,9 +206,14 @@ export interface CommitterOptions {
   /**
    * Largest number of units in one batch (default: all that are queued).
    * Keep the default for stores: a checkpoint snapshot is only exact when
-   * every queued change is in the same batch.
+   * every queued change is in the same batch (see {@link Unit.late}).
    */
   readonly maxUnitsPerBatch?: number
+}
+
+/** Resolves after the pending promise callbacks and I/O events have run. */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve))
 }
 
 interface Queued {
@@ -260,8 +272,15 @@ export class Committer {
 
   private async run(): Promise<void> {
     try {
-      while (this.queue.length > 0) {
+      let previous = 0
+      for (;;) {
+        // Writers released by a batch of several units queue their next
+        // units from promise callbacks: let those run (one macrotask turn)
+        // so they share the next batch instead of the first going alone.
+        if (previous > 1) await nextTurn()
+        if (this.queue.length === 0) break
         const taken = this.queue.splice(0, this.maxUnits)
+        previous = taken.length
         await this.writeBatch(taken)
       }
     } finally {
@@ -272,7 +291,10 @@ export class Committer {
   private async writeBatch(taken: Queued[]): Promise<void> {
     const builder = new BatchBuilder()
     const built: Array<{ item: Queued; value: unknown }> = []
-    for (const item of taken) {
+    const ordered = taken.some((item) => item.unit.late)
+      ? [...taken.filter((item) => !item.unit.late), ...taken.filter((item) => item.unit.late)]
+      : taken
+    for (const item of ordered) {
       const point = builder.savepoint()
       try {
         built.push({ item, value: item.unit.build(builder) })
@@ -311,12 +333,11 @@ export class Committer {
     }
     if (sync) this.markDurable()
     else this.scheduleFlush()
+    // Released before the after-commit callbacks: there, `pending` counts only units queued since.
+    for (const { item } of built) this.release(item)
     builder.runAfterCommit()
     if (builder.records.length > 0 && this.events.listenerCount('commit') > 0) this.events.emit('commit', { records: builder.records })
-    for (const { item, value } of built) {
-      this.release(item)
-      item.resolve(value)
-    }
+    for (const { item, value } of built) item.resolve(value)
   }
 
   private release(item: Queued): void {

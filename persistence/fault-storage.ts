@@ -59,6 +59,8 @@ export class FaultStorage implements Storage {
   async batch(operations: readonly StorageOperation[], options?: WriteOptions): Promise<void> {
     this.check('batch', operations)
     await this.visible.batch(operations, options)
+    // The power went while the batch was being written: it is lost, and nothing acknowledges it.
+    this.checkPower('batch')
     this.batchCount++
     this.pending.push([...operations])
     if (options?.sync) await this.moveToStable()
@@ -70,10 +72,17 @@ export class FaultStorage implements Storage {
     await this.moveToStable()
   }
 
+  private checkPower(operation: string): void {
+    if (this.isClosed) throw new ConcordError(ErrorCodes.STORAGE_ERROR, `${operation}: the power was cut during the write`)
+  }
+
   private async moveToStable(): Promise<void> {
     const batches = this.pending
     this.pending = []
-    for (const ops of batches) await this.durable.batch(ops)
+    // Synchronous with respect to powerCut(): the batches reach stable storage in one step.
+    const stable = batches.flat()
+    if (stable.length > 0) await this.durable.batch(stable)
+    this.checkPower('sync')
     this.syncCount++
   }
 

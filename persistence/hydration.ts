@@ -34,6 +34,13 @@ export class Hydration {
     return marker ? decodeArchiveMarker(marker).type : undefined
   }
 
+  /** The entry of `name` if it is hydrated (marked recently used), without waiting; `TypeMismatchError` if `type` differs. */
+  hydrated(name: string, type: ReplicaType | undefined): Entry | undefined {
+    const entry = this.core.cache.use(name)
+    if (entry && type !== undefined && entry.state.meta.type !== type) throw new TypeMismatchError(name, type, entry.state.meta.type)
+    return entry
+  }
+
   /** The entry of `name`, hydrating it if needed; `TypeMismatchError` if `type` differs. */
   async entry(name: string, type: ReplicaType | undefined, options: NameOptions): Promise<Entry> {
     const { cache } = this.core

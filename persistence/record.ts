@@ -15,10 +15,10 @@
  *
  * The record's hash is the SHA-256 of all of its bytes, checksum included.
  */
-import { Decoder, Encoder } from '../crdt/codec.ts'
+import { Decoder } from '../crdt/codec.ts'
 import { ConcordError, DecodeError, ErrorCodes } from '../crdt/errors.ts'
-import { readHlc, writeHlc, type HlcTimestamp } from '../crdt/hlc.ts'
-import { HASH_BYTES, openChecksummed, sealWithChecksum, sha256 } from './checksum.ts'
+import { readHlc, type HlcTimestamp } from '../crdt/hlc.ts'
+import { checksum, HASH_BYTES, openChecksummed, sha256 } from './checksum.ts'
 
 /** Current record format version. */
 export const RECORD_VERSION = 1
@@ -45,14 +45,68 @@ export interface StoredRecord extends LogRecord {
   readonly size: number
 }
 
-/** Encodes a record (checksum appended). */
+const textEncoder = new TextEncoder()
+/** UTF-8 of the names and agents seen lately (they repeat on every record). */
+const utf8Cache = new Map<string, Uint8Array>()
+
+function utf8(value: string): Uint8Array {
+  let bytes = utf8Cache.get(value)
+  if (!bytes) {
+    if (utf8Cache.size >= 4096) utf8Cache.clear()
+    bytes = textEncoder.encode(value)
+    if (value.length <= 1024) utf8Cache.set(value, bytes)
+  }
+  return bytes
+}
+
+function varUintSize(value: number): number {
+  if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`writeVarUint: ${value} is not a safe unsigned integer`)
+  let size = 1
+  while (value > 0x7f) {
+    value = Math.floor(value / 0x80)
+    size++
+  }
+  return size
+}
+
+function putVarUint(out: Uint8Array, offset: number, value: number): number {
+  while (value > 0x7f) {
+    out[offset++] = (value % 0x80) | 0x80
+    value = Math.floor(value / 0x80)
+  }
+  out[offset++] = value
+  return offset
+}
+
+/**
+ * Encodes a record (checksum appended). Byte for byte what an `Encoder`
+ * would write, but sized first and written once: the payload is copied
+ * once, into the record.
+ */
 export function encodeRecord(record: LogRecord): Uint8Array {
   if (record.prevHash.length !== HASH_BYTES) throw new RangeError('prevHash must be 32 bytes')
-  const encoder = new Encoder(64 + record.payload.length + record.name.length)
-  encoder.writeUint8(RECORD_VERSION).writeString(record.name).writeVarUint(record.seq)
-  writeHlc(encoder, record.hlc)
-  encoder.writeString(record.agent).writeUint8(record.kind === 'state' ? 1 : 0).writeRaw(record.prevHash).writeBytes(record.payload)
-  return sealWithChecksum(encoder.finish())
+  const name = utf8(record.name)
+  const agent = utf8(record.agent)
+  const { payload, seq, hlc } = record
+  const size = 1 + varUintSize(name.length) + name.length + varUintSize(seq) + varUintSize(hlc.wall) + varUintSize(hlc.logical)
+    + varUintSize(agent.length) + agent.length + 1 + HASH_BYTES + varUintSize(payload.length) + payload.length + 4
+  const out = new Uint8Array(size)
+  out[0] = RECORD_VERSION
+  let offset = putVarUint(out, 1, name.length)
+  out.set(name, offset)
+  offset = putVarUint(out, offset + name.length, seq)
+  offset = putVarUint(out, offset, hlc.wall)
+  offset = putVarUint(out, offset, hlc.logical)
+  offset = putVarUint(out, offset, agent.length)
+  out.set(agent, offset)
+  offset += agent.length
+  out[offset++] = record.kind === 'state' ? 1 : 0
+  out.set(record.prevHash, offset)
+  offset = putVarUint(out, offset + HASH_BYTES, payload.length)
+  out.set(payload, offset)
+  offset += payload.length
+  new DataView(out.buffer, out.byteOffset, out.byteLength).setUint32(offset, checksum(out.subarray(0, offset)))
+  return out
 }
 
 /**

@@ -152,7 +152,7 @@ export class Store {
     const entries = []
     for (const item of deltas) {
       if (!(item.delta instanceof Uint8Array)) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'a delta must be a Uint8Array')
-      entries.push(await this.hydration.entry(item.name, item.type, { signal: options.signal }))
+      entries.push(this.hydration.hydrated(item.name, item.type) ?? await this.hydration.entry(item.name, item.type, { signal: options.signal }))
     }
     return this.writes.commitDeltas(entries, deltas, options)
   }

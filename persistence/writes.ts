@@ -8,12 +8,20 @@
  * all of them as one atomic unit.
  */
 import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
+import type { HlcTimestamp } from '../crdt/hlc.ts'
 import type { BatchBuilder, CommittedRecord, Unit } from './committer.ts'
 import { encodeCheckpoint } from './checkpoint.ts'
 import { checkpointKey, logKey } from './keys.ts'
 import { FULL_RETENTION_CHECKPOINTS } from './options.ts'
 import type { StoreCore } from './store-core.ts'
 import type { ApplyResult, CaptureItem, Entry } from './store-types.ts'
+
+/** A replica snapshot taken when the replica was exactly at `seq`. */
+interface TakenSnapshot {
+  readonly seq: number
+  readonly hlc: HlcTimestamp
+  readonly snapshot: Uint8Array
+}
 
 /** @internal the store's write path. */
 export class Writes {
@@ -99,14 +107,21 @@ export class Writes {
     const sinceCheckpoint = meta.lastSeq - (meta.checkpoints.at(-1)?.seq ?? 0)
     const { everyRecords, everyBytes } = entry.policy
     if ((everyRecords > 0 && sinceCheckpoint >= everyRecords) || (everyBytes > 0 && meta.logBytes >= everyBytes)) {
-      this.queueCheckpoint(entry)
+      if (entry.checkpointQueued) return
+      // No change of the name queued since this batch: the replica is exactly
+      // at its last seq, so the checkpoint can be taken at that seq, now.
+      this.queueCheckpoint(entry, entry.state.pending === 0)
     }
   }
 
-  /** Queues a checkpoint of `entry` (failures reported as `error` events). */
-  queueCheckpoint(entry: Entry): Promise<number> {
+  /**
+   * Queues a checkpoint of `entry` (failures reported as `error` events):
+   * snapshotted now when `now` (the replica must be exactly at its committed
+   * seq), else last in the next batch.
+   */
+  queueCheckpoint(entry: Entry, now = false): Promise<number> {
     entry.checkpointQueued = true
-    const promise = this.core.committer.enqueue(this.checkpointUnit(entry))
+    const promise = this.core.committer.enqueue(now ? this.checkpointUnit(entry, this.takeSnapshot(entry)) : this.checkpointUnit(entry))
     promise.then(() => { entry.checkpointQueued = false }, (error) => {
       entry.checkpointQueued = false
       this.core.events.emit('error', { name: entry.name, error })
@@ -114,19 +129,30 @@ export class Writes {
     return promise
   }
 
-  /** A unit that writes a checkpoint of `entry` at its newest seq, with the retention trim it allows. */
-  checkpointUnit(entry: Entry): Unit<number> {
+  private takeSnapshot(entry: Entry): TakenSnapshot {
+    const { meta } = entry.state
+    return { seq: meta.lastSeq, hlc: this.core.clock.latest, snapshot: entry.replica.snapshot() }
+  }
+
+  /**
+   * A unit that writes a checkpoint of `entry`, with the retention trim it
+   * allows: of the snapshot `taken` at its seq (built in queue order, before
+   * any later change of the name), or else snapshotted when built, last in
+   * its batch, at the name's newest seq.
+   */
+  checkpointUnit(entry: Entry, taken?: TakenSnapshot): Unit<number> {
     const { state } = entry
-    const { core } = this
     return {
-      sync: entry.durability.mode === 'sync', states: [state],
+      sync: entry.durability.mode === 'sync', states: [state], late: taken === undefined,
       build: (b) => {
         const meta = b.meta(state)
         const newest = meta.checkpoints.at(-1)?.seq ?? 0
         if (meta.lastSeq === 0 || meta.lastSeq === newest) return newest
+        // A snapshot of another seq cannot be labelled with this one.
+        if (taken && taken.seq !== meta.lastSeq) return newest
+        const { hlc, snapshot } = taken ?? this.takeSnapshot(entry)
         const bytes = encodeCheckpoint({
-          name: meta.name, type: meta.type, seq: meta.lastSeq, hash: meta.lastHash, schema: meta.schema,
-          hlc: core.clock.latest, snapshot: entry.replica.snapshot(),
+          name: meta.name, type: meta.type, seq: meta.lastSeq, hash: meta.lastHash, schema: meta.schema, hlc, snapshot,
         })
         b.put(checkpointKey(meta.name, meta.lastSeq), bytes)
         const all = [...meta.checkpoints, { seq: meta.lastSeq, size: bytes.length }]
@@ -143,7 +169,7 @@ export class Writes {
         const seq = meta.lastSeq
         b.onCommit(() => {
           entry.dirtySince = 0
-          core.events.emit('checkpoint', { name: meta.name, seq, size: bytes.length })
+          this.core.events.emit('checkpoint', { name: meta.name, seq, size: bytes.length })
         })
         return seq
       },

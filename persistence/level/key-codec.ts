@@ -16,7 +16,34 @@ const textDecoder = new TextDecoder('utf-8', { fatal: true })
 
 /** Encodes a path key to bytes. */
 export function encodeKey(key: StorageKey): Uint8Array {
-  // Fast path: segments without 0x00/0x01 bytes need no escaping.
+  // Fast path: printable ASCII segments (every key the store writes but the
+  // names' own characters) are their own bytes; no escaping, one allocation.
+  let length = 0
+  let ascii = true
+  for (let i = 0; i < key.length && ascii; i++) {
+    const segment = key[i]
+    if (typeof segment !== 'string') {
+      ascii = false
+      break
+    }
+    for (let j = 0; j < segment.length; j++) {
+      const code = segment.charCodeAt(j)
+      if (code < 0x02 || code > 0x7f) {
+        ascii = false
+        break
+      }
+    }
+    length += segment.length + 1
+  }
+  if (ascii) {
+    const out = new Uint8Array(length)
+    let offset = 0
+    for (const segment of key) {
+      for (let j = 0; j < segment.length; j++) out[offset++] = segment.charCodeAt(j)
+      offset++ // the terminator stays 0x00
+    }
+    return out
+  }
   let simple = true
   for (const segment of key) {
     if (typeof segment !== 'string' || /[\u0000\u0001]/.test(segment)) {

@@ -87,11 +87,21 @@ export class LevelStorage implements Storage {
       if (options?.sync) await this.flush(options)
       return
     }
-    const ops = operations.map((op) => op.type === 'put'
-      ? { type: 'put' as const, key: encodeKey(op.key), value: op.value }
-      : { type: 'del' as const, key: encodeKey(op.key) })
+    // A chained batch (one LevelDB WriteBatch, atomic like the array form)
+    // costs about half as much per operation: the array form clones every
+    // operation object and its options before encoding it.
+    const batch = this.db.batch()
     try {
-      await this.db.batch(ops, { sync: options?.sync === true } as never)
+      for (const op of operations) {
+        if (op.type === 'put') batch.put(encodeKey(op.key), op.value)
+        else batch.del(encodeKey(op.key))
+      }
+    } catch (error) {
+      await batch.close().catch(() => undefined)
+      throw storageError(error, 'batch')
+    }
+    try {
+      await batch.write({ sync: options?.sync === true } as never)
     } catch (error) {
       throw storageError(error, 'batch')
     }

@@ -40,6 +40,7 @@ const lists = {
     // peer/
     'test/peer/y-websocket-bridge.test.ts',
     'test/peer/peer.test.ts',
+    'test/peer/sim-convergence.test.ts',
     'test/transports/connection-events.test.ts',
     // cli/ and demos/
     'test/peer/peer-disconnect.test.ts',
@@ -53,6 +54,8 @@ const lists = {
     'test/crdt/documents/automerge-traces-full.test.ts',
     // sync/ and transports/
     'test/sync/convergence.chaos.test.ts',
+    // peer/
+    'test/peer/sim-convergence.chaos.test.ts',
   ],
   crash: [
     // persistence/

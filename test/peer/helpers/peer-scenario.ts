@@ -1,0 +1,373 @@
+/**
+ * Convergence of real peers (`createPeer`: store + sync sessions) on the
+ * seeded simulated network. 3 to 8 peers, each over a storage that survives
+ * its crashes (a FaultStorage over memory-level: a crash is a power cut that
+ * keeps what was written in `sync` mode up to the last fsync and, in `async`
+ * mode, everything written, as a process crash does), every type, random
+ * operations and transactions while frames are dropped, duplicated and
+ * reordered, the network partitions and heals and peers crash and restart
+ * from their storage. After the final heal every peer must hold the same
+ * values and versions of every name, and keep them across one more
+ * crash-restart.
+ *
+ * Determinism: the network, the operations, the faults, the Yjs client ids,
+ * the Automerge actors, the HLC (virtual `now`) and the session ticks
+ * (`tickMs: 0`, ticked in virtual time) all come from the seed; async steps
+ * (opening a peer, a crash) run between network steps. What is not driven:
+ * the store's background sweep (a real 10 s timer; a scenario lasts far
+ * less) and the async-mode fsync timer (it only moves data between the
+ * FaultStorage's two engines, which a crash that keeps everything written
+ * makes irrelevant).
+ */
+import { createReplica } from '../../../crdt/registry.ts'
+import type { Replica, ReplicaOptions, ReplicaType } from '../../../crdt/replica.ts'
+import { AutomergeReplica, YjsReplica } from '../../../crdt/documents/index.ts'
+import type { ORMapReplica } from '../../../crdt/types/replicas.ts'
+import { createPeer, type Peer } from '../../../peer/index.ts'
+import { FaultStorage } from '../../../persistence/fault-storage.ts'
+import type { Durability } from '../../../persistence/options.ts'
+import { Network, Prng } from '../../../transports/memory/index.ts'
+import { Reconnector } from '../../../transports/reconnect.ts'
+
+/** One name per type: every type in every scenario. */
+export const NAMES: ReadonlyArray<{ readonly name: string; readonly type: ReplicaType }> = [
+  { name: 'counter', type: 'pncounter' },
+  { name: 'gcounter', type: 'gcounter' },
+  { name: 'set', type: 'orset' },
+  { name: 'gset', type: 'gset' },
+  { name: 'register', type: 'lww-register' },
+  { name: 'mv', type: 'mv-register' },
+  { name: 'map', type: 'ormap' },
+  { name: 'flag', type: 'ewflag' },
+  { name: 'text', type: 'yjs' },
+  { name: 'doc', type: 'automerge' },
+]
+
+/** What a scenario did, for the failure message and for replay checks. */
+export interface PeerScenarioResult {
+  readonly seed: number
+  readonly peers: number
+  readonly converged: boolean
+  /** Values and versions equal again after every peer restarted from its storage at the end. */
+  readonly durable: boolean
+  /** Peer -> name -> JSON value. */
+  readonly values: Record<string, Record<string, string>>
+  /** Why it did not converge (first difference). */
+  readonly difference?: string
+  readonly operations: number
+  readonly transactions: number
+  readonly crashes: number
+  readonly partitions: number
+  readonly dropped: number
+  readonly duplicated: number
+  readonly reordered: number
+  readonly commitsIn: number
+  readonly virtualMs: number
+}
+
+interface Slot {
+  readonly name: string
+  readonly durability: Durability
+  storage: FaultStorage
+  peer: Peer | undefined
+  replicas: Map<string, Replica>
+  reconnectors: Reconnector[]
+  commitsIn: number
+}
+
+/** Runs the scenario for `seed`. */
+export async function runPeerScenario(seed: number): Promise<PeerScenarioResult> {
+  const network = new Network({ seed, latency: [1, 30], drop: 0.05, duplicate: 0.05, reorder: 0.1 })
+  const random = network.random
+  // Ids of Yjs clients and Automerge actors: from the seed too, a fresh one per replica object.
+  const ids = new Prng(seed ^ 0x5eed)
+  const creator = (type: ReplicaType, options: ReplicaOptions): Replica => {
+    if (type === 'yjs') return createReplica(type, { ...options, clientId: ids.int(1, 2 ** 31) } as ReplicaOptions)
+    if (type === 'automerge') {
+      const actor = Array.from({ length: 16 }, () => ids.int(0, 255).toString(16).padStart(2, '0')).join('')
+      return createReplica(type, { ...options, actor } as ReplicaOptions)
+    }
+    return createReplica(type, options)
+  }
+
+  const count = random.int(3, 8)
+  const slots: Slot[] = []
+  for (let i = 0; i < count; i++) {
+    const durability: Durability = random.chance(0.5) ? { mode: 'sync' } : { mode: 'async', rpoMs: 50 }
+    slots.push({ name: `p${i}`, durability, storage: await FaultStorage.create(), peer: undefined, replicas: new Map(), reconnectors: [], commitsIn: 0 })
+  }
+
+  const start = async (slot: Slot): Promise<void> => {
+    const peer = await createPeer({
+      id: slot.name,
+      storage: slot.storage,
+      durability: slot.durability,
+      createReplica: creator,
+      tickMs: 0,
+      now: () => Math.floor(network.now),
+      sync: { now: () => network.now, antiEntropyIntervalMs: 400, resyncTimeoutMs: 150, handshakeTimeoutMs: 300 },
+    })
+    peer.events.on('error', () => { /* storage cut under a crashing peer */ })
+    slot.replicas = new Map()
+    for (const { name, type } of NAMES) slot.replicas.set(name, await peer.open(name, type))
+    slot.peer = peer
+    await network.transport(slot.name).listen()
+    for (const [from, to] of edges) if (from === slots.indexOf(slot)) keepConnected(slot, slots[to].name)
+  }
+
+  const keepConnected = (slot: Slot, other: string): void => {
+    const reconnector = new Reconnector({
+      transport: network.transport(slot.name),
+      address: `memory://${other}`,
+      backoff: { initialMs: 20, maxMs: 400 },
+      random: () => random.next(),
+      timers: network.timers,
+      now: () => network.now,
+      stableMs: 200,
+    })
+    reconnector.events.on('connection', (connection) => {
+      if (slot.peer) slot.peer.attach(connection)
+      else connection.close('peer down')
+    })
+    slot.reconnectors.push(reconnector)
+    reconnector.start()
+  }
+
+  for (const slot of slots) {
+    network.transport(slot.name).events.on('connection', (connection) => {
+      if (slot.peer) slot.peer.attach(connection)
+      else connection.close('peer down')
+    })
+  }
+
+  /** A crash: links break, the peer object is dropped, its storage keeps what a crash keeps. */
+  const crash = async (slot: Slot): Promise<void> => {
+    const peer = slot.peer
+    if (!peer) return
+    slot.peer = undefined
+    for (const reconnector of slot.reconnectors.splice(0)) reconnector.stop()
+    network.crash(slot.name)
+    slot.commitsIn += peer.stats().totals.commitsIn
+    const keep = slot.durability.mode === 'sync' ? random.int(0, slot.storage.unsyncedBatches) : slot.storage.unsyncedBatches
+    slot.storage = await slot.storage.powerCut({ keep })
+    await peer.close().catch(() => undefined)
+  }
+
+  const restart = async (slot: Slot): Promise<void> => {
+    if (slot.peer) return
+    network.restart(slot.name)
+    await start(slot)
+  }
+
+  // ring plus random chords; each link kept alive by the lower-numbered peer
+  const edges: Array<[number, number]> = []
+  for (let i = 0; i < count; i++) edges.push([i, (i + 1) % count])
+  for (let i = 0; i < count; i++) for (let j = i + 2; j < count; j++) if (random.chance(0.25)) edges.push([i, j])
+  for (const slot of slots) await start(slot)
+
+  let stop = false
+  const tick = (): void => {
+    if (stop) return
+    for (const slot of slots) slot.peer?.tick(network.now)
+    network.schedule(50, tick)
+  }
+  network.schedule(50, tick)
+
+  // operations, drawn when they run
+  const operations = random.int(30, 80)
+  let transactions = 0
+  for (let k = 0; k < operations; k++) {
+    network.schedule(random.int(0, 2000), () => {
+      const up = slots.filter((s) => s.peer)
+      if (up.length === 0) return
+      const slot = random.pick(up)
+      const peer = slot.peer!
+      if (random.chance(0.25)) {
+        transactions++
+        const touched = NAMES.filter(() => random.chance(0.3))
+        void peer.transact(() => {
+          for (const { name } of touched) mutate(slot.replicas.get(name)!, random, `${slot.name}.${k}.${name}`)
+        }).catch(() => undefined)
+      } else {
+        const { name } = random.pick(NAMES)
+        mutate(slot.replicas.get(name)!, random, `${slot.name}.${k}`)
+      }
+    })
+  }
+
+  // partitions and heals
+  const partitions = random.int(0, 2)
+  for (let k = 0; k < partitions; k++) {
+    const at = random.int(100, 1800)
+    network.schedule(at, () => {
+      const side = slots.filter(() => random.chance(0.5)).map((s) => s.name)
+      network.partition([side, slots.map((s) => s.name).filter((n) => !side.includes(n))])
+    })
+    network.schedule(at + random.int(50, 500), () => network.heal())
+  }
+
+  // crashes and restarts: async, so they run between network steps
+  const crashes = random.int(0, 3)
+  const plan: Array<{ at: number; run: () => Promise<void> }> = []
+  for (let k = 0; k < crashes; k++) {
+    const slot = slots[random.int(0, count - 1)]
+    const at = random.int(100, 1800)
+    plan.push({ at, run: () => crash(slot) })
+    plan.push({ at: at + random.int(50, 600), run: () => restart(slot) })
+  }
+  plan.sort((a, b) => a.at - b.at)
+  for (const step of plan) {
+    await network.run({ maxTime: step.at })
+    await step.run()
+  }
+  await network.run({ maxTime: 2500 })
+
+  // heal everything; the protocol must converge from here on its own
+  network.heal()
+  network.setFaults({ drop: 0, duplicate: 0, reorder: 0 })
+  for (const slot of slots) await restart(slot)
+
+  let difference: string | undefined = 'not checked'
+  let done = false
+  const probe = (): void => {
+    if (stop) return
+    difference = compare(slots)
+    if (difference === undefined) done = true
+    else network.schedule(100, probe)
+  }
+  network.schedule(100, probe)
+  await network.run({ until: () => done, maxTime: network.now + 20_000 })
+  const converged = difference === undefined
+  const values = snapshot(slots)
+
+  // Everything each peer holds is persisted: crash every peer once more, restart, compare.
+  for (const slot of slots) await slot.peer!.flush()
+  for (const slot of slots) await crash(slot)
+  for (const slot of slots) {
+    network.restart(slot.name)
+    slot.peer = await createPeer({ id: slot.name, storage: slot.storage, createReplica: creator, tickMs: 0, now: () => Math.floor(network.now) })
+    slot.replicas = new Map()
+    for (const { name, type } of NAMES) slot.replicas.set(name, await slot.peer.open(name, type))
+  }
+  const durable = JSON.stringify(snapshot(slots)) === JSON.stringify(values) && compare(slots) === undefined
+
+  stop = true
+  let commitsIn = 0
+  for (const slot of slots) {
+    commitsIn += slot.commitsIn + slot.peer!.stats().totals.commitsIn
+    for (const reconnector of slot.reconnectors) reconnector.stop()
+    await slot.peer!.close()
+    await slot.storage.close()
+  }
+  return {
+    seed, peers: count, converged, durable, values, difference: converged ? undefined : difference,
+    operations, transactions, crashes, partitions,
+    dropped: network.stats.dropped, duplicated: network.stats.duplicated, reordered: network.stats.reordered,
+    commitsIn, virtualMs: network.now,
+  }
+}
+
+/** Peer -> name -> JSON value. */
+function snapshot(slots: readonly Slot[]): Record<string, Record<string, string>> {
+  const out: Record<string, Record<string, string>> = {}
+  for (const slot of slots) {
+    out[slot.name] = {}
+    for (const { name } of NAMES) out[slot.name][name] = JSON.stringify(slot.replicas.get(name)?.value())
+  }
+  return out
+}
+
+/** The first difference of value or version between the peers, or undefined when all are equal. */
+function compare(slots: readonly Slot[]): string | undefined {
+  const [first, ...rest] = slots
+  if (!first.peer) return `${first.name} is down`
+  for (const other of rest) {
+    if (!other.peer) return `${other.name} is down`
+    for (const { name } of NAMES) {
+      const a = first.replicas.get(name)!
+      const b = other.replicas.get(name)!
+      const [va, vb] = [JSON.stringify(a.value()), JSON.stringify(b.value())]
+      if (va !== vb) return `${name}: ${first.name} has ${va}, ${other.name} has ${vb}`
+      if (!sameBytes(a.version(), b.version())) return `${name}: versions of ${first.name} and ${other.name} differ`
+      if (lacks(a, b) || lacks(b, a)) return `${name}: ${first.name} and ${other.name} still lack something of each other`
+    }
+  }
+  return undefined
+}
+
+/**
+ * Whether `a` lacks something of `b`: what `b` would send it changes a copy
+ * of `a` (a Yjs delta always carries the delete set, so non-null alone says
+ * nothing).
+ */
+function lacks(a: Replica, b: Replica): boolean {
+  const delta = b.deltaSince(a.version())
+  if (delta === null) return false
+  const copy = createReplica(a.type, { replicaId: a.replicaId, snapshot: a.snapshot() })
+  return copy.applyDelta(delta)
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
+}
+
+/** One random local change of `replica` (the map also gets nested values). */
+export function mutate(replica: Replica, random: Prng, tag: string): void {
+  if (replica instanceof YjsReplica) {
+    const text = replica.doc.getText('t')
+    if (text.length > 0 && random.chance(0.3)) text.delete(random.int(0, text.length - 1), 1)
+    else text.insert(random.int(0, text.length), tag)
+    return
+  }
+  if (replica instanceof AutomergeReplica) {
+    const key = `k${random.int(0, 4)}`
+    ;(replica as AutomergeReplica<Record<string, unknown>>).change((doc) => {
+      if (random.chance(0.3)) delete doc[key]
+      else doc[key] = { tag, n: random.int(0, 100) }
+    })
+    return
+  }
+  const r = replica as unknown as Record<string, (...args: unknown[]) => unknown>
+  const value = replica.value()
+  switch (replica.type) {
+    case 'gcounter':
+      r.increment(random.int(1, 3))
+      return
+    case 'pncounter':
+      if (random.chance(0.4)) r.decrement(random.int(1, 3))
+      else r.increment(random.int(1, 3))
+      return
+    case 'gset':
+      r.add(tag)
+      return
+    case 'orset': {
+      const elements = Array.isArray(value) ? value : []
+      if (elements.length > 0 && random.chance(0.3)) r.delete(random.pick(elements))
+      else r.add(random.chance(0.5) ? tag : { tag, n: random.int(0, 3) })
+      return
+    }
+    case 'lww-register':
+    case 'mv-register':
+      r.set(random.chance(0.5) ? tag : { tag, list: [random.int(0, 9)] })
+      return
+    case 'ewflag':
+      if (random.chance(0.5)) r.enable()
+      else r.disable()
+      return
+    case 'ormap': {
+      const map = replica as ORMapReplica
+      const keys = map.keys()
+      const choice = random.int(0, 6)
+      if (keys.length > 0 && choice === 0) map.delete(random.pick(keys))
+      else if (choice === 1) map.set(`k${random.int(0, 3)}`, tag)
+      else if (choice === 2) map.counter('hits').increment(random.int(1, 5))
+      else if (choice === 3) map.orset<string>('tags').add(tag)
+      else if (choice === 4) map.map('nested').set(`f${random.int(0, 2)}`, tag)
+      else if (choice === 5) map.map('nested').counter('n').increment()
+      else map.flag('on').enable()
+      return
+    }
+  }
+}

@@ -1,0 +1,125 @@
+/**
+ * Maintenance commands: `verify [NAME]`, `compact` (checkpoint every name),
+ * `gc`, `archive NAME`, `restore NAME` (rehydrate an archived name), and
+ * `expire` (the TTL sweep, now).
+ */
+import { isAbsolute, join } from 'node:path'
+import { Command } from 'commander'
+import type { VerifyReport } from '../../persistence/store.ts'
+import { action, folderOptions, parseInteger, type CliContext, type FolderOptions } from '../context.ts'
+import { ExitCodes } from '../exit-codes.ts'
+import { withFolder } from '../open-store.ts'
+import { table } from '../output.ts'
+import { nameInfo } from './read.ts'
+
+/** Registers verify, compact, gc, archive, restore and expire. */
+export function registerMaintenanceCommands(program: Command, ctx: CliContext): void {
+  folderOptions(program.command('verify')
+    .argument('[name]', 'one name (default: every live name)')
+    .description('check checksums, seqs, the hash chain, checkpoints, and that replaying the log gives the live state (exit 5 if anything is wrong)'))
+    .action(action(ctx, 'verify', async (out, name: string | undefined, options: FolderOptions) => {
+      return withFolder(options.dir, async ({ store }) => {
+        const all = await store.names()
+        const targets = name === undefined ? all.filter((n) => !n.archived) : [await nameInfo(store, name)]
+        const skipped = name === undefined ? all.filter((n) => n.archived).map((n) => n.name) : []
+        const reports: VerifyReport[] = []
+        const progress = out.progress(targets.length, 'verify')
+        try {
+          for (const target of targets) {
+            if (target.archived) {
+              reports.push({ name: target.name, ok: false, firstSeq: 0, lastSeq: target.lastSeq, records: target.records, checkpoints: target.checkpoints, problems: ['archived: restore it first'] })
+            } else {
+              reports.push(await store.verify(target.name))
+            }
+            progress.tick(target.name)
+          }
+        } finally {
+          progress.stop()
+        }
+        const ok = reports.every((report) => report.ok)
+        out.result({ ok, reports, skipped }, () => [
+          reports.length === 0 ? 'no names to verify' : table(
+            ['NAME', 'RESULT', 'RECORDS', 'SEQS', 'CHECKPOINTS'],
+            reports.map((r) => [r.name, r.ok ? 'ok' : 'FAILED', String(r.records), `${r.firstSeq}..${r.lastSeq}`, String(r.checkpoints)]),
+          ),
+          ...reports.filter((r) => !r.ok).flatMap((r) => r.problems.map((problem) => `${r.name}: ${problem}`)),
+          ...(skipped.length > 0 ? [`skipped (archived): ${skipped.join(', ')}`] : []),
+          ok ? `verified ${reports.length} name(s): ok` : `verification FAILED for ${reports.filter((r) => !r.ok).length} name(s)`,
+        ].join('\n'))
+        return ok ? ExitCodes.OK : ExitCodes.VERIFY_FAILED
+      })
+    }))
+
+  folderOptions(program.command('compact')
+    .description('write a checkpoint of every live name now (the log before it is trimmed per retention)'))
+    .action(action(ctx, 'compact', async (out, options: FolderOptions) => {
+      await withFolder(options.dir, async ({ store }) => {
+        const names = (await store.names()).filter((n) => !n.archived)
+        const done: Array<{ name: string; seq: number }> = []
+        const progress = out.progress(names.length, 'compact')
+        try {
+          for (const info of names) {
+            done.push({ name: info.name, seq: await store.checkpoint(info.name) })
+            progress.tick(info.name)
+          }
+        } finally {
+          progress.stop()
+        }
+        await store.flush()
+        out.result({ checkpoints: done }, () => `checkpointed ${done.length} name(s)`)
+      })
+    }))
+
+  folderOptions(program.command('gc')
+    .description('delete records and checkpoints outside retention and keys of deleted names'))
+    .action(action(ctx, 'gc', async (out, options: FolderOptions) => {
+      await withFolder(options.dir, async ({ store }) => {
+        const report = await store.gc()
+        out.result(report, () => `gc: ${report.deletedRecords} record(s), ${report.deletedCheckpoints} checkpoint(s), ${report.orphanNames} orphan name(s) deleted`)
+      })
+    }))
+
+  folderOptions(program.command('archive')
+    .argument('<name>', 'the name to archive')
+    .description('move a name to a compressed archive file beside the folder (restore brings it back)'))
+    .action(action(ctx, 'archive', async (out, name: string, options: FolderOptions) => {
+      await withFolder(options.dir, async ({ store }) => {
+        const info = await nameInfo(store, name)
+        if (info.archived) {
+          out.result({ name, archived: true, already: true }, () => `"${name}" is already archived`)
+          return
+        }
+        const file = await store.archive(name)
+        const path = isAbsolute(file) ? file : join(`${options.dir}.archive`, file)
+        out.result({ name, archived: true, file: path }, () => `archived "${name}" to ${path}`)
+      })
+    }))
+
+  folderOptions(program.command('restore')
+    .argument('<name>', 'the archived name to bring back')
+    .description('rehydrate an archived name into the folder'))
+    .action(action(ctx, 'restore', async (out, name: string, options: FolderOptions) => {
+      await withFolder(options.dir, async ({ store }) => {
+        const info = await nameInfo(store, name)
+        if (!info.archived) {
+          out.result({ name, restored: false, archived: false }, () => `"${name}" is not archived: nothing to do`)
+          return
+        }
+        await store.open(name, info.type)
+        await store.flush()
+        const after = await nameInfo(store, name)
+        out.result({ name, restored: true, info: after }, () => `restored "${name}" (${after.type}, ${after.records} record(s), last seq ${after.lastSeq})`)
+      })
+    }))
+
+  folderOptions(program.command('expire')
+    .option('--ttl <ms>', 'TTL of names that have none of their own (as a peer\'s ttlMs option)')
+    .description('run the TTL sweep now: delete every name untouched for longer than its TTL'))
+    .action(action(ctx, 'expire', async (out, options: FolderOptions & { ttl?: string }) => {
+      const ttlMs = options.ttl === undefined ? undefined : parseInteger(options.ttl, '--ttl', 1)
+      await withFolder(options.dir, async ({ store }) => {
+        const expired = await store.expire()
+        out.result({ expired }, () => expired.length === 0 ? 'expire: no name past its TTL' : `expired ${expired.length} name(s): ${expired.join(', ')}`)
+      }, { ttlMs })
+    }))
+}

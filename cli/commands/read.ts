@@ -1,0 +1,100 @@
+/**
+ * Commands that read a folder: `inspect [NAME]`, `history NAME`,
+ * `at NAME SEQ`; and `revert NAME SEQ`, the one that writes a new change
+ * going back to a past value.
+ */
+import { Command } from 'commander'
+import type { NameInfo, Store } from '../../persistence/store.ts'
+import { action, folderOptions, parseInteger, type CliContext, type FolderOptions } from '../context.ts'
+import { CliError, ExitCodes } from '../exit-codes.ts'
+import { withFolder } from '../open-store.ts'
+import { formatBytes, formatTime, table } from '../output.ts'
+
+/** The info of `name`, or "not found" (exit 3). */
+export async function nameInfo(store: Store, name: string): Promise<NameInfo> {
+  const info = (await store.names()).find((item) => item.name === name)
+  if (!info) throw new CliError(ExitCodes.NOT_FOUND, `no name "${name}"`)
+  return info
+}
+
+function pretty(value: unknown): string {
+  return JSON.stringify(value, null, 2) ?? 'null'
+}
+
+/** Registers inspect, history, at and revert. */
+export function registerReadCommands(program: Command, ctx: CliContext): void {
+  folderOptions(program.command('inspect')
+    .argument('[name]', 'a name to print as JSON (omit to list every name)')
+    .description('list every name (type, records, size, last change), or print one value as JSON'))
+    .action(action(ctx, 'inspect', async (out, name: string | undefined, options: FolderOptions) => {
+      await withFolder(options.dir, async ({ store, id }) => {
+        if (name === undefined) {
+          const names = await store.names()
+          out.result({ id, names }, () => names.length === 0 ? `${options.dir}: no names (replica "${id}")` : table(
+            ['NAME', 'TYPE', 'RECORDS', 'LAST SEQ', 'SIZE', 'LAST CHANGE', 'STATE'],
+            names.map((n) => [n.name, n.type, String(n.records), String(n.lastSeq), formatBytes(n.size), formatTime(n.lastChange), n.archived ? 'archived' : 'live']),
+          ))
+          return
+        }
+        const info = await nameInfo(store, name)
+        if (info.archived) {
+          out.result({ ...info, value: undefined }, () => `"${name}" (${info.type}) is archived; run \`concord restore --dir ${options.dir} ${name}\` to bring it back`)
+          return
+        }
+        const value = (await store.open(name, info.type)).value()
+        out.result({ ...info, value }, () => pretty(value))
+      })
+    }))
+
+  folderOptions(program.command('history')
+    .argument('<name>', 'the name')
+    .option('--from <seq>', 'first seq to list (default: the oldest retained)')
+    .option('--limit <n>', 'at most this many records', '1000')
+    .option('--reverse', 'newest first')
+    .description('list the log records of a name: seq, time, agent, kind, size, hash'))
+    .action(action(ctx, 'history', async (out, name: string, options: FolderOptions & { from?: string; limit: string; reverse?: boolean }) => {
+      const from = options.from === undefined ? undefined : parseInteger(options.from, '--from', 1)
+      const limit = parseInteger(options.limit, '--limit', 1)
+      await withFolder(options.dir, async ({ store }) => {
+        await nameInfo(store, name)
+        const records = await store.history(name, { from, limit, reverse: options.reverse })
+        const rows = records.map((r) => ({ seq: r.seq, time: formatTime(r.hlc.wall), hlc: r.hlc, agent: r.agent, kind: r.kind, size: r.size, hash: r.hash }))
+        out.result(rows, () => rows.length === 0 ? `"${name}": no retained records` : table(
+          ['SEQ', 'TIME', 'AGENT', 'KIND', 'SIZE', 'HASH'],
+          rows.map((r) => [String(r.seq), r.time, r.agent, r.kind, formatBytes(r.size), r.hash.slice(0, 16)]),
+        ))
+      })
+    }))
+
+  folderOptions(program.command('at')
+    .argument('<name>', 'the name')
+    .argument('<seq>', 'the record after which to show the value (0 = empty)')
+    .description('print the value of a name as it was right after record SEQ'))
+    .action(action(ctx, 'at', async (out, name: string, seqText: string, options: FolderOptions) => {
+      const seq = parseInteger(seqText, 'SEQ')
+      await withFolder(options.dir, async ({ store }) => {
+        const info = await nameInfo(store, name)
+        if (seq > info.lastSeq) throw new CliError(ExitCodes.NOT_FOUND, `"${name}" has no record ${seq} (its last is ${info.lastSeq})`)
+        const value = (await store.at(name, seq)).value()
+        out.result({ name, seq, value }, () => pretty(value))
+      })
+    }))
+
+  folderOptions(program.command('revert')
+    .argument('<name>', 'the name')
+    .argument('<seq>', 'the record whose value to go back to')
+    .description('write a new change (replicated like any other) that brings NAME back to its value at SEQ'))
+    .action(action(ctx, 'revert', async (out, name: string, seqText: string, options: FolderOptions) => {
+      const seq = parseInteger(seqText, 'SEQ')
+      await withFolder(options.dir, async ({ store }) => {
+        const info = await nameInfo(store, name)
+        if (seq > info.lastSeq) throw new CliError(ExitCodes.NOT_FOUND, `"${name}" has no record ${seq} (its last is ${info.lastSeq})`)
+        const newSeq = await store.revert(name, seq)
+        await store.flush()
+        const value = (await store.open(name, info.type)).value()
+        out.result({ name, to: seq, seq: newSeq, value }, () => newSeq === null
+          ? `"${name}" already has its value at seq ${seq}: nothing written`
+          : `"${name}" reverted to its value at seq ${seq}: new record ${newSeq}\n${pretty(value)}`)
+      })
+    }))
+}

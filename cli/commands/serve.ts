@@ -1,0 +1,97 @@
+/**
+ * `concord serve`: a long-running peer (relay) on a LevelDB folder, serving
+ * the Concord protocol at ws://HOST:PORT/concord and stock y-websocket
+ * clients at ws://HOST:PORT/yjs/<room>. Stops cleanly on SIGINT/SIGTERM:
+ * sessions closed, every name checkpointed per policy, the log flushed.
+ */
+import { readFile } from 'node:fs/promises'
+import { Command, Option } from 'commander'
+import { createPeer } from '../../peer/index.ts'
+import type { AuthOptions } from '../../peer/options.ts'
+import { parseAcl } from '../acl.ts'
+import { action, parseInteger, type CliContext } from '../context.ts'
+import { CliError, ExitCodes } from '../exit-codes.ts'
+import { storedReplicaId } from '../open-store.ts'
+
+/** Replica id of a new folder served without `--id`. */
+export const DEFAULT_SERVE_ID = 'concord-serve'
+
+interface ServeOptions {
+  dir: string
+  port: string
+  host: string
+  token?: string
+  acl?: string
+  id?: string
+  connect: string[]
+  yWebsocket: boolean
+  libp2p?: boolean
+  json?: boolean
+}
+
+/** Registers serve. */
+export function registerServe(program: Command, ctx: CliContext): void {
+  program.command('serve')
+    .addOption(new Option('-d, --dir <dir>', 'the data folder (created if missing)').env('CONCORD_DIR').makeOptionMandatory())
+    .option('-p, --port <port>', 'TCP port (0 = any free port)', '4400')
+    .option('--host <host>', 'interface to listen on', '127.0.0.1')
+    .addOption(new Option('--token <token>', 'shared secret every connecting peer must present').env('CONCORD_TOKEN'))
+    .option('--acl <file>', 'JSON access-control file: per-peer tokens and per-name access rules (see README)')
+    .option('--id <id>', `replica id of a new folder (default "${DEFAULT_SERVE_ID}"; an existing folder keeps its own)`)
+    .option('--connect <url>', 'also dial this peer and keep the link up (repeatable)', (url: string, all: string[]) => [...all, url], [] as string[])
+    .option('--no-y-websocket', 'do not serve y-websocket clients at /yjs/<room>')
+    .option('--libp2p', 'serve over libp2p too (not available yet in the CLI: exit 2)')
+    .option('--json', 'print the listening address as one JSON line')
+    .description('run a long-lived peer/relay on a folder: WebSocket (and y-websocket) endpoint; clean shutdown on SIGINT/SIGTERM')
+    .action(action(ctx, 'serve', async (out, options: ServeOptions) => {
+      if (options.libp2p) throw new CliError(ExitCodes.USAGE, '--libp2p is not available in the CLI yet; serve speaks WebSocket (ws://HOST:PORT/concord)')
+      const port = parseInteger(options.port, '--port')
+      if (port > 65535) throw new CliError(ExitCodes.USAGE, `--port must be at most 65535, got ${port}`)
+      const acl = options.acl === undefined ? undefined : parseAcl(await readFile(options.acl, 'utf8').catch((error) => {
+        throw new CliError(ExitCodes.NOT_FOUND, `cannot read the ACL file ${options.acl}: ${(error as Error).message}`)
+      }), options.acl)
+      const stored = await storedReplicaId(options.dir)
+      if (stored !== undefined && options.id !== undefined && options.id !== stored) {
+        throw new CliError(ExitCodes.USAGE, `${options.dir} belongs to replica "${stored}", not "${options.id}"`)
+      }
+      const id = stored ?? options.id ?? DEFAULT_SERVE_ID
+      // --token alone: a shared secret (accepted and presented). With per-peer
+      // tokens in the ACL: those are accepted, --token is what this peer presents.
+      const auth: AuthOptions | undefined = acl?.tokens !== undefined
+        ? { accept: acl.tokens, token: options.token }
+        : options.token !== undefined ? { token: options.token } : undefined
+      const peer = await createPeer({ id, dir: options.dir, auth, access: acl?.access })
+      let stopping = false
+      try {
+        const { url, port: bound } = await peer.listen({ port, host: options.host, yWebsocket: options.yWebsocket })
+        const base = url.replace(/\/concord$/, '')
+        out.result({ url, port: bound, id, dir: options.dir, yWebsocket: options.yWebsocket ? `${base}/yjs/<room>` : null },
+          () => `concord serve: replica "${id}" on ${options.dir}\nlistening on ${url}` + (options.yWebsocket ? `\ny-websocket clients: ${base}/yjs/<room>` : '') + '\nCtrl-C to stop')
+        peer.events.on('error', ({ error }) => out.note(`concord serve: ${error.code}: ${error.message}`))
+        peer.events.on('refused', ({ by, reason }) => out.note(`concord serve: handshake refused (${by}): ${reason}`))
+        for (const remote of options.connect) {
+          peer.connect(remote).catch((error) => out.note(`concord serve: connect ${remote}: ${(error as Error).message}`))
+        }
+        ctx.onListening?.({ url, port: bound })
+        const signal = await new Promise<string>((resolve) => {
+          const stop = (name: string) => {
+            process.removeListener('SIGINT', onInt)
+            process.removeListener('SIGTERM', onTerm)
+            resolve(name)
+          }
+          const onInt = () => stop('SIGINT')
+          const onTerm = () => stop('SIGTERM')
+          process.on('SIGINT', onInt)
+          process.on('SIGTERM', onTerm)
+          ctx.signal?.addEventListener('abort', () => stop('abort'), { once: true })
+          if (ctx.signal?.aborted) stop('abort')
+        })
+        stopping = true
+        out.note(`concord serve: ${signal}: flushing and closing`)
+      } finally {
+        await peer.close()
+      }
+      if (stopping) out.note('concord serve: stopped, everything flushed')
+    }))
+}
+

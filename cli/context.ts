@@ -52,7 +52,8 @@ export function action<A extends unknown[]>(
       const message = messageOf(error)
       if (json) {
         const code = (error as { code?: unknown })?.code
-        ctx.io.stdout.write(JSON.stringify({ ok: false, error: { code: typeof code === 'string' ? code : undefined, message, exit: ctx.exitCode } }) + '\n')
+        const plain = error instanceof Error ? error.message : message
+        ctx.io.stdout.write(JSON.stringify({ ok: false, error: { code: typeof code === 'string' ? code : undefined, message: plain, exit: ctx.exitCode } }) + '\n')
       }
       ctx.io.stderr.write(`concord ${name}: ${message}\n`)
     }

@@ -44,6 +44,8 @@ const lists = {
     'test/transports/connection-events.test.ts',
     // cli/ and demos/
     'test/peer/peer-disconnect.test.ts',
+    'test/cli/cli.test.ts',
+    'test/cli/serve.test.ts',
   ],
   // Long suites, run on demand (npm run test:chaos, npm run test:crash).
   chaos: [

@@ -89,7 +89,7 @@ export function registerReadCommands(program: Command, ctx: CliContext): void {
       await withFolder(options.dir, async ({ store }) => {
         const info = await nameInfo(store, name)
         if (seq > info.lastSeq) throw new CliError(ExitCodes.NOT_FOUND, `"${name}" has no record ${seq} (its last is ${info.lastSeq})`)
-        const newSeq = await store.revert(name, seq)
+        const newSeq = (await store.revert(name, seq)) ?? null
         await store.flush()
         const value = (await store.open(name, info.type)).value()
         out.result({ name, to: seq, seq: newSeq, value }, () => newSeq === null

@@ -1,0 +1,121 @@
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { join } from 'node:path'
+import { writeFile } from 'node:fs/promises'
+import { once } from 'node:events'
+import { createPeer } from '../../peer/index.ts'
+import { ErrorCodes, isConcordError } from '../../crdt/errors.ts'
+import { parseAcl } from '../../cli/acl.ts'
+import { tempDir } from '../helpers/temp-dir.ts'
+import { until } from '../helpers/wait.ts'
+import { cli, cliJson, runConcord, spawnConcord } from './helpers.ts'
+
+test('the real `concord serve` process: prints its URL, holds the folder (others get exit 4), flushes everything on SIGTERM', async () => {
+  const root = await tempDir('concord-serve-')
+  const dir = join(root.path, 'relay')
+  const server = spawnConcord(['serve', '--dir', dir, '--port', '0', '--json', '--id', 'relay'])
+  let stderr = ''
+  server.stderr!.on('data', (chunk) => { stderr += chunk })
+  const exited = once(server, 'exit')
+  const client = await createPeer({ id: 'client' })
+  try {
+    let stdout = ''
+    server.stdout!.on('data', (chunk) => { stdout += chunk })
+    await until(() => stdout.includes('\n'), 'serve prints its address', 20_000)
+    const info = JSON.parse(stdout.split('\n')[0])
+    assert.match(info.url, /^ws:\/\/127\.0\.0\.1:\d+\/concord$/)
+    assert.equal(info.id, 'relay')
+
+    await client.connect(info.url)
+    const counter = await client.counter('visits')
+    counter.increment(41)
+    const notes = await client.yjs('notes')
+    notes.doc.getText('t').insert(0, 'kept across restarts')
+    await client.flush({ acks: 1 })
+
+    // The folder is held: a second process gets a clear message and exit 4.
+    const locked = await runConcord(['inspect', '--dir', dir])
+    assert.equal(locked.code, 4, locked.stderr)
+    assert.match(locked.stderr, /held by another process/)
+    assert.doesNotMatch(locked.stderr, /\n\s+at /, 'no stack trace')
+    assert.equal((await cli(['verify', '--dir', dir])).code, 4, 'in-process too')
+
+    server.kill('SIGTERM')
+    const [code] = await exited
+    assert.equal(code, 0, stderr)
+    assert.match(stderr, /SIGTERM: flushing and closing/)
+    assert.match(stderr, /stopped, everything flushed/)
+
+    const after = await cliJson(['inspect', '--dir', dir, 'visits'])
+    assert.equal(after.json.value, 41)
+    assert.deepEqual((await cliJson(['inspect', '--dir', dir, 'notes'])).json.value, { t: 'kept across restarts' })
+    assert.equal((await cli(['verify', '--dir', dir])).code, 0)
+  } finally {
+    if (server.exitCode === null) server.kill('SIGKILL')
+    await client.close()
+    await root.remove()
+  }
+})
+
+test('serve --acl: per-peer tokens and per-name access; serve stops on its signal and flushes', async () => {
+  const root = await tempDir('concord-acl-')
+  const dir = join(root.path, 'relay')
+  const aclFile = join(root.path, 'acl.json')
+  await writeFile(aclFile, JSON.stringify({
+    tokens: { writer: 'w-secret', reader: 'r-secret' },
+    default: 'read',
+    rules: [{ peer: 'writer', name: '*', access: 'write' }, { peer: '*', name: 'private/*', access: 'none' }],
+  }))
+  const controller = new AbortController()
+  let url = ''
+  const serving = cli(['serve', '--dir', dir, '--port', '0', '--acl', aclFile], { signal: controller.signal, onListening: (info) => { url = info.url } })
+  const peers = []
+  try {
+    await until(() => url !== '', 'serve listens')
+    const intruder = await createPeer({ id: 'writer', auth: { token: 'nope' } }); peers.push(intruder)
+    await assert.rejects(intruder.connect(url), (e) => isConcordError(e, ErrorCodes.AUTH_FAILED))
+    const writer = await createPeer({ id: 'writer', auth: { token: 'w-secret' } }); peers.push(writer)
+    await writer.connect(url)
+    const shared = await writer.counter('shared'); shared.increment(2)
+    const secret = await writer.register<string>('private/key'); secret.set('k')
+    await writer.flush({ acks: 1 })
+    const reader = await createPeer({ id: 'reader', auth: { token: 'r-secret' } }); peers.push(reader)
+    await reader.connect(url)
+    await until(async () => (await reader.counter('shared')).value() === 2, 'reader receives what it may read')
+    const attempt = await reader.counter('shared'); attempt.increment(100)
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    assert.deepEqual((await reader.names()).map((n) => n.name).filter((n) => n.startsWith('private/')), [], 'private names never reach the reader')
+  } finally {
+    await Promise.all(peers.map((peer) => peer.close()))
+    controller.abort()
+  }
+  const run = await serving
+  assert.equal(run.code, 0, run.stderr)
+  assert.match(run.stdout, /listening on ws:\/\//)
+  assert.equal((await cliJson(['inspect', '--dir', dir, 'shared'])).json.value, 2, 'the read-only write was refused')
+  assert.equal((await cliJson(['inspect', '--dir', dir, 'private/key'])).json.value, 'k')
+  await root.remove()
+})
+
+test('ACL files are validated with a clear usage error', async () => {
+  assert.throws(() => parseAcl('{'), /not JSON/)
+  assert.throws(() => parseAcl('[]'), /must be a JSON object/)
+  assert.throws(() => parseAcl('{"default":"admin"}'), /"default"/)
+  assert.throws(() => parseAcl('{"rules":[{"access":"all"}]}'), /rule 1/)
+  assert.throws(() => parseAcl('{"tokens":{"a":""}}'), /token of "a"/)
+  assert.throws(() => parseAcl('{"extra":1}'), /unknown field "extra"/)
+  const acl = parseAcl('{"rules":[{"peer":"bot-*","name":"logs/*","access":"write"},{"peer":"*","name":"logs/*","access":"read"}],"default":"none"}')
+  assert.equal(acl.access('bot-1' as never, 'logs/x'), 'write')
+  assert.equal(acl.access('human' as never, 'logs/x'), 'read')
+  assert.equal(acl.access('human' as never, 'other'), 'none')
+  const root = await tempDir('concord-acl-bad-')
+  try {
+    await writeFile(join(root.path, 'bad.json'), '{"default":"everything"}')
+    const run = await cli(['serve', '--dir', join(root.path, 'd'), '--acl', join(root.path, 'bad.json')])
+    assert.equal(run.code, 2)
+    assert.match(run.stderr, /bad\.json: "default"/)
+    assert.equal((await cli(['serve', '--dir', join(root.path, 'd'), '--acl', join(root.path, 'missing.json')])).code, 3)
+  } finally {
+    await root.remove()
+  }
+})

@@ -66,6 +66,8 @@ export interface AppendInput {
 export class BatchBuilder {
   readonly ops: StorageOperation[] = []
   readonly records: CommittedRecord[] = []
+  /** Bytes of the values put so far. */
+  bytes = 0
   private readonly tentative = new Map<NameState, NameMeta>()
   /** Names whose metadata this batch writes to storage. */
   private readonly persist = new Set<NameState>()
@@ -98,6 +100,7 @@ export class BatchBuilder {
     const bytes = encodeRecord({ name: meta.name, seq, hlc: input.hlc, agent: input.agent, kind, prevHash: meta.lastHash, payload: input.payload })
     const hash = sha256(bytes)
     this.ops.push({ type: 'put', key: logKey(meta.name, seq), value: bytes })
+    this.bytes += bytes.length
     this.setTentative(state, { ...meta, lastSeq: seq, lastHash: hash, logBytes: meta.logBytes + bytes.length, touched: Math.max(meta.touched, input.now) })
     const record: CommittedRecord = { name: meta.name, seq, hlc: input.hlc, agent: input.agent, kind, payload: input.payload, hash, size: bytes.length }
     this.records.push(record)
@@ -107,6 +110,7 @@ export class BatchBuilder {
   /** Adds a put. */
   put(key: StorageKey, value: Uint8Array): void {
     this.ops.push({ type: 'put', key, value })
+    this.bytes += value.length
   }
 
   /** Adds a delete. */
@@ -120,13 +124,14 @@ export class BatchBuilder {
   }
 
   /** @internal a point to roll back to if a unit's build throws. */
-  savepoint(): { ops: number; records: number; after: number; journal: number } {
-    return { ops: this.ops.length, records: this.records.length, after: this.afterCommit.length, journal: this.journal.length }
+  savepoint(): { ops: number; records: number; after: number; journal: number; bytes: number } {
+    return { ops: this.ops.length, records: this.records.length, after: this.afterCommit.length, journal: this.journal.length, bytes: this.bytes }
   }
 
   /** @internal */
   rollback(point: ReturnType<BatchBuilder['savepoint']>): void {
     this.ops.length = point.ops
+    this.bytes = point.bytes
     this.records.length = point.records
     this.afterCommit.length = point.after
     while (this.journal.length > point.journal) {
@@ -204,11 +209,13 @@ export interface CommitterOptions {
   readonly rpoMs: number
   readonly timers?: Timers
   /**
-   * Largest number of units in one batch (default: all that are queued).
-   * Keep the default for stores: a checkpoint snapshot is only exact when
-   * every queued change is in the same batch (see {@link Unit.late}).
+   * A batch takes queued units until its values reach this many bytes
+   * (default 1 MiB); the rest wait for the next batch. A huge batch would
+   * sit whole in LevelDB's write-ahead log, which the next open replays.
+   * A late unit (checkpoint) waits too while a unit of its names does, so
+   * its snapshot stays exact.
    */
-  readonly maxUnitsPerBatch?: number
+  readonly maxBatchBytes?: number
 }
 
 /** Resolves after the pending promise callbacks and I/O events have run. */
@@ -231,13 +238,13 @@ export class Committer {
   private timer: unknown
   private isClosed = false
   private readonly timers: Timers
-  private readonly maxUnits: number
+  private readonly maxBytes: number
   /** Number of batches written, and how many of them were fsynced (statistics). */
   readonly stats = { batches: 0, syncs: 0, units: 0 }
 
   constructor(private readonly storage: Storage, private readonly options: CommitterOptions) {
     this.timers = options.timers ?? realTimers
-    this.maxUnits = options.maxUnitsPerBatch ?? Number.POSITIVE_INFINITY
+    this.maxBytes = options.maxBatchBytes ?? 1 << 20
   }
 
   /** Queues a unit; resolves with what its `build` returned once written per its mode. */
@@ -279,7 +286,8 @@ export class Committer {
         // so they share the next batch instead of the first going alone.
         if (previous > 1) await nextTurn()
         if (this.queue.length === 0) break
-        const taken = this.queue.splice(0, this.maxUnits)
+        const taken = this.queue
+        this.queue = []
         previous = taken.length
         await this.writeBatch(taken)
       }
@@ -288,13 +296,11 @@ export class Committer {
     }
   }
 
+  /** Builds units into a batch (up to the size limit; the rest go back to the front of the queue) and writes it. */
   private async writeBatch(taken: Queued[]): Promise<void> {
     const builder = new BatchBuilder()
     const built: Array<{ item: Queued; value: unknown }> = []
-    const ordered = taken.some((item) => item.unit.late)
-      ? [...taken.filter((item) => !item.unit.late), ...taken.filter((item) => item.unit.late)]
-      : taken
-    for (const item of ordered) {
+    const build = (item: Queued): void => {
       const point = builder.savepoint()
       try {
         built.push({ item, value: item.unit.build(builder) })
@@ -303,6 +309,34 @@ export class Committer {
         this.release(item)
         item.reject(error)
       }
+    }
+    const regular: Queued[] = []
+    const late: Queued[] = []
+    for (const item of taken) (item.unit.late ? late : regular).push(item)
+    let cut = regular.length
+    for (let i = 0; i < regular.length; i++) {
+      if (i > 0 && builder.bytes >= this.maxBytes) {
+        cut = i
+        break
+      }
+      build(regular[i])
+    }
+    let leftover = regular.slice(cut)
+    if (leftover.length > 0) {
+      const waiting = new Set(leftover.flatMap((item) => item.unit.states))
+      const deferred = new Set<Queued>()
+      for (const item of late) {
+        if (item.unit.states.some((state) => waiting.has(state))) deferred.add(item)
+        else build(item)
+      }
+      // Back to the front of the queue, in their order.
+      if (deferred.size > 0) {
+        const rest = new Set(leftover)
+        leftover = taken.filter((item) => rest.has(item) || deferred.has(item))
+      }
+      this.queue = leftover.concat(this.queue)
+    } else {
+      for (const item of late) build(item)
     }
     if (built.length === 0) return
     const sync = built.some(({ item }) => item.unit.sync)

@@ -41,6 +41,7 @@ const lists = {
     'test/peer/y-websocket-bridge.test.ts',
     'test/peer/peer.test.ts',
     'test/peer/sim-convergence.test.ts',
+    'test/peer/websocket-integration.test.ts',
     'test/transports/connection-events.test.ts',
     // cli/ and demos/
     'test/peer/peer-disconnect.test.ts',

@@ -28,6 +28,7 @@ import { FaultStorage } from '../../../persistence/fault-storage.ts'
 import type { Durability } from '../../../persistence/options.ts'
 import { Network, Prng } from '../../../transports/memory/index.ts'
 import { Reconnector } from '../../../transports/reconnect.ts'
+import { firstDifference } from './compare.ts'
 
 /** One name per type: every type in every scenario. */
 export const NAMES: ReadonlyArray<{ readonly name: string; readonly type: ReplicaType }> = [
@@ -279,38 +280,9 @@ function snapshot(slots: readonly Slot[]): Record<string, Record<string, string>
 
 /** The first difference of value or version between the peers, or undefined when all are equal. */
 function compare(slots: readonly Slot[]): string | undefined {
-  const [first, ...rest] = slots
-  if (!first.peer) return `${first.name} is down`
-  for (const other of rest) {
-    if (!other.peer) return `${other.name} is down`
-    for (const { name } of NAMES) {
-      const a = first.replicas.get(name)!
-      const b = other.replicas.get(name)!
-      const [va, vb] = [JSON.stringify(a.value()), JSON.stringify(b.value())]
-      if (va !== vb) return `${name}: ${first.name} has ${va}, ${other.name} has ${vb}`
-      if (!sameBytes(a.version(), b.version())) return `${name}: versions of ${first.name} and ${other.name} differ`
-      if (lacks(a, b) || lacks(b, a)) return `${name}: ${first.name} and ${other.name} still lack something of each other`
-    }
-  }
-  return undefined
-}
-
-/**
- * Whether `a` lacks something of `b`: what `b` would send it changes a copy
- * of `a` (a Yjs delta always carries the delete set, so non-null alone says
- * nothing).
- */
-function lacks(a: Replica, b: Replica): boolean {
-  const delta = b.deltaSince(a.version())
-  if (delta === null) return false
-  const copy = createReplica(a.type, { replicaId: a.replicaId, snapshot: a.snapshot() })
-  return copy.applyDelta(delta)
-}
-
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
-  return true
+  const down = slots.find((slot) => !slot.peer)
+  if (down) return `${down.name} is down`
+  return firstDifference(slots.map((slot) => ({ name: slot.name, replicas: slot.replicas })))
 }
 
 /** One random local change of `replica` (the map also gets nested values). */

@@ -1,0 +1,163 @@
+/**
+ * The HTML report of a partition scenario: one self-contained file (inline
+ * CSS and SVG, no script, no external asset) with the timeline of
+ * partitions, kills and restarts, the divergence (number of distinct states
+ * among live agents) over time, and the bytes sent over time.
+ */
+import type { ScenarioResult } from './partition-scenario.ts'
+
+const PALETTE = ['#4e79a7', '#f28e2b', '#59a14f', '#e15759', '#b07aa1', '#76b7b2', '#edc948', '#9c755f']
+const WIDTH = 960
+const LEFT = 110
+const RIGHT = 20
+
+function escape(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')
+}
+
+function scaleX(result: ScenarioResult): (t: number) => number {
+  const span = Math.max(1, result.durationMs)
+  return (t) => LEFT + (Math.max(0, Math.min(span, t)) / span) * (WIDTH - LEFT - RIGHT)
+}
+
+function timeAxis(result: ScenarioResult, y: number): string {
+  const x = scaleX(result)
+  const seconds = result.durationMs / 1000
+  const step = seconds > 40 ? 10 : seconds > 16 ? 5 : seconds > 6 ? 2 : 1
+  const ticks: string[] = []
+  for (let s = 0; s <= seconds + 1e-9; s += step) {
+    ticks.push(`<line x1="${x(s * 1000).toFixed(1)}" y1="${y}" x2="${x(s * 1000).toFixed(1)}" y2="${y + 4}" stroke="#555"/>` +
+      `<text x="${x(s * 1000).toFixed(1)}" y="${y + 16}" text-anchor="middle" class="tick">${s}s</text>`)
+  }
+  return `<line x1="${LEFT}" y1="${y}" x2="${WIDTH - RIGHT}" y2="${y}" stroke="#555"/>${ticks.join('')}`
+}
+
+function phaseGuides(result: ScenarioResult, top: number, bottom: number): string {
+  const x = scaleX(result)
+  return result.phases.map((phase) => `<line x1="${x(phase.start).toFixed(1)}" y1="${top}" x2="${x(phase.start).toFixed(1)}" y2="${bottom}" stroke="#999" stroke-dasharray="3,3"/>`).join('')
+}
+
+/** The timeline: one row per agent, colored by its side of the partition in each phase; kills and restarts marked. */
+export function timelineSvg(result: ScenarioResult): string {
+  const x = scaleX(result)
+  const row = 28
+  const top = 36
+  const height = top + result.agents.length * row + 30
+  const parts: string[] = []
+  for (const [p, phase] of result.phases.entries()) {
+    const x0 = x(phase.start)
+    const x1 = x(phase.end)
+    parts.push(`<rect x="${x0.toFixed(1)}" y="4" width="${Math.max(1, x1 - x0).toFixed(1)}" height="${height - 34}" fill="${p % 2 === 0 ? '#f7f7f7' : '#ffffff'}"/>`)
+    parts.push(`<text x="${((x0 + x1) / 2).toFixed(1)}" y="20" text-anchor="middle" class="phase">${escape(phase.label)}</text>`)
+    for (const [a, agent] of result.agents.entries()) {
+      const group = phase.groups.findIndex((g) => g.includes(agent))
+      const color = PALETTE[(group < 0 ? a : group) % PALETTE.length]
+      parts.push(`<rect x="${x0.toFixed(1)}" y="${top + a * row + 4}" width="${Math.max(1, x1 - x0).toFixed(1)}" height="${row - 10}" fill="${color}" opacity="0.85"><title>${escape(`${agent}: side ${group + 1} of ${phase.groups.length} in "${phase.label}"`)}</title></rect>`)
+    }
+  }
+  for (const [a, agent] of result.agents.entries()) {
+    parts.push(`<text x="${LEFT - 8}" y="${top + a * row + 18}" text-anchor="end" class="label">${escape(agent)}</text>`)
+    // Down time: from a kill to the next restart.
+    const mine = result.events.filter((e) => e.agent === agent)
+    for (const [i, event] of mine.entries()) {
+      if (event.kind !== 'kill') continue
+      const back = mine.slice(i + 1).find((e) => e.kind === 'restart')
+      const x0 = x(event.t)
+      const x1 = x(back?.t ?? result.durationMs)
+      parts.push(`<rect x="${x0.toFixed(1)}" y="${top + a * row + 4}" width="${Math.max(1, x1 - x0).toFixed(1)}" height="${row - 10}" fill="url(#down)"><title>${escape(`${agent} down (SIGKILL)`)}</title></rect>`)
+    }
+    for (const event of mine) {
+      const cx = x(event.t).toFixed(1)
+      const cy = top + a * row + 13
+      parts.push(event.kind === 'kill'
+        ? `<text x="${cx}" y="${cy + 5}" text-anchor="middle" class="mark kill">✕<title>${escape(event.note)}</title></text>`
+        : `<text x="${cx}" y="${cy + 5}" text-anchor="middle" class="mark restart">↻<title>${escape(event.note)}</title></text>`)
+    }
+  }
+  return `<svg xmlns="http://www.w3.org/2000/svg" id="timeline" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" role="img" aria-label="timeline of partitions">` +
+    `<defs><pattern id="down" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#ddd"/><line x1="0" y1="0" x2="0" y2="6" stroke="#888" stroke-width="3"/></pattern></defs>` +
+    parts.join('') + timeAxis(result, height - 26) + `</svg>`
+}
+
+function lineChart(result: ScenarioResult, id: string, label: string, values: Array<[number, number]>, options: { step: boolean; max: number; unit: (v: number) => string; color: string }): string {
+  const x = scaleX(result)
+  const height = 220
+  const top = 14
+  const bottom = height - 30
+  const y = (v: number) => bottom - (v / Math.max(1e-9, options.max)) * (bottom - top)
+  const points: string[] = []
+  for (const [i, [t, v]] of values.entries()) {
+    if (options.step && i > 0) points.push(`${x(t).toFixed(1)},${y(values[i - 1][1]).toFixed(1)}`)
+    points.push(`${x(t).toFixed(1)},${y(v).toFixed(1)}`)
+  }
+  const grid: string[] = []
+  const ticks = options.step ? Math.min(options.max, 8) : 4
+  for (let i = 0; i <= ticks; i++) {
+    const v = (options.max / ticks) * i
+    grid.push(`<line x1="${LEFT}" y1="${y(v).toFixed(1)}" x2="${WIDTH - RIGHT}" y2="${y(v).toFixed(1)}" stroke="#eee"/>` +
+      `<text x="${LEFT - 8}" y="${(y(v) + 4).toFixed(1)}" text-anchor="end" class="tick">${escape(options.unit(v))}</text>`)
+  }
+  return `<svg xmlns="http://www.w3.org/2000/svg" id="${id}" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" role="img" aria-label="${escape(label)}">` +
+    grid.join('') + phaseGuides(result, top, bottom) +
+    `<polyline fill="none" stroke="${options.color}" stroke-width="2" points="${points.join(' ')}"/>` +
+    timeAxis(result, bottom) + `</svg>`
+}
+
+/** Divergence: distinct states among live agents over time (a step chart). */
+export function divergenceSvg(result: ScenarioResult): string {
+  const values = result.samples.map((s): [number, number] => [s.t, s.distinct])
+  return lineChart(result, 'divergence', 'number of distinct states over time', values, { step: true, max: Math.max(2, result.agents.length), unit: (v) => String(Math.round(v)), color: '#e15759' })
+}
+
+/** Bytes sent by all agents, cumulative, over time. */
+export function bytesSvg(result: ScenarioResult): string {
+  const values = result.samples.map((s): [number, number] => [s.t, s.bytes])
+  const max = Math.max(1024, ...values.map(([, v]) => v))
+  return lineChart(result, 'bytes', 'bytes exchanged over time', values, { step: false, max, unit: (v) => (v >= 1024 * 1024 ? `${(v / 1024 / 1024).toFixed(1)} MB` : `${(v / 1024).toFixed(0)} KB`), color: '#4e79a7' })
+}
+
+/** The whole report as one HTML document. */
+export function renderReport(result: ScenarioResult, title: string, intro: string): string {
+  const pass = result.checks.every((c) => c.ok)
+  const phaseRows = result.phases.map((p) => `<tr><td>${escape(p.label)}</td><td>${escape(p.groups.map((g) => `{${g.join(', ')}}`).join(' | '))}</td><td>${(p.start / 1000).toFixed(2)}–${(p.end / 1000).toFixed(2)} s</td><td>${p.acked}</td><td>${p.settled ? 'yes' : 'no'}</td></tr>`).join('')
+  const agentRows = result.agents.map((a) => `<tr><td>${escape(a)}</td><td>${result.ackedBy[a] ?? 0}</td><td><code>${escape(result.finalDigests[a] ?? '-')}</code></td></tr>`).join('')
+  const eventRows = result.events.map((e) => `<li>${(e.t / 1000).toFixed(2)} s — ${escape(e.note)}</li>`).join('')
+  const checkRows = result.checks.map((c) => `<li class="${c.ok ? 'ok' : 'fail'}">${c.ok ? '✔' : '✘'} ${escape(c.what)}</li>`).join('')
+  return `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>${escape(title)}</title>
+<style>
+body { font: 14px/1.45 system-ui, sans-serif; margin: 24px auto; max-width: 1000px; color: #222; }
+h1 { font-size: 22px; } h2 { font-size: 17px; margin-top: 28px; }
+table { border-collapse: collapse; } td, th { border: 1px solid #ddd; padding: 4px 8px; text-align: left; }
+.verdict { font-size: 18px; font-weight: 600; } .pass { color: #2e7d32; } .failv { color: #c62828; }
+li.ok { color: #2e7d32; } li.fail { color: #c62828; }
+svg { display: block; margin: 8px 0; } .tick { font-size: 11px; fill: #555; } .label { font-size: 12px; fill: #222; }
+.phase { font-size: 11px; fill: #333; } .mark { font-size: 16px; font-weight: 700; } .kill { fill: #c62828; } .restart { fill: #2e7d32; }
+</style>
+</head>
+<body>
+<h1>${escape(title)}</h1>
+<p>${escape(intro)}</p>
+<p class="verdict ${pass ? 'pass' : 'failv'}">Verdict: ${pass ? 'PASS' : 'FAIL'}</p>
+<ul>${checkRows}</ul>
+<p>${result.agents.length} agents, ${result.ackedTotal} acknowledged writes, ${result.finalFacts} facts in the final state, ${(result.bytesTotal / 1024).toFixed(1)} KB sent, ${(result.durationMs / 1000).toFixed(1)} s.</p>
+<h2>Timeline of partitions</h2>
+<p>Each row is an agent; in each phase its color is its side of the partition (same color = can reach each other). Hatched: down after a SIGKILL. ✕ kill, ↻ restart from its LevelDB folder.</p>
+${timelineSvg(result)}
+<h2>Divergence: distinct states among live agents</h2>
+<p>1 means every live agent holds the same state. Dashed lines mark phase starts.</p>
+${divergenceSvg(result)}
+<h2>Bytes exchanged (sent by all agents, cumulative)</h2>
+${bytesSvg(result)}
+<h2>Phases</h2>
+<table><tr><th>phase</th><th>sides</th><th>time</th><th>writes acknowledged</th><th>sides converged</th></tr>${phaseRows}</table>
+<h2>Agents</h2>
+<table><tr><th>agent</th><th>writes acknowledged</th><th>final state digest</th></tr>${agentRows}</table>
+${eventRows ? `<h2>Kills and restarts</h2><ul>${eventRows}</ul>` : ''}
+</body>
+</html>
+`
+}

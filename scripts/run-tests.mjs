@@ -42,6 +42,7 @@ const lists = {
     'test/peer/peer.test.ts',
     'test/peer/sim-convergence.test.ts',
     'test/peer/websocket-integration.test.ts',
+    'test/peer/out-of-order-documents.test.ts',
     'test/transports/connection-events.test.ts',
     // cli/ and demos/
     'test/peer/peer-disconnect.test.ts',

@@ -16,7 +16,8 @@
  *   change chunks go through `applyChanges`, which parses every change
  *   before applying any. Any Automerge error becomes DecodeError and the
  *   document is unchanged. Returns true when the heads changed; changes
- *   whose dependencies are missing wait inside Automerge (false until then).
+ *   whose dependencies are missing wait inside Automerge (false until then);
+ *   the change event of the delta that completes them carries them too.
  * - `change(fn)`: one local change; emits `change` with its bytes.
  * - `snapshot()`: `save()` in the document snapshot envelope.
  * - `value()`: the document as plain data (counters as numbers, immutable
@@ -237,6 +238,8 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
     const documents = chunks.filter((chunk) => chunk.type === 0)
     const changes = chunks.filter((chunk) => chunk.type !== 0).map((chunk) => chunk.bytes)
     const before = A.getHeads(this.current)
+    // Changes that arrived before their dependencies wait inside Automerge.
+    const hadPending = A.getMissingDeps(this.current, []).length > 0
     let next = this.current
     try {
       for (const chunk of documents) A.load(chunk.bytes) // strict parse, into a scratch document
@@ -247,7 +250,10 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
     }
     this.current = next
     if (sameHeads(before, A.getHeads(next))) return false
-    this.events.emit('change', { delta, local: false, origin })
+    // When this delta completed waiting changes, the change event carries them
+    // too: a store logs what the event carries, and a replay of the log must
+    // give this state (the waiting changes were never logged on their own).
+    this.events.emit('change', { delta: hadPending ? A.saveSince(next, before) : delta, local: false, origin })
     return true
   }
 

@@ -53,7 +53,7 @@ export interface PeerScenarioResult {
   readonly durable: boolean
   /** Peer -> name -> JSON value. */
   readonly values: Record<string, Record<string, string>>
-  /** Why it did not converge (first difference). */
+  /** Why it did not converge, or was not the same after the final restart (first difference). */
   readonly difference?: string
   readonly operations: number
   readonly transactions: number
@@ -250,7 +250,15 @@ export async function runPeerScenario(seed: number): Promise<PeerScenarioResult>
     slot.replicas = new Map()
     for (const { name, type } of NAMES) slot.replicas.set(name, await slot.peer.open(name, type))
   }
-  const durable = JSON.stringify(snapshot(slots)) === JSON.stringify(values) && compare(slots) === undefined
+  const reopened = snapshot(slots)
+  let durableDifference = compare(slots)
+  for (const slot of slots) {
+    for (const { name } of NAMES) {
+      const [before, after] = [values[slot.name][name], reopened[slot.name][name]]
+      if (before !== after) durableDifference ??= `${slot.name} ${name}: ${before} before the restart, ${after} after`
+    }
+  }
+  const durable = durableDifference === undefined
 
   stop = true
   let commitsIn = 0
@@ -261,7 +269,7 @@ export async function runPeerScenario(seed: number): Promise<PeerScenarioResult>
     await slot.storage.close()
   }
   return {
-    seed, peers: count, converged, durable, values, difference: converged ? undefined : difference,
+    seed, peers: count, converged, durable, values, difference: converged ? durableDifference : difference,
     operations, transactions, crashes, partitions,
     dropped: network.stats.dropped, duplicated: network.stats.duplicated, reordered: network.stats.reordered,
     commitsIn, virtualMs: network.now,

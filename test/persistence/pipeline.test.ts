@@ -1,0 +1,163 @@
+/**
+ * The commit pipeline and the log tail: group commit gathers every writer a
+ * batch released, a backlog is written in bounded batches, checkpoints stay
+ * exact whatever is queued, and the name metadata (not rewritten with every
+ * append) lags the log without anything reading a stale tail.
+ */
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { yjsReplicaFactory } from '../../crdt/documents/yjs-replica.ts'
+import { replicaId } from '../../crdt/replica.ts'
+import { FaultStorage } from '../../persistence/fault-storage.ts'
+import { metaKey } from '../../persistence/keys.ts'
+import { decodeMeta } from '../../persistence/name-meta.ts'
+import { openStore, type StoreOptions } from '../../persistence/index.ts'
+import { FakeTimers, textOf, typeText } from './helpers.ts'
+
+/** Deltas that append `pieces` in order to the text `t`, made on a separate replica. */
+function chain(pieces: readonly string[], agent = 'remote'): Uint8Array[] {
+  const source = yjsReplicaFactory.create({ replicaId: replicaId(agent) })
+  const deltas: Uint8Array[] = []
+  source.events.on('change', (event) => deltas.push(event.delta))
+  for (const piece of pieces) typeText(source, piece)
+  return deltas
+}
+
+const letters = (n: number): string[] => Array.from({ length: n }, (_, i) => String.fromCharCode(97 + (i % 26)))
+
+describe('commit pipeline', () => {
+  it('writers released by a batch share the next fsync: one fsync per round', async () => {
+    const storage = await FaultStorage.create()
+    const store = await openStore({ storage, replicaId: 'a', sweepMs: 0, checkpoint: { everyRecords: 0, everyBytes: 0, onClose: false } })
+    const writers = 16
+    const rounds = 12
+    for (let w = 0; w < writers; w++) await store.open(`n${w}`, 'yjs')
+    const deltas = Array.from({ length: writers }, (_, w) => chain(letters(rounds), `agent-${w}`))
+    const syncs = storage.syncCount
+    await Promise.all(deltas.map(async (list, w) => {
+      for (const delta of list) await store.applyRemote(`n${w}`, delta)
+    }))
+    const used = storage.syncCount - syncs
+    assert.ok(used <= rounds + 1, `${writers} writers x ${rounds} rounds took ${used} fsyncs`)
+    for (let w = 0; w < writers; w++) assert.equal(store.persistedSeq(`n${w}`), rounds)
+    await store.close()
+  })
+
+  it('a backlog is written in batches of about 1 MiB; checkpoints taken meanwhile are exact', async () => {
+    const storage = await FaultStorage.create()
+    const sizes: number[] = []
+    storage.fault = (operation, { operations }) => {
+      // Bytes of log records per batch (a checkpoint is one value, as big as the state).
+      if (operation === 'batch') sizes.push((operations ?? []).reduce((sum, op) => sum + (op.type === 'put' && op.key[0] === 'l' ? op.value.length : 0), 0))
+      return undefined
+    }
+    const store = await openStore({ storage, replicaId: 'a', sweepMs: 0, retention: 'full', checkpoint: { everyRecords: 40, everyBytes: 0, onClose: false } })
+    await store.open('doc', 'yjs')
+    const piece = 'x'.repeat(8000)
+    const deltas = chain(Array.from({ length: 300 }, () => piece))
+    sizes.length = 0
+    const results = await Promise.all(deltas.map((delta) => store.applyRemote('doc', delta)))
+    assert.deepEqual(results.map((r) => r.seq), deltas.map((_, i) => i + 1))
+    const big = sizes.filter((size) => size > 0)
+    assert.ok(big.length >= 3, `300 x 8 KB in ${big.length} batches`)
+    for (const size of big) assert.ok(size < (1 << 20) + 9000, `a batch of ${size} bytes of records`)
+    const report = await store.verify('doc')
+    assert.deepEqual(report.problems, [])
+    assert.ok(report.checkpoints >= 1)
+    assert.equal(textOf(await store.at('doc', 300)), piece.repeat(300))
+    await store.close()
+  })
+
+  it('a checkpoint due while changes of the name are queued is taken at an exact seq', async () => {
+    const storage = await FaultStorage.create()
+    const store = await openStore({ storage, replicaId: 'a', sweepMs: 0, retention: 'full', checkpoint: { everyRecords: 2, everyBytes: 0, onClose: false } })
+    const doc = await store.open('doc', 'yjs')
+    const seen: number[] = []
+    store.events.on('checkpoint', ({ seq }) => seen.push(seq))
+    typeText(doc, 'a')
+    await store.flush()
+    let step = 'arm'
+    // 'c' is changed while the batch holding 'b' is being written: the checkpoint due at seq 2 must wait for it.
+    storage.fault = (operation) => {
+      if (operation === 'batch' && step === 'arm') {
+        step = 'queued'
+        typeText(doc, 'c')
+      }
+      return undefined
+    }
+    // 'd' is changed once that checkpoint is queued, before the next batch forms.
+    store.events.on('commit', ({ seq }) => {
+      if (step === 'queued' && seq === 2) {
+        step = 'done'
+        typeText(doc, 'd')
+      }
+    })
+    typeText(doc, 'b')
+    await store.flush()
+    await store.flush()
+    assert.equal(step, 'done')
+    assert.equal(textOf(doc), 'abcd')
+    assert.deepEqual(seen, [4])
+    assert.deepEqual((await store.verify('doc')).problems, [])
+    assert.equal(textOf(await store.at('doc', 3)), 'abc')
+    await store.close()
+  })
+})
+
+describe('log tail beyond the stored metadata', () => {
+  const ttlMs = 5000
+
+  /** A store cut off by a power cut after 5 synced appends: the metadata still says lastSeq 0. */
+  async function laggingStorage(timers: FakeTimers): Promise<FaultStorage> {
+    const storage = await FaultStorage.create()
+    const options: StoreOptions = { storage, replicaId: 'a', sweepMs: 0, timers, now: timers.now, retention: 'full', checkpoint: { everyRecords: 0, everyBytes: 0, onClose: false } }
+    const store = await openStore(options)
+    await store.open('doc', 'yjs', { ttlMs })
+    timers.advance(1000)
+    for (const delta of chain(letters(5))) await store.applyRemote('doc', delta)
+    const survivor = await storage.powerCut({ keep: 0 })
+    await store.close().catch(() => undefined)
+    const written = decodeMeta((await survivor.get(metaKey('doc')))!)
+    assert.equal(written.lastSeq, 0, 'the stored metadata lags the log (else this test checks nothing)')
+    return survivor
+  }
+
+  it('names, history, at, verify and gc read the tail from the log', async () => {
+    const timers = new FakeTimers()
+    const start = timers.time
+    const storage = await laggingStorage(timers)
+    const store = await openStore({ storage, replicaId: 'a', sweepMs: 0, timers, now: timers.now })
+    const [info] = await store.names()
+    assert.deepEqual([info.name, info.records, info.lastSeq], ['doc', 5, 5])
+    assert.ok(info.lastChange >= start + 1000, `lastChange ${info.lastChange} is the newest record's time`)
+    assert.deepEqual((await store.history('doc')).map((h) => h.seq), [1, 2, 3, 4, 5])
+    assert.equal(textOf(await store.at('doc', 3)), 'abc')
+    assert.deepEqual((await store.verify('doc')).problems, [])
+    assert.deepEqual(await store.gc(), { deletedRecords: 0, deletedCheckpoints: 0, orphanNames: 0 })
+    const doc = await store.open('doc', 'yjs')
+    assert.equal(textOf(doc), 'abcde')
+    assert.equal(store.committedSeq('doc'), 5)
+    typeText(doc, 'f')
+    await store.flush()
+    assert.equal(store.committedSeq('doc'), 6)
+    await store.close()
+    // A clean close brings the stored metadata up to the log.
+    const again = await openStore({ storage, replicaId: 'a', sweepMs: 0, timers, now: timers.now })
+    assert.equal(decodeMeta((await storage.get(metaKey('doc')))!).lastSeq, 6)
+    assert.equal(textOf(await again.open('doc', 'yjs')), 'abcdef')
+    await again.close()
+  })
+
+  it('TTL expiry goes by the newest record, not by the stored metadata', async () => {
+    const timers = new FakeTimers()
+    const storage = await laggingStorage(timers)
+    const store = await openStore({ storage, replicaId: 'a', sweepMs: 0, timers, now: timers.now })
+    // The stored metadata was touched 5.5 s ago, the records 4.5 s ago: not expired yet.
+    timers.advance(ttlMs - 1000 + 500)
+    assert.deepEqual(await store.expire(), [])
+    timers.advance(1000)
+    assert.deepEqual(await store.expire(), ['doc'])
+    assert.deepEqual(await store.names(), [])
+    await store.close()
+  })
+})

@@ -24,6 +24,7 @@ const lists = {
     'test/persistence/store.test.ts',
     'test/persistence/power-cut.test.ts',
     'test/persistence/integrity.test.ts',
+    'test/persistence/pipeline.test.ts',
     'test/persistence/crash.test.ts',
     // sync/ and transports/
     'test/transports/memory.test.ts',

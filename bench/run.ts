@@ -18,6 +18,7 @@ const suites: Array<() => Promise<{ benchmarks: Benchmark[] }>> = [
   () => import('./persistence.bench.ts'),
   // sync/ and transports/
   () => import('./sync.bench.ts'),
+  () => import('./peer.bench.ts'),
   // libp2p
   () => import('./libp2p.bench.ts'),
 ]

@@ -177,6 +177,8 @@ export class SyncSession {
   /** Control frames, in order; a VERSIONS slot waits for its (possibly async) contents. */
   private readonly control: Array<Uint8Array | { frame?: Uint8Array }> = []
   private data: DataItem[] = []
+  /** Number of `commit` items in {@link data} (kept so queueing stays O(1)). */
+  private queuedCommits = 0
   private live = false
   private lastSeq = 0
   private acked = 0
@@ -310,7 +312,7 @@ export class SyncSession {
     if (this.resyncPendingSince !== undefined && now - this.resyncPendingSince >= resyncTimeout) {
       this.sendVersions()
     }
-    const stalled = this.lastSeq > this.acked || (this.data.some((item) => item.kind === 'commit') && !this.windowOpen())
+    const stalled = this.lastSeq > this.acked || (this.queuedCommits > 0 && !this.windowOpen())
     if (stalled && now - this.lastAckProgressAt >= resyncTimeout) {
       this.lastAckProgressAt = now
       this.sendControl({ type: 'request' })
@@ -380,6 +382,7 @@ export class SyncSession {
     this.unsubscribe = undefined
     this.reassembler.clear()
     this.data = []
+    this.queuedCommits = 0
     this.control.length = 0
     this.bundles.clear()
     const error = new ConcordError(ErrorCodes.CLOSED, `session closed${reason ? `: ${reason}` : ''}`)
@@ -497,6 +500,7 @@ export class SyncSession {
     // Everything queued is superseded by the answer computed now.
     const marks = this.data.filter((item) => item.kind === 'mark')
     this.data = []
+    this.queuedCommits = 0
     this.windowBase = this.lastSeq
     this.live = true
     const theirs = new Map<string, VersionEntry>()
@@ -530,6 +534,7 @@ export class SyncSession {
     }
     closeBundle()
     this.data.push(...answer, { kind: 'done' }, ...marks)
+    this.queuedCommits += answer.length
     this.pump()
   }
 
@@ -699,12 +704,12 @@ export class SyncSession {
     const entries = commit.entries.filter((entry) => matchesFilter(remote.filter, entry.name) && this.access(entry.name) !== 'none')
     if (entries.length === 0) return
     this.data.push({ kind: 'commit', entries })
-    let commits = 0
-    for (const item of this.data) if (item.kind === 'commit') commits++
-    if (commits > this.maxQueued) {
+    this.queuedCommits++
+    if (this.queuedCommits > this.maxQueued) {
       // Too far behind: drop the queue and resync from the remote's versions instead.
       this.stat.overflows++
       this.data = this.data.filter((item) => item.kind === 'mark')
+      this.queuedCommits = 0
       this.live = false
       this.sendControl({ type: 'request' })
       return
@@ -725,6 +730,7 @@ export class SyncSession {
     const rest = entries.filter((entry) => entry.name !== name)
     if (rest.length === 0 || !this.live) return
     this.data.unshift({ kind: 'commit', entries: rest, answer: true })
+    this.queuedCommits++
     this.pump()
   }
 
@@ -759,6 +765,7 @@ export class SyncSession {
       }
       if (!this.windowOpen()) return undefined
       this.data.shift()
+      this.queuedCommits--
       const seq = ++this.lastSeq
       this.stat.commitsOut++
       if (item.kind === 'commit' && item.answer && item.entries.length > 1) this.bundles.set(seq, item.entries)

@@ -49,6 +49,7 @@ const lists = {
     'test/peer/peer-disconnect.test.ts',
     'test/cli/cli.test.ts',
     'test/cli/serve.test.ts',
+    'test/demos/demos.test.ts',
   ],
   // Long suites, run on demand (npm run test:chaos, npm run test:crash).
   chaos: [

@@ -29,9 +29,8 @@ export function section(title: string): void {
   console.log(`\n== ${title}`)
 }
 
-/** Parses the demo's command line. */
-export function demoOptions(name: string, argv = process.argv.slice(2)): DemoOptions {
-  const { values } = parseArgs({
+function parse(argv: string[]) {
+  return parseArgs({
     args: argv,
     options: {
       short: { type: 'boolean', default: false },
@@ -41,6 +40,18 @@ export function demoOptions(name: string, argv = process.argv.slice(2)): DemoOpt
     },
     strict: true,
   })
+}
+
+/** Parses the demo's command line (a bad option: usage on stderr, exit 2). */
+export function demoOptions(name: string, argv = process.argv.slice(2)): DemoOptions {
+  let parsed: ReturnType<typeof parse>
+  try {
+    parsed = parse(argv)
+  } catch (error) {
+    console.error(`${name}: ${(error as Error).message}\nusage: ${name} [--short] [--data DIR] [--out FILE] (--help for more)`)
+    process.exit(2)
+  }
+  const { values } = parsed
   if (values.help) {
     console.log(`usage: ${name} [--short] [--data DIR] [--out FILE]\n  --short     a smaller, faster run\n  --data DIR  folder for the agents' LevelDB folders (default ./.data/${name}; emptied first)\n  --out FILE  HTML report path (demos that write one)`)
     process.exit(0)
@@ -69,6 +80,8 @@ export async function runDemo(name: string, title: string, body: (cluster: Clust
   } finally {
     await cluster.stop()
   }
+  const leftovers = [...cluster.agents.values()].filter((agent) => agent.child.exitCode === null && agent.child.signalCode === null)
+  if (cluster.agents.size > 0) checks.push({ ok: leftovers.length === 0, what: `every agent process has exited (${cluster.agents.size} agents, ${leftovers.length} left running)` })
   section('verdict')
   for (const check of checks) console.log(`  ${check.ok ? 'ok  ' : 'FAIL'}  ${check.what}`)
   if (failure) console.log(`  FAIL  the demo stopped: ${(failure as Error)?.stack ?? String(failure)}`)

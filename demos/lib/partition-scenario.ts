@@ -85,12 +85,18 @@ export interface ScenarioResult {
 export interface ScenarioOptions {
   readonly agents: readonly string[]
   readonly phases: readonly Phase[]
-  /** Sampling period, ms (default 100). */
+  /** Sampling period, ms (default 50). */
   readonly sampleMs?: number
+  /** Pace of the writes: a round of writes starts every `roundMs` (default 120). */
+  readonly roundMs?: number
+  /** Time a phase lasts after it settled, so the charts show it (default 150). */
+  readonly holdMs?: number
   /** Max wait for convergence at the end of a phase and at the end, ms. */
   readonly settleMs?: number
   readonly log?: (line: string) => void
 }
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** Runs the schedule on already started agents of `cluster`, then heals everything and verifies. */
 export async function runPartitionScenario(cluster: Cluster, options: ScenarioOptions): Promise<ScenarioResult> {
@@ -135,19 +141,25 @@ export async function runPartitionScenario(cluster: Cluster, options: ScenarioOp
 
   // The sampler: divergence and bytes over time.
   let sampling = true
+  const sampleOnce = async () => {
+    const live = cluster.live()
+    const found = await digests()
+    await Promise.all(live.map(async (id) => {
+      const incarnation = cluster.agent(id).incarnation
+      try {
+        const stats = await cluster.request(id, 'stats', {}, 5_000)
+        // A reply from a process killed meanwhile is already counted in bytesBase.
+        if (cluster.agent(id).alive && cluster.agent(id).incarnation === incarnation) bytesLast.set(id, stats.bytesOut)
+      } catch { /* died meanwhile */ }
+    }))
+    const bytes = agents.reduce((sum, id) => sum + bytesBase.get(id)! + bytesLast.get(id)!, 0)
+    samples.push({ t: now(), distinct: new Set([...found.values()].map((d) => d.digest)).size, live: found.size, bytes })
+  }
+  await sampleOnce()
   const sampler = (async () => {
     while (sampling) {
-      const live = cluster.live()
-      const found = await digests()
-      await Promise.all(live.map(async (id) => {
-        try {
-          const stats = await cluster.request(id, 'stats', {}, 5_000)
-          bytesLast.set(id, stats.bytesOut)
-        } catch { /* died meanwhile */ }
-      }))
-      const bytes = agents.reduce((sum, id) => sum + bytesBase.get(id)! + bytesLast.get(id)!, 0)
-      samples.push({ t: now(), distinct: new Set([...found.values()].map((d) => d.digest)).size, live: found.size, bytes })
-      await new Promise((resolve) => setTimeout(resolve, options.sampleMs ?? 100))
+      await sleep(options.sampleMs ?? 50)
+      await sampleOnce()
     }
   })()
 
@@ -183,6 +195,7 @@ export async function runPartitionScenario(cluster: Cluster, options: ScenarioOp
     await applyLinks()
     for (const event of phase.before ?? []) await runEvent(event)
     for (let round = 0; round < phase.writes; round++) {
+      const pace = sleep(options.roundMs ?? 120)
       await Promise.all(cluster.live().map(async (id) => {
         const fact = `${id}:${++counter}`
         try {
@@ -191,11 +204,13 @@ export async function runPartitionScenario(cluster: Cluster, options: ScenarioOp
           record.acked += done.length
         } catch { /* not acknowledged: it does not count */ }
       }))
+      await pace
     }
     if (phase.writes > 0) log(`   ${record.acked} writes acknowledged (${cluster.live().length} live agents, ${phase.writes} round(s) each)`)
     for (const event of phase.after ?? []) await runEvent(event)
     const settled = await poll(digests, (found) => (final ? new Set([...found.values()].map((d) => d.digest)).size === 1 : groupsConverged(found)), settleMs)
     record.settled = settled.ok
+    await sleep(options.holdMs ?? 150)
     record.end = now()
     const distinct = new Set([...settled.value.values()].map((d) => d.digest)).size
     log(`   ${settled.ok ? 'settled' : 'NOT settled'}: ${distinct} distinct state(s) among ${settled.value.size} live agents`)
@@ -234,6 +249,6 @@ export async function runPartitionScenario(cluster: Cluster, options: ScenarioOp
     agents, phases, samples, events,
     ackedTotal: allAcked.length,
     ackedBy: Object.fromEntries([...acked].map(([id, list]) => [id, list.length])),
-    missing: [...missing], finalDigests, finalFacts: reference.facts.length, bytesTotal, durationMs: now(), survivals, checks,
+    missing: [...missing], finalDigests, finalFacts: reference.facts.length, bytesTotal, durationMs: Math.max(phases.at(-1)?.end ?? 0, samples.at(-1)?.t ?? 0), survivals, checks,
   }
 }

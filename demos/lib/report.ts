@@ -48,7 +48,9 @@ export function timelineSvg(result: ScenarioResult): string {
     const x0 = x(phase.start)
     const x1 = x(phase.end)
     parts.push(`<rect x="${x0.toFixed(1)}" y="4" width="${Math.max(1, x1 - x0).toFixed(1)}" height="${height - 34}" fill="${p % 2 === 0 ? '#f7f7f7' : '#ffffff'}"/>`)
-    parts.push(`<text x="${((x0 + x1) / 2).toFixed(1)}" y="20" text-anchor="middle" class="phase">${escape(phase.label)}</text>`)
+    // The label when it fits, else the phase number (the table below names it).
+    const label = phase.label.length * 6.2 < x1 - x0 - 4 ? phase.label : String(p + 1)
+    parts.push(`<text x="${((x0 + x1) / 2).toFixed(1)}" y="20" text-anchor="middle" class="phase">${escape(label)}<title>${escape(`${p + 1}. ${phase.label}`)}</title></text>`)
     for (const [a, agent] of result.agents.entries()) {
       const group = phase.groups.findIndex((g) => g.includes(agent))
       const color = PALETTE[(group < 0 ? a : group) % PALETTE.length]
@@ -119,7 +121,7 @@ export function bytesSvg(result: ScenarioResult): string {
 /** The whole report as one HTML document. */
 export function renderReport(result: ScenarioResult, title: string, intro: string): string {
   const pass = result.checks.every((c) => c.ok)
-  const phaseRows = result.phases.map((p) => `<tr><td>${escape(p.label)}</td><td>${escape(p.groups.map((g) => `{${g.join(', ')}}`).join(' | '))}</td><td>${(p.start / 1000).toFixed(2)}–${(p.end / 1000).toFixed(2)} s</td><td>${p.acked}</td><td>${p.settled ? 'yes' : 'no'}</td></tr>`).join('')
+  const phaseRows = result.phases.map((p, i) => `<tr><td>${i + 1}. ${escape(p.label)}</td><td>${escape(p.groups.map((g) => `{${g.join(', ')}}`).join(' | '))}</td><td>${(p.start / 1000).toFixed(2)}–${(p.end / 1000).toFixed(2)} s</td><td>${p.acked}</td><td>${p.settled ? 'yes' : 'no'}</td></tr>`).join('')
   const agentRows = result.agents.map((a) => `<tr><td>${escape(a)}</td><td>${result.ackedBy[a] ?? 0}</td><td><code>${escape(result.finalDigests[a] ?? '-')}</code></td></tr>`).join('')
   const eventRows = result.events.map((e) => `<li>${(e.t / 1000).toFixed(2)} s — ${escape(e.note)}</li>`).join('')
   const checkRows = result.checks.map((c) => `<li class="${c.ok ? 'ok' : 'fail'}">${c.ok ? '✔' : '✘'} ${escape(c.what)}</li>`).join('')

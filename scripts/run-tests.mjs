@@ -44,6 +44,7 @@ const lists = {
     'test/peer/sim-convergence.test.ts',
     'test/peer/websocket-integration.test.ts',
     'test/peer/out-of-order-documents.test.ts',
+    'test/peer/transact.test.ts',
     'test/transports/connection-events.test.ts',
     // cli/ and demos/
     'test/peer/peer-disconnect.test.ts',

@@ -583,10 +583,14 @@ export class SyncSession {
   }
 
   private checkWrite(entries: readonly DeltaEntry[]): { name: string; code: string; message: string } | undefined {
-    const seen = new Set<string>()
+    // A name may come several times (a transaction that changed it twice: its deltas apply in order), always as one type.
+    const seen = new Map<string, string>()
     for (const entry of entries) {
-      if (seen.has(entry.name)) return { name: entry.name, code: ErrorCodes.PROTOCOL_ERROR, message: `"${entry.name}" twice in one commit` }
-      seen.add(entry.name)
+      const type = seen.get(entry.name)
+      if (type !== undefined && type !== entry.replicaType) {
+        return { name: entry.name, code: ErrorCodes.PROTOCOL_ERROR, message: `"${entry.name}" as two types in one commit` }
+      }
+      seen.set(entry.name, entry.replicaType)
       if (!matchesFilter(this.filter, entry.name)) {
         return { name: entry.name, code: ErrorCodes.FORBIDDEN, message: `"${entry.name}" is outside the requested names` }
       }

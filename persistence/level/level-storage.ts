@@ -87,6 +87,18 @@ export class LevelStorage implements Storage {
       if (options?.sync) await this.flush(options)
       return
     }
+    const sync = options?.sync === true
+    if (operations.length === 1) {
+      // One operation is atomic by itself; put/del skip the batch object.
+      const [op] = operations
+      try {
+        if (op.type === 'put') await this.db.put(encodeKey(op.key), op.value, { sync } as never)
+        else await this.db.del(encodeKey(op.key), { sync } as never)
+      } catch (error) {
+        throw storageError(error, 'batch')
+      }
+      return
+    }
     // A chained batch (one LevelDB WriteBatch, atomic like the array form)
     // costs about half as much per operation: the array form clones every
     // operation object and its options before encoding it.
@@ -101,7 +113,7 @@ export class LevelStorage implements Storage {
       throw storageError(error, 'batch')
     }
     try {
-      await batch.write({ sync: options?.sync === true } as never)
+      await batch.write({ sync } as never)
     } catch (error) {
       throw storageError(error, 'batch')
     }

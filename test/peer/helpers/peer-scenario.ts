@@ -187,7 +187,11 @@ export async function runPeerScenario(seed: number): Promise<PeerScenarioResult>
         transactions++
         const touched = NAMES.filter(() => random.chance(0.3))
         void peer.transact(() => {
-          for (const { name } of touched) mutate(slot.replicas.get(name)!, random, `${slot.name}.${k}.${name}`)
+          for (const { name } of touched) {
+            mutate(slot.replicas.get(name)!, random, `${slot.name}.${k}.${name}`)
+            // sometimes the same name twice in one transaction
+            if (random.chance(0.2)) mutate(slot.replicas.get(name)!, random, `${slot.name}.${k}.${name}.again`)
+          }
         }).catch(() => undefined)
       } else {
         const { name } = random.pick(NAMES)

@@ -5,7 +5,7 @@
  */
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import { decodeArchiveMarker, readArchive, writeArchive } from './archive.ts'
-import { archiveKey, checkpointPrefix, logPrefix, metaKey } from './keys.ts'
+import { archiveKey, checkpointPrefix, logPrefix, metaKey, tailKey } from './keys.ts'
 import type { SignalOptions, StorageOperation } from './storage.ts'
 import type { StoreCore } from './store-core.ts'
 import type { Writes } from './writes.ts'
@@ -35,6 +35,8 @@ export class Archival {
     const meta = await core.storedMeta(name, options.signal)
     if (!meta) throw new ConcordError(ErrorCodes.NOT_FOUND, `"${name}" does not exist`)
     const entries: Array<{ key: readonly string[]; value: Uint8Array }> = [{ key: metaKey(name), value: (await core.storage.get(metaKey(name)))! }]
+    const tail = await core.storage.get(tailKey(name))
+    if (tail) entries.push({ key: tailKey(name), value: tail })
     for (const prefix of [logPrefix(name), checkpointPrefix(name)]) {
       for await (const entry of core.storage.iterate({ prefix, signal: options.signal })) entries.push(entry)
     }
@@ -59,10 +61,12 @@ export class Archival {
     if (after <= 0) return []
     const now = core.now()
     const done: string[] = []
-    for (const stored of await core.allMetas(options.signal)) {
+    const metas = await core.allMetas(options.signal)
+    const tails = await core.tailNames(options.signal)
+    for (const stored of metas) {
       if (now - stored.touched < after || core.cache.busy(stored.name)) continue
       // The stored metadata may lag the log: the newest record decides.
-      const meta = core.cache.live(stored.name)?.state.meta ?? await core.withTail(stored, options.signal)
+      const meta = await core.current(stored, tails, options.signal)
       if (now - meta.touched < after || core.cache.busy(meta.name)) continue
       await this.archive(meta.name, options)
       done.push(meta.name)

@@ -23,7 +23,7 @@ import { Emitter } from '../crdt/emitter.ts'
 import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
 import type { HlcTimestamp } from '../crdt/hlc.ts'
 import { sha256 } from './checksum.ts'
-import { logKey, metaKey } from './keys.ts'
+import { logKey, metaKey, TAIL_MARKER, tailKey } from './keys.ts'
 import { encodeMeta, type NameMeta } from './name-meta.ts'
 import { encodeRecord, type RecordKind } from './record.ts'
 import type { Storage, StorageKey, StorageOperation } from './storage.ts'
@@ -71,6 +71,9 @@ export class BatchBuilder {
   private readonly tentative = new Map<NameState, NameMeta>()
   /** Names whose metadata this batch writes to storage. */
   private readonly persist = new Set<NameState>()
+  /** Names this batch writes a tail marker for, in order (rolled back by length), and as a set. */
+  private readonly marked: NameState[] = []
+  private readonly markedSet = new Set<NameState>()
   /** Undo journal of `tentative` and `persist` (state, meta and flag before the change) for rollbacks. */
   private readonly journal: Array<[NameState, NameMeta | undefined, boolean]> = []
   private readonly afterCommit: Array<() => void> = []
@@ -101,6 +104,12 @@ export class BatchBuilder {
     const hash = sha256(bytes)
     this.ops.push({ type: 'put', key: logKey(meta.name, seq), value: bytes })
     this.bytes += bytes.length
+    if (!state.metaBehind && !this.markedSet.has(state)) {
+      // The first record past the stored metadata: mark the name (see tailKey).
+      this.ops.push({ type: 'put', key: tailKey(meta.name), value: TAIL_MARKER })
+      this.marked.push(state)
+      this.markedSet.add(state)
+    }
     this.setTentative(state, { ...meta, lastSeq: seq, lastHash: hash, logBytes: meta.logBytes + bytes.length, touched: Math.max(meta.touched, input.now) })
     const record: CommittedRecord = { name: meta.name, seq, hlc: input.hlc, agent: input.agent, kind, payload: input.payload, hash, size: bytes.length }
     this.records.push(record)
@@ -124,14 +133,15 @@ export class BatchBuilder {
   }
 
   /** @internal a point to roll back to if a unit's build throws. */
-  savepoint(): { ops: number; records: number; after: number; journal: number; bytes: number } {
-    return { ops: this.ops.length, records: this.records.length, after: this.afterCommit.length, journal: this.journal.length, bytes: this.bytes }
+  savepoint(): { ops: number; records: number; after: number; journal: number; bytes: number; marked: number } {
+    return { ops: this.ops.length, records: this.records.length, after: this.afterCommit.length, journal: this.journal.length, bytes: this.bytes, marked: this.marked.length }
   }
 
   /** @internal */
   rollback(point: ReturnType<BatchBuilder['savepoint']>): void {
     this.ops.length = point.ops
     this.bytes = point.bytes
+    while (this.marked.length > point.marked) this.markedSet.delete(this.marked.pop()!)
     this.records.length = point.records
     this.afterCommit.length = point.after
     while (this.journal.length > point.journal) {
@@ -150,6 +160,11 @@ export class BatchBuilder {
   /** @internal the names whose metadata this batch writes. */
   persisted(): Set<NameState> {
     return this.persist
+  }
+
+  /** @internal whether this batch writes a tail marker for the name. */
+  marks(state: NameState): boolean {
+    return this.markedSet.has(state)
   }
 
   /** @internal */
@@ -344,6 +359,8 @@ export class Committer {
     for (const state of builder.persisted()) {
       const meta = touched.get(state)!
       builder.ops.push({ type: 'put', key: metaKey(meta.name), value: encodeMeta(meta) })
+      // The metadata catches up with the log: its tail marker goes.
+      if (state.metaBehind || builder.marks(state)) builder.ops.push({ type: 'del', key: tailKey(meta.name) })
     }
     try {
       await this.storage.batch(builder.ops, { sync })

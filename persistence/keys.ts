@@ -20,11 +20,21 @@ export const STORE_INFO_KEY: StorageKey = ['s', 'info']
 export const META_PREFIX: StorageKey = ['m']
 /** Prefix of every archived-name marker. */
 export const ARCHIVE_PREFIX: StorageKey = ['a']
+/** Prefix of every tail marker. */
+export const TAIL_PREFIX: StorageKey = ['t']
 
 /** Metadata of a name. */
 export const metaKey = (name: string): StorageKey => ['m', name]
 /** Marker of an archived name. */
 export const archiveKey = (name: string): StorageKey => ['a', name]
+/**
+ * Tail marker of a name: its log runs past the `lastSeq` of its stored
+ * metadata (written with the first such record, deleted with the next
+ * metadata write).
+ */
+export const tailKey = (name: string): StorageKey => ['t', name]
+/** The value of a tail marker (format version 1, nothing else). */
+export const TAIL_MARKER: Uint8Array = Uint8Array.of(1)
 /** Prefix of the log records of a name. */
 export const logPrefix = (name: string): StorageKey => ['l', name]
 /** One log record. */

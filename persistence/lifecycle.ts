@@ -5,7 +5,7 @@
 import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
 import { decodeArchiveMarker, type ArchiveMarker } from './archive.ts'
 import type { Archival } from './archival.ts'
-import { ARCHIVE_PREFIX, archiveKey, checkpointPrefix, logPrefix, META_PREFIX, metaKey, parseSeqKey } from './keys.ts'
+import { ARCHIVE_PREFIX, archiveKey, checkpointPrefix, logPrefix, META_PREFIX, metaKey, parseSeqKey, TAIL_PREFIX, tailKey } from './keys.ts'
 import { decodeMeta, type NameMeta } from './name-meta.ts'
 import type { SignalOptions, StorageOperation } from './storage.ts'
 import type { StoreCore } from './store-core.ts'
@@ -32,8 +32,9 @@ export class Lifecycle {
         continue
       }
     }
+    const tails = await core.tailNames(options.signal)
     for (const written of stored) {
-      const meta = core.cache.live(written.name)?.state.meta ?? await core.withTail(written, options.signal)
+      const meta = await core.current(written, tails, options.signal)
       out.push({
         name: meta.name, type: meta.type, records: meta.lastSeq - meta.firstSeq + 1, lastSeq: meta.lastSeq,
         size: meta.logBytes + (meta.checkpoints.at(-1)?.size ?? 0), lastChange: meta.touched,
@@ -59,7 +60,7 @@ export class Lifecycle {
   private async deleteOps(name: string, signal?: AbortSignal): Promise<StorageOperation[]> {
     const { core } = this
     await core.committer.idle()
-    const ops: StorageOperation[] = [{ type: 'del', key: metaKey(name) }]
+    const ops: StorageOperation[] = [{ type: 'del', key: metaKey(name) }, { type: 'del', key: tailKey(name) }]
     for (const prefix of [logPrefix(name), checkpointPrefix(name)]) {
       for await (const key of core.storage.keys({ prefix, signal })) ops.push({ type: 'del', key })
     }
@@ -91,11 +92,13 @@ export class Lifecycle {
     core.checkOpen()
     const now = core.now()
     const expired: string[] = []
-    for (const stored of await core.allMetas(options.signal)) {
+    const metas = await core.allMetas(options.signal)
+    const tails = await core.tailNames(options.signal)
+    for (const stored of metas) {
       const ttl = this.ttlOf(stored)
       if (ttl <= 0 || now - stored.touched < ttl || core.cache.busy(stored.name)) continue
       // The stored metadata may lag the log: the newest record decides.
-      const meta = core.cache.live(stored.name)?.state.meta ?? await core.withTail(stored, options.signal)
+      const meta = await core.current(stored, tails, options.signal)
       if (now - meta.touched < ttl || core.cache.busy(meta.name)) continue
       core.cache.detach(meta.name)
       const ops = await this.deleteOps(meta.name, options.signal)
@@ -123,6 +126,10 @@ export class Lifecycle {
       const batch = ops
       ops = []
       await core.committer.enqueue({ sync: true, states: [], build: (b) => { for (const op of batch) b.del(op.key) } })
+    }
+    // Tail markers of names that no longer exist (left over from an interrupted deletion).
+    for await (const key of core.storage.keys({ prefix: TAIL_PREFIX, signal: options.signal })) {
+      if (!metas.has(key[1]) && !core.cache.live(key[1]) && !core.cache.opening.has(key[1])) ops.push({ type: 'del', key })
     }
     for (const kind of ['l', 'c'] as const) {
       for await (const key of core.storage.keys({ prefix: [kind], signal: options.signal })) {

@@ -18,8 +18,13 @@ export class NameCache {
     if (ref && ref.deref() === undefined) this.evicted.delete(name)
   })
 
-  /** @param limit names kept hydrated (at least 1) */
-  constructor(private readonly limit: number) {}
+  /**
+   * @param limit names kept hydrated (at least 1)
+   * @param catchUp called instead of evicting a name whose stored metadata
+   *   lags its log: it queues a metadata write (the name is evicted once that
+   *   is written), so names that leave memory have current metadata.
+   */
+  constructor(private readonly limit: number, private readonly catchUp: (entry: Entry) => void = () => undefined) {}
 
   /** The live entry of `name` (held or evicted but still reachable), without touching the LRU order. */
   live(name: string): Entry | undefined {
@@ -105,6 +110,10 @@ export class NameCache {
     for (const [name, entry] of this.cache) {
       if (this.cache.size <= this.limit) break
       if (!this.evictable(entry)) continue
+      if (entry.state.metaBehind) {
+        this.catchUp(entry)
+        continue
+      }
       this.cache.delete(name)
       // Still reachable while the application holds the replica: keep using it then.
       this.evicted.set(name, new WeakRef(entry))

@@ -9,7 +9,7 @@ import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import { HybridClock } from '../crdt/hlc.ts'
 import type { Replica, ReplicaId, ReplicaType } from '../crdt/replica.ts'
 import { Committer, realTimers, type Timers } from './committer.ts'
-import { archiveKey, logKey, logPrefix, META_PREFIX, metaKey, parseSeqKey } from './keys.ts'
+import { archiveKey, logKey, logPrefix, META_PREFIX, metaKey, parseSeqKey, TAIL_PREFIX } from './keys.ts'
 import { decodeMeta, type NameMeta } from './name-meta.ts'
 import { NameCache } from './name-cache.ts'
 import type { ReplicaCreator, StoreOptions } from './options.ts'
@@ -42,7 +42,11 @@ export class StoreCore {
     // The clock follows the store's wall clock: the HLC of the newest record is a name's last touch (FORMAT.md).
     this.clock = options.clock ?? new HybridClock(this.now)
     this.timers = options.timers ?? realTimers
-    this.cache = new NameCache(Math.max(1, options.cacheSize ?? 1000))
+    this.cache = new NameCache(Math.max(1, options.cacheSize ?? 1000), (entry) => {
+      // Not synced on its own: until it is, the name's tail marker covers a crash.
+      const { state } = entry
+      this.committer.enqueue({ sync: false, states: [state], build: (b) => b.setMeta(state, b.meta(state)) }).catch(() => undefined)
+    })
     const durability = options.durability ?? { mode: 'sync' }
     this.committer = new Committer(storage, { rpoMs: durability.mode === 'async' ? durability.rpoMs : 100, timers: this.timers })
     this.committer.events.on('commit', ({ records }) => {
@@ -124,6 +128,24 @@ export class StoreCore {
       // A damaged newest record: hydration truncates it; readers report it.
     }
     return { ...meta, lastSeq, lastHash, logBytes, touched }
+  }
+
+  /** Names whose log runs past their stored metadata (they have a tail marker). */
+  async tailNames(signal?: AbortSignal): Promise<Set<string>> {
+    const names = new Set<string>()
+    for await (const key of this.storage.keys({ prefix: TAIL_PREFIX, signal })) names.add(key[1])
+    return names
+  }
+
+  /**
+   * The current metadata of a stored name from its stored metadata: the live
+   * one if hydrated, else brought up to the log when `tails` (from
+   * {@link tailNames}) marks it.
+   */
+  async current(stored: NameMeta, tails: ReadonlySet<string>, signal?: AbortSignal): Promise<NameMeta> {
+    const live = this.cache.live(stored.name)
+    if (live) return live.state.meta
+    return tails.has(stored.name) ? this.withTail(stored, signal) : stored
   }
 
   /** The stored metadata of `name` brought up to the end of its log, or undefined. */

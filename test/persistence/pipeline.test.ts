@@ -9,7 +9,7 @@ import { describe, it } from 'node:test'
 import { yjsReplicaFactory } from '../../crdt/documents/yjs-replica.ts'
 import { replicaId } from '../../crdt/replica.ts'
 import { FaultStorage } from '../../persistence/fault-storage.ts'
-import { metaKey } from '../../persistence/keys.ts'
+import { metaKey, tailKey } from '../../persistence/keys.ts'
 import { decodeMeta } from '../../persistence/name-meta.ts'
 import { openStore, type StoreOptions } from '../../persistence/index.ts'
 import { FakeTimers, textOf, typeText } from './helpers.ts'
@@ -119,6 +119,7 @@ describe('log tail beyond the stored metadata', () => {
     await store.close().catch(() => undefined)
     const written = decodeMeta((await survivor.get(metaKey('doc')))!)
     assert.equal(written.lastSeq, 0, 'the stored metadata lags the log (else this test checks nothing)')
+    assert.ok(await survivor.get(tailKey('doc')), 'the name carries a tail marker')
     return survivor
   }
 
@@ -144,6 +145,7 @@ describe('log tail beyond the stored metadata', () => {
     // A clean close brings the stored metadata up to the log.
     const again = await openStore({ storage, replicaId: 'a', sweepMs: 0, timers, now: timers.now })
     assert.equal(decodeMeta((await storage.get(metaKey('doc')))!).lastSeq, 6)
+    assert.equal(await storage.get(tailKey('doc')), undefined)
     assert.equal(textOf(await again.open('doc', 'yjs')), 'abcdef')
     await again.close()
   })
@@ -158,6 +160,7 @@ describe('log tail beyond the stored metadata', () => {
     timers.advance(1000)
     assert.deepEqual(await store.expire(), ['doc'])
     assert.deepEqual(await store.names(), [])
+    assert.equal(await storage.get(tailKey('doc')), undefined)
     await store.close()
   })
 })

@@ -189,7 +189,7 @@ test('five nodes connect via bootstrap and frames flow between all pairs', async
   }
   const perPair = five.map((n) => n.log.connections.filter((c) => c.open).length)
   assert.ok(perPair.every((count) => count >= 4), `open connections per node: ${perPair}`)
-  const opened = five.reduce((sum, n) => sum + n.transport.stats.autoOpened + n.transport.stats.redialed, 0)
+  const opened = five.reduce((sum, n) => sum + n.transport.stats.autoOpened + n.transport.stats.discoveryDials, 0)
   assert.ok(opened >= 10, `the 10 pairs were connected by the transport itself (${opened})`)
 })
 

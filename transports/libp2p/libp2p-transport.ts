@@ -57,10 +57,11 @@ export const DEFAULT_LISTEN_ADDRESSES: readonly string[] = ['/ip4/127.0.0.1/tcp/
 export interface Libp2pTransportStats {
   /** Peers refused by the allowlist (gater, inbound stream or dial). */
   denied: number
-  /** Concord connections opened, by origin. */
+  /** Concord connections opened, by origin: `dial()`, inbound, on a libp2p connection made by discovery, by the dial loop for a discovered peer, by a redial of a peer that went away. */
   dialed: number
   accepted: number
   autoOpened: number
+  discoveryDials: number
   redialed: number
   /** Redial attempts that failed. */
   redialFailures: number
@@ -75,6 +76,8 @@ interface KnownPeer {
   delayMs: number
   /** We closed its Concord connection on purpose: no automatic reconnection. */
   parked: boolean
+  /** Its libp2p connection dropped since we last had a Concord connection with it. */
+  lost: boolean
 }
 
 type Services = { identify: unknown; pubsub?: GossipSub }
@@ -91,7 +94,7 @@ export function createLibp2pTransport(options: Libp2pTransportOptions = {}): Lib
 export class Libp2pTransport implements Transport {
   readonly name = 'libp2p'
   readonly events = new Emitter<TransportEvents>()
-  readonly stats: Libp2pTransportStats = { denied: 0, dialed: 0, accepted: 0, autoOpened: 0, redialed: 0, redialFailures: 0 }
+  readonly stats: Libp2pTransportStats = { denied: 0, dialed: 0, accepted: 0, autoOpened: 0, discoveryDials: 0, redialed: 0, redialFailures: 0 }
   /** Effective limits (defaults merged with the options). */
   readonly limits: Libp2pLimits
 
@@ -326,7 +329,10 @@ export class Libp2pTransport implements Transport {
     })
     node.addEventListener('peer:disconnect', (event) => {
       const peer = this.known.get(event.detail.toString())
-      if (peer && !peer.parked) this.scheduleRedial(peer, this.redial?.minDelayMs ?? 0)
+      if (peer && !peer.parked) {
+        peer.lost = true
+        this.scheduleRedial(peer, this.redial?.minDelayMs ?? 0)
+      }
     })
     for (const address of this.options.bootstrap ?? []) {
       const ma = parseMultiaddr(address)
@@ -391,6 +397,7 @@ export class Libp2pTransport implements Transport {
     if (known) {
       known.nextAttempt = undefined
       known.delayMs = this.redial?.minDelayMs ?? 0
+      known.lost = false
     }
     return wrapped
   }
@@ -414,12 +421,15 @@ export class Libp2pTransport implements Transport {
     const set = this.concord.get(peer)
     set?.delete(connection)
     if (set && set.size === 0) this.concord.delete(peer)
-    if (local && !this.stopped && !this.hasConcord(peer)) {
-      const known = this.known.get(peer)
-      if (known) {
-        known.parked = true
-        known.nextAttempt = undefined
-      }
+    const known = this.known.get(peer)
+    if (!known || this.stopped || this.hasConcord(peer)) return
+    if (local) {
+      known.parked = true
+      known.nextAttempt = undefined
+    } else if (!known.parked && this.node && this.node.getConnections(known.id).length === 0) {
+      // The link is already gone (its peer:disconnect may have come first).
+      known.lost = true
+      this.scheduleRedial(known, this.redial?.minDelayMs ?? 0)
     }
   }
 
@@ -454,7 +464,7 @@ export class Libp2pTransport implements Transport {
     const key = id.toString()
     let peer = this.known.get(key)
     if (!peer) {
-      peer = { id, addrs: [], nextAttempt: undefined, delayMs: this.redial?.minDelayMs ?? 0, parked: false }
+      peer = { id, addrs: [], nextAttempt: undefined, delayMs: this.redial?.minDelayMs ?? 0, parked: false, lost: false }
       this.known.set(key, peer)
     }
     for (const ma of addrs) {
@@ -478,10 +488,9 @@ export class Libp2pTransport implements Transport {
     for (const peer of this.known.values()) {
       const id = peer.id.toString()
       if (peer.nextAttempt === undefined || peer.nextAttempt > now || peer.parked) continue
-      if (this.hasConcord(id)) {
-        peer.nextAttempt = undefined
-        continue
-      }
+      // A Concord connection may still be closing after its libp2p connection
+      // dropped: keep the schedule, the next tick looks again.
+      if (this.hasConcord(id)) continue
       peer.nextAttempt = undefined
       void this.attemptRedial(peer)
     }
@@ -490,6 +499,7 @@ export class Libp2pTransport implements Transport {
   private async attemptRedial(peer: KnownPeer): Promise<void> {
     const id = peer.id.toString()
     const node = this.node!
+    const wasLost = peer.lost
     this.beginPending(id)
     try {
       // Tell libp2p every address we know; it also has identify's.
@@ -500,7 +510,8 @@ export class Libp2pTransport implements Transport {
         connection.abort('duplicate Concord stream')
         return
       }
-      this.stats.redialed++
+      if (wasLost) this.stats.redialed++
+      else this.stats.discoveryDials++
       peer.delayMs = this.redial!.minDelayMs
       this.events.emit('connection', connection)
     } catch {

@@ -87,7 +87,7 @@ export interface PeerOptions {
 
 /** The session options a peer lets its user tune (see `SessionOptions` in sync/session.ts). */
 export type SyncTuning = Pick<SessionOptions,
-  'handshakeTimeoutMs' | 'resyncTimeoutMs' | 'antiEntropyIntervalMs' | 'window' | 'maxQueuedCommits' | 'maxMalformed' | 'ackEvery' | 'now'>
+  'handshakeTimeoutMs' | 'resyncTimeoutMs' | 'antiEntropyIntervalMs' | 'window' | 'maxQueuedCommits' | 'maxMalformed' | 'ackEvery' | 'rateLimit' | 'now'>
 
 /** Checks the options a user can get wrong, with a clear error. */
 export function validatePeerOptions(options: PeerOptions): void {

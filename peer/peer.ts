@@ -481,7 +481,7 @@ function emptyStats(): SessionStats {
   return {
     framesIn: 0, framesOut: 0, bytesIn: 0, bytesOut: 0, malformed: 0, unknown: 0, unexpected: 0,
     commitsIn: 0, commitsOut: 0, duplicates: 0, gaps: 0, refusedWrites: 0, rejectedByRemote: 0,
-    chunksIn: 0, chunksOut: 0, versionsSent: 0, overflows: 0,
+    chunksIn: 0, chunksOut: 0, versionsSent: 0, overflows: 0, deferred: 0,
   }
 }
 

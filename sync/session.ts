@@ -15,6 +15,7 @@
  */
 import { Emitter, type Unsubscribe } from '../crdt/emitter.ts'
 import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
+import { TokenBucket } from './token-bucket.ts'
 import { Reassembler, splitIntoChunks, MIN_FRAME_BYTES } from './chunking.ts'
 import type { Access, LocalCommit, SyncHost } from './host.ts'
 import {
@@ -60,6 +61,19 @@ export interface SessionOptions {
   readonly antiEntropyIntervalMs?: number
   /** Protocol versions offered (tests use it to check refusals; default this code's range). */
   readonly versions?: { readonly min: number; readonly max: number }
+  /**
+   * Inbound rate limit of this connection (default: none). Frames beyond the
+   * rate wait (they are processed as the bucket refills, on later frames and
+   * on {@link SyncSession.tick}); when more than `maxDeferredBytes` wait, the
+   * remote is refused with `limit`.
+   */
+  readonly rateLimit?: {
+    readonly bytesPerSecond: number
+    /** Bytes that may arrive at once before the rate applies (default: one second's worth). */
+    readonly burstBytes?: number
+    /** Bytes allowed to wait (default: 4 x burst). */
+    readonly maxDeferredBytes?: number
+  }
   /** Time source in ms for {@link SyncSession.tick} (default `Date.now`). */
   readonly now?: () => number
 }
@@ -92,6 +106,8 @@ export interface SessionStats {
   versionsSent: number
   /** Times the outgoing queue overflowed and was replaced by a resync. */
   overflows: number
+  /** Frames that waited for the inbound rate limit. */
+  deferred: number
 }
 
 /** Events of a {@link SyncSession}. */
@@ -138,7 +154,7 @@ export class SyncSession {
   private readonly stat: SessionStats = {
     framesIn: 0, framesOut: 0, bytesIn: 0, bytesOut: 0, malformed: 0, unknown: 0, unexpected: 0,
     commitsIn: 0, commitsOut: 0, duplicates: 0, gaps: 0, refusedWrites: 0, rejectedByRemote: 0,
-    chunksIn: 0, chunksOut: 0, versionsSent: 0, overflows: 0,
+    chunksIn: 0, chunksOut: 0, versionsSent: 0, overflows: 0, deferred: 0,
   }
 
   private readonly filter: NameFilter
@@ -151,6 +167,10 @@ export class SyncSession {
   private readonly maxVersion: number
   private readonly now: () => number
   private readonly reassembler: Reassembler
+  private readonly rateLimiter: TokenBucket | undefined
+  /** Frames waiting for the rate limit, in arrival order. */
+  private readonly deferred: Uint8Array[] = []
+  private deferredBytes = 0
 
   private stateValue: SessionState = 'handshake'
   private remoteHello: HelloMessage | undefined
@@ -207,6 +227,8 @@ export class SyncSession {
     this.now = options.now ?? Date.now
     this.reassembler = new Reassembler({ maxMessageBytes: options.maxMessageBytes ?? 64 * 1024 * 1024, maxPartial: 4 })
     this.startedAt = this.now()
+    const rate = options.rateLimit
+    this.rateLimiter = rate ? new TokenBucket(rate.bytesPerSecond, rate.burstBytes ?? rate.bytesPerSecond, this.startedAt) : undefined
     this.lastAckProgressAt = this.startedAt
   }
 
@@ -253,6 +275,33 @@ export class SyncSession {
     if (this.stateValue === 'closed' || this.closing) return
     this.stat.framesIn++
     this.stat.bytesIn += frame.length
+    if (this.rateLimiter) {
+      this.drainDeferred(this.now())
+      if (this.deferred.length > 0 || !this.rateLimiter.tryTake(frame.length, this.now())) {
+        this.deferred.push(frame)
+        this.deferredBytes += frame.length
+        this.stat.deferred++
+        const max = this.options.rateLimit!.maxDeferredBytes ?? 4 * this.rateLimiter.burst
+        if (this.deferredBytes > max) {
+          this.refuse('limit', `over the inbound rate limit of ${this.rateLimiter.ratePerSecond} bytes/s (${this.deferredBytes} bytes waiting)`)
+        }
+        return
+      }
+    }
+    this.process(frame)
+  }
+
+  /** Processes frames that waited for the rate limit, as far as the bucket allows. */
+  private drainDeferred(now: number): void {
+    while (this.deferred.length > 0 && !this.closing && this.stateValue !== 'closed' && this.rateLimiter!.tryTake(this.deferred[0].length, now)) {
+      const frame = this.deferred.shift()!
+      this.deferredBytes -= frame.length
+      this.process(frame)
+    }
+  }
+
+  /** Decodes one frame (reassembling chunks) and queues it for handling, in order. */
+  private process(frame: Uint8Array): void {
     if (frame.length > this.maxFrameBytes) {
       this.malformed(`frame of ${frame.length} bytes over the limit of ${this.maxFrameBytes}`)
       return
@@ -303,6 +352,7 @@ export class SyncSession {
    */
   tick(now: number = this.now()): void {
     if (this.stateValue === 'closed' || this.closing) return
+    if (this.rateLimiter) this.drainDeferred(now)
     const handshakeTimeout = this.options.handshakeTimeoutMs ?? 10_000
     if (this.stateValue === 'handshake') {
       if (now - this.startedAt >= handshakeTimeout) this.close('handshake timeout')

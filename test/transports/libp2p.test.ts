@@ -220,19 +220,31 @@ test('a node stopped and restarted (same folder, same port) is redialled by the 
   }
 })
 
-test('a connection closed on purpose is not redialled', async () => {
+test('a closed connection is reopened (either side closing); forget() stops that', async () => {
   const { transport: a, address } = await nodes.listening(fast)
   const b = nodes.create(fast)
   const aLog = new ConnectionLog(a)
-  const connection = await b.dial(address)
+  const bLog = new ConnectionLog(b)
+  bLog.add(await b.dial(address))
   await waitFor('a sees b', () => aLog.openTo(b.peerId).length === 1)
-  connection.close('not needed')
-  await waitFor('a sees the close', () => aLog.openTo(b.peerId).length === 0)
-  // drop the libp2p connection too: b closed on purpose, so b must not come back on its own
+  // a closes on purpose (as a sync session does on a handshake timeout): the pair comes back
+  aLog.openTo(b.peerId)[0].close('handshake timeout')
+  await waitFor('reopened', () => aLog.openTo(b.peerId).length >= 1 && bLog.openTo(a.peerId).length >= 1)
+  const reopened = a.stats.redialed + b.stats.redialed
+  assert.ok(reopened >= 1)
+
+  // forgotten on both sides: a close stays closed, even when the link drops
+  a.forget(b.peerId)
+  b.forget(a.peerId)
+  for (const connection of bLog.openTo(a.peerId)) connection.close('refused')
+  await waitFor('closed', () => aLog.openTo(b.peerId).length === 0)
   await b.libp2p!.hangUp(multiaddr(address))
   await new Promise((resolve) => setTimeout(resolve, 600))
-  assert.equal(b.stats.redialed, 0)
-  assert.equal(b.connectedPeers().length, 0)
+  assert.equal(a.stats.redialed + b.stats.redialed, reopened)
+  assert.deepEqual([a.connectedPeers(), b.connectedPeers()], [[], []])
+  // dialling again undoes forget()
+  bLog.add(await b.dial(address))
+  await waitFor('dialled again', () => aLog.openTo(b.peerId).length >= 1)
 })
 
 test('gossipsub: publish reaches every subscriber with the proved origin; unsubscribe stops delivery', async () => {

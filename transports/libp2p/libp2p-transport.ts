@@ -16,10 +16,13 @@
  * peer with the smaller PeerId at once, the other after a grace delay if
  * still needed (so both rarely open one at the same time; when they do, two
  * connections exist, which the sync layer tolerates, as with WebSocket peers
- * that dial each other). When a known peer's libp2p connection drops, it is
- * redialled with exponential backoff (capped, with jitter) until it is back
- * or the transport stops; a peer whose connection was closed here on purpose
- * is not redialled until it connects again or is dialled.
+ * that dial each other). When the Concord connection to a known peer ends
+ * (its libp2p connection dropped, or either side closed it), it is reopened
+ * with exponential backoff (capped, with jitter) until it is back or the
+ * transport stops; the delay grows while connections keep ending quickly.
+ * `forget(peerId)` stops this for one peer; `autoConnect: false` turns all of
+ * it off (the caller then owns every connection, as in the conformance
+ * suite).
  *
  * Security. With `allow`, a connection gater refuses every other PeerId right
  * after the Noise handshake (see allowlist-gater.ts); inbound streams and
@@ -74,8 +77,8 @@ interface KnownPeer {
   /** When the next redial may start (ms since epoch); undefined: not scheduled. */
   nextAttempt: number | undefined
   delayMs: number
-  /** We closed its Concord connection on purpose: no automatic reconnection. */
-  parked: boolean
+  /** `forget()` was called: no automatic reconnection until it is dialled again. */
+  forgotten: boolean
   /** Its libp2p connection dropped since we last had a Concord connection with it. */
   lost: boolean
 }
@@ -120,7 +123,7 @@ export class Libp2pTransport implements Transport {
     this.limits = { ...DEFAULT_LIMITS, ...options.limits }
     this.allow = options.allow === undefined ? undefined : createAllowlist(options.allow)
     this.autoConnect = options.autoConnect ?? true
-    this.redial = options.redial === false ? undefined : {
+    this.redial = options.redial === false || this.autoConnect === false ? undefined : {
       minDelayMs: options.redial?.minDelayMs ?? 250,
       maxDelayMs: options.redial?.maxDelayMs ?? 15_000,
     }
@@ -215,11 +218,22 @@ export class Libp2pTransport implements Transport {
       const connection = await this.openConcord(node, ma, options)
       this.stats.dialed++
       const peer = this.remember(peerIdFromString(connection.remoteIdentity), id ? [ma] : [])
-      peer.parked = false
+      peer.forgotten = false
       return connection
     } finally {
       if (key) this.endPending(key)
     }
+  }
+
+  /**
+   * Stops reconnecting to `peerId` (for example after the sync layer refused
+   * it); open connections stay open. A later `dial()` to it undoes this.
+   */
+  forget(peerId: string): void {
+    const peer = this.known.get(peerId)
+    if (!peer) return
+    peer.forgotten = true
+    peer.nextAttempt = undefined
   }
 
   /** Stops the node: closes every connection, listener and timer (idempotent). */
@@ -325,11 +339,11 @@ export class Libp2pTransport implements Transport {
     })
     node.addEventListener('peer:discovery', (event) => {
       const peer = this.remember(event.detail.id, event.detail.multiaddrs)
-      if (this.autoConnect && !peer.parked && !this.hasConcord(peer.id.toString())) this.scheduleRedial(peer, 0)
+      if (this.autoConnect && !peer.forgotten && !this.hasConcord(peer.id.toString())) this.scheduleRedial(peer, 0)
     })
     node.addEventListener('peer:disconnect', (event) => {
       const peer = this.known.get(event.detail.toString())
-      if (peer && !peer.parked) {
+      if (peer && !peer.forgotten) {
         peer.lost = true
         this.scheduleRedial(peer, this.redial?.minDelayMs ?? 0)
       }
@@ -382,7 +396,7 @@ export class Libp2pTransport implements Transport {
     const wrapped = new StreamConnection(stream, connection, {
       maxFrameBytes: this.limits.maxFrameBytes,
       closeTimeoutMs: this.limits.closeTimeoutMs,
-      onClosed: (closed, local) => this.onConcordClosed(closed, local),
+      onClosed: (closed) => this.onConcordClosed(closed),
     })
     if (this.stopped) {
       wrapped.close('transport stopped')
@@ -396,7 +410,6 @@ export class Libp2pTransport implements Transport {
     const known = this.known.get(peer)
     if (known) {
       known.nextAttempt = undefined
-      known.delayMs = this.redial?.minDelayMs ?? 0
       known.lost = false
     }
     return wrapped
@@ -409,28 +422,28 @@ export class Libp2pTransport implements Transport {
       stream.abort(new ConcordError(ErrorCodes.FORBIDDEN, `peer ${peer} is not on the allowlist`))
       return
     }
+    this.remember(connection.remotePeer, [])
     const wrapped = this.adopt(stream, connection)
     this.stats.accepted++
-    const known = this.remember(connection.remotePeer, [])
-    known.parked = false
     this.events.emit('connection', wrapped)
   }
 
-  private onConcordClosed(connection: StreamConnection, local: boolean): void {
+  private onConcordClosed(connection: StreamConnection): void {
     const peer = connection.remoteIdentity
     const set = this.concord.get(peer)
     set?.delete(connection)
     if (set && set.size === 0) this.concord.delete(peer)
     const known = this.known.get(peer)
-    if (!known || this.stopped || this.hasConcord(peer)) return
-    if (local) {
-      known.parked = true
-      known.nextAttempt = undefined
-    } else if (!known.parked && this.node && this.node.getConnections(known.id).length === 0) {
-      // The link is already gone (its peer:disconnect may have come first).
-      known.lost = true
-      this.scheduleRedial(known, this.redial?.minDelayMs ?? 0)
-    }
+    if (!known || !this.redial || this.stopped || known.forgotten || this.hasConcord(peer)) return
+    // Reconnect, whoever closed and why (a refusal, a handshake timeout, the
+    // link going away). The delay doubles while connections keep ending
+    // quickly (a peer that refuses us costs one handshake per maxDelayMs at
+    // most) and starts again from minDelayMs after one that lasted.
+    const { minDelayMs, maxDelayMs } = this.redial
+    if (Date.now() - connection.openedAt >= maxDelayMs) known.delayMs = minDelayMs
+    known.lost = true
+    this.scheduleRedial(known, known.delayMs)
+    known.delayMs = Math.min(maxDelayMs, Math.max(minDelayMs, known.delayMs * 2))
   }
 
   /** libp2p connected to a peer whose identify lists our protocol. */
@@ -438,10 +451,10 @@ export class Libp2pTransport implements Transport {
     const id = peerId.toString()
     if (this.stopped || (this.allow && !this.allow.has(id))) return
     const peer = this.remember(peerId, [])
-    if (!this.autoConnect || peer.parked) return
+    if (!this.autoConnect || peer.forgotten) return
     const delay = this.localPeer! < id ? 0 : this.graceMs()
     this.later(delay, () => {
-      if (this.stopped || peer.parked || this.hasConcord(id) || connection.status !== 'open' || this.carried.has(connection)) return
+      if (this.stopped || peer.forgotten || this.hasConcord(id) || connection.status !== 'open' || this.carried.has(connection)) return
       this.beginPending(id)
       connection.newStream(CONCORD_PROTOCOL).then((stream) => {
         if (this.hasOpenConcord(id) || this.carried.has(connection)) {
@@ -464,7 +477,7 @@ export class Libp2pTransport implements Transport {
     const key = id.toString()
     let peer = this.known.get(key)
     if (!peer) {
-      peer = { id, addrs: [], nextAttempt: undefined, delayMs: this.redial?.minDelayMs ?? 0, parked: false, lost: false }
+      peer = { id, addrs: [], nextAttempt: undefined, delayMs: this.redial?.minDelayMs ?? 0, forgotten: false, lost: false }
       this.known.set(key, peer)
     }
     for (const ma of addrs) {
@@ -487,7 +500,7 @@ export class Libp2pTransport implements Transport {
     const now = Date.now()
     for (const peer of this.known.values()) {
       const id = peer.id.toString()
-      if (peer.nextAttempt === undefined || peer.nextAttempt > now || peer.parked) continue
+      if (peer.nextAttempt === undefined || peer.nextAttempt > now || peer.forgotten) continue
       // A Concord connection may still be closing after its libp2p connection
       // dropped: keep the schedule, the next tick looks again.
       if (this.hasConcord(id)) continue
@@ -512,7 +525,6 @@ export class Libp2pTransport implements Transport {
       }
       if (wasLost) this.stats.redialed++
       else this.stats.discoveryDials++
-      peer.delayMs = this.redial!.minDelayMs
       this.events.emit('connection', connection)
     } catch {
       if (this.stopped) return
@@ -520,7 +532,7 @@ export class Libp2pTransport implements Transport {
       const redial = this.redial!
       peer.delayMs = Math.min(redial.maxDelayMs, Math.max(redial.minDelayMs, peer.delayMs * 2))
       const jitter = 0.75 + Math.random() * 0.5
-      if (!this.hasConcord(id) && !peer.parked) peer.nextAttempt = Date.now() + peer.delayMs * jitter
+      if (!this.hasConcord(id) && !peer.forgotten) peer.nextAttempt = Date.now() + peer.delayMs * jitter
     } finally {
       this.endPending(id)
     }

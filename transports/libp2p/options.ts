@@ -68,9 +68,9 @@ export const DEFAULT_LIMITS: Libp2pLimits = {
   closeTimeoutMs: 5_000,
 }
 
-/** Redial of known peers that went away: exponential backoff with jitter. */
+/** Reconnection to known peers: exponential backoff with jitter. */
 export interface RedialOptions {
-  /** First delay after a peer went away, in ms (default 250). */
+  /** First delay after a connection ended, in ms (default 250). */
   readonly minDelayMs?: number
   /** Largest delay between two attempts, in ms (default 15 000); attempts go on while the transport runs. */
   readonly maxDelayMs?: number
@@ -111,12 +111,14 @@ export interface Libp2pTransportOptions {
     readonly floodPublish?: boolean
   }
   /**
-   * Open a Concord connection to every admitted peer that speaks the protocol
-   * once libp2p connects to it (bootstrap, mDNS, redial); default true. Such
+   * Keep a Concord connection open with every known, admitted peer (default
+   * true): open one when libp2p connects to a peer that speaks the protocol
+   * (bootstrap, mDNS), and reopen it with backoff when it ends. Such
    * connections are announced with the transport's `connection` event.
+   * `false`: only `dial()` and inbound streams make connections.
    */
   readonly autoConnect?: boolean
-  /** Redial of known peers after they go away; `false` turns it off. */
+  /** Backoff of reconnections; `false` turns them off (and dials of mDNS-found peers; bootstrap peers are still dialled once at start). */
   readonly redial?: RedialOptions | false
   /** Limits; see {@link Libp2pLimits} for the defaults. */
   readonly limits?: Partial<Libp2pLimits>

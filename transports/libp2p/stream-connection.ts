@@ -42,6 +42,8 @@ export class StreamConnection implements Connection {
   readonly direction: 'inbound' | 'outbound'
   readonly remoteAddress: string
   readonly remoteIdentity: string
+  /** When the stream was adopted (ms since epoch). */
+  readonly openedAt = Date.now()
   readonly events = new ConnectionEmitter()
   /** Frames and payload bytes through this connection (frames' own bytes, without prefixes). */
   readonly stats = { framesSent: 0, framesReceived: 0, bytesSent: 0, bytesReceived: 0 }

@@ -8,7 +8,12 @@ import assert from 'node:assert/strict'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { noise } from '@chainsafe/libp2p-noise'
+import { yamux } from '@chainsafe/libp2p-yamux'
+import { identify } from '@libp2p/identify'
+import { tcp } from '@libp2p/tcp'
 import { multiaddr } from '@multiformats/multiaddr'
+import { createLibp2p } from 'libp2p'
 import { ErrorCodes, isConcordError } from '../../crdt/errors.ts'
 import type { Libp2pTransport } from '../../transports/libp2p/index.ts'
 import { ConnectionLog, NodeSet, waitFor } from './libp2p-helpers.ts'
@@ -245,6 +250,24 @@ test('a closed connection is reopened (either side closing); forget() stops that
   // dialling again undoes forget()
   bLog.add(await b.dial(address))
   await waitFor('dialled again', () => aLog.openTo(b.peerId).length >= 1)
+})
+
+test('a libp2p node that does not speak Concord is dialled once, then left alone', async () => {
+  const other = await createLibp2p({
+    addresses: { listen: ['/ip4/127.0.0.1/tcp/0'] },
+    transports: [tcp()], connectionEncrypters: [noise()], streamMuxers: [yamux()], services: { identify: identify() },
+  })
+  try {
+    const transport = nodes.create({ bootstrap: [other.getMultiaddrs()[0].toString()], ...fast })
+    const log = new ConnectionLog(transport)
+    await transport.start()
+    await waitFor('the dial failed', () => transport.stats.redialFailures >= 1)
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    assert.equal(transport.stats.redialFailures, 1, 'not retried')
+    assert.equal(log.connections.length, 0)
+  } finally {
+    await other.stop()
+  }
 })
 
 test('gossipsub: publish reaches every subscriber with the proved origin; unsubscribe stops delivery', async () => {

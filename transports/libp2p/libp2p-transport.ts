@@ -466,7 +466,9 @@ export class Libp2pTransport implements Transport {
         this.stats.autoOpened++
         this.events.emit('connection', wrapped)
       }).catch(() => {
-        // The connection went away; peer:disconnect schedules a redial.
+        // The stream could not be opened (the link is going away, or a
+        // timeout under load): the redial loop takes over.
+        if (!this.stopped && !this.hasOpenConcord(id)) this.scheduleRedial(peer, peer.delayMs)
       }).finally(() => this.endPending(id))
     })
   }
@@ -500,7 +502,11 @@ export class Libp2pTransport implements Transport {
     const now = Date.now()
     for (const peer of this.known.values()) {
       const id = peer.id.toString()
-      if (peer.nextAttempt === undefined || peer.nextAttempt > now || peer.forgotten) continue
+      if (peer.forgotten) continue
+      // Level-triggered: a known peer without a Concord connection and with
+      // nothing scheduled (a failed auto-open, a lost event) gets an attempt.
+      if (peer.nextAttempt === undefined && !this.hasConcord(id)) this.scheduleRedial(peer, peer.delayMs)
+      if (peer.nextAttempt === undefined || peer.nextAttempt > now) continue
       // A Concord connection may still be closing after its libp2p connection
       // dropped: keep the schedule, the next tick looks again.
       if (this.hasConcord(id)) continue
@@ -526,9 +532,14 @@ export class Libp2pTransport implements Transport {
       if (wasLost) this.stats.redialed++
       else this.stats.discoveryDials++
       this.events.emit('connection', connection)
-    } catch {
+    } catch (error) {
       if (this.stopped) return
       this.stats.redialFailures++
+      if (((error as Error).cause as Error | undefined)?.name === 'UnsupportedProtocolError') {
+        // A libp2p node that does not speak Concord (found by mDNS, say): leave it alone.
+        peer.forgotten = true
+        return
+      }
       const redial = this.redial!
       peer.delayMs = Math.min(redial.maxDelayMs, Math.max(redial.minDelayMs, peer.delayMs * 2))
       const jitter = 0.75 + Math.random() * 0.5

@@ -95,6 +95,9 @@ const child = spawn(process.execPath, [
   '--import', './shim/node20.ts',
   '--test',
   '--test-reporter=spec',
+  // A hung test fails instead of blocking the run: 3 minutes per test in the
+  // default list (the slowest take seconds), 30 in the long lists.
+  `--test-timeout=${listName === 'default' ? 180_000 : 1_800_000}`,
   ...files,
 ], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, CONCORD_TEST_LIST: listName } })
 

@@ -8,15 +8,19 @@
  *   deletions every delta carries the whole (run-length) delete set; a
  *   replica that already has it applies it with `false`.
  * - `applyDelta(update)`: validated by {@link validateYjsUpdate} before Yjs
- *   sees it, then applied in one Yjs transaction whose origin is a
- *   {@link YjsRemoteOrigin}. Returns true when the state vector or the
- *   delete set changed. An update whose dependencies are missing is kept by
- *   Yjs as pending (returned `false`, not in the version yet); the change
- *   event of the delta that completes it carries the completed structs.
- * - Local transactions (on `doc` directly or via the helpers) emit `change`
- *   with `local: true` and the transaction's v1 update; remote ones emit
- *   `local: false` with the delta as received (or, when it completed pending
- *   structs, the transaction's update).
+ *   sees it, then applied in one Yjs transaction (remote, `local: false`)
+ *   whose origin is a {@link YjsRemoteOrigin}. Returns true when the
+ *   transaction added structs or deleted items. An update whose
+ *   dependencies are missing is kept by Yjs as pending (returned `false`,
+ *   not in the version yet); the change event of the delta that completes
+ *   it carries the completed structs.
+ * - Local transactions (on `doc` directly or via the helpers, including
+ *   ones that doc observers make while a remote delta is applied) emit
+ *   `change` with `local: true` and the transaction's v1 update; remote ones
+ *   emit `local: false` with the delta as received (or, when it completed
+ *   pending structs, the transaction's update). Yjs is kept from
+ *   re-encoding a remote delta nobody else observes (`UpdateObserverGate`):
+ *   the receiver costs about the guard over bare `Y.applyUpdate`.
  * - `snapshot()`: the whole state as one v1 update in the document snapshot
  *   envelope (with the gc setting).
  * - `value()`: `{ name: json }` of the non-empty top-level types (see
@@ -36,6 +40,11 @@ import { validateYjsStateVector, validateYjsUpdate } from './yjs-guard.ts'
 import { restoreDocument } from './yjs-restore.ts'
 import { documentValue, openTopLevel } from './yjs-view.ts'
 
+// Read once: a namespace member access goes through a getter on every call
+// in the CommonJS interop, and applyDelta runs once per remote update.
+const applyUpdate = Y.applyUpdate
+const transact = Y.transact
+
 /** The Yjs transaction origin of deltas applied through `applyDelta`. */
 export class YjsRemoteOrigin {
   constructor(
@@ -49,6 +58,38 @@ export class YjsRemoteOrigin {
 /** True when a Yjs transaction origin marks a delta applied by a Concord replica. */
 export function isYjsRemoteOrigin(origin: unknown): origin is YjsRemoteOrigin {
   return origin instanceof YjsRemoteOrigin
+}
+
+/**
+ * The doc's observer map (lib0 `ObservableV2._observers`), able to hide the
+ * 'update' observers from one check. Yjs encodes a transaction's update in
+ * its cleanup only `if (doc._observers.has('update'))`; a remote delta needs
+ * no re-encoding (it is its own change), and detaching the observer for each
+ * apply (`off` then `on`, or deleting and re-adding the map entry) costs
+ * more than a few percent of the apply. `skipNextUpdate` answers that one
+ * check `false`, once.
+ */
+class UpdateObserverGate extends Map<string, Set<unknown>> {
+  /** When true, the next `has('update')` answers false (and clears this). */
+  skipNextUpdate = false
+
+  override has(key: string): boolean {
+    if (this.skipNextUpdate && key === 'update') {
+      this.skipNextUpdate = false
+      return false
+    }
+    return super.has(key)
+  }
+}
+
+/** Whether a finished transaction changed the document: new structs or deletions. */
+function changedBy(transaction: Y.Transaction): boolean {
+  if (transaction.deleteSet.clients.size > 0) return true
+  const before = transaction.beforeState
+  for (const [client, clock] of transaction.afterState) {
+    if (before.get(client) !== clock) return true
+  }
+  return false
 }
 
 /** Validates a Yjs v1 update against the limits, then returns it (throws DecodeError). */
@@ -82,22 +123,17 @@ export class YjsReplica implements Replica {
     this.events.emit('change', { delta: update, local: true })
   }
 
-  private readonly onAfterTransaction = (transaction: Y.Transaction): void => {
-    if (!(transaction.origin instanceof YjsRemoteOrigin) || transaction.origin.replica !== this) return
-    let changed = transaction.deleteSet.clients.size > 0
-    if (!changed) {
-      for (const [client, clock] of transaction.afterState) {
-        if (transaction.beforeState.get(client) !== clock) {
-          changed = true
-          break
-        }
-      }
-    }
-    this.remoteChanged = changed
-  }
-
-  private remoteChanged = false
   private pendingRemoteUpdate: Uint8Array | undefined
+  /** The origin of the last remote apply, reused while the caller's origin is the same. */
+  private lastRemote: YjsRemoteOrigin | undefined
+  /** The delta being applied (read by the transaction callback, made once). */
+  private applying: Uint8Array | undefined
+  private readonly applyInTransaction = (transaction: Y.Transaction): Y.Transaction => {
+    applyUpdate(this.doc, this.applying!, transaction.origin)
+    return transaction
+  }
+  /** The doc's observer map (see {@link UpdateObserverGate}). */
+  private readonly gate: UpdateObserverGate
 
   constructor(options: YjsReplicaOptions) {
     this.replicaId = options.replicaId
@@ -125,8 +161,9 @@ export class YjsReplica implements Replica {
         throw new DecodeError(`yjs snapshot: ${(cause as Error)?.message ?? cause}`, { cause })
       }
     }
+    this.gate = new UpdateObserverGate(this.doc._observers)
+    this.doc._observers = this.gate
     this.doc.on('update', this.onUpdate)
-    this.doc.on('afterTransaction', this.onAfterTransaction)
   }
 
   version(): Uint8Array {
@@ -141,27 +178,40 @@ export class YjsReplica implements Replica {
 
   applyDelta(delta: Uint8Array, origin?: unknown): boolean {
     validateYjsUpdate(delta, this.limits)
-    if (this.doc._transaction !== null) {
+    const doc = this.doc
+    if (doc._transaction !== null) {
       throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'yjs replica: applyDelta inside a transaction of its doc')
     }
     // The transaction's own update is only needed when the delta may complete
-    // structs Yjs held as pending; otherwise the delta as received is the change
-    // and Yjs need not re-encode it.
-    const completesPending = this.doc.store.pendingStructs !== null || this.doc.store.pendingDs !== null
-    if (!completesPending) this.doc.off('update', this.onUpdate)
-    this.remoteChanged = false
+    // structs Yjs held as pending; otherwise the delta as received is the
+    // change. Yjs encodes a transaction's update whenever the doc has an
+    // 'update' observer; when ours is the only one, the gate hides it for
+    // this transaction's cleanup (and only for it: local transactions that
+    // observers start meanwhile are cleaned up later, and emitted).
+    const completesPending = doc.store.pendingStructs !== null || doc.store.pendingDs !== null
+    const gate = this.gate
+    const observers = gate.get('update')
+    if (!completesPending && doc._observers === gate && observers?.size === 1 && observers.has(this.onUpdate)) gate.skipNextUpdate = true
+    let remote = this.lastRemote
+    if (remote === undefined || remote.origin !== origin) this.lastRemote = remote = new YjsRemoteOrigin(this, origin)
     this.pendingRemoteUpdate = undefined
+    this.applying = delta
+    let transaction: Y.Transaction
     try {
-      Y.applyUpdate(this.doc, delta, new YjsRemoteOrigin(this, origin))
+      // Our own transaction (remote: local = false, as Y.applyUpdate makes it),
+      // so that what changed is read from it without an afterTransaction observer.
+      transaction = transact(doc, this.applyInTransaction, remote, false)
     } catch (cause) {
       // Not reachable for a validated update as far as we know; report it typed.
       throw new DecodeError(`yjs update rejected by Yjs: ${(cause as Error)?.message ?? cause}`, { cause })
     } finally {
-      if (!completesPending) this.doc.on('update', this.onUpdate)
+      gate.skipNextUpdate = false
+      this.applying = undefined
     }
-    if (!this.remoteChanged) return false
-    const event = this.pendingRemoteUpdate ?? delta
+    const encoded = this.pendingRemoteUpdate
     this.pendingRemoteUpdate = undefined
+    if (!changedBy(transaction)) return false
+    const event = completesPending && encoded !== undefined ? encoded : delta
     this.events.emit('change', { delta: event, local: false, origin })
     return true
   }
@@ -204,7 +254,6 @@ export class YjsReplica implements Replica {
   /** Stops listening to the doc and destroys it. */
   destroy(): void {
     this.doc.off('update', this.onUpdate)
-    this.doc.off('afterTransaction', this.onAfterTransaction)
     this.doc.destroy()
   }
 }

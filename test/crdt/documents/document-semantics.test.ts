@@ -57,6 +57,39 @@ test('yjs: local transactions emit their update; remote deltas emit local:false 
   assert.equal(remote.length, events.length)
 })
 
+test('yjs: remote deltas are emitted as received, whether or not the doc has other update observers; observer-made local changes are emitted', () => {
+  const { events } = richYjs()
+  const other = new YjsReplica({ replicaId: id('b') })
+  const remote: ChangeEvent[] = []
+  other.events.on('change', (event) => remote.push(event))
+  // Only the replica observes 'update': the delta itself is the event (Yjs does not re-encode it).
+  assert.equal(other.applyDelta(events[0].delta, 'p'), true)
+  assert.equal(remote.at(-1)!.delta, events[0].delta)
+  // A provider bound to the doc still sees remote updates, with their origin.
+  const provider: Array<{ update: Uint8Array; origin: unknown }> = []
+  const onUpdate = (update: Uint8Array, origin: unknown) => provider.push({ update, origin })
+  other.doc.on('update', onUpdate)
+  assert.equal(other.applyDelta(events[1].delta, 'p'), true)
+  assert.equal(provider.length, 1)
+  assert.ok(isYjsRemoteOrigin(provider[0].origin) && provider[0].origin.origin === 'p')
+  assert.equal(remote.at(-1)!.delta, events[1].delta)
+  other.doc.off('update', onUpdate)
+  // An observer that answers a remote change with a local one: both are emitted, the local one as local.
+  const answer = (event: Y.YMapEvent<unknown>) => {
+    if (isYjsRemoteOrigin(event.transaction.origin)) other.doc.getMap('seen').set('count', remote.length)
+  }
+  other.doc.getMap('map').observe(answer)
+  const before = remote.length
+  for (const event of events.slice(2)) other.applyDelta(event.delta, 'p')
+  other.doc.getMap('map').unobserve(answer)
+  const locals = remote.slice(before).filter((event) => event.local)
+  assert.ok(locals.length >= 1, 'the observer-made change was emitted')
+  const third = new YjsReplica({ replicaId: id('c') })
+  for (const event of remote) third.applyDelta(event.delta)
+  assert.deepEqual(third.value(), other.value(), 'the events carry every change, remote and observer-made')
+  assert.ok('seen' in other.value())
+})
+
 test('yjs: out-of-order deltas wait as pending, then the completing delta reports the completed structs', () => {
   const { replica, events } = richYjs()
   const other = new YjsReplica({ replicaId: id('b') })

@@ -10,7 +10,7 @@ export { Emitter, type Unsubscribe } from './emitter.ts'
 export {
   replicaId, type Replica, type ReplicaId, type ReplicaType, type ReplicaOptions, type ReplicaFactory, type ReplicaEvents, type ChangeEvent,
 } from './replica.ts'
-export { createReplica, replicaFactories, isRegisteredType } from './registry.ts'
+export { createReplica, replicaFactories, isRegisteredType, deltaMerger, mergeDeltas } from './registry.ts'
 export * from './causal/index.ts'
 export * from './types/index.ts'
 export * from './documents/index.ts'

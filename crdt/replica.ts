@@ -105,4 +105,12 @@ export interface ReplicaOptions {
 export interface ReplicaFactory<R extends Replica = Replica> {
   readonly type: ReplicaType
   create(options: ReplicaOptions): R
+  /**
+   * Merges deltas of this type (as `change` events and `deltaSince` give
+   * them) into one delta: applying it to any replica gives the state that
+   * applying them in order gives. Optional: a type without it has its deltas
+   * logged and shipped one by one. Throws DecodeError on a malformed delta,
+   * RangeError on an empty list; a single delta may be returned as it is.
+   */
+  mergeDeltas?(deltas: readonly Uint8Array[]): Uint8Array
 }

@@ -14,6 +14,7 @@ const lists = {
     'test/crdt/native-laws.test.ts',
     'test/crdt/native-semantics.test.ts',
     'test/crdt/causal.test.ts',
+    'test/crdt/merge-deltas.test.ts',
     // crdt/ documents
     'test/crdt/documents/document-semantics.test.ts',
     'test/crdt/documents/document-laws.test.ts',

@@ -33,6 +33,7 @@ import { Emitter, type Unsubscribe } from '../emitter.ts'
 import { ConcordError, DecodeError, ErrorCodes } from '../errors.ts'
 import { Encoder, decodeGuarded } from '../codec.ts'
 import type { ChangeEvent, Replica, ReplicaEvents, ReplicaFactory, ReplicaId } from '../replica.ts'
+import { mergeAutomergeDeltas } from './merge-deltas.ts'
 import { splitAutomergeChunks } from './automerge-guard.ts'
 import { resolveLimits, type AutomergeReplicaOptions, type DocumentLimits } from './options.ts'
 import { decodeDocumentSnapshot, encodeDocumentSnapshot } from './snapshot-envelope.ts'
@@ -278,4 +279,5 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
 export const automergeReplicaFactory: ReplicaFactory<AutomergeReplica> = {
   type: 'automerge',
   create: (options) => new AutomergeReplica(options),
+  mergeDeltas: mergeAutomergeDeltas,
 }

@@ -17,3 +17,4 @@ export {
 export { encodeDocumentSnapshot, decodeDocumentSnapshot, DocumentKind, SNAPSHOT_FORMAT_VERSION, type DocumentSnapshot } from './snapshot-envelope.ts'
 export { AutomergeReplica, automergeReplicaFactory, encodeAutomergeHeads, decodeAutomergeHeads, plainValue } from './automerge-replica.ts'
 export { splitAutomergeChunks, AutomergeChunkType, type AutomergeChunk } from './automerge-guard.ts'
+export { mergeYjsDeltas, mergeAutomergeDeltas } from './merge-deltas.ts'

@@ -8,6 +8,7 @@ export {
   nativeReplicaFactories,
 } from './replicas.ts'
 export { CausalReplica, joinStates } from './causal-replica.ts'
+export { mergeNativeDeltas } from './merge-deltas.ts'
 export { GCounterView, PNCounterView, GSetView, ORSetView, EWFlagView, MVRegisterView, LWWRegisterView, ORMapView } from './views.ts'
 export { DotAllocator } from './dot-allocator.ts'
 export { canonicalJson, parseCanonicalJson, compareJson, copyJson, MAX_JSON_DEPTH, type Json } from './json.ts'

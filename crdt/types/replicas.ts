@@ -11,6 +11,7 @@ import type { ReplicaFactory, ReplicaOptions } from '../replica.ts'
 import { CausalReplica } from './causal-replica.ts'
 import type { GCounterStore, PNCounterStore } from './counters.ts'
 import type { Json } from './json.ts'
+import { mergeNativeDeltas } from './merge-deltas.ts'
 import type { LWWRegisterStore, MVRegisterStore } from './registers.ts'
 import type { SetStore } from './sets.ts'
 import type { NativeType } from './store-spec.ts'
@@ -150,7 +151,7 @@ export class ORMapReplica extends CausalReplica<DotMap> {
 }
 
 function factory<R extends CausalReplica>(type: NativeType, make: (options: ReplicaOptions) => R): ReplicaFactory<R> {
-  return { type, create: make }
+  return { type, create: make, mergeDeltas: (deltas) => mergeNativeDeltas(type, deltas) }
 }
 
 /** Factories of the eight native types, by tag. */

@@ -240,6 +240,8 @@ function nextTurn(): Promise<void> {
 
 interface Queued {
   readonly unit: Unit<unknown>
+  /** The unit's names, and those added by {@link Committer.join} while it waits. */
+  readonly states: NameState[]
   resolve(value: unknown): void
   reject(error: unknown): void
 }
@@ -267,9 +269,26 @@ export class Committer {
     if (this.isClosed) return Promise.reject(new ConcordError(ErrorCodes.CLOSED, 'the store is closed'))
     for (const state of unit.states) state.pending++
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ unit, resolve: resolve as (value: unknown) => void, reject })
+      this.queue.push({ unit, states: [...unit.states], resolve: resolve as (value: unknown) => void, reject })
       if (!this.running) this.running = this.run()
     })
+  }
+
+  /**
+   * Lets more work join `unit` while it is the newest unit queued and not yet
+   * taken into a batch: nothing queued after it can then be ordered before
+   * what joins it. Adds `state` to its names (kept from eviction, counted
+   * pending). Returns false when it is no longer waiting last in the queue
+   * (the caller queues a new unit instead).
+   */
+  join(unit: Unit<unknown>, state: NameState): boolean {
+    const last = this.queue.at(-1)
+    if (last === undefined || last.unit !== unit) return false
+    if (!last.states.includes(state)) {
+      last.states.push(state)
+      state.pending++
+    }
+    return true
   }
 
   /** Resolves once everything queued so far is written and fsynced. */
@@ -338,10 +357,10 @@ export class Committer {
     }
     let leftover = regular.slice(cut)
     if (leftover.length > 0) {
-      const waiting = new Set(leftover.flatMap((item) => item.unit.states))
+      const waiting = new Set(leftover.flatMap((item) => item.states))
       const deferred = new Set<Queued>()
       for (const item of late) {
-        if (item.unit.states.some((state) => waiting.has(state))) deferred.add(item)
+        if (item.states.some((state) => waiting.has(state))) deferred.add(item)
         else build(item)
       }
       // Back to the front of the queue, in their order.
@@ -366,7 +385,7 @@ export class Committer {
       await this.storage.batch(builder.ops, { sync })
     } catch (cause) {
       const error = isConcordError(cause) ? cause : new ConcordError(ErrorCodes.STORAGE_ERROR, `write failed: ${(cause as Error)?.message}`, { cause })
-      const states = [...new Set(built.flatMap(({ item }) => item.unit.states))]
+      const states = [...new Set(built.flatMap(({ item }) => item.states))]
       for (const { item } of built) {
         this.release(item)
         item.reject(error)
@@ -392,7 +411,7 @@ export class Committer {
   }
 
   private release(item: Queued): void {
-    for (const state of item.unit.states) state.pending--
+    for (const state of item.states) state.pending--
   }
 
   private markDurable(): void {

@@ -52,6 +52,12 @@ export interface Schema {
 /** Creates a replica of a type (defaults to the crdt registry's `createReplica`). */
 export type ReplicaCreator = (type: ReplicaType, options: ReplicaOptions) => Replica
 
+/**
+ * The delta merge of a type (see `ReplicaFactory.mergeDeltas`), or undefined
+ * when its deltas cannot be merged. Defaults to the crdt registry's.
+ */
+export type DeltaMerger = (type: ReplicaType) => ((deltas: readonly Uint8Array[]) => Uint8Array) | undefined
+
 /** Options of {@link openStore}. */
 export interface StoreOptions {
   /** LevelDB folder; omitted (and no `storage`) -> in memory. */
@@ -83,6 +89,13 @@ export interface StoreOptions {
   readonly schema?: Schema
   /** Creates replicas (default: the crdt registry). */
   readonly createReplica?: ReplicaCreator
+  /**
+   * Merges deltas, by type (default: the crdt registry's `mergeDeltas`).
+   * In `async` mode, the local changes of a name queued together are logged
+   * and announced as one merged record; `() => undefined` turns that off
+   * (one record per change).
+   */
+  readonly deltaMerger?: DeltaMerger
   /** The agent's clock, shared with its replicas. */
   readonly clock?: HybridClock
   /** Wall clock in ms (TTL, archival, timed checkpoints). */

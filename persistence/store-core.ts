@@ -31,6 +31,7 @@ export class StoreCore {
   readonly truncations: Array<{ name: string; fromSeq: number; toSeq: number; reason: string }> = []
   isClosed = false
   private readonly emptyVersions = new Map<ReplicaType, Uint8Array>()
+  private readonly mergers = new Map<ReplicaType, ((deltas: readonly Uint8Array[]) => Uint8Array) | undefined>()
 
   constructor(
     readonly storage: Storage,
@@ -78,6 +79,14 @@ export class StoreCore {
   /** A detached replica (its own clock): for `at`, `verify`. */
   detachedReplica(type: ReplicaType, snapshot?: Uint8Array): Replica {
     return this.createReplica(type, { replicaId: this.replicaId, snapshot })
+  }
+
+  /** The merge of `type`'s deltas (options.deltaMerger), or undefined when it has none. */
+  mergerOf(type: ReplicaType): ((deltas: readonly Uint8Array[]) => Uint8Array) | undefined {
+    if (this.mergers.has(type)) return this.mergers.get(type)
+    const merger = this.options.deltaMerger?.(type)
+    this.mergers.set(type, merger)
+    return merger
   }
 
   /** The version of an empty replica of `type`. */

@@ -52,8 +52,10 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     } else {
       await storage.batch([{ type: 'put', key: STORE_INFO_KEY, value: encodeStoreInfo({ replicaId: id, created: now() }) }], { sync: true })
     }
-    const createReplica = options.createReplica ?? (await import('./default-replicas.ts')).defaultCreateReplica
-    return new Store(storage, ownsStorage, id, createReplica, options)
+    const defaults = options.createReplica === undefined || options.deltaMerger === undefined ? await import('./default-replicas.ts') : undefined
+    const createReplica = options.createReplica ?? defaults!.defaultCreateReplica
+    const deltaMerger = options.deltaMerger ?? defaults!.defaultDeltaMerger
+    return new Store(storage, ownsStorage, id, createReplica, { ...options, deltaMerger })
   } catch (error) {
     if (ownsStorage) await storage.close().catch(() => undefined)
     throw error

@@ -6,6 +6,16 @@
  * Changes made while a capture is open (`capture(fn)`) are collected instead
  * of being written one by one, so that `commit`, `atomic` and migrations log
  * all of them as one atomic unit.
+ *
+ * Local changes of `async` names (a replica's `change` outside a capture)
+ * are merged: they join the unit of the previous one while it is still
+ * waiting last in the pipeline, and that unit logs one record per name
+ * whose payload is the type's merge of the deltas (`mergeDeltas` of its
+ * replica factory), and is announced by one `committed` event. Nothing is
+ * acknowledged earlier or later for it: every change is in the batch it
+ * would have been in alone, and resolves with it. `sync` names, captures and
+ * remote commits keep one record per change (an append of theirs resolves
+ * when its own record is durable).
  */
 import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
 import type { HlcTimestamp } from '../crdt/hlc.ts'
@@ -15,6 +25,22 @@ import { checkpointKey, logKey } from './keys.ts'
 import { FULL_RETENTION_CHECKPOINTS } from './options.ts'
 import type { StoreCore } from './store-core.ts'
 import type { ApplyResult, CaptureItem, Entry } from './store-types.ts'
+
+/** Delta bytes beyond which a merging unit takes no more changes (the next change starts a new one). */
+const MERGE_MAX_BYTES = 256 * 1024
+/** Names beyond which a merging unit takes no changes of further names. */
+const MERGE_MAX_NAMES = 64
+
+/** The unit that local changes of `async` names join while it waits last in the pipeline. */
+interface MergingUnit {
+  readonly unit: Unit<CommittedRecord[]>
+  /** The changes, in the order they were made. */
+  readonly items: CaptureItem[]
+  readonly entries: Set<Entry>
+  bytes: number
+  /** Settles with the unit (failures reported as `error` events): each entry's `last`. */
+  settled: Promise<unknown>
+}
 
 /** A replica snapshot taken when the replica was exactly at `seq`. */
 interface TakenSnapshot {
@@ -26,6 +52,7 @@ interface TakenSnapshot {
 /** @internal the store's write path. */
 export class Writes {
   private capturing: CaptureItem[] | undefined
+  private merging: MergingUnit | undefined
 
   constructor(private readonly core: StoreCore) {}
 
@@ -54,10 +81,77 @@ export class Writes {
       this.capturing.push(item)
       return
     }
+    if (entry.durability.mode === 'async' && core.mergerOf(entry.state.meta.type) !== undefined) {
+      entry.last = this.merge(item)
+      return
+    }
     const promise = this.enqueueItems([item])
-    entry.last = promise.catch((error) => {
-      core.events.emit('error', { name: entry.name, error: isConcordError(error) ? error : new ConcordError(ErrorCodes.STORAGE_ERROR, String(error)) })
-    })
+    entry.last = promise.catch((error) => this.reportFailure([entry], error))
+  }
+
+  /** Adds a local change of an async name to the merging unit, or queues a new one; returns its settled promise. */
+  private merge(item: CaptureItem): Promise<unknown> {
+    const { entry } = item
+    const open = this.merging
+    if (open !== undefined && open.bytes < MERGE_MAX_BYTES && (open.entries.has(entry) || open.entries.size < MERGE_MAX_NAMES)
+      && this.core.committer.join(open.unit, entry.state)) {
+      open.items.push(item)
+      open.entries.add(entry)
+      open.bytes += item.delta.length
+      return open.settled
+    }
+    const items = [item]
+    const merging: MergingUnit = {
+      items, entries: new Set([entry]), bytes: item.delta.length, settled: Promise.resolve(),
+      unit: {
+        sync: false, states: [entry.state],
+        build: (b) => {
+          // Taken into a batch: later changes go to a new unit.
+          if (this.merging === merging) this.merging = undefined
+          return this.buildAppends(b, this.mergeItems(items))
+        },
+      },
+    }
+    this.merging = merging
+    merging.settled = this.enqueueUnit(merging.unit, items).catch((error) => this.reportFailure([...merging.entries], error))
+    return merging.settled
+  }
+
+  /**
+   * One item per name (in the order of their first change): the merge of
+   * its deltas, stamped with the time of its last change. A name whose
+   * deltas cannot be merged keeps them as they are.
+   */
+  private mergeItems(items: readonly CaptureItem[]): CaptureItem[] {
+    if (items.length === 1) return items as CaptureItem[]
+    const groups = new Map<Entry, CaptureItem[]>()
+    for (const item of items) {
+      const group = groups.get(item.entry)
+      if (group) group.push(item)
+      else groups.set(item.entry, [item])
+    }
+    const merged: CaptureItem[] = []
+    for (const [entry, group] of groups) {
+      const last = group[group.length - 1]
+      const merger = group.length > 1 ? this.core.mergerOf(entry.state.meta.type) : undefined
+      if (merger === undefined) {
+        merged.push(...group)
+        continue
+      }
+      try {
+        merged.push({ entry, delta: merger(group.map((item) => item.delta)), hlc: last.hlc, agent: last.agent })
+      } catch (error) {
+        // Not expected for deltas the replica made; log them one by one rather than lose them.
+        this.core.events.emit('error', { name: entry.name, error: isConcordError(error) ? error : new ConcordError(ErrorCodes.INVALID_ARGUMENT, `merging deltas failed: ${String(error)}`) })
+        merged.push(...group)
+      }
+    }
+    return merged
+  }
+
+  private reportFailure(entries: readonly Entry[], error: unknown): void {
+    const failure = isConcordError(error) ? error : new ConcordError(ErrorCodes.STORAGE_ERROR, String(error))
+    for (const entry of entries) this.core.events.emit('error', { name: entry.name, error: failure })
   }
 
   /** Adds the records of `items` to a batch (a full-state record first for a name whose last write failed). */
@@ -83,16 +177,21 @@ export class Writes {
   }
 
   /** Writes `items` as one unit; resolves once durable per the names' modes, then emits `committed`. */
-  async enqueueItems(items: readonly CaptureItem[], origin?: unknown): Promise<CommittedRecord[]> {
-    const { core } = this
+  enqueueItems(items: readonly CaptureItem[], origin?: unknown): Promise<CommittedRecord[]> {
     const entries = [...new Set(items.map((item) => item.entry))]
-    const types = new Map(entries.map((entry) => [entry.name, entry.state.meta.type]))
-    const records = await core.committer.enqueue({
+    return this.enqueueUnit({
       sync: entries.some((entry) => entry.durability.mode === 'sync'),
       states: entries.map((entry) => entry.state),
       build: (b) => this.buildAppends(b, items),
-    })
-    if (core.events.listenerCount('committed') > 0) {
+    }, items, origin)
+  }
+
+  /** Queues a unit that logs `items`; resolves once durable per its mode, then emits `committed`. */
+  private async enqueueUnit(unit: Unit<CommittedRecord[]>, items: readonly CaptureItem[], origin?: unknown): Promise<CommittedRecord[]> {
+    const { core } = this
+    const records = await core.committer.enqueue(unit)
+    if (records.length > 0 && core.events.listenerCount('committed') > 0) {
+      const types = new Map(items.map((item) => [item.entry.name, item.entry.state.meta.type]))
       core.events.emit('committed', {
         origin,
         records: records.map((r) => ({ name: r.name, type: types.get(r.name)!, seq: r.seq, payload: r.payload })),

@@ -27,6 +27,8 @@ const lists = {
     'test/persistence/integrity.test.ts',
     'test/persistence/pipeline.test.ts',
     'test/persistence/crash.test.ts',
+    'test/persistence/merge.test.ts',
+    'test/persistence/crash-async.test.ts',
     // sync/ and transports/
     'test/transports/memory.test.ts',
     'test/transports/websocket.test.ts',
@@ -70,6 +72,7 @@ const lists = {
   crash: [
     // persistence/
     'test/persistence/crash.test.ts',
+    'test/persistence/crash-async.test.ts',
   ],
 }
 

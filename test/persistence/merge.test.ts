@@ -1,0 +1,198 @@
+/**
+ * Merged local changes in `async` mode: the local changes of a name queued
+ * together are logged as one record (the type's merge of their deltas) and
+ * announced by one `committed` event; everything the log offers still holds
+ * on merged records (replay on open, hash chain and verify, history, at,
+ * revert). Sync mode, captures and remote commits keep one record per
+ * change, and nothing queued after a unit is ever ordered before it.
+ */
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import * as Y from 'yjs'
+import type { YjsReplica } from '../../crdt/documents/yjs-replica.ts'
+import { replicaId, type Replica } from '../../crdt/replica.ts'
+import { createReplica } from '../../crdt/registry.ts'
+import type { PNCounterReplica } from '../../crdt/types/replicas.ts'
+import { openStore, type Store, type StoreOptions } from '../../persistence/index.ts'
+import type { CommittedUnitRecord } from '../../persistence/store.ts'
+import { settle, tempDir, textOf, typeText } from './helpers.ts'
+
+const asyncMode = { mode: 'async', rpoMs: 50 } as const
+
+async function withStore(options: Partial<StoreOptions>, fn: (store: Store, dir: string) => Promise<void>): Promise<void> {
+  const { dir, remove } = await tempDir('concord-merge-')
+  const store = await openStore({ dir, replicaId: 'me', sweepMs: 0, durability: asyncMode, ...options })
+  try {
+    await fn(store, dir)
+  } finally {
+    await store.close()
+    await remove()
+  }
+}
+
+/** Collects `committed` events. */
+function units(store: Store): Array<{ records: readonly CommittedUnitRecord[]; origin?: unknown }> {
+  const seen: Array<{ records: readonly CommittedUnitRecord[]; origin?: unknown }> = []
+  store.events.on('committed', (unit) => seen.push(unit))
+  return seen
+}
+
+/** Types `count` characters, one transaction each. */
+function typeChars(replica: Replica, count: number, char = 'x'): void {
+  for (let i = 0; i < count; i++) typeText(replica, char)
+}
+
+describe('merged local changes (async mode)', () => {
+  it('a run of local changes becomes few records; they replay to the same state after reopening, and verify', async () => {
+    const { dir, remove } = await tempDir('concord-merge-')
+    try {
+      const store = await openStore({ dir, replicaId: 'me', sweepMs: 0, durability: asyncMode, checkpoint: { onClose: false } })
+      const seen = units(store)
+      const doc = await store.open('doc', 'yjs')
+      for (let round = 0; round < 5; round++) {
+        typeChars(doc, 100)
+        await settle()
+      }
+      await store.flush()
+      const seq = store.committedSeq('doc')
+      assert.ok(seq >= 2 && seq <= 20, `500 changes in 5 rounds: ${seq} records`)
+      assert.equal(seen.length, seq, 'one committed event per record of one name')
+      assert.deepEqual(seen.map((u) => u.records.map((r) => r.seq)), Array.from({ length: seq }, (_, i) => [i + 1]))
+      // What sync ships: the merged payloads bring a fresh replica to the same text.
+      const shipped = new Y.Doc()
+      for (const unit of seen) for (const record of unit.records) Y.applyUpdate(shipped, record.payload)
+      assert.equal(shipped.getText('t').toString(), 'x'.repeat(500))
+      assert.deepEqual((await store.verify('doc')).problems, [])
+      const history = await store.history('doc', { limit: 1000 })
+      assert.deepEqual(history.map((r) => r.seq), Array.from({ length: seq }, (_, i) => i + 1))
+      assert.ok(history.every((r) => r.agent === 'me' && r.kind === 'delta'))
+      await store.close()
+      const again = await openStore({ dir, replicaId: 'me', sweepMs: 0 })
+      assert.equal(textOf(await again.open('doc', 'yjs')), 'x'.repeat(500))
+      assert.equal(again.committedSeq('doc'), seq)
+      assert.deepEqual((await again.verify('doc')).problems, [])
+      await again.close()
+    } finally {
+      await remove()
+    }
+  })
+
+  it('at(seq) at a merged record is the state replaying the records up to it gives; revert to it', async () => {
+    await withStore({}, async (store) => {
+      const doc = await store.open('doc', 'yjs')
+      const lengths: number[] = []
+      store.events.on('committed', () => lengths.push(textOf(doc).length))
+      for (let round = 0; round < 4; round++) {
+        typeChars(doc, 10 + round, String.fromCharCode(97 + round))
+        await settle()
+      }
+      await store.flush()
+      const history = await store.history('doc')
+      assert.ok(history.length < 46, `merged: ${history.length} records for 46 changes`)
+      const replay = new Y.Doc()
+      for (const record of history) {
+        Y.applyUpdate(replay, record.bytes)
+        const past = await store.at('doc', record.seq)
+        assert.equal(textOf(past), replay.getText('t').toString(), `at(${record.seq})`)
+      }
+      const middle = history[Math.floor(history.length / 2)].seq
+      const expected = textOf(await store.at('doc', middle))
+      const seq = await store.revert('doc', middle)
+      assert.ok(seq !== null && seq > history.at(-1)!.seq)
+      assert.equal(textOf(doc), expected)
+      assert.deepEqual((await store.verify('doc')).problems, [])
+    })
+  })
+
+  it('several names changed together: one unit with one merged record per name, one committed event', async () => {
+    await withStore({}, async (store) => {
+      const seen = units(store)
+      const a = await store.open('a', 'yjs')
+      const b = await store.open('b', 'pncounter') as PNCounterReplica
+      for (let i = 0; i < 50; i++) {
+        typeText(a, 'a')
+        b.increment()
+      }
+      await store.flush()
+      // The first change may go alone (the pipeline was idle); the rest wait together.
+      const last = seen.at(-1)!
+      assert.deepEqual(last.records.map((r) => r.name).sort(), ['a', 'b'])
+      assert.ok(seen.length <= 3, `${seen.length} units for 100 changes`)
+      assert.equal(store.committedSeq('a') + store.committedSeq('b'), seen.reduce((n, u) => n + u.records.length, 0))
+      const counter = createReplica('pncounter', { replicaId: replicaId('x') })
+      for (const unit of seen) for (const r of unit.records) if (r.name === 'b') counter.applyDelta(r.payload)
+      assert.equal(counter.value(), 50)
+      const atB = await store.at('b', store.committedSeq('b'))
+      assert.equal(atB.value(), 50)
+      assert.deepEqual((await store.verify('a')).problems, [])
+      assert.deepEqual((await store.verify('b')).problems, [])
+    })
+  })
+
+  it('a remote commit queued meanwhile closes the unit: later local changes go after it, in the order they were made', async () => {
+    await withStore({}, async (store) => {
+      const doc = await store.open('doc', 'yjs') as YjsReplica
+      const other = createReplica('yjs', { replicaId: replicaId('other') }) as YjsReplica
+      const remote: Uint8Array[] = []
+      other.doc.on('update', (u: Uint8Array) => remote.push(u))
+      other.doc.getText('t').insert(0, 'R')
+      typeChars(doc, 3, 'a') // the first goes alone; the other two wait together
+      const applied = store.applyRemote('doc', remote[0], { agent: 'other' })
+      typeChars(doc, 3, 'b')
+      await applied
+      await store.flush()
+      const history = await store.history('doc')
+      assert.deepEqual(history.map((r) => r.agent), ['me', 'me', 'other', 'me'])
+      const replay = new Y.Doc()
+      const texts = history.map((r) => { Y.applyUpdate(replay, r.bytes); return replay.getText('t').toString().length })
+      assert.deepEqual(texts, [1, 3, 4, 7])
+      assert.equal(textOf(await store.at('doc', 3)).length, 4)
+    })
+  })
+
+  it('sync mode, atomic blocks and a store without merges keep one record per change', async () => {
+    await withStore({ durability: { mode: 'sync' } }, async (store) => {
+      const doc = await store.open('doc', 'yjs')
+      typeChars(doc, 20)
+      await store.flush()
+      assert.equal(store.committedSeq('doc'), 20)
+    })
+    await withStore({}, async (store) => {
+      const doc = await store.open('doc', 'yjs')
+      await store.atomic(() => typeChars(doc, 5))
+      assert.equal(store.committedSeq('doc'), 5, 'an atomic block logs each change')
+      const seen = units(store)
+      await store.atomic(() => typeChars(doc, 3))
+      assert.equal(seen.length, 1)
+      assert.equal(seen[0].records.length, 3)
+    })
+    await withStore({ deltaMerger: () => undefined }, async (store) => {
+      const doc = await store.open('doc', 'yjs')
+      typeChars(doc, 20)
+      await store.flush()
+      assert.equal(store.committedSeq('doc'), 20)
+    })
+  })
+
+  it('a checkpoint due while changes wait is taken at an exact seq; recovery from it and the merged tail is exact', async () => {
+    const { dir, remove } = await tempDir('concord-merge-')
+    try {
+      const store = await openStore({ dir, replicaId: 'me', sweepMs: 0, durability: asyncMode, checkpoint: { everyRecords: 3, onClose: false } })
+      const doc = await store.open('doc', 'yjs')
+      for (let round = 0; round < 12; round++) {
+        typeChars(doc, 7)
+        await settle(2)
+      }
+      await store.flush()
+      await store.close()
+      const again = await openStore({ dir, replicaId: 'me', sweepMs: 0 })
+      assert.equal(textOf(await again.open('doc', 'yjs')), 'x'.repeat(84))
+      const report = await again.verify('doc')
+      assert.deepEqual(report.problems, [])
+      assert.ok(report.checkpoints > 0)
+      await again.close()
+    } finally {
+      await remove()
+    }
+  })
+})

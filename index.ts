@@ -12,6 +12,7 @@
  */
 export { createPeer, Peer } from './peer/index.ts'
 export type { PeerOptions, AuthOptions, AccessFunction, CredentialCheck, ListenOptions, ConnectOptions, FlushOptions, PeerEvents, PeerStats } from './peer/index.ts'
+export type { Libp2pListenOptions, Libp2pListening, PeerLibp2pOptions, PeerGossipOptions, GossipStats } from './peer/index.ts'
 export {
   ConcordError, DecodeError, TypeMismatchError, ErrorCodes, isConcordError, type ErrorCode,
 } from './crdt/errors.ts'

@@ -1,6 +1,11 @@
 /** peer/: `createPeer()`, the composition root of Concord. */
 export { createPeer, Peer } from './peer.ts'
-export type { ListenOptions, ConnectOptions, FlushOptions, PeerEvents, PeerStats } from './peer.ts'
+export type { ListenOptions, Libp2pListenOptions, ConnectOptions, FlushOptions, PeerEvents, PeerStats } from './peer.ts'
+export type { Libp2pListening } from './libp2p-link.ts'
+export type { PeerLibp2pOptions, PeerGossipOptions } from './libp2p-options.ts'
+export { gossipTopic, DEFAULT_GOSSIP_GROUP } from './libp2p-options.ts'
+export type { GossipStats } from './gossip-fanout.ts'
+export { encodeGossipUnit, decodeGossipUnit, GOSSIP_FORMAT, type GossipUnit } from './gossip-codec.ts'
 export type { PeerOptions, AuthOptions, AccessFunction, CredentialCheck, SyncTuning } from './options.ts'
 export { StoreSyncHost, type StoreSyncHostOptions } from './store-sync-host.ts'
 export { YWebsocketBridge, type YjsRoom, type YWebsocketBridgeOptions, type YWebsocketBridgeStats } from './y-websocket-bridge.ts'

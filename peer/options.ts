@@ -8,6 +8,7 @@ import type { NameFilter } from '../sync/names.ts'
 import type { CheckpointPolicy, Durability, ReplicaCreator, Retention, Schema } from '../persistence/options.ts'
 import type { Storage } from '../persistence/storage.ts'
 import type { SessionOptions } from '../sync/session.ts'
+import type { PeerLibp2pOptions } from './libp2p-options.ts'
 
 /** Who may do what with a name: `(peerId, name) => 'none' | 'read' | 'write'`. */
 export type AccessFunction = (peerId: PeerId, name: string) => Access
@@ -63,6 +64,12 @@ export interface PeerOptions {
   readonly access?: AccessFunction
   /** The names this peer syncs (default: all). */
   readonly names?: NameFilter
+  /**
+   * libp2p defaults (`bootstrap`, `mdns`, `allow`, `gossipsub`, ...), used when
+   * `listen({ libp2p })` or `connect(multiaddr)` starts the node; see
+   * README, "libp2p".
+   */
+  readonly libp2p?: PeerLibp2pOptions
   /** Largest sync frame, bytes (default 1 MiB; larger messages are chunked). */
   readonly maxFrameBytes?: number
   /**

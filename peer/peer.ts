@@ -25,7 +25,11 @@ import { attachSession, peerId as toPeerId, type SessionStats, type SyncHost, ty
 import type { Connection } from '../transports/transport.ts'
 import { Reconnector } from '../transports/reconnect.ts'
 import { WebSocketTransport, type WebSocketListenOptions } from '../transports/websocket/index.ts'
-import { validatePeerOptions, type PeerOptions } from './options.ts'
+import { validatePeerOptions, type PeerOptions, type SyncTuning } from './options.ts'
+import type { GossipStats } from './gossip-fanout.ts'
+import { Libp2pLink, type Libp2pListening } from './libp2p-link.ts'
+import { validateLibp2pOptions, type PeerLibp2pOptions } from './libp2p-options.ts'
+import type { Libp2pTransport } from '../transports/libp2p/libp2p-transport.ts'
 import { StoreSyncHost } from './store-sync-host.ts'
 import { YWebsocketBridge } from './y-websocket-bridge.ts'
 
@@ -37,6 +41,17 @@ export interface ListenOptions {
   readonly tls?: WebSocketListenOptions['tls']
   /** Serve stock y-websocket clients at `/yjs/<room>` (default true). */
   readonly yWebsocket?: boolean
+  readonly signal?: AbortSignal
+}
+
+/** Options of {@link Peer.listen} for libp2p. */
+export interface Libp2pListenOptions {
+  /**
+   * The libp2p node: `addresses` to listen on (default
+   * `/ip4/127.0.0.1/tcp/0`), `bootstrap`, `mdns`, `allow`, `gossipsub` (merged
+   * over `createPeer({ libp2p })`).
+   */
+  readonly libp2p: PeerLibp2pOptions
   readonly signal?: AbortSignal
 }
 
@@ -76,6 +91,8 @@ export interface PeerStats {
   readonly sessions: number
   /** Sums over every session this peer has had. */
   readonly totals: Readonly<SessionStats>
+  /** The gossipsub fan-out's counters (libp2p with `gossipsub` only). */
+  readonly gossip?: Readonly<GossipStats>
 }
 
 const TICK_MS = 500
@@ -83,6 +100,7 @@ const TICK_MS = 500
 /** Creates a peer: opens its store and gets it ready to sync. */
 export async function createPeer(options: PeerOptions): Promise<Peer> {
   validatePeerOptions(options)
+  if (options.libp2p !== undefined) validateLibp2pOptions(options.libp2p, 'createPeer')
   const store = await openStore({
     dir: options.dir,
     storage: options.storage,
@@ -119,6 +137,7 @@ export class Peer {
   private websocket: WebSocketTransport | undefined
   private websocketWired = false
   private bridge: YWebsocketBridge | undefined
+  private link: Libp2pLink | undefined
   private readonly ticker: ReturnType<typeof setInterval> | undefined
   private closing: Promise<void> | undefined
 
@@ -274,11 +293,29 @@ export class Peer {
   // ------------------------------------------------------------ network
 
   /**
+   * With `{ libp2p }`: starts this peer's libp2p node (key kept in `dir`,
+   * so the PeerId is stable) and resolves with its PeerId and multiaddrs
+   * (each ending in `/p2p/<PeerId>`). See README, "libp2p".
+   * @throws ConcordError `CONCORD_INVALID_ARGUMENT` (bad options, or options
+   * other than `addresses` once the node started).
+   */
+  listen(options: Libp2pListenOptions): Promise<Libp2pListening>
+  /**
    * Serves the Concord protocol over WebSocket (and stock y-websocket
    * clients at `/yjs/<room>`). Resolves with the URL to connect to.
    */
-  async listen(options: ListenOptions = {}): Promise<{ url: string; port: number }> {
+  listen(options?: ListenOptions): Promise<{ url: string; port: number }>
+  async listen(options: ListenOptions | Libp2pListenOptions = {}): Promise<{ url: string; port: number } | Libp2pListening> {
     this.checkOpen()
+    if ('libp2p' in options && options.libp2p !== undefined) {
+      const extra = Object.keys(options).filter((key) => key !== 'libp2p' && key !== 'signal')
+      if (extra.length > 0) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `listen: give either libp2p or ${extra.join(', ')} (one transport per call)`)
+      return this.libp2pLink().listen(options.libp2p, options.signal)
+    }
+    return this.listenWebSocket(options as ListenOptions)
+  }
+
+  private async listenWebSocket(options: ListenOptions): Promise<{ url: string; port: number }> {
     const transport = this.websocketTransport()
     const url = await transport.listen({ port: options.port ?? 0, host: options.host ?? '127.0.0.1', tls: options.tls }, { signal: options.signal })
     if (options.yWebsocket !== false) this.serveYWebsocket(transport)
@@ -290,9 +327,16 @@ export class Peer {
    * (reconnects with exponential backoff and jitter). Resolves when the
    * first handshake completes; rejects with `CONCORD_AUTH_FAILED` (and stops
    * reconnecting) when the remote refuses the credentials.
+   *
+   * A multiaddr (starts with `/`, ends in `/p2p/<PeerId>`) is dialled over
+   * libp2p instead (starting a dial-only node if `listen({ libp2p })` was not
+   * called); the libp2p transport redials the peer by itself from then on.
+   * It rejects at once when the first dial fails (`CONCORD_UNREACHABLE`,
+   * `CONCORD_FORBIDDEN`, `CONCORD_TIMEOUT`, `CONCORD_INVALID_ARGUMENT`).
    */
   connect(url: string, options: ConnectOptions = {}): Promise<void> {
     this.checkOpen()
+    if (typeof url === 'string' && url.startsWith('/')) return this.libp2pLink().connect(url, options)
     const reconnector = new Reconnector({ transport: this.websocketTransport(), address: url })
     return new Promise<void>((resolve, reject) => {
       let settled = false
@@ -336,6 +380,7 @@ export class Peer {
    */
   disconnect(url: string): number {
     this.checkOpen()
+    if (typeof url === 'string' && url.startsWith('/')) return this.link?.disconnect(url) ?? 0
     let stopped = 0
     for (const [reconnector, dialed] of [...this.reconnectors]) {
       if (dialed.url !== url) continue
@@ -354,8 +399,14 @@ export class Peer {
   attach(connection: Connection, options: { token?: string } = {}): SyncSession {
     this.checkOpen()
     const host = connection.direction === 'outbound' ? this.dialHost : this.host
-    const session = attachSession(connection, host, {
+    return this.attachWith(connection, { token: options.token, host })
+  }
+
+  /** Attaches with a given host and session tuning (the libp2p link's sessions). */
+  private attachWith(connection: Connection, options: { token?: string; host: SyncHost; sync?: Partial<SyncTuning> }): SyncSession {
+    const session = attachSession(connection, options.host, {
       ...this.options.sync,
+      ...options.sync,
       peerId: toPeerId(this.id),
       token: options.token ?? this.options.auth?.token,
       filter: this.options.names,
@@ -382,7 +433,18 @@ export class Peer {
   stats(): PeerStats {
     const totals = { ...this.finishedTotals }
     for (const session of this.sessions) addStats(totals, session.stats)
-    return { sessions: this.sessions.size, totals }
+    const gossip = this.link?.gossipStats
+    return gossip ? { sessions: this.sessions.size, totals, gossip } : { sessions: this.sessions.size, totals }
+  }
+
+  /**
+   * This peer's libp2p transport, once `listen({ libp2p })` or
+   * `connect(multiaddr)` created it: `peerId`, `addresses`, `stats`,
+   * `connectedPeers()`, `block(peerId)` / `unblock(peerId)`. Do not stop it
+   * directly (`close()` does).
+   */
+  get libp2p(): Libp2pTransport | undefined {
+    return this.link?.transport
   }
 
   /** Stops syncing, closes every connection and the store (flushing it). Idempotent. */
@@ -393,6 +455,8 @@ export class Peer {
 
   private async shutdown(): Promise<void> {
     if (this.ticker) clearInterval(this.ticker)
+    // libp2p first: its transport would otherwise reopen connections to a closing peer.
+    await this.link?.stop()
     for (const reconnector of this.reconnectors.keys()) reconnector.stop()
     this.reconnectors.clear()
     for (const session of this.sessions) session.close('peer closing')
@@ -404,6 +468,20 @@ export class Peer {
 
   private checkOpen(): void {
     if (this.closing) throw new ConcordError(ErrorCodes.CLOSED, `peer "${this.id}" is closed`)
+  }
+
+  private libp2pLink(): Libp2pLink {
+    if (!this.link) {
+      if (this.options.libp2p !== undefined) validateLibp2pOptions(this.options.libp2p, 'createPeer')
+      this.link = new Libp2pLink({
+        options: this.options,
+        host: this.host,
+        dialHost: this.dialHost,
+        attach: (connection, options) => this.attachWith(connection, options),
+        onError: (error) => this.events.emit('error', { error }),
+      }, this.options.libp2p)
+    }
+    return this.link
   }
 
   private websocketTransport(): WebSocketTransport {
@@ -464,6 +542,8 @@ export class Peer {
       }
       const watch = (session: SyncSession) => {
         pending.add(session)
+        // Live commits may have gone by gossip: a fresh anti-entropy round first, so the ack covers them.
+        if (this.link?.needsPush(session)) session.push()
         session.whenAcked({ signal }).then(() => {
           if (++acked >= count) cleanup()
         }, (error) => {

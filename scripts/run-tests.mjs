@@ -42,7 +42,7 @@ const lists = {
     'test/transports/libp2p-codec.test.ts',
     'test/transports/libp2p.test.ts',
     'test/transports/libp2p-conformance.test.ts',
-    'test/transports/libp2p-peers.test.ts',
+    'test/peer/libp2p-peers.test.ts',
     // peer/
     'test/peer/y-websocket-bridge.test.ts',
     'test/peer/peer.test.ts',

@@ -325,6 +325,13 @@ export class SyncSession {
       return
     }
     const decoded = message
+    if (decoded.type === 'refuse') {
+      // Handled at once, not behind the inbox: the remote closes right after
+      // sending it, and a transport may report that close before the inbox
+      // gets to the frame (the refusal would then look like a dropped link).
+      void this.handle(decoded)
+      return
+    }
     const isCommit = decoded.type === 'delta' || decoded.type === 'transaction'
     if (isCommit) {
       this.inboxCommits++
@@ -393,6 +400,30 @@ export class SyncSession {
       this.data.push({ kind: 'mark', resolve: () => finish() })
       this.pump()
     })
+  }
+
+  /**
+   * Anti-entropy now, pulling: sends our VERSIONS; the remote answers with
+   * what we lack, then DONE. For a peer whose live deltas travel another way
+   * (gossipsub) and that saw a gap in them. No-op unless open.
+   */
+  pull(): void {
+    if (this.stateValue !== 'open' || this.closing) return
+    this.sendVersions()
+  }
+
+  /**
+   * Anti-entropy now, pushing: asks the remote for its VERSIONS (REQUEST) and
+   * holds queued live commits until it answers (the answer supersedes them).
+   * A {@link whenAcked} called after this resolves once the remote
+   * acknowledged that answer, so it also covers commits this session never
+   * forwarded live (a peer whose live deltas travel another way, such as
+   * gossipsub). No-op unless open.
+   */
+  push(): void {
+    if (this.stateValue !== 'open' || this.closing) return
+    this.live = false
+    this.sendControl({ type: 'request' })
   }
 
   /** Refuses the connection with `reason` (sends REFUSE, then closes). */

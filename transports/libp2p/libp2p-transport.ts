@@ -116,6 +116,8 @@ export class Libp2pTransport implements Transport {
   /** libp2p connections that carried a Concord stream: never auto-opened again (a close on them was meant). */
   private readonly carried = new WeakSet<Libp2pConnection>()
   private readonly timers = new Set<ReturnType<typeof setTimeout>>()
+  /** Peers cut off at run time ({@link block}). */
+  private readonly blocked = new Set<string>()
   private redialTimer: ReturnType<typeof setInterval> | undefined
 
   constructor(options: Libp2pTransportOptions = {}) {
@@ -207,9 +209,9 @@ export class Libp2pTransport implements Transport {
   async dial(address: string, options?: AbortOptions): Promise<Connection> {
     const ma = parseMultiaddr(address)
     const id = peerIdOf(ma)
-    if (id && this.allow && !this.allow.has(id.toString())) {
+    if (id && !this.admits(id.toString())) {
       this.stats.denied++
-      throw new ConcordError(ErrorCodes.FORBIDDEN, `peer ${id} is not on the allowlist`)
+      throw new ConcordError(ErrorCodes.FORBIDDEN, this.blocked.has(id.toString()) ? `peer ${id} is blocked` : `peer ${id} is not on the allowlist`)
     }
     const node = await this.ensureStarted(this.options.addresses ?? [], options)
     const key = id?.toString()
@@ -234,6 +236,38 @@ export class Libp2pTransport implements Transport {
     if (!peer) return
     peer.forgotten = true
     peer.nextAttempt = undefined
+  }
+
+  /**
+   * Cuts `peerId` off until {@link unblock}: closes its Concord connections,
+   * hangs up its libp2p connection, and refuses it (both ways, through the
+   * connection gater, as if it were off the allowlist). For partitions in
+   * tests and for operators who want a peer out now.
+   * @throws ConcordError `CONCORD_INVALID_ARGUMENT` for a string that is not a PeerId.
+   */
+  async block(peerId: string): Promise<void> {
+    const [id] = createAllowlist([peerId])
+    this.blocked.add(id)
+    const known = this.known.get(id)
+    if (known) known.nextAttempt = undefined
+    for (const connection of [...(this.concord.get(id) ?? [])]) connection.close('peer blocked')
+    if (this.node) await this.node.hangUp(peerIdFromString(id)).catch(() => undefined)
+  }
+
+  /** Admits `peerId` again after {@link block} (the allowlist still applies); reconnects if it is a known peer. */
+  unblock(peerId: string): void {
+    const [id] = createAllowlist([peerId])
+    if (!this.blocked.delete(id)) return
+    const known = this.known.get(id)
+    if (known && !known.forgotten && !this.stopped) {
+      known.delayMs = this.redial?.minDelayMs ?? 0
+      this.scheduleRedial(known, 0)
+    }
+  }
+
+  /** PeerIds blocked with {@link block}. */
+  get blockedPeers(): string[] {
+    return [...this.blocked]
   }
 
   /** Stops the node: closes every connection, listener and timer (idempotent). */
@@ -275,7 +309,8 @@ export class Libp2pTransport implements Transport {
     const privateKey = await this.privateKey()
     const self = peerIdFromPrivateKey(privateKey).toString()
     const limits = this.limits
-    const allow = this.allow ? { has: (id: string) => id === self || this.allow!.has(id) } satisfies PeerAllowlist : undefined
+    // Always gated: the allowlist (if any) and the peers blocked at run time.
+    const allow = { has: (id: string) => id === self || this.admits(id) } satisfies PeerAllowlist
     const peerDiscovery: Array<NonNullable<Libp2pOptions['peerDiscovery']>[number]> = []
     if (this.options.bootstrap && this.options.bootstrap.length > 0) {
       peerDiscovery.push(bootstrap({ list: [...this.options.bootstrap], timeout: 10 }) as never)
@@ -321,7 +356,7 @@ export class Libp2pTransport implements Transport {
         inboundConnectionThreshold: limits.inboundConnectionThreshold,
         maxIncomingPendingConnections: limits.maxIncomingPendingConnections,
       },
-      connectionGater: allow ? createAllowlistGater(allow, () => { this.stats.denied++ }) : undefined,
+      connectionGater: createAllowlistGater(allow, () => { this.stats.denied++ }),
     }
     let node: Libp2p<Services>
     try {
@@ -417,7 +452,7 @@ export class Libp2pTransport implements Transport {
 
   private onInboundStream(stream: Stream, connection: Libp2pConnection): void {
     const peer = connection.remotePeer.toString()
-    if (this.stopped || (this.allow && !this.allow.has(peer))) {
+    if (this.stopped || !this.admits(peer)) {
       this.stats.denied++
       stream.abort(new ConcordError(ErrorCodes.FORBIDDEN, `peer ${peer} is not on the allowlist`))
       return
@@ -449,7 +484,7 @@ export class Libp2pTransport implements Transport {
   /** libp2p connected to a peer whose identify lists our protocol. */
   private onProtocolPeer(peerId: PeerId, connection: Libp2pConnection): void {
     const id = peerId.toString()
-    if (this.stopped || (this.allow && !this.allow.has(id))) return
+    if (this.stopped || !this.admits(id)) return
     const peer = this.remember(peerId, [])
     if (!this.autoConnect || peer.forgotten) return
     const delay = this.localPeer! < id ? 0 : this.graceMs()
@@ -490,7 +525,7 @@ export class Libp2pTransport implements Transport {
 
   private scheduleRedial(peer: KnownPeer, delayMs: number): void {
     if (!this.redial || this.stopped || peer.id.toString() === this.localPeer) return
-    if (this.allow && !this.allow.has(peer.id.toString())) return
+    if (!this.admits(peer.id.toString())) return
     // The larger PeerId waits longer, so the two sides rarely dial at once.
     const extra = this.localPeer! < peer.id.toString() ? 0 : this.graceMs()
     const at = Date.now() + delayMs + extra
@@ -550,6 +585,11 @@ export class Libp2pTransport implements Transport {
   }
 
   // ---- helpers ------------------------------------------------------------
+
+  /** Whether `peer` may connect: on the allowlist (if any) and not blocked. */
+  private admits(peer: string): boolean {
+    return (this.allow === undefined || this.allow.has(peer)) && !this.blocked.has(peer)
+  }
 
   private graceMs(): number {
     return Math.max(250, 2 * (this.redial?.minDelayMs ?? 250))

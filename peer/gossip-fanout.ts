@@ -1,0 +1,334 @@
+/**
+ * Live fan-out of committed units over gossipsub (libp2p), beside the
+ * direct sync sessions.
+ *
+ * Publishing. Every unit committed locally (by this agent) is published once
+ * on the group's topic, numbered `(run, seq)`. The sessions of libp2p peers
+ * that gossipsub reaches directly (known subscribers of the topic) skip the
+ * live commits gossip carries ({@link carriesTo}); every other session (a
+ * WebSocket peer, a libp2p peer whose subscription is not known yet) sends
+ * them as before. So a delta goes to a peer once, not twice. A unit larger
+ * than the pub/sub limit, or (with an `access` function) one that a
+ * subscriber may not read, is not published: sessions carry it.
+ *
+ * Receiving. A unit is applied through the same host path as a session
+ * commit (`applyRemote`: store.commit, all or none, logged with the sender
+ * as agent) after the same checks: names outside this peer's filter are
+ * left out, the sender must have `write` access to every other name and
+ * the types must match. The sender is the Concord peer id its libp2p PeerId
+ * proved in a session handshake; a unit claiming another id is refused.
+ * Without a session with the publisher (a relayed message in a partial
+ * mesh), the claimed id is trusted only when this peer requires no
+ * credentials (as a session's HELLO is); otherwise the unit is dropped and
+ * anti-entropy fetches it. Everything dropped is counted, never thrown.
+ *
+ * Nothing missed. Gossipsub is best effort. A gap in a publisher's numbering
+ * that does not fill within {@link GAP_GRACE_MS} triggers a pull (our
+ * VERSIONS) on a session; the sessions' anti-entropy on every (re)connection
+ * and their periodic anti-entropy cover the rest (a lost last message).
+ */
+import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
+import type { Unsubscribe } from '../crdt/emitter.ts'
+import { matchesFilter, type DeltaEntry, type LocalCommit, type NameFilter, type PeerId, type SyncHost } from '../sync/index.ts'
+import type { PubSubChannel } from '../transports/libp2p/pubsub.ts'
+import { decodeGossipUnit, encodeGossipUnit } from './gossip-codec.ts'
+
+/** A gap in a publisher's numbering is pulled if it has not filled after this long (messages can overtake each other on two paths). */
+export const GAP_GRACE_MS = 300
+/** Units waiting to be applied before new ones are dropped (and pulled instead). */
+const MAX_PENDING = 1024
+/** Missing seqs remembered per publisher before the gap is pulled at once. */
+const MAX_MISSING = 1024
+
+/** The `origin` of commits applied from gossip (the store logs `remotePeerId` as their agent). */
+export class GossipOrigin {
+  constructor(readonly remotePeerId: string, readonly libp2pPeer: string) {}
+}
+
+/** True when a commit was applied from gossip. */
+export function isGossipOrigin(origin: unknown): origin is GossipOrigin {
+  return origin instanceof GossipOrigin
+}
+
+/** Counters of the fan-out. */
+export interface GossipStats {
+  /** Units published, and their bytes. */
+  published: number
+  bytesOut: number
+  /** Local units not published (too large, or not readable by every subscriber): sessions carried them. */
+  notPublished: number
+  /** Messages received, and their bytes. */
+  received: number
+  bytesIn: number
+  /** Units applied (changed state or not). */
+  applied: number
+  /** Dropped: undecodable. */
+  malformed: number
+  /** Dropped: the sender may not write a name, a type mismatch, a claimed id that its PeerId did not prove, bad deltas. */
+  refused: number
+  /** Dropped: no session proved the publisher's id and this peer requires credentials (pulled instead). */
+  unverified: number
+  /** Dropped: too many units waiting to be applied (pulled instead). */
+  overflow: number
+  /** Gaps in a publisher's numbering that did not fill, and the pulls they caused. */
+  gaps: number
+  pulls: number
+  /** Live commits the sessions skipped because gossip carried them. */
+  skipped: number
+}
+
+/** Options of a {@link GossipFanout}. */
+export interface GossipFanoutOptions {
+  readonly channel: PubSubChannel
+  readonly topic: string
+  /** The peer's sync host (sessions use the same). */
+  readonly host: SyncHost
+  /** This peer's Concord id (the `agent` of its units). */
+  readonly agent: string
+  /** The names this peer syncs. */
+  readonly filter: NameFilter
+  /** An `access` function is configured: publish only what every subscriber may read. */
+  readonly restrictReads: boolean
+  /** This peer requires credentials: trust only publisher ids proved by a session. */
+  readonly requireVerifiedOrigin: boolean
+  /** Largest message, bytes (the transport's pub/sub limit). */
+  readonly maxMessageBytes: number
+  /** Asks for anti-entropy (our VERSIONS) from the session with `libp2pPeer`, or from any session. */
+  readonly pull: (libp2pPeer: string | undefined) => void
+  /** A background failure (a unit that could not be stored). */
+  readonly onError: (error: ConcordError) => void
+}
+
+interface Publisher {
+  run: number
+  last: number
+  readonly missing: Set<number>
+  timer: ReturnType<typeof setTimeout> | undefined
+}
+
+/** See the module comment. */
+export class GossipFanout {
+  readonly stats: GossipStats = {
+    published: 0, bytesOut: 0, notPublished: 0, received: 0, bytesIn: 0, applied: 0, malformed: 0,
+    refused: 0, unverified: 0, overflow: 0, gaps: 0, pulls: 0, skipped: 0,
+  }
+
+  private readonly options: GossipFanoutOptions
+  /** Per commit: the subscribers it was published to (undefined: not published). */
+  private readonly decided = new WeakMap<LocalCommit, ReadonlySet<string> | null>()
+  /** libp2p PeerId -> Concord id proved by a session handshake. */
+  private readonly identities = new Map<string, string>()
+  private readonly publishers = new Map<string, Publisher>()
+  private readonly run = 1 + Math.floor(Math.random() * 0x7fffffff)
+  private seq = 0
+  private pending = 0
+  private applying: Promise<void> = Promise.resolve()
+  private readonly offCommits: Unsubscribe
+  private readonly offMessages: Unsubscribe
+  private stopped = false
+  private unverifiedPull: ReturnType<typeof setTimeout> | undefined
+
+  constructor(options: GossipFanoutOptions) {
+    this.options = options
+    // Subscribed before any session, so a commit is published before sessions decide whether to skip it.
+    this.offCommits = options.host.subscribe((commit) => { this.decide(commit) })
+    this.offMessages = options.channel.subscribe(options.topic, (data, from) => this.receive(data, from))
+  }
+
+  /** Records the Concord id a session handshake proved for a libp2p PeerId. */
+  identify(libp2pPeer: string, concordId: string): void {
+    this.identities.set(libp2pPeer, concordId)
+  }
+
+  /**
+   * Whether gossip carries `commit` to `libp2pPeer` (so its session skips
+   * it): the commit came from gossip (the mesh relays it) or was published,
+   * and the peer is a known subscriber.
+   */
+  carriesTo(commit: LocalCommit, libp2pPeer: string): boolean {
+    if (this.stopped) return false
+    const reached = isGossipOrigin(commit.origin) ? this.subscriberSet() : this.decide(commit)
+    const carried = reached?.has(libp2pPeer) ?? false
+    if (carried) this.stats.skipped++
+    return carried
+  }
+
+  /** Resolves once the units received so far are applied (and durable). */
+  idle(): Promise<void> {
+    return this.applying
+  }
+
+  /** Stops publishing and receiving. */
+  stop(): void {
+    if (this.stopped) return
+    this.stopped = true
+    this.offCommits()
+    this.offMessages()
+    if (this.unverifiedPull) clearTimeout(this.unverifiedPull)
+    for (const publisher of this.publishers.values()) if (publisher.timer) clearTimeout(publisher.timer)
+  }
+
+  // ---- publishing ---------------------------------------------------------
+
+  private subscriberSet(): Set<string> {
+    return new Set(this.options.channel.subscribers(this.options.topic))
+  }
+
+  /** Publishes a local commit once; returns the subscribers it went to (null: not published). */
+  private decide(commit: LocalCommit): ReadonlySet<string> | null {
+    const known = this.decided.get(commit)
+    if (known !== undefined) return known
+    let result: ReadonlySet<string> | null = null
+    if (!this.stopped && commit.origin === undefined) result = this.publish(commit.entries)
+    this.decided.set(commit, result)
+    return result
+  }
+
+  private publish(entries: readonly DeltaEntry[]): ReadonlySet<string> | null {
+    const { channel, topic, host } = this.options
+    const subscribers = this.subscriberSet()
+    if (this.options.restrictReads) {
+      for (const peer of subscribers) {
+        const id = this.identities.get(peer)
+        if (id === undefined || entries.some((entry) => safeAccess(host, id, entry.name) === 'none')) {
+          this.stats.notPublished++
+          return null
+        }
+      }
+    }
+    const bytes = encodeGossipUnit({ run: this.run, seq: this.seq + 1, agent: this.options.agent, entries })
+    if (bytes.byteLength > this.options.maxMessageBytes) {
+      this.stats.notPublished++
+      return null
+    }
+    this.seq++
+    this.stats.published++
+    this.stats.bytesOut += bytes.byteLength
+    channel.publish(topic, bytes).catch((error: unknown) => {
+      // Best effort: the sessions' anti-entropy covers a message that did not go out.
+      if (!this.stopped && !isConcordError(error, ErrorCodes.CLOSED)) {
+        this.options.onError(new ConcordError(ErrorCodes.UNREACHABLE, `gossip publish failed: ${(error as Error)?.message ?? String(error)}`, { cause: error }))
+      }
+    })
+    return subscribers
+  }
+
+  // ---- receiving ----------------------------------------------------------
+
+  private receive(data: Uint8Array, from: string): void {
+    if (this.stopped) return
+    this.stats.received++
+    this.stats.bytesIn += data.byteLength
+    let unit
+    try {
+      unit = decodeGossipUnit(data)
+    } catch {
+      this.stats.malformed++
+      return
+    }
+    const proved = this.identities.get(from)
+    if (proved !== undefined && proved !== unit.agent) {
+      this.stats.refused++
+      return
+    }
+    if (proved === undefined && this.options.requireVerifiedOrigin) {
+      this.stats.unverified++
+      this.pullSoon()
+      return
+    }
+    this.track(from, unit.run, unit.seq)
+    const { host, filter } = this.options
+    const entries = unit.entries.filter((entry) => matchesFilter(filter, entry.name))
+    if (entries.length === 0) return
+    for (const entry of entries) {
+      const local = host.typeOf(entry.name)
+      if (safeAccess(host, unit.agent, entry.name) !== 'write' || (local !== undefined && local !== entry.replicaType)) {
+        this.stats.refused++
+        return
+      }
+    }
+    if (this.pending >= MAX_PENDING) {
+      this.stats.overflow++
+      this.pullSoon(from)
+      return
+    }
+    this.pending++
+    const origin = new GossipOrigin(unit.agent, from)
+    this.applying = this.applying.then(async () => {
+      if (this.stopped) return
+      try {
+        await host.applyRemote(entries, origin)
+        this.stats.applied++
+      } catch (error) {
+        if (this.stopped) return
+        const code = isConcordError(error) ? error.code : undefined
+        if (code === ErrorCodes.DECODE_ERROR || code === ErrorCodes.TYPE_MISMATCH || code === ErrorCodes.FORBIDDEN || code === ErrorCodes.INVALID_ARGUMENT) {
+          this.stats.refused++
+        } else if (code !== ErrorCodes.CLOSED) {
+          // Not stored: anti-entropy brings it again.
+          this.options.onError(isConcordError(error) ? error : new ConcordError(ErrorCodes.STORAGE_ERROR, `could not apply a gossip unit: ${(error as Error)?.message ?? String(error)}`, { cause: error }))
+          this.pullSoon(from)
+        }
+      } finally {
+        this.pending--
+      }
+    })
+  }
+
+  /** Follows a publisher's numbering; a gap that does not fill soon is pulled. */
+  private track(from: string, run: number, seq: number): void {
+    let publisher = this.publishers.get(from)
+    if (!publisher || publisher.run !== run) {
+      // A new publisher or a restart: what came before is the sessions' anti-entropy's.
+      if (publisher?.timer) clearTimeout(publisher.timer)
+      publisher = { run, last: seq, missing: new Set(), timer: undefined }
+      this.publishers.set(from, publisher)
+      return
+    }
+    publisher.missing.delete(seq)
+    if (seq <= publisher.last) return
+    for (let s = publisher.last + 1; s < seq && publisher.missing.size <= MAX_MISSING; s++) publisher.missing.add(s)
+    publisher.last = seq
+    if (publisher.missing.size > MAX_MISSING) {
+      publisher.missing.clear()
+      this.gap(from)
+      return
+    }
+    if (publisher.missing.size > 0 && !publisher.timer) {
+      const current = publisher
+      current.timer = setTimeout(() => {
+        current.timer = undefined
+        if (this.stopped || current.missing.size === 0) return
+        current.missing.clear()
+        this.gap(from)
+      }, GAP_GRACE_MS)
+      current.timer.unref?.()
+    }
+  }
+
+  private gap(from: string): void {
+    this.stats.gaps++
+    this.stats.pulls++
+    this.options.pull(from)
+  }
+
+  /** One pull for a burst of dropped units. */
+  private pullSoon(from?: string): void {
+    if (this.unverifiedPull || this.stopped) return
+    this.unverifiedPull = setTimeout(() => {
+      this.unverifiedPull = undefined
+      if (this.stopped) return
+      this.stats.pulls++
+      this.options.pull(from)
+    }, GAP_GRACE_MS)
+    this.unverifiedPull.unref?.()
+  }
+}
+
+function safeAccess(host: SyncHost, peer: string, name: string): string {
+  try {
+    return host.access(peer as PeerId, name)
+  } catch {
+    return 'none'
+  }
+}

@@ -43,6 +43,8 @@ const lists = {
     'test/transports/libp2p.test.ts',
     'test/transports/libp2p-conformance.test.ts',
     'test/peer/libp2p-peers.test.ts',
+    'test/peer/libp2p-gossip.test.ts',
+    'test/peer/gossip-codec.test.ts',
     // peer/
     'test/peer/y-websocket-bridge.test.ts',
     'test/peer/peer.test.ts',

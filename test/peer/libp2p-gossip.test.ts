@@ -1,0 +1,176 @@
+/**
+ * createPeer() over libp2p with the gossipsub fan-out (`gossipsub: true`),
+ * real nodes on 127.0.0.1: five peers converge on every type with live
+ * deltas going by gossip and not again over the sessions; flush({ acks })
+ * still means "persisted by n peers"; a stopped peer catches up through the
+ * sessions' anti-entropy; bad gossip (garbage, a forged sender, a write the
+ * sender may not make, an undecodable delta) is counted and dropped, never
+ * applied. Every peer is closed at the end.
+ */
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { join } from 'node:path'
+import { multiaddr } from '@multiformats/multiaddr'
+import { createPeer, encodeGossipUnit, gossipTopic, type Peer, type PeerOptions } from '../../peer/index.ts'
+import { until } from '../helpers/wait.ts'
+import { tempDir } from '../helpers/temp-dir.ts'
+
+const TOPIC = gossipTopic()
+
+interface Node {
+  peer: Peer
+  address: string
+}
+
+async function startNode(id: string, dir: string | undefined, libp2p: NonNullable<PeerOptions['libp2p']> = {}, extra: Partial<PeerOptions> = {}): Promise<Node> {
+  const peer = await createPeer({ id, dir, ...extra })
+  try {
+    const { multiaddrs } = await peer.listen({
+      libp2p: { redial: { minDelayMs: 100, maxDelayMs: 1_000 }, gossipsub: { heartbeatIntervalMs: 200, antiEntropyIntervalMs: 60_000 }, ...libp2p },
+    })
+    return { peer, address: multiaddrs[0] }
+  } catch (error) {
+    await peer.close()
+    throw error
+  }
+}
+
+async function startMesh(count: number, dir?: string): Promise<Node[]> {
+  const nodes: Node[] = []
+  for (let i = 0; i < count; i++) {
+    nodes.push(await startNode(`g-${i}`, dir && join(dir, `g-${i}`), { bootstrap: nodes.map((n) => n.address) }))
+  }
+  return nodes
+}
+
+/** Every peer has a session with every other and sees every other subscribed to the live topic. */
+function meshReady(nodes: Node[]): boolean {
+  return nodes.every((n) => new Set(n.peer.connectedPeers).size === nodes.length - 1 &&
+    n.peer.libp2p!.pubsub.subscribers(TOPIC).length === nodes.length - 1)
+}
+
+async function snapshot(peer: Peer): Promise<string> {
+  return JSON.stringify({
+    counter: (await peer.counter('tasks')).value(),
+    set: [...(await peer.set<string>('seen')).values()].sort(),
+    register: (await peer.register<{ step: number }>('plan')).value(),
+    mv: [...(await peer.mvRegister<string>('mood')).values()].sort(),
+    flag: (await peer.flag('ready')).value(),
+    gset: [...(await peer.gset<string>('log')).values()].sort(),
+    map: (await peer.map('facts')).value(),
+    yjs: (await peer.yjs('ctx')).doc.getText('t').toString().split('').sort().join(''),
+    automerge: [...((await peer.automerge<{ items?: string[] }>('spec')).doc.items ?? [])].sort(),
+  })
+}
+
+async function untilConverged(nodes: Node[], what: string): Promise<void> {
+  const converged = async () => {
+    const all = await Promise.all(nodes.map((n) => snapshot(n.peer)))
+    return all.every((s) => s === all[0])
+  }
+  await until(converged, what, 20_000).catch(async (error: Error) => {
+    const lines = await Promise.all(nodes.map(async (n) => `${n.peer.id}: ${JSON.stringify(n.peer.stats().gossip)} ${await snapshot(n.peer)}`))
+    throw new Error(`${error.message}\n${lines.join('\n')}`)
+  })
+}
+
+test('gossipsub: five peers converge on every type; live deltas go by gossip and not again over the sessions; flush({ acks }) holds; a stopped peer catches up', async () => {
+  const dir = await tempDir('concord-libp2p-gossip-')
+  let nodes: Node[] = []
+  try {
+    nodes = await startMesh(5, dir.path)
+    await until(() => meshReady(nodes), 'full mesh with gossip subscriptions', 20_000)
+
+    for (const [i, { peer }] of nodes.entries()) {
+      ;(await peer.counter('tasks')).increment(i + 1)
+      ;(await peer.set<string>('seen')).add(`url-${i}`)
+      ;(await peer.mvRegister<string>('mood')).set(`m-${i}`)
+      ;(await peer.gset<string>('log')).add(`l-${i}`)
+      ;(await peer.map('facts')).set(`k${i}`, i)
+      ;(await peer.yjs('ctx')).doc.getText('t').insert(0, `${i}`)
+      ;(await peer.automerge<{ items?: string[] }>('spec')).change((doc) => { doc.items = [...(doc.items ?? []), `item-${i}`] })
+    }
+    ;(await nodes[2].peer.register<{ step: number }>('plan')).set({ step: 7 })
+    ;(await nodes[3].peer.flag('ready')).enable()
+    await untilConverged(nodes, 'five peers converge over gossip')
+    assert.equal((await nodes[0].peer.counter('tasks')).value(), 15)
+
+    // a burst from one writer: every unit published once, applied by the four others, and skipped by the writer's sessions
+    const writer = nodes[0].peer
+    const before = { out: writer.stats().totals.commitsOut, gossip: writer.stats().gossip! }
+    const counter = await writer.counter('burst')
+    for (let i = 0; i < 20; i++) {
+      counter.increment()
+      await writer.flush()
+    }
+    await until(async () => (await Promise.all(nodes.map(async (n) => (await n.peer.counter('burst')).value()))).every((v) => v === 20), 'burst everywhere')
+    const after = { out: writer.stats().totals.commitsOut, gossip: writer.stats().gossip! }
+    assert.ok(after.gossip.published - before.gossip.published >= 1, 'published on gossip')
+    assert.ok(after.gossip.skipped - before.gossip.skipped >= 4 * (after.gossip.published - before.gossip.published), 'each of the four sessions skipped what gossip carried')
+    assert.ok(after.out - before.out < after.gossip.published - before.gossip.published, `sessions did not send the deltas again (${after.out - before.out} commits out)`)
+    for (const { peer } of nodes.slice(1)) assert.ok(peer.stats().gossip!.applied > 0)
+
+    // flush({ acks }): persisted by the four others, though the delta went by gossip
+    ;(await writer.set<string>('seen')).add('acked')
+    await writer.flush({ acks: 4, timeoutMs: 15_000 })
+    for (const { peer } of nodes.slice(1)) assert.ok((await peer.set<string>('seen')).has('acked'), `${peer.id} holds the acknowledged write`)
+
+    // stop g-3, the others write, it restarts from its folder and catches up through anti-entropy
+    const stopped = nodes[3]
+    const port = multiaddr(stopped.address).decapsulateCode(421).toString()
+    await stopped.peer.close()
+    const alive = nodes.filter((n) => n !== stopped)
+    for (const { peer } of alive) (await peer.counter('tasks')).increment(10)
+    await untilConverged(alive, 'the four converge')
+    nodes[3] = await startNode('g-3', join(dir.path, 'g-3'), { addresses: [port] })
+    await untilConverged(nodes, 'g-3 catches up')
+    assert.equal((await nodes[3].peer.counter('tasks')).value(), 15 + 40)
+  } finally {
+    await Promise.all(nodes.map((n) => n.peer.close().catch(() => undefined)))
+    await dir.remove()
+  }
+})
+
+test('gossipsub: garbage, a forged sender, a forbidden write and an undecodable delta are counted and dropped; allowed writes apply', async () => {
+  const nodes: Node[] = []
+  try {
+    const guard = await startNode('guard', undefined, {}, {
+      access: (peer, name) => (peer === 'mallory' && !name.startsWith('open/') ? 'read' : 'write'),
+    })
+    nodes.push(guard)
+    const mallory = await startNode('mallory', undefined, { bootstrap: [guard.address] })
+    nodes.push(mallory)
+    await until(() => meshReady(nodes), 'mesh with gossip subscriptions')
+    const stats = () => guard.peer.stats().gossip!
+    const pubsub = mallory.peer.libp2p!.pubsub
+
+    // an allowed write, by gossip
+    ;(await mallory.peer.counter('open/x')).increment(5)
+    await until(async () => (await guard.peer.counter('open/x')).value() === 5, 'allowed write applied')
+    const good = (await mallory.peer.history('open/x'))[0].bytes
+
+    await pubsub.publish(TOPIC, new Uint8Array([1, 2, 3]))
+    await pubsub.publish(TOPIC, new Uint8Array([9, 1, 1, 0]))
+    await until(() => stats().malformed === 2, 'garbage counted as malformed')
+
+    const forged = encodeGossipUnit({ run: 7, seq: 1, agent: 'admin', entries: [{ name: 'open/x', replicaType: 'pncounter', delta: good }] })
+    await pubsub.publish(TOPIC, forged)
+    await until(() => stats().refused === 1, 'a forged sender id is refused')
+
+    ;(await mallory.peer.counter('locked')).increment()
+    await until(() => stats().refused === 2, 'a write mallory may not make is refused')
+
+    const undecodable = encodeGossipUnit({ run: 7, seq: 2, agent: 'mallory', entries: [{ name: 'open/y', replicaType: 'pncounter', delta: new Uint8Array([1, 255, 255]) }] })
+    await pubsub.publish(TOPIC, undecodable)
+    await until(() => stats().refused === 3, 'an undecodable delta is refused by the store')
+
+    assert.equal((await guard.peer.counter('open/x')).value(), 5, 'the forged unit changed nothing')
+    const names = await guard.peer.names()
+    assert.ok(!names.some((n) => n.name === 'locked'), 'the forbidden write never reached the store')
+    // (the store keeps an empty entry for a new name whose first delta it refused: no record, no value)
+    assert.ok(names.every((n) => n.name === 'open/x' || n.records === 0), JSON.stringify(names))
+    assert.equal(stats().applied, 1)
+  } finally {
+    await Promise.all(nodes.map((n) => n.peer.close().catch(() => undefined)))
+  }
+})

@@ -19,6 +19,7 @@
  */
 import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
 import type { HlcTimestamp } from '../crdt/hlc.ts'
+import type { ReplicaType } from '../crdt/replica.ts'
 import type { BatchBuilder, CommittedRecord, Unit } from './committer.ts'
 import { encodeCheckpoint } from './checkpoint.ts'
 import { checkpointKey, logKey } from './keys.ts'
@@ -34,9 +35,10 @@ const MERGE_MAX_NAMES = 64
 /** The unit that local changes of `async` names join while it waits last in the pipeline. */
 interface MergingUnit {
   readonly unit: Unit<CommittedRecord[]>
-  /** The changes, in the order they were made. */
-  readonly items: CaptureItem[]
-  readonly entries: Set<Entry>
+  /** The deltas of each name, in the order they were made (names in the order of their first change). */
+  readonly deltas: Map<Entry, Uint8Array[]>
+  /** Time of the unit's first change: its records' HLC (earlier than anything queued after the unit). */
+  readonly hlc: HlcTimestamp
   bytes: number
   /** Settles with the unit (failures reported as `error` events): each entry's `last`. */
   settled: Promise<unknown>
@@ -76,13 +78,13 @@ export class Writes {
       core.events.emit('error', { name: entry.name, error: new ConcordError(ErrorCodes.CLOSED, `"${entry.name}" was expired, archived or the store closed: a change was not persisted`) })
       return
     }
+    if (this.capturing === undefined && entry.durability.mode === 'async' && core.mergerOf(entry.state.meta.type) !== undefined) {
+      entry.last = this.merge(entry, delta)
+      return
+    }
     const item: CaptureItem = { entry, delta, hlc: core.clock.now(), agent: core.replicaId }
     if (this.capturing) {
       this.capturing.push(item)
-      return
-    }
-    if (entry.durability.mode === 'async' && core.mergerOf(entry.state.meta.type) !== undefined) {
-      entry.last = this.merge(item)
       return
     }
     const promise = this.enqueueItems([item])
@@ -90,63 +92,57 @@ export class Writes {
   }
 
   /** Adds a local change of an async name to the merging unit, or queues a new one; returns its settled promise. */
-  private merge(item: CaptureItem): Promise<unknown> {
-    const { entry } = item
+  private merge(entry: Entry, delta: Uint8Array): Promise<unknown> {
     const open = this.merging
-    if (open !== undefined && open.bytes < MERGE_MAX_BYTES && (open.entries.has(entry) || open.entries.size < MERGE_MAX_NAMES)
-      && this.core.committer.join(open.unit, entry.state)) {
-      open.items.push(item)
-      open.entries.add(entry)
-      open.bytes += item.delta.length
-      return open.settled
+    if (open !== undefined && open.bytes < MERGE_MAX_BYTES) {
+      const list = open.deltas.get(entry)
+      if ((list !== undefined || open.deltas.size < MERGE_MAX_NAMES) && this.core.committer.join(open.unit, entry.state)) {
+        if (list !== undefined) list.push(delta)
+        else open.deltas.set(entry, [delta])
+        open.bytes += delta.length
+        return open.settled
+      }
     }
-    const items = [item]
+    const deltas = new Map([[entry, [delta]]])
     const merging: MergingUnit = {
-      items, entries: new Set([entry]), bytes: item.delta.length, settled: Promise.resolve(),
+      deltas, hlc: this.core.clock.now(), bytes: delta.length, settled: Promise.resolve(),
       unit: {
         sync: false, states: [entry.state],
         build: (b) => {
           // Taken into a batch: later changes go to a new unit.
           if (this.merging === merging) this.merging = undefined
-          return this.buildAppends(b, this.mergeItems(items))
+          return this.buildAppends(b, this.mergedItems(merging))
         },
       },
     }
     this.merging = merging
-    merging.settled = this.enqueueUnit(merging.unit, items).catch((error) => this.reportFailure([...merging.entries], error))
+    merging.settled = this.enqueueUnit(merging.unit, () => deltas.keys()).catch((error) => this.reportFailure([...deltas.keys()], error))
     return merging.settled
   }
 
   /**
-   * One item per name (in the order of their first change): the merge of
-   * its deltas, stamped with the time of its last change. A name whose
-   * deltas cannot be merged keeps them as they are.
+   * One item per name of a merging unit (in the order of their first
+   * change): the merge of its deltas. A name whose deltas cannot be merged
+   * keeps them as they are.
    */
-  private mergeItems(items: readonly CaptureItem[]): CaptureItem[] {
-    if (items.length === 1) return items as CaptureItem[]
-    const groups = new Map<Entry, CaptureItem[]>()
-    for (const item of items) {
-      const group = groups.get(item.entry)
-      if (group) group.push(item)
-      else groups.set(item.entry, [item])
-    }
-    const merged: CaptureItem[] = []
-    for (const [entry, group] of groups) {
-      const last = group[group.length - 1]
-      const merger = group.length > 1 ? this.core.mergerOf(entry.state.meta.type) : undefined
+  private mergedItems({ deltas, hlc }: MergingUnit): CaptureItem[] {
+    const agent = this.core.replicaId
+    const items: CaptureItem[] = []
+    for (const [entry, list] of deltas) {
+      const merger = list.length > 1 ? this.core.mergerOf(entry.state.meta.type) : undefined
       if (merger === undefined) {
-        merged.push(...group)
+        for (const delta of list) items.push({ entry, delta, hlc, agent })
         continue
       }
       try {
-        merged.push({ entry, delta: merger(group.map((item) => item.delta)), hlc: last.hlc, agent: last.agent })
+        items.push({ entry, delta: merger(list), hlc, agent })
       } catch (error) {
         // Not expected for deltas the replica made; log them one by one rather than lose them.
         this.core.events.emit('error', { name: entry.name, error: isConcordError(error) ? error : new ConcordError(ErrorCodes.INVALID_ARGUMENT, `merging deltas failed: ${String(error)}`) })
-        merged.push(...group)
+        for (const delta of list) items.push({ entry, delta, hlc, agent })
       }
     }
-    return merged
+    return items
   }
 
   private reportFailure(entries: readonly Entry[], error: unknown): void {
@@ -183,15 +179,20 @@ export class Writes {
       sync: entries.some((entry) => entry.durability.mode === 'sync'),
       states: entries.map((entry) => entry.state),
       build: (b) => this.buildAppends(b, items),
-    }, items, origin)
+    }, () => entries, origin)
   }
 
-  /** Queues a unit that logs `items`; resolves once durable per its mode, then emits `committed`. */
-  private async enqueueUnit(unit: Unit<CommittedRecord[]>, items: readonly CaptureItem[], origin?: unknown): Promise<CommittedRecord[]> {
+  /**
+   * Queues a unit that logs changes of `entries()` (read once written: a
+   * merging unit's names grow while it waits); resolves once durable per
+   * its mode, then emits `committed`.
+   */
+  private async enqueueUnit(unit: Unit<CommittedRecord[]>, entries: () => Iterable<Entry>, origin?: unknown): Promise<CommittedRecord[]> {
     const { core } = this
     const records = await core.committer.enqueue(unit)
     if (records.length > 0 && core.events.listenerCount('committed') > 0) {
-      const types = new Map(items.map((item) => [item.entry.name, item.entry.state.meta.type]))
+      const types = new Map<string, ReplicaType>()
+      for (const entry of entries()) types.set(entry.name, entry.state.meta.type)
       core.events.emit('committed', {
         origin,
         records: records.map((r) => ({ name: r.name, type: types.get(r.name)!, seq: r.seq, payload: r.payload })),

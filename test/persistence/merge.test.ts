@@ -116,7 +116,7 @@ describe('merged local changes (async mode)', () => {
       await store.flush()
       // The first change may go alone (the pipeline was idle); the rest wait together.
       const last = seen.at(-1)!
-      assert.deepEqual(last.records.map((r) => r.name).sort(), ['a', 'b'])
+      assert.deepEqual(last.records.map((r) => `${r.name}:${r.type}`).sort(), ['a:yjs', 'b:pncounter'])
       assert.ok(seen.length <= 3, `${seen.length} units for 100 changes`)
       assert.equal(store.committedSeq('a') + store.committedSeq('b'), seen.reduce((n, u) => n + u.records.length, 0))
       const counter = createReplica('pncounter', { replicaId: replicaId('x') })

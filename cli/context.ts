@@ -15,7 +15,7 @@ export interface CliContext {
   /** Stops a long-running command (`serve`) like SIGINT would (tests use it). */
   readonly signal?: AbortSignal
   /** Called by `serve` once it listens (tests use it to learn the URL). */
-  readonly onListening?: (info: { url: string; port: number }) => void
+  readonly onListening?: (info: { url: string; port: number; libp2p?: { peerId: string; multiaddrs: string[] } }) => void
 }
 
 /** Options every folder command takes. */

@@ -89,6 +89,9 @@ export class Libp2pLink {
       }
       const transport = await this.ready
       if (addresses !== undefined) await transport.listen({ addresses }, { signal })
+      if (transport.addresses.length === 0) {
+        throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'listen: the libp2p node started dial-only (connect before listen); call listen({ libp2p }) first')
+      }
       return { peerId: transport.peerId, multiaddrs: transport.addresses }
     }
     this.options = { ...this.options, ...options }

@@ -57,6 +57,7 @@ const lists = {
     'test/peer/peer-disconnect.test.ts',
     'test/cli/cli.test.ts',
     'test/cli/serve.test.ts',
+    'test/cli/serve-libp2p.test.ts',
     'test/demos/demos.test.ts',
   ],
   // Long suites, run on demand (npm run test:chaos, npm run test:crash).

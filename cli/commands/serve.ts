@@ -1,7 +1,9 @@
 /**
  * `concord serve`: a long-running peer (relay) on a LevelDB folder, serving
  * the Concord protocol at ws://HOST:PORT/concord and stock y-websocket
- * clients at ws://HOST:PORT/yjs/<room>. Stops cleanly on SIGINT/SIGTERM:
+ * clients at ws://HOST:PORT/yjs/<room>, and with `--libp2p` (or any libp2p
+ * flag) over libp2p too: its PeerId is kept in the folder, its multiaddrs
+ * are printed. Stops cleanly on SIGINT/SIGTERM: libp2p stopped first,
  * sessions closed, every name checkpointed per policy, the log flushed.
  */
 import { readFile } from 'node:fs/promises'
@@ -26,8 +28,15 @@ interface ServeOptions {
   connect: string[]
   yWebsocket: boolean
   libp2p?: boolean
+  libp2pListen: string[]
+  bootstrap: string[]
+  allow: string[]
+  gossipsub?: boolean
+  mdns?: boolean
   json?: boolean
 }
+
+const collect = (value: string, all: string[]): string[] => [...all, value]
 
 /** Registers serve. */
 export function registerServe(program: Command, ctx: CliContext): void {
@@ -38,13 +47,19 @@ export function registerServe(program: Command, ctx: CliContext): void {
     .addOption(new Option('--token <token>', 'shared secret every connecting peer must present').env('CONCORD_TOKEN'))
     .option('--acl <file>', 'JSON access-control file: per-peer tokens and per-name access rules (see README)')
     .option('--id <id>', `replica id of a new folder (default "${DEFAULT_SERVE_ID}"; an existing folder keeps its own)`)
-    .option('--connect <url>', 'also dial this peer and keep the link up (repeatable)', (url: string, all: string[]) => [...all, url], [] as string[])
+    .option('--connect <url>', 'also dial this peer and keep the link up: ws://... or a libp2p multiaddr /.../p2p/<PeerId> (repeatable)', collect, [] as string[])
     .option('--no-y-websocket', 'do not serve y-websocket clients at /yjs/<room>')
-    .option('--libp2p', 'serve over libp2p too (not available yet in the CLI: exit 2)')
+    .option('--libp2p', 'serve over libp2p too (PeerId kept in the folder; listens on /ip4/HOST/tcp/0 unless --libp2p-listen)')
+    .option('--libp2p-listen <multiaddr>', 'libp2p listen address, e.g. /ip4/0.0.0.0/tcp/4401 or .../tcp/4402/ws (repeatable; implies --libp2p)', collect, [] as string[])
+    .option('--bootstrap <multiaddr>', 'libp2p bootstrap peer /.../p2p/<PeerId>, redialled when it goes away (repeatable; implies --libp2p)', collect, [] as string[])
+    .option('--allow <peerId>', 'admit only these libp2p PeerIds (repeatable; implies --libp2p)', collect, [] as string[])
+    .option('--gossipsub', 'fan live deltas out over gossipsub (implies --libp2p)')
+    .option('--mdns', 'find peers on the local network with mDNS (implies --libp2p)')
     .option('--json', 'print the listening address as one JSON line')
     .description('run a long-lived peer/relay on a folder: WebSocket (and y-websocket) endpoint; clean shutdown on SIGINT/SIGTERM')
     .action(action(ctx, 'serve', async (out, options: ServeOptions) => {
-      if (options.libp2p) throw new CliError(ExitCodes.USAGE, '--libp2p is not available in the CLI yet; serve speaks WebSocket (ws://HOST:PORT/concord)')
+      const libp2p = Boolean(options.libp2p || options.gossipsub || options.mdns ||
+        options.libp2pListen.length > 0 || options.bootstrap.length > 0 || options.allow.length > 0)
       const port = parseInteger(options.port, '--port')
       if (port > 65535) throw new CliError(ExitCodes.USAGE, `--port must be at most 65535, got ${port}`)
       const acl = options.acl === undefined ? undefined : parseAcl(await readFile(options.acl, 'utf8').catch((error) => {
@@ -60,19 +75,31 @@ export function registerServe(program: Command, ctx: CliContext): void {
       const auth: AuthOptions | undefined = acl?.tokens !== undefined
         ? { accept: acl.tokens, token: options.token }
         : options.token !== undefined ? { token: options.token } : undefined
-      const peer = await createPeer({ id, dir: options.dir, auth, access: acl?.access })
+      const peer = await createPeer({
+        id, dir: options.dir, auth, access: acl?.access,
+        libp2p: libp2p ? {
+          bootstrap: options.bootstrap,
+          allow: options.allow.length > 0 ? options.allow : undefined,
+          gossipsub: Boolean(options.gossipsub),
+          mdns: Boolean(options.mdns),
+        } : undefined,
+      })
       let stopping = false
       try {
         const { url, port: bound } = await peer.listen({ port, host: options.host, yWebsocket: options.yWebsocket })
+        const p2p = libp2p ? await peer.listen({
+          libp2p: { addresses: options.libp2pListen.length > 0 ? options.libp2pListen : [`/${options.host.includes(':') ? 'ip6' : 'ip4'}/${options.host}/tcp/0`] },
+        }) : undefined
         const base = url.replace(/\/concord$/, '')
-        out.result({ url, port: bound, id, dir: options.dir, yWebsocket: options.yWebsocket ? `${base}/yjs/<room>` : null },
-          () => `concord serve: replica "${id}" on ${options.dir}\nlistening on ${url}` + (options.yWebsocket ? `\ny-websocket clients: ${base}/yjs/<room>` : '') + '\nCtrl-C to stop')
+        out.result({ url, port: bound, id, dir: options.dir, yWebsocket: options.yWebsocket ? `${base}/yjs/<room>` : null, libp2p: p2p ?? null },
+          () => `concord serve: replica "${id}" on ${options.dir}\nlistening on ${url}` + (options.yWebsocket ? `\ny-websocket clients: ${base}/yjs/<room>` : '') +
+            (p2p ? `\nlibp2p PeerId ${p2p.peerId}${p2p.multiaddrs.map((ma) => `\nlibp2p: ${ma}`).join('')}` : '') + '\nCtrl-C to stop')
         peer.events.on('error', ({ error }) => out.note(`concord serve: ${error.code}: ${error.message}`))
         peer.events.on('refused', ({ by, reason }) => out.note(`concord serve: handshake refused (${by}): ${reason}`))
         for (const remote of options.connect) {
           peer.connect(remote).catch((error) => out.note(`concord serve: connect ${remote}: ${(error as Error).message}`))
         }
-        ctx.onListening?.({ url, port: bound })
+        ctx.onListening?.({ url, port: bound, libp2p: p2p })
         const signal = await new Promise<string>((resolve) => {
           const stop = (name: string) => {
             process.removeListener('SIGINT', onInt)

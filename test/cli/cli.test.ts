@@ -274,7 +274,7 @@ test('usage errors exit 2 with a hint; --help everywhere exits 0 and lists the e
     assert.match(run.stdout, /4  locked/)
   }
   assert.equal((await cli([])).code, 2, 'no command: help and usage exit')
-  const libp2p = await cli(['serve', '--dir', '/tmp/never', '--libp2p'])
-  assert.equal(libp2p.code, 2)
-  assert.match(libp2p.stderr, /not available in the CLI yet/)
+  const libp2p = await cli(['serve', '--dir', '/tmp/never', '--bootstrap', 'not-a-multiaddr'])
+  assert.equal(libp2p.code, 2, libp2p.stderr)
+  assert.match(libp2p.stderr, /multiaddr/)
 })

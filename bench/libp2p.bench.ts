@@ -1,10 +1,17 @@
 /**
- * libp2p transport benchmarks: 16 real libp2p nodes on 127.0.0.1 in one
- * process (full mesh via bootstrap), a burst of frames delivered to all,
- * gossipsub (one publish per frame) against direct Concord streams (one send
- * per frame and peer). This measures the transport alone; the convergence
- * benchmark of issue 6 (a burst of CRDT writes until every replica agrees)
- * needs createPeer() and builds on these helpers.
+ * libp2p benchmarks, 16 real libp2p nodes on 127.0.0.1 in one process
+ * (full mesh via bootstrap).
+ *
+ * `libp2p/fanout-16` measures the transport alone: a burst of frames
+ * delivered to all, gossipsub (one publish per frame) against direct Concord
+ * streams (one send per frame and peer).
+ *
+ * `libp2p/peers-16` measures createPeer() peers: a burst of CRDT writes on
+ * every peer (counter, OR-set, Yjs text) until every replica agrees, with
+ * the gossipsub fan-out (`gossipsub: true`: live deltas by gossip, sessions
+ * for anti-entropy and acks) against live deltas over the direct sync
+ * sessions. The two meshes run side by side, rounds interleaved; each
+ * socket's bytes are attributed to its mesh by port.
  *
  * Figures:
  * - time: from the first send until every node received every frame (ms);
@@ -18,6 +25,7 @@ import type { Benchmark, Measurement } from './harness.ts'
 import { timeMs } from './harness.ts'
 import { createLibp2pTransport, type Libp2pTransport } from '../transports/libp2p/index.ts'
 import type { Connection } from '../transports/transport.ts'
+import { createPeer, gossipTopic, type GossipStats, type Peer } from '../peer/index.ts'
 
 const NODES = 16
 const TOPIC = 'concord/bench'
@@ -199,6 +207,110 @@ async function run(floodPublish: boolean): Promise<Measurement[]> {
   }
 }
 
+// ---- createPeer() peers: gossipsub fan-out vs direct sessions ------------------
+
+/** Writes per peer and round: this many of each of counter, OR-set and Yjs text. */
+const PEER_WRITES = 5
+
+interface PeerMesh {
+  readonly label: 'direct' | 'gossipsub'
+  readonly peers: Peer[]
+  /** TCP listen ports of its nodes: a socket belongs to the mesh if either end is one. */
+  readonly ports: Set<number>
+}
+
+function meshBytes(mesh: PeerMesh): number {
+  let total = 0
+  for (const socket of sockets) {
+    if (mesh.ports.has(socket.localPort ?? -1) || mesh.ports.has(socket.remotePort ?? -1)) total += socket.bytesWritten
+  }
+  return total
+}
+
+async function startPeerMesh(mesh: PeerMesh): Promise<void> {
+  const addresses: string[] = []
+  const gossip = mesh.label === 'gossipsub'
+  for (let i = 0; i < NODES; i++) {
+    const peer = await createPeer({ id: `${mesh.label}-${i}` })
+    mesh.peers.push(peer)
+    const { multiaddrs } = await peer.listen({
+      libp2p: { bootstrap: [...addresses], gossipsub: gossip ? { heartbeatIntervalMs: 500 } : false },
+    })
+    addresses.push(multiaddrs[0])
+    mesh.ports.add(Number(multiaddrs[0].split('/')[4]))
+    await Promise.all([peer.counter('tasks'), peer.set<string>('seen'), peer.yjs('notes')])
+  }
+  const topic = gossipTopic()
+  await waitFor(`${mesh.label} mesh: sessions${gossip ? ' and subscriptions' : ''}`, () => mesh.peers.every((peer) =>
+    new Set(peer.connectedPeers).size === NODES - 1 && (!gossip || peer.libp2p!.pubsub.subscribers(topic).length === NODES - 1)), 60_000)
+  await sleep(2_000) // gossipsub mesh upkeep (a few heartbeats)
+}
+
+/** A burst of writes on every peer; resolves with the time until every replica agrees and the mesh's wire bytes. */
+async function peerBurst(mesh: PeerMesh, round: number): Promise<{ ms: number; bytes: number }> {
+  const replicas = await Promise.all(mesh.peers.map(async (peer) => ({
+    counter: await peer.counter('tasks'), set: await peer.set<string>('seen'), notes: await peer.yjs('notes'),
+  })))
+  const target = {
+    counter: replicas[0].counter.value() + NODES * PEER_WRITES,
+    set: replicas[0].set.size + NODES * PEER_WRITES,
+    text: replicas[0].notes.doc.getText('t').length + NODES * PEER_WRITES,
+  }
+  await sleep(QUIET_MS)
+  const before = meshBytes(mesh)
+  const ms = await timeMs(async () => {
+    for (const [i, r] of replicas.entries()) {
+      for (let k = 0; k < PEER_WRITES; k++) {
+        r.counter.increment()
+        r.set.add(`r${round}-p${i}-${k}`)
+        r.notes.doc.getText('t').insert(0, 'x')
+      }
+    }
+    await waitFor(`${mesh.label} peers converge`, () => replicas.every((r) =>
+      r.counter.value() === target.counter && r.set.size === target.set && r.notes.doc.getText('t').length === target.text), 60_000)
+  })
+  await sleep(QUIET_MS) // acks, gossip IHAVE of the last messages
+  return { ms, bytes: meshBytes(mesh) - before }
+}
+
+async function runPeers(): Promise<Measurement[]> {
+  diagnostics.subscribe('net.client.socket', onSocket)
+  diagnostics.subscribe('net.server.socket', onSocket)
+  const meshes: PeerMesh[] = [
+    { label: 'direct', peers: [], ports: new Set() },
+    { label: 'gossipsub', peers: [], ports: new Set() },
+  ]
+  try {
+    for (const mesh of meshes) await startPeerMesh(mesh)
+    const rounds = 3
+    const results = new Map<string, Array<{ ms: number; bytes: number }>>(meshes.map((m) => [m.label, []]))
+    for (let round = 0; round <= rounds; round++) {
+      for (const mesh of round % 2 === 0 ? meshes : [...meshes].reverse()) {
+        const result = await peerBurst(mesh, round)
+        if (round > 0) results.get(mesh.label)!.push(result) // round 0 warms up
+      }
+    }
+    const ms = (label: string) => median(results.get(label)!.map((r) => r.ms))
+    const bytes = (label: string) => median(results.get(label)!.map((r) => r.bytes))
+    const gossipStats = meshes[1].peers.map((peer) => peer.stats().gossip!)
+    const sum = (key: keyof GossipStats) => gossipStats.reduce((total, stats) => total + stats[key], 0)
+    const writes = NODES * PEER_WRITES * 3
+    const note = `${NODES} createPeer peers (memory stores), each writes ${PEER_WRITES} x (counter, OR-set, Yjs) = ${writes} writes per burst, median of ${rounds}`
+    return [
+      { name: `${NODES} peers: burst of ${writes} CRDT writes, time to converge`, value: ms('gossipsub'), unit: 'ms', better: 'lower', baseline: { label: 'direct sessions', value: ms('direct') }, note },
+      {
+        name: `${NODES} peers: burst of ${writes} CRDT writes, wire bytes`, value: bytes('gossipsub') / 1024, unit: 'KiB', better: 'lower', baseline: { label: 'direct sessions', value: bytes('direct') / 1024 },
+        note: `gossip over all runs: ${sum('published')} published, ${sum('applied')} applied, ${sum('skipped')} session sends skipped, ${sum('pulls')} pulls`,
+      },
+    ]
+  } finally {
+    await Promise.all(meshes.flatMap((mesh) => mesh.peers.map((peer) => peer.close())))
+    diagnostics.unsubscribe('net.client.socket', onSocket)
+    diagnostics.unsubscribe('net.server.socket', onSocket)
+    sockets.clear()
+  }
+}
+
 /**
  * The libp2p benchmarks. Gossipsub runs with its default floodPublish (the
  * publisher sends to every subscriber); `LIBP2P_BENCH_MESH_ONLY=1` adds the
@@ -206,5 +318,6 @@ async function run(floodPublish: boolean): Promise<Measurement[]> {
  */
 export const benchmarks: Benchmark[] = [
   { name: 'libp2p/fanout-16', run: () => run(true) },
+  { name: 'libp2p/peers-16', run: runPeers },
   ...(process.env.LIBP2P_BENCH_MESH_ONLY ? [{ name: 'libp2p/fanout-16 (gossipsub mesh only)', run: () => run(false) }] : []),
 ]

@@ -3,7 +3,9 @@
  * direct sync sessions.
  *
  * Publishing. Every unit committed locally (by this agent) is published once
- * on the group's topic, numbered `(run, seq)`. The sessions of libp2p peers
+ * on the group's topic; units committed within one turn of the event loop
+ * go in one message (numbered `(run, seq)`), so gossipsub's per-message
+ * cost (signature, id, IHAVE) is paid once for them. The sessions of libp2p peers
  * that gossipsub reaches directly (known subscribers of the topic) skip the
  * live commits gossip carries ({@link carriesTo}); every other session (a
  * WebSocket peer, a libp2p peer whose subscription is not known yet) sends
@@ -31,7 +33,7 @@ import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
 import type { Unsubscribe } from '../crdt/emitter.ts'
 import { matchesFilter, type DeltaEntry, type LocalCommit, type NameFilter, type PeerId, type SyncHost } from '../sync/index.ts'
 import type { PubSubChannel } from '../transports/libp2p/pubsub.ts'
-import { decodeGossipUnit, encodeGossipUnit } from './gossip-codec.ts'
+import { decodeGossipMessage, encodeGossipMessage, gossipHeaderBytes, gossipUnitBytes } from './gossip-codec.ts'
 
 /** A gap in a publisher's numbering is pulled if it has not filled after this long (messages can overtake each other on two paths). */
 export const GAP_GRACE_MS = 300
@@ -52,8 +54,9 @@ export function isGossipOrigin(origin: unknown): origin is GossipOrigin {
 
 /** Counters of the fan-out. */
 export interface GossipStats {
-  /** Units published, and their bytes. */
+  /** Units published, the messages that carried them, and their bytes. */
   published: number
+  messagesOut: number
   bytesOut: number
   /** Local units not published (too large, or not readable by every subscriber): sessions carried them. */
   notPublished: number
@@ -62,11 +65,11 @@ export interface GossipStats {
   bytesIn: number
   /** Units applied (changed state or not). */
   applied: number
-  /** Dropped: undecodable. */
+  /** Messages dropped: undecodable. */
   malformed: number
-  /** Dropped: the sender may not write a name, a type mismatch, a claimed id that its PeerId did not prove, bad deltas. */
+  /** Units dropped: the sender may not write a name, a type mismatch, a claimed id that its PeerId did not prove, bad deltas. */
   refused: number
-  /** Dropped: no session proved the publisher's id and this peer requires credentials (pulled instead). */
+  /** Messages dropped: no session proved the publisher's id and this peer requires credentials (pulled instead). */
   unverified: number
   /** Dropped: too many units waiting to be applied (pulled instead). */
   overflow: number
@@ -109,7 +112,7 @@ interface Publisher {
 /** See the module comment. */
 export class GossipFanout {
   readonly stats: GossipStats = {
-    published: 0, bytesOut: 0, notPublished: 0, received: 0, bytesIn: 0, applied: 0, malformed: 0,
+    published: 0, messagesOut: 0, bytesOut: 0, notPublished: 0, received: 0, bytesIn: 0, applied: 0, malformed: 0,
     refused: 0, unverified: 0, overflow: 0, gaps: 0, pulls: 0, skipped: 0,
   }
 
@@ -127,6 +130,10 @@ export class GossipFanout {
   private readonly offMessages: Unsubscribe
   private stopped = false
   private unverifiedPull: ReturnType<typeof setTimeout> | undefined
+  /** Units waiting for the end of this turn to go out in one message. */
+  private batch: Array<readonly DeltaEntry[]> = []
+  private batchBytes = 0
+  private batchTimer: ReturnType<typeof setTimeout> | undefined
 
   constructor(options: GossipFanoutOptions) {
     this.options = options
@@ -165,6 +172,8 @@ export class GossipFanout {
     this.offCommits()
     this.offMessages()
     if (this.unverifiedPull) clearTimeout(this.unverifiedPull)
+    if (this.batchTimer) clearTimeout(this.batchTimer)
+    this.batch = []
     for (const publisher of this.publishers.values()) if (publisher.timer) clearTimeout(publisher.timer)
   }
 
@@ -185,7 +194,7 @@ export class GossipFanout {
   }
 
   private publish(entries: readonly DeltaEntry[]): ReadonlySet<string> | null {
-    const { channel, topic, host } = this.options
+    const { host } = this.options
     const subscribers = this.subscriberSet()
     if (this.options.restrictReads) {
       for (const peer of subscribers) {
@@ -196,13 +205,35 @@ export class GossipFanout {
         }
       }
     }
-    const bytes = encodeGossipUnit({ run: this.run, seq: this.seq + 1, agent: this.options.agent, entries })
-    if (bytes.byteLength > this.options.maxMessageBytes) {
+    const header = gossipHeaderBytes(this.options.agent)
+    const unitBytes = gossipUnitBytes(entries)
+    if (header + unitBytes > this.options.maxMessageBytes) {
       this.stats.notPublished++
       return null
     }
-    this.seq++
+    if (header + this.batchBytes + unitBytes > this.options.maxMessageBytes) this.flushBatch()
+    this.batch.push(entries)
+    this.batchBytes += unitBytes
     this.stats.published++
+    if (!this.batchTimer) {
+      this.batchTimer = setTimeout(() => this.flushBatch(), 0)
+      this.batchTimer.unref?.()
+    }
+    return subscribers
+  }
+
+  /** Publishes the units batched so far as one message. */
+  private flushBatch(): void {
+    if (this.batchTimer) clearTimeout(this.batchTimer)
+    this.batchTimer = undefined
+    const units = this.batch
+    this.batch = []
+    this.batchBytes = 0
+    if (units.length === 0 || this.stopped) return
+    const { channel, topic } = this.options
+    this.seq++
+    const bytes = encodeGossipMessage({ run: this.run, seq: this.seq, agent: this.options.agent, units })
+    this.stats.messagesOut++
     this.stats.bytesOut += bytes.byteLength
     channel.publish(topic, bytes).catch((error: unknown) => {
       // Best effort: the sessions' anti-entropy covers a message that did not go out.
@@ -210,7 +241,6 @@ export class GossipFanout {
         this.options.onError(new ConcordError(ErrorCodes.UNREACHABLE, `gossip publish failed: ${(error as Error)?.message ?? String(error)}`, { cause: error }))
       }
     })
-    return subscribers
   }
 
   // ---- receiving ----------------------------------------------------------
@@ -219,16 +249,16 @@ export class GossipFanout {
     if (this.stopped) return
     this.stats.received++
     this.stats.bytesIn += data.byteLength
-    let unit
+    let message
     try {
-      unit = decodeGossipUnit(data)
+      message = decodeGossipMessage(data)
     } catch {
       this.stats.malformed++
       return
     }
     const proved = this.identities.get(from)
-    if (proved !== undefined && proved !== unit.agent) {
-      this.stats.refused++
+    if (proved !== undefined && proved !== message.agent) {
+      this.stats.refused += message.units.length
       return
     }
     if (proved === undefined && this.options.requireVerifiedOrigin) {
@@ -236,13 +266,18 @@ export class GossipFanout {
       this.pullSoon()
       return
     }
-    this.track(from, unit.run, unit.seq)
+    this.track(from, message.run, message.seq)
+    for (const unit of message.units) this.accept(unit, message.agent, from)
+  }
+
+  /** Checks one unit like a session commit and queues it to be applied. */
+  private accept(unit: readonly DeltaEntry[], agent: string, from: string): void {
     const { host, filter } = this.options
-    const entries = unit.entries.filter((entry) => matchesFilter(filter, entry.name))
+    const entries = unit.filter((entry) => matchesFilter(filter, entry.name))
     if (entries.length === 0) return
     for (const entry of entries) {
       const local = host.typeOf(entry.name)
-      if (safeAccess(host, unit.agent, entry.name) !== 'write' || (local !== undefined && local !== entry.replicaType)) {
+      if (safeAccess(host, agent, entry.name) !== 'write' || (local !== undefined && local !== entry.replicaType)) {
         this.stats.refused++
         return
       }
@@ -253,7 +288,7 @@ export class GossipFanout {
       return
     }
     this.pending++
-    const origin = new GossipOrigin(unit.agent, from)
+    const origin = new GossipOrigin(agent, from)
     this.applying = this.applying.then(async () => {
       if (this.stopped) return
       try {

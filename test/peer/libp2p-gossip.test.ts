@@ -11,7 +11,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { multiaddr } from '@multiformats/multiaddr'
-import { createPeer, encodeGossipUnit, gossipTopic, type Peer, type PeerOptions } from '../../peer/index.ts'
+import { createPeer, encodeGossipMessage, gossipTopic, type Peer, type PeerOptions } from '../../peer/index.ts'
 import { until } from '../helpers/wait.ts'
 import { tempDir } from '../helpers/temp-dir.ts'
 
@@ -153,14 +153,14 @@ test('gossipsub: garbage, a forged sender, a forbidden write and an undecodable 
     await pubsub.publish(TOPIC, new Uint8Array([9, 1, 1, 0]))
     await until(() => stats().malformed === 2, 'garbage counted as malformed')
 
-    const forged = encodeGossipUnit({ run: 7, seq: 1, agent: 'admin', entries: [{ name: 'open/x', replicaType: 'pncounter', delta: good }] })
+    const forged = encodeGossipMessage({ run: 7, seq: 1, agent: 'admin', units: [[{ name: 'open/x', replicaType: 'pncounter', delta: good }]] })
     await pubsub.publish(TOPIC, forged)
     await until(() => stats().refused === 1, 'a forged sender id is refused')
 
     ;(await mallory.peer.counter('locked')).increment()
     await until(() => stats().refused === 2, 'a write mallory may not make is refused')
 
-    const undecodable = encodeGossipUnit({ run: 7, seq: 2, agent: 'mallory', entries: [{ name: 'open/y', replicaType: 'pncounter', delta: new Uint8Array([1, 255, 255]) }] })
+    const undecodable = encodeGossipMessage({ run: 7, seq: 2, agent: 'mallory', units: [[{ name: 'open/y', replicaType: 'pncounter', delta: new Uint8Array([1, 255, 255]) }]] })
     await pubsub.publish(TOPIC, undecodable)
     await until(() => stats().refused === 3, 'an undecodable delta is refused by the store')
 

@@ -105,6 +105,7 @@ export class Libp2pLink {
    * connection up from then on.
    */
   async connect(address: string, options: { token?: string; signal?: AbortSignal } = {}): Promise<void> {
+    if (!this.ready) await checkMultiaddr(address) // a typo must not start a dial-only node (listen would then be refused)
     const transport = await (this.ready ?? this.start(undefined, options.signal))
     const connection = await transport.dial(address, { signal: options.signal })
     const peer = connection.remoteIdentity!
@@ -301,5 +302,17 @@ export class Libp2pLink {
       fallback ??= session
     }
     fallback?.pull()
+  }
+}
+
+/** Throws `CONCORD_INVALID_ARGUMENT` unless `address` is a multiaddr whose `/p2p/` part (if any) is a PeerId. */
+async function checkMultiaddr(address: string): Promise<void> {
+  const [{ multiaddr }, { peerIdFromString }] = await Promise.all([import('@multiformats/multiaddr'), import('@libp2p/peer-id')])
+  try {
+    const ma = multiaddr(address)
+    const id = ma.getComponents().findLast((component) => component.name === 'p2p')?.value
+    if (id !== undefined) peerIdFromString(id)
+  } catch (error) {
+    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `"${address}" is not a multiaddr with a valid PeerId`, { cause: error })
   }
 }

@@ -174,3 +174,35 @@ test('gossipsub: garbage, a forged sender, a forbidden write and an undecodable 
     await Promise.all(nodes.map((n) => n.peer.close().catch(() => undefined)))
   }
 })
+
+test('gossipsub: a partition of five peers into two groups (libp2p block) with writes on both sides heals and converges', async () => {
+  let nodes: Node[] = []
+  try {
+    nodes = await startMesh(5)
+    await until(() => meshReady(nodes), 'full mesh with gossip subscriptions', 20_000)
+    const left = nodes.slice(0, 2)
+    const right = nodes.slice(2)
+    const idOf = (n: Node) => n.peer.libp2p!.peerId
+    for (const l of left) for (const r of right) await Promise.all([l.peer.libp2p!.block(idOf(r)), r.peer.libp2p!.block(idOf(l))])
+    await until(() => left.every((n) => new Set(n.peer.connectedPeers).size === 1) && right.every((n) => new Set(n.peer.connectedPeers).size === 2), 'partitioned')
+
+    for (const [i, { peer }] of nodes.entries()) {
+      ;(await peer.counter('tasks')).increment(i + 1)
+      ;(await peer.set<string>('seen')).add(`${i < 2 ? 'left' : 'right'}-${i}`)
+      ;(await peer.yjs('ctx')).doc.getText('t').insert(0, `${i}`)
+    }
+    await untilConverged(left, 'the left group converges')
+    await untilConverged(right, 'the right group converges')
+    assert.equal((await left[0].peer.counter('tasks')).value(), 3, 'nothing crossed the partition')
+
+    for (const l of left) for (const r of right) {
+      l.peer.libp2p!.unblock(idOf(r))
+      r.peer.libp2p!.unblock(idOf(l))
+    }
+    await untilConverged(nodes, 'the healed mesh converges')
+    assert.equal((await nodes[0].peer.counter('tasks')).value(), 15)
+    assert.equal((await nodes[4].peer.set<string>('seen')).size, 5)
+  } finally {
+    await Promise.all(nodes.map((n) => n.peer.close().catch(() => undefined)))
+  }
+})

@@ -6,7 +6,7 @@
 import { ConcordError, ErrorCodes } from './errors.ts'
 import type { Replica, ReplicaFactory, ReplicaOptions, ReplicaType } from './replica.ts'
 import { nativeReplicaFactories } from './types/replicas.ts'
-import { automergeReplicaFactory, mergeYjsDeltas, yjsReplicaFactory } from './documents/index.ts'
+import { automergeReplicaFactory, yjsReplicaFactory } from './documents/index.ts'
 
 /**
  * The factories, by type tag. The native delta-state types are filled in by
@@ -16,8 +16,8 @@ export const replicaFactories: Partial<Record<ReplicaType, ReplicaFactory>> = {
   // native types
   ...nativeReplicaFactories,
 
-  // documents (the Yjs merge is added here while yjs-replica.ts is being reworked)
-  yjs: { ...yjsReplicaFactory, mergeDeltas: mergeYjsDeltas },
+  // documents
+  yjs: yjsReplicaFactory,
   automerge: automergeReplicaFactory,
 }
 

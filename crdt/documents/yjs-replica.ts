@@ -34,6 +34,7 @@ import * as Y from 'yjs'
 import { Emitter, type Unsubscribe } from '../emitter.ts'
 import { ConcordError, DecodeError, ErrorCodes } from '../errors.ts'
 import type { ChangeEvent, Replica, ReplicaEvents, ReplicaFactory, ReplicaId } from '../replica.ts'
+import { mergeYjsDeltas } from './merge-deltas.ts'
 import { resolveLimits, type DocumentLimits, type YjsReplicaOptions } from './options.ts'
 import { decodeDocumentSnapshot, encodeDocumentSnapshot } from './snapshot-envelope.ts'
 import { validateYjsStateVector, validateYjsUpdate } from './yjs-guard.ts'
@@ -262,4 +263,5 @@ export class YjsReplica implements Replica {
 export const yjsReplicaFactory: ReplicaFactory<YjsReplica> = {
   type: 'yjs',
   create: (options) => new YjsReplica(options),
+  mergeDeltas: mergeYjsDeltas,
 }

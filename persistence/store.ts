@@ -151,9 +151,17 @@ export class Store {
   async commit(deltas: ReadonlyArray<{ name: string; delta: Uint8Array; type?: ReplicaType }>, options: { origin?: unknown; agent?: string } & SignalOptions = {}): Promise<ApplyResult[]> {
     this.core.checkOpen()
     throwIfAborted(options.signal)
-    const entries = []
+    // Deltas that would create a name are validated before any name is created,
+    // so a refused commit leaves no empty name behind.
     for (const item of deltas) {
       if (!(item.delta instanceof Uint8Array)) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'a delta must be a Uint8Array')
+      if (item.type !== undefined && !this.hydration.hydrated(item.name, item.type) &&
+        (await this.typeOf(item.name, { signal: options.signal })) === undefined) {
+        this.core.newReplica(item.type).applyDelta(item.delta)
+      }
+    }
+    const entries = []
+    for (const item of deltas) {
       entries.push(this.hydration.hydrated(item.name, item.type) ?? await this.hydration.entry(item.name, item.type, { signal: options.signal }))
     }
     return this.writes.commitDeltas(entries, deltas, options)

@@ -327,3 +327,27 @@ describe('store', () => {
     }
   })
 })
+
+describe('store: refused remote deltas', () => {
+  it('a malformed delta for a new name is refused and leaves no name behind; an existing name is unchanged', async () => {
+    const store = await openStore({ replicaId: 'r', sweepMs: 0 })
+    try {
+      await assert.rejects(store.commit([{ name: 'ghost', type: 'orset', delta: new Uint8Array([1, 2, 3]) }]),
+        (error) => isConcordError(error, 'CONCORD_DECODE_ERROR'))
+      assert.equal(await store.typeOf('ghost'), undefined)
+      assert.deepEqual((await store.names()).map((n) => n.name), [])
+      // a good delta of another new name in the same commit is not applied either
+      const source = await store.open('source', 'orset')
+      const good = (source as unknown as { add(v: string): Uint8Array }).add('x')
+      await assert.rejects(store.commit([
+        { name: 'fresh', type: 'orset', delta: good },
+        { name: 'ghost2', type: 'orset', delta: new Uint8Array([9]) },
+      ]), (error) => isConcordError(error, 'CONCORD_DECODE_ERROR'))
+      assert.equal(await store.typeOf('ghost2'), undefined)
+      assert.equal(await store.typeOf('fresh'), undefined)
+      assert.deepEqual(source.value(), ['x'])
+    } finally {
+      await store.close()
+    }
+  })
+})

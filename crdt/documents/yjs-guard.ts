@@ -26,6 +26,10 @@
  * - references inside one client go backwards only (an origin, right origin
  *   or parent of client C at clock k names a clock < k): a newer reference
  *   to the same client is what makes Yjs throw inside integration;
+ * - an item's origin and right origin are not the same character (found by
+ *   the law suite with a flipped clock bit: Yjs then places the item by how
+ *   the receiver's store happens to be split, so a replica and its own
+ *   reloaded snapshot disagree);
  * - no client appears twice in the struct section;
  * - subdocuments (`ContentDoc`) are rejected: the replica does not persist
  *   or sync their content.
@@ -33,9 +37,20 @@
  * references that exist (or parks the struct as pending until they do).
  *
  * What it does not judge: the meaning of a well-formed update (an origin in
- * another type than its right origin, a peer that deletes everything). Such
- * an update is applied deterministically by Yjs on every replica, so it
- * cannot make replicas diverge; access control is the sync layer's job.
+ * another type than its right origin, a peer that deletes everything);
+ * access control is the sync layer's job. In particular an item whose right
+ * origin lies LEFT of its origin (a flipped clock can make one) is not
+ * rejected, although Yjs places it by the receiver's store layout (replicas
+ * and reloads may disagree on where it goes). Whether it is left is a fact
+ * of the receiver's document order: Yjs keeps that order as a linked list
+ * only (deciding it costs a walk of the list), and it depends on what the
+ * receiver holds when the item integrates. The cheap partial proofs (both
+ * ends inside one item of the update, or of the receiver's store) depend on
+ * how structs happen to be split, so once such an item got in anywhere, a
+ * replica's own later deltas and snapshots (which re-encode it next to a
+ * merged run) could be refused by the same check: sync between honest peers
+ * would stall and a snapshot would not load. Only the same-character case
+ * is both cheap and never present in honest output.
  */
 import { DecodeError } from '../errors.ts'
 import type { DocumentLimits } from './options.ts'
@@ -317,8 +332,20 @@ export function validateYjsUpdate(bytes: Uint8Array, limits: DocumentLimits): Yj
         length = reader.varUint()
         if (length === 0) reader.fail('struct of length 0')
       } else {
-        if ((info & 0x80) !== 0) readReference(reader, client, clock, 'origin')
-        if ((info & 0x40) !== 0) readReference(reader, client, clock, 'right origin')
+        let originClient = -1
+        let originClock = -1
+        if ((info & 0x80) !== 0) {
+          originClient = reader.varUint()
+          originClock = reader.varUint()
+          if (originClient === client && originClock >= clock) reader.fail(`origin ${originClient}:${originClock} does not precede the struct ${client}:${clock}`)
+        }
+        if ((info & 0x40) !== 0) {
+          const rightClient = reader.varUint()
+          const rightClock = reader.varUint()
+          if (rightClient === client && rightClock >= clock) reader.fail(`right origin ${rightClient}:${rightClock} does not precede the struct ${client}:${clock}`)
+          // The left and right neighbours of an insertion are two characters.
+          if (rightClient === originClient && rightClock === originClock) reader.fail(`origin and right origin are both ${rightClient}:${rightClock}`)
+        }
         if ((info & 0xc0) === 0) {
           const parentInfo = reader.varUint()
           if (parentInfo === 1) reader.string('parent key')

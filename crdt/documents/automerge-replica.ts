@@ -2,15 +2,21 @@
  * An Automerge 3 document behind the {@link Replica} interface, with a typed
  * handle: `change(fn)` and `doc`.
  *
- * - `version()`: the heads, encoded as `u8 version (1), varuint count, count
- *   x 32-byte change hashes` (sorted, as Automerge returns them).
- * - `deltaSince(heads)`: `saveSince(doc, heads)` (the changes a replica at
- *   those heads lacks, as change chunks) when every head is known here; when
- *   some are unknown (the other side has changes we lack), the changes since
- *   the known ones; when none is known, the whole document (`save()`, one
- *   compressed document chunk: smaller than all the changes). `null` when
- *   nothing is missing. Automerge's sync protocol (bloom filters over
- *   round trips) is the sync layer's choice, not the replica's.
+ * - `version()`: the heads and the change clock (per actor, the highest
+ *   seq held; see automerge-clock.ts), encoded by
+ *   {@link encodeAutomergeVersion} (format 2).
+ * - `deltaSince(version)`: exactly the changes whose `(actor, seq)` the
+ *   version lacks, also when none of its heads is known here (both sides
+ *   changed while apart): for each actor, the version's seq names one of our
+ *   changes, and `saveSince` those hashes gives every change that is not
+ *   their ancestor, which is exactly what the version lacks (its changes are,
+ *   per actor, seqs `1..n`, closed under deps). When the version holds none
+ *   of our changes, the whole document (`save()`, one compressed chunk: the
+ *   same changes, smaller). `null` when nothing is missing. A heads-only
+ *   version (format 1, older peers) gets the changes since its known heads,
+ *   or the whole document when none is known. Automerge's sync protocol
+ *   (bloom filters over round trips) is the sync layer's choice, not the
+ *   replica's.
  * - `applyDelta(bytes)`: framing checked by {@link splitAutomergeChunks};
  *   document chunks are loaded strictly into a scratch document first;
  *   change chunks go through `applyChanges`, which parses every change
@@ -35,39 +41,93 @@ import { Encoder, decodeGuarded } from '../codec.ts'
 import type { ChangeEvent, Replica, ReplicaEvents, ReplicaFactory, ReplicaId } from '../replica.ts'
 import { mergeAutomergeDeltas } from './merge-deltas.ts'
 import { splitAutomergeChunks } from './automerge-guard.ts'
+import { ChangeClock, hexOf, writeHashBytes } from './automerge-clock.ts'
 import { resolveLimits, type AutomergeReplicaOptions, type DocumentLimits } from './options.ts'
 import { decodeDocumentSnapshot, encodeDocumentSnapshot } from './snapshot-envelope.ts'
 
-const HEADS_FORMAT_VERSION = 1
+/** Version format: heads and change clock. */
+const VERSION_FORMAT = 2
+/** Version format 1: heads only (still answered by `deltaSince`). */
+const HEADS_ONLY_FORMAT = 1
 const HASH_BYTES = 32
+/** Longest actor id accepted in a version, in bytes (Automerge's are 16). */
+const MAX_ACTOR_BYTES = 128
 /** Actor of the shared initial change (see {@link AutomergeReplicaOptions.initial}). */
 const INITIAL_ACTOR = '00'
 
-/** Encodes Automerge heads (hex hashes) as a version. */
-export function encodeAutomergeHeads(heads: A.Heads): Uint8Array {
-  const encoder = new Encoder(2 + heads.length * HASH_BYTES)
-  encoder.writeUint8(HEADS_FORMAT_VERSION)
+/** A decoded Automerge replica version. */
+export interface AutomergeVersion {
+  /** The document's heads (hex change hashes, sorted as Automerge returns them). */
+  readonly heads: A.Heads
+  /** Per actor (hex), the highest seq held; `null` for a heads-only version (format 1). */
+  readonly clock: ReadonlyMap<string, number> | null
+}
+
+function hexToBytes(hex: string): Uint8Array {
+  const bytes = new Uint8Array(hex.length / 2)
+  for (let i = 0; i < bytes.length; i++) bytes[i] = parseInt(hex.slice(i * 2, i * 2 + 2), 16)
+  return bytes
+}
+
+/**
+ * Encodes a version:
+ * ```
+ * u8      format version (2)
+ * varuint head count, then each head as 32 bytes
+ * varuint actor count, then per actor in ascending hex order:
+ *         varuint actor length (1..128), actor bytes, varuint highest seq (>= 1)
+ * ```
+ * Equal documents give byte-equal versions.
+ */
+export function encodeAutomergeVersion(heads: A.Heads, clock: Iterable<readonly [string, number]>): Uint8Array {
+  const actors = [...clock].filter(([, seq]) => seq > 0).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+  const encoder = new Encoder(4 + heads.length * HASH_BYTES + actors.length * 24)
+  encoder.writeUint8(VERSION_FORMAT)
   encoder.writeVarUint(heads.length)
+  const hash = new Uint8Array(HASH_BYTES)
   for (const head of heads) {
-    for (let i = 0; i < HASH_BYTES; i++) encoder.writeUint8(parseInt(head.slice(i * 2, i * 2 + 2), 16))
+    if (!writeHashBytes(head, hash, 0)) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `automerge version: ${head} is not a change hash`)
+    encoder.writeRaw(hash)
+  }
+  encoder.writeVarUint(actors.length)
+  for (const [actor, seq] of actors) {
+    encoder.writeBytes(hexToBytes(actor))
+    encoder.writeVarUint(seq)
   }
   return encoder.finish()
 }
 
-/** Decodes a version made by {@link encodeAutomergeHeads}. Throws {@link DecodeError}. */
-export function decodeAutomergeHeads(bytes: Uint8Array): A.Heads {
-  return decodeGuarded('automerge heads', bytes, (decoder) => {
-    decoder.readVersion(HEADS_FORMAT_VERSION, 'automerge heads')
+/** Decodes a version (format 2, or a heads-only format 1). Throws {@link DecodeError}. */
+export function decodeAutomergeVersion(bytes: Uint8Array): AutomergeVersion {
+  return decodeGuarded('automerge version', bytes, (decoder) => {
+    const format = decoder.readUint8()
+    if (format !== VERSION_FORMAT && format !== HEADS_ONLY_FORMAT) {
+      throw new DecodeError(`automerge version: unsupported format version ${format} (expected ${VERSION_FORMAT})`)
+    }
     const count = decoder.readCount(HASH_BYTES)
     const heads: string[] = []
-    for (let i = 0; i < count; i++) {
-      const raw = decoder.readRaw(HASH_BYTES)
-      let hex = ''
-      for (const byte of raw) hex += byte.toString(16).padStart(2, '0')
-      heads.push(hex)
+    for (let i = 0; i < count; i++) heads.push(hexOf(decoder.readRaw(HASH_BYTES)))
+    if (format === HEADS_ONLY_FORMAT) return { heads, clock: null }
+    const actors = decoder.readCount(3)
+    const clock = new Map<string, number>()
+    let previous = ''
+    for (let i = 0; i < actors; i++) {
+      const raw = decoder.readBytes()
+      if (raw.length === 0 || raw.length > MAX_ACTOR_BYTES) throw new DecodeError(`automerge version: actor id of ${raw.length} bytes`)
+      const actor = hexOf(raw)
+      if (i > 0 && actor <= previous) throw new DecodeError('automerge version: actors not in ascending order')
+      const seq = decoder.readVarUint()
+      if (seq === 0) throw new DecodeError(`automerge version: seq 0 for actor ${actor}`)
+      clock.set(actor, seq)
+      previous = actor
     }
-    return heads
+    return { heads, clock }
   })
+}
+
+/** The heads of a version made by {@link encodeAutomergeVersion}. Throws {@link DecodeError}. */
+export function decodeAutomergeHeads(bytes: Uint8Array): A.Heads {
+  return decodeAutomergeVersion(bytes).heads
 }
 
 function sameHeads(a: A.Heads, b: A.Heads): boolean {
@@ -179,6 +239,10 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
   /** The limits enforced on deltas and snapshots. */
   readonly limits: DocumentLimits
   private current: A.Doc<T>
+  /** This replica's actor (hex). */
+  private readonly actor: string
+  /** The change clock, built on first use and then kept up to date (see automerge-clock.ts). */
+  private clock: ChangeClock | undefined
 
   constructor(options: AutomergeReplicaOptions<T>) {
     this.replicaId = options.replicaId
@@ -200,6 +264,12 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
     } else {
       this.current = options.actor === undefined ? A.init<T>() : A.init<T>({ actor: options.actor })
     }
+    this.actor = A.getActorId(this.current)
+  }
+
+  /** The change clock (built from the document's change metadata on first use). */
+  private changeClock(): ChangeClock {
+    return (this.clock ??= ChangeClock.of(this.current))
   }
 
   /** The current document (an immutable Automerge view; replaced by every change). */
@@ -214,20 +284,43 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
   change(fn: A.ChangeFn<T>, message?: string): Uint8Array | null {
     const before = A.getHeads(this.current)
     const next = message === undefined ? A.change(this.current, fn) : A.change(this.current, { message }, fn)
-    if (sameHeads(before, A.getHeads(next))) return null
+    const after = A.getHeads(next)
+    if (sameHeads(before, after)) return null
     this.current = next
+    // A local change depends on every head: it is the only head now.
+    const clock = this.clock
+    if (clock !== undefined && (after.length !== 1 || !clock.add(this.actor, clock.seq(this.actor) + 1, after[0]))) this.clock = undefined
     const delta = A.getLastLocalChange(next)!
     this.events.emit('change', { delta, local: true })
     return delta
   }
 
   version(): Uint8Array {
-    return encodeAutomergeHeads(A.getHeads(this.current))
+    return encodeAutomergeVersion(A.getHeads(this.current), this.changeClock().entries())
   }
 
   deltaSince(version: Uint8Array): Uint8Array | null {
-    const heads = decodeAutomergeHeads(version)
+    const { heads, clock: theirs } = decodeAutomergeVersion(version)
     if (A.getHeads(this.current).length === 0) return null
+    if (theirs === null) return this.deltaSinceHeads(heads)
+    // For every actor, the last of our changes the version also holds: the
+    // version holds exactly their ancestors among our changes.
+    const ours = this.changeClock()
+    const shared: string[] = []
+    let lacking = false
+    for (const [actor, seq] of ours.entries()) {
+      const known = theirs.get(actor) ?? 0
+      if (known < seq) lacking = true
+      if (known > 0) shared.push(ours.hashAt(actor, Math.min(known, seq)))
+    }
+    if (!lacking) return null
+    if (shared.length === 0) return A.save(this.current)
+    const delta = A.saveSince(this.current, shared)
+    return delta.length === 0 ? null : delta
+  }
+
+  /** `deltaSince` for a heads-only version (format 1). */
+  private deltaSinceHeads(heads: A.Heads): Uint8Array | null {
     const known = heads.filter((head) => A.hasHeads(this.current, [head]))
     if (known.length === 0 && heads.length > 0) return A.save(this.current)
     const delta = A.saveSince(this.current, known)
@@ -251,6 +344,8 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
     }
     this.current = next
     if (sameHeads(before, A.getHeads(next))) return false
+    // The changes added (those of the delta, and waiting ones it completed).
+    if (this.clock !== undefined && !this.clock.addChanges(A.getChangesMetaSince(next, before))) this.clock = undefined
     // When this delta completed waiting changes, the change event carries them
     // too: a store logs what the event carries, and a replay of the log must
     // give this state (the waiting changes were never logged on their own).

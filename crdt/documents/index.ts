@@ -15,6 +15,15 @@ export {
   type AutomergeReplicaOptions,
 } from './options.ts'
 export { encodeDocumentSnapshot, decodeDocumentSnapshot, DocumentKind, SNAPSHOT_FORMAT_VERSION, type DocumentSnapshot } from './snapshot-envelope.ts'
-export { AutomergeReplica, automergeReplicaFactory, encodeAutomergeHeads, decodeAutomergeHeads, plainValue } from './automerge-replica.ts'
+export {
+  AutomergeReplica,
+  automergeReplicaFactory,
+  encodeAutomergeVersion,
+  decodeAutomergeVersion,
+  decodeAutomergeHeads,
+  plainValue,
+  type AutomergeVersion,
+} from './automerge-replica.ts'
+export { ChangeClock } from './automerge-clock.ts'
 export { splitAutomergeChunks, AutomergeChunkType, type AutomergeChunk } from './automerge-guard.ts'
 export { mergeYjsDeltas, mergeAutomergeDeltas } from './merge-deltas.ts'

@@ -9,7 +9,9 @@ import assert from 'node:assert/strict'
 import * as Y from 'yjs'
 import * as A from '@automerge/automerge'
 import { YjsReplica, isYjsRemoteOrigin } from '../../../crdt/documents/yjs-replica.ts'
-import { AutomergeReplica, decodeAutomergeHeads } from '../../../crdt/documents/automerge-replica.ts'
+import { AutomergeReplica, decodeAutomergeHeads, decodeAutomergeVersion, encodeAutomergeVersion } from '../../../crdt/documents/automerge-replica.ts'
+import { AutomergeChunkType, splitAutomergeChunks } from '../../../crdt/documents/automerge-guard.ts'
+import { DEFAULT_DOCUMENT_LIMITS } from '../../../crdt/documents/options.ts'
 import { createReplica } from '../../../crdt/registry.ts'
 import { ErrorCodes, isConcordError } from '../../../crdt/errors.ts'
 import { replicaId, type ChangeEvent } from '../../../crdt/replica.ts'
@@ -187,10 +189,8 @@ test('automerge: change events, duplicates, pending changes, unknown heads and s
   b.change((doc) => { doc.n = 10 })
   const heads = decodeAutomergeHeads(b.version())
   assert.equal(heads.length, 1)
-  // a does not know b's head, so it cannot tell what b lacks: it sends the whole document.
-  const whole = a.deltaSince(b.version())
-  assert.ok(whole !== null)
-  assert.equal(b.applyDelta(whole), false, 'b had all of it')
+  // a does not know b's head, but b's change clock shows it holds every change of a's.
+  assert.equal(a.deltaSince(b.version()), null, 'b lacks nothing of a')
   const fresh = new AutomergeReplica<Doc>({ replicaId: id('c') })
   assert.ok(fresh.applyDelta(a.deltaSince(fresh.version())!))
   assert.deepEqual(fresh.value(), a.value())
@@ -199,6 +199,93 @@ test('automerge: change events, duplicates, pending changes, unknown heads and s
   loaded.change((doc) => { doc.n = 4 })
   assert.equal(a.applyDelta(loaded.deltaSince(a.version())!), true)
   assert.equal(a.doc.n, 4)
+})
+
+test('automerge: deltaSince sends exactly the changes the other lacks, also when both changed while apart', () => {
+  const base = new AutomergeReplica<Doc>({ replicaId: id('base'), initial: { text: '', list: [] } })
+  for (let i = 0; i < 20; i++) base.change((doc) => { A.splice(doc, ['text'], doc.text.length, 0, `line ${i}\n`) })
+  const x = new AutomergeReplica<Doc>({ replicaId: id('x'), snapshot: base.snapshot() })
+  const y = new AutomergeReplica<Doc>({ replicaId: id('y'), snapshot: base.snapshot() })
+  const z = new AutomergeReplica<Doc>({ replicaId: id('z'), snapshot: base.snapshot() })
+  const byX: Uint8Array[] = []
+  const byY: Uint8Array[] = []
+  x.events.on('change', (event) => { if (event.local) byX.push(event.delta) })
+  y.events.on('change', (event) => { if (event.local) byY.push(event.delta) })
+  // Apart: x makes 5 changes, y makes 3; y also receives x's first two through z (a relay).
+  for (let i = 0; i < 5; i++) x.change((doc) => { A.splice(doc, ['text'], 0, 0, `x${i} `); doc.n = i })
+  for (let i = 0; i < 3; i++) y.change((doc) => { doc.list.push({ k: `y${i}` }); A.splice(doc, ['text'], doc.text.length, 0, `y${i}`) })
+  for (const delta of byX.slice(0, 2)) z.applyDelta(delta)
+  assert.ok(y.applyDelta(z.deltaSince(y.version())!))
+  const hexOf = (bytes: Uint8Array) => Buffer.from(bytes).toString('hex')
+  const chunksOf = (delta: Uint8Array) => splitAutomergeChunks(delta, DEFAULT_DOCUMENT_LIMITS).map((chunk) => {
+    assert.equal(chunk.type, AutomergeChunkType.change, 'change chunks, not a whole document')
+    return hexOf(chunk.bytes)
+  }).sort()
+  // Neither knows the other's heads, yet each sends exactly what the other lacks.
+  assert.ok(!A.hasHeads(x.doc, A.getHeads(y.doc)) && !A.hasHeads(y.doc, A.getHeads(x.doc)))
+  const toY = x.deltaSince(y.version())!
+  const toX = y.deltaSince(x.version())!
+  assert.deepEqual(chunksOf(toY), byX.slice(2).map(hexOf).sort(), 'x sends its 3 changes y lacks (not the 2 y got through z)')
+  assert.deepEqual(chunksOf(toX), byY.map(hexOf).sort(), 'y sends its 3 changes')
+  assert.equal(toY.length, byX.slice(2).reduce((n, d) => n + d.length, 0))
+  assert.equal(toX.length, byY.reduce((n, d) => n + d.length, 0))
+  assert.equal(y.applyDelta(toY), true)
+  assert.equal(x.applyDelta(toX), true)
+  assert.deepEqual(x.value(), y.value())
+  assert.deepEqual(x.version(), y.version(), 'equal versions once converged')
+  assert.equal(x.deltaSince(y.version()), null)
+  assert.equal(y.deltaSince(x.version()), null)
+  // The clock kept on change and apply equals one rebuilt from the document.
+  for (const r of [x, y, z]) assert.deepEqual(new AutomergeReplica<Doc>({ replicaId: id('r'), snapshot: r.snapshot() }).version(), r.version())
+  // A fresh replica gets the whole document in one compressed chunk.
+  const fresh = new AutomergeReplica<Doc>({ replicaId: id('fresh') })
+  const whole = x.deltaSince(fresh.version())!
+  assert.equal(splitAutomergeChunks(whole, DEFAULT_DOCUMENT_LIMITS)[0].type, AutomergeChunkType.document)
+  assert.equal(fresh.applyDelta(whole), true)
+  assert.deepEqual(fresh.value(), x.value())
+})
+
+test('automerge: versions are format 2 (heads and clock); heads-only format 1 is still answered; bad versions are DecodeErrors', () => {
+  const a = new AutomergeReplica<Doc>({ replicaId: id('a'), initial: { text: '', list: [] }, actor: 'aa' })
+  a.change((doc) => { doc.n = 1 })
+  const b = new AutomergeReplica<Doc>({ replicaId: id('b'), snapshot: a.snapshot(), actor: 'bb' })
+  b.change((doc) => { doc.n = 2 })
+  a.change((doc) => { doc.n = 3 })
+  const version = b.version()
+  const decoded = decodeAutomergeVersion(version)
+  assert.equal(version[0], 2)
+  assert.deepEqual(decoded.heads, A.getHeads(b.doc))
+  assert.deepEqual([...decoded.clock!].sort(), [['00', 1], ['aa', 1], ['bb', 1]])
+  assert.deepEqual(encodeAutomergeVersion(decoded.heads, decoded.clock!), version, 'canonical round trip')
+  // Format 1 (heads only): b's head is unknown to a, so a sends the whole document, as before.
+  const headsOnly = new Uint8Array([1, decoded.heads.length, ...decoded.heads.flatMap((head) => head.match(/../g)!.map((h) => parseInt(h, 16)))])
+  assert.equal(decodeAutomergeVersion(headsOnly).clock, null)
+  const old = a.deltaSince(headsOnly)!
+  assert.equal(splitAutomergeChunks(old, DEFAULT_DOCUMENT_LIMITS)[0].type, AutomergeChunkType.document)
+  assert.equal(b.applyDelta(old), true)
+  assert.equal(a.applyDelta(b.deltaSince(a.version())!), true)
+  assert.deepEqual(b.value(), a.value())
+  // Malformed versions.
+  const before = a.version()
+  const tail = version.subarray(1 + 1 + 32 * decoded.heads.length) // actor count, then actors
+  const prefix = version.subarray(0, 1 + 1 + 32 * decoded.heads.length)
+  const bad: Array<[string, Uint8Array]> = [
+    ['empty', new Uint8Array()],
+    ['format 3', new Uint8Array([3, 0, 0])],
+    ['truncated', version.subarray(0, version.length - 1)],
+    ['trailing byte', new Uint8Array([...version, 0])],
+    ['seq 0', new Uint8Array([...prefix, 1, 1, 0xaa, 0])],
+    ['actor of 0 bytes', new Uint8Array([...prefix, 1, 0, 1])],
+    ['actors out of order', new Uint8Array([...prefix, 2, 1, 0xbb, 1, 1, 0xaa, 1])],
+    ['actor listed twice', new Uint8Array([...prefix, 2, 1, 0xaa, 1, 1, 0xaa, 2])],
+    ['actor of 129 bytes', new Uint8Array([...prefix, 1, 129, 1, ...new Uint8Array(129).fill(1), 1])],
+    ['2^40 actors claimed', new Uint8Array([...prefix, 0x80, 0x80, 0x80, 0x80, 0x80, 0x20])],
+  ]
+  assert.ok(tail.length > 0)
+  for (const [what, bytes] of bad) {
+    assert.throws(() => a.deltaSince(bytes), (error: unknown) => isConcordError(error, ErrorCodes.DECODE_ERROR), what)
+    assert.deepEqual(a.version(), before, `${what}: state unchanged`)
+  }
 })
 
 test('automerge: value() is plain data; restore rewrites text, lists, counters and keys in one change', () => {

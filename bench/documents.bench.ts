@@ -15,7 +15,7 @@
  *   applies one remote change in time linear in the document, so one by one
  *   the run takes minutes) via `applyDelta` of the concatenated changes
  *   (framing, checksums, atomic applyChanges) vs bare `applyChanges`.
- * Each timing is the best of two (Yjs receiver: three) alternating rounds.
+ * Each timing is the best of two (Yjs receiver: five) alternating rounds.
  */
 import v8 from 'node:v8'
 import vm from 'node:vm'
@@ -131,7 +131,7 @@ const yjsB4: Benchmark = {
     const updates = mine.updates
     const recvBare: Array<ReturnType<typeof bareYjsReceiver>> = []
     const recvMine: Array<ReturnType<typeof concordYjsReceiver>> = []
-    for (let round = 0; round < 3; round++) {
+    for (let round = 0; round < 5; round++) {
       recvBare.push(bareYjsReceiver(updates))
       recvMine.push(concordYjsReceiver(updates))
     }

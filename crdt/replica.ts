@@ -89,6 +89,28 @@ export interface Replica {
    * back (a grow-only type asked to shrink).
    */
   restore(past: Replica): Uint8Array | null
+  /**
+   * Optional. Starts collecting the local changes made from now on into one
+   * delta (see {@link LocalRun}), for a holder that logs them together and
+   * needs no delta per change. While a run is open and its holder is the
+   * only `change` listener, a local change's `delta` may be computed only
+   * when read, and is exact only if read before the next change of the
+   * replica (the holder reads none: it takes the run's delta). With other
+   * listeners, every `delta` stays exact.
+   */
+  openLocalRun?(): LocalRun
+}
+
+/** A run of local changes collected into one delta (see {@link Replica.openLocalRun}). */
+export interface LocalRun {
+  /** An estimate of the run's delta size in bytes so far (to bound it). */
+  readonly bytes: number
+  /**
+   * Ends the run: the join of the local changes made while it was open
+   * (remote deltas applied meanwhile are not in it), or `null` if none was.
+   * Later calls return the same.
+   */
+  close(): Uint8Array | null
 }
 
 /** Options to create or load a replica. */

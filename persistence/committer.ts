@@ -264,9 +264,16 @@ export class Committer {
     this.maxBytes = options.maxBatchBytes ?? 1 << 20
   }
 
+  /**
+   * Called at the start of every {@link enqueue} (before the unit is
+   * queued): the store's writes end the unit that changes were joining.
+   */
+  beforeEnqueue: (() => void) | undefined
+
   /** Queues a unit; resolves with what its `build` returned once written per its mode. */
   enqueue<T>(unit: Unit<T>): Promise<T> {
     if (this.isClosed) return Promise.reject(new ConcordError(ErrorCodes.CLOSED, 'the store is closed'))
+    this.beforeEnqueue?.()
     for (const state of unit.states) state.pending++
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ unit, states: [...unit.states], resolve: resolve as (value: unknown) => void, reject })

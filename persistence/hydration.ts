@@ -114,7 +114,7 @@ export class Hydration {
         build: (b) => b.setMeta(state, { ...b.meta(state), ttlMs: options.ttlMs ?? b.meta(state).ttlMs }),
       })
     }
-    entry.unsubscribe = replica.events.on('change', (event) => this.writes.onChange(entry, event.delta))
+    entry.unsubscribe = replica.events.on('change', (event) => this.writes.onChange(entry, event))
     if (state.meta.schema < schema.version) await this.migrate(entry, schema)
     core.cache.add(entry)
     return entry

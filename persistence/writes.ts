@@ -13,13 +13,19 @@
  * whose payload is the type's merge of the deltas (`mergeDeltas` of its
  * replica factory), and is announced by one `committed` event. Nothing is
  * acknowledged earlier or later for it: every change is in the batch it
- * would have been in alone, and resolves with it. `sync` names, captures and
+ * would have been in alone, and resolves with it. A replica with
+ * `openLocalRun` gives the merge itself: its first change in the unit is
+ * taken as a delta, the later ones are collected by a run the unit opens,
+ * closed when the unit stops taking changes (taken into a batch, another
+ * unit queued after it, a capture starting, or the unit full), so that the
+ * run holds exactly the changes the unit took and no delta per change is
+ * encoded. `sync` names, captures and
  * remote commits keep one record per change (an append of theirs resolves
  * when its own record is durable).
  */
 import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
 import type { HlcTimestamp } from '../crdt/hlc.ts'
-import type { ReplicaType } from '../crdt/replica.ts'
+import type { ChangeEvent, LocalRun, ReplicaType } from '../crdt/replica.ts'
 import type { BatchBuilder, CommittedRecord, Unit } from './committer.ts'
 import { encodeCheckpoint } from './checkpoint.ts'
 import { checkpointKey, logKey } from './keys.ts'
@@ -37,9 +43,13 @@ interface MergingUnit {
   readonly unit: Unit<CommittedRecord[]>
   /** The deltas of each name, in the order they were made (names in the order of their first change). */
   readonly deltas: Map<Entry, Uint8Array[]>
+  /** The open local run of each name whose replica has one (its changes after the first). */
+  readonly runs: Map<Entry, LocalRun>
   /** Time of the unit's first change: its records' HLC (earlier than anything queued after the unit). */
   readonly hlc: HlcTimestamp
   bytes: number
+  /** Set once taken into a batch (built). */
+  taken: boolean
   /** Settles with the unit (failures reported as `error` events): each entry's `last`. */
   settled: Promise<unknown>
 }
@@ -56,10 +66,31 @@ export class Writes {
   private capturing: CaptureItem[] | undefined
   private merging: MergingUnit | undefined
 
-  constructor(private readonly core: StoreCore) {}
+  constructor(private readonly core: StoreCore) {
+    // Anything queued after the merging unit ends it (it could not be joined any more).
+    core.committer.beforeEnqueue = () => this.endMerging()
+  }
+
+  /** Ends the merging unit: it takes no more changes, and its runs are closed into deltas now. */
+  private endMerging(): void {
+    const open = this.merging
+    if (open === undefined) return
+    this.merging = undefined
+    this.closeRuns(open)
+  }
+
+  private closeRuns(open: MergingUnit): void {
+    for (const [entry, run] of open.runs) {
+      const delta = run.close()
+      if (delta !== null) open.deltas.get(entry)!.push(delta)
+    }
+    open.runs.clear()
+  }
 
   /** Runs `fn` and returns the changes it made (not written); captures nest. */
   capture(fn: (items: readonly CaptureItem[]) => void): CaptureItem[] {
+    // Changes made in a capture are not the merging unit's.
+    this.endMerging()
     const items: CaptureItem[] = []
     const previous = this.capturing
     this.capturing = items
@@ -72,17 +103,17 @@ export class Writes {
   }
 
   /** The `change` listener of every hydrated replica. */
-  onChange(entry: Entry, delta: Uint8Array): void {
+  onChange(entry: Entry, event: ChangeEvent): void {
     const { core } = this
     if (entry.detached) {
       core.events.emit('error', { name: entry.name, error: new ConcordError(ErrorCodes.CLOSED, `"${entry.name}" was expired, archived or the store closed: a change was not persisted`) })
       return
     }
     if (this.capturing === undefined && entry.durability.mode === 'async' && core.mergerOf(entry.state.meta.type) !== undefined) {
-      entry.last = this.merge(entry, delta)
+      entry.last = this.merge(entry, event)
       return
     }
-    const item: CaptureItem = { entry, delta, hlc: core.clock.now(), agent: core.replicaId }
+    const item: CaptureItem = { entry, delta: event.delta, hlc: core.clock.now(), agent: core.replicaId }
     if (this.capturing) {
       this.capturing.push(item)
       return
@@ -92,32 +123,74 @@ export class Writes {
   }
 
   /** Adds a local change of an async name to the merging unit, or queues a new one; returns its settled promise. */
-  private merge(entry: Entry, delta: Uint8Array): Promise<unknown> {
+  private merge(entry: Entry, event: ChangeEvent): Promise<unknown> {
     const open = this.merging
-    if (open !== undefined && open.bytes < MERGE_MAX_BYTES) {
+    if (open !== undefined) {
+      if (open.runs.has(entry)) {
+        // Made while the unit's run of this name was open: the run holds it
+        // (the unit is still last and waiting, else it would have ended).
+        this.core.committer.join(open.unit, entry.state)
+        if (!event.local) {
+          // A remote delta applied to the replica directly is not in the run: logged beside it.
+          const delta = event.delta
+          open.deltas.get(entry)!.push(delta)
+          open.bytes += delta.length
+        }
+        this.endIfFull(open)
+        return open.settled
+      }
       const list = open.deltas.get(entry)
       if ((list !== undefined || open.deltas.size < MERGE_MAX_NAMES) && this.core.committer.join(open.unit, entry.state)) {
+        const delta = event.delta
         if (list !== undefined) list.push(delta)
-        else open.deltas.set(entry, [delta])
+        else this.addName(open, entry, delta)
         open.bytes += delta.length
+        this.endIfFull(open)
         return open.settled
       }
     }
+    const delta = event.delta
     const deltas = new Map([[entry, [delta]]])
     const merging: MergingUnit = {
-      deltas, hlc: this.core.clock.now(), bytes: delta.length, settled: Promise.resolve(),
+      deltas, runs: new Map(), hlc: this.core.clock.now(), bytes: delta.length, settled: Promise.resolve(), taken: false,
       unit: {
         sync: false, states: [entry.state],
         build: (b) => {
+          merging.taken = true
           // Taken into a batch: later changes go to a new unit.
           if (this.merging === merging) this.merging = undefined
+          this.closeRuns(merging)
           return this.buildAppends(b, this.mergedItems(merging))
         },
       },
     }
-    this.merging = merging
+    // Queued first (which ends the previous merging unit), then opened to joins.
     merging.settled = this.enqueueUnit(merging.unit, () => deltas.keys()).catch((error) => this.reportFailure([...deltas.keys()], error))
+    if (!merging.taken) {
+      this.merging = merging
+      this.openRun(merging, entry)
+      this.endIfFull(merging)
+    }
     return merging.settled
+  }
+
+  /** Adds a name's first change to a merging unit, and opens a run for its later ones if its replica has runs. */
+  private addName(open: MergingUnit, entry: Entry, delta: Uint8Array): void {
+    open.deltas.set(entry, [delta])
+    this.openRun(open, entry)
+  }
+
+  private openRun(open: MergingUnit, entry: Entry): void {
+    const run = entry.replica.openLocalRun?.()
+    if (run !== undefined) open.runs.set(entry, run)
+  }
+
+  /** Ends the merging unit once it holds MERGE_MAX_BYTES: the next change starts a new one. */
+  private endIfFull(open: MergingUnit): void {
+    if (this.merging !== open) return
+    let bytes = open.bytes
+    for (const run of open.runs.values()) bytes += run.bytes
+    if (bytes >= MERGE_MAX_BYTES) this.endMerging()
   }
 
   /**

@@ -19,6 +19,7 @@ const lists = {
     'test/crdt/documents/document-semantics.test.ts',
     'test/crdt/documents/document-laws.test.ts',
     'test/crdt/documents/bad-input.test.ts',
+    'test/crdt/documents/yjs-local-run.test.ts',
     'test/crdt/documents/traces.test.ts',
     // persistence/
     'test/persistence/storage.test.ts',
@@ -28,6 +29,7 @@ const lists = {
     'test/persistence/pipeline.test.ts',
     'test/persistence/crash.test.ts',
     'test/persistence/merge.test.ts',
+    'test/persistence/local-runs.test.ts',
     'test/persistence/crash-async.test.ts',
     // sync/ and transports/
     'test/transports/memory.test.ts',

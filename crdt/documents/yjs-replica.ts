@@ -18,9 +18,16 @@
  *   ones that doc observers make while a remote delta is applied) emit
  *   `change` with `local: true` and the transaction's v1 update; remote ones
  *   emit `local: false` with the delta as received (or, when it completed
- *   pending structs, the transaction's update). Yjs is kept from
- *   re-encoding a remote delta nobody else observes (`UpdateObserverGate`):
- *   the receiver costs about the guard over bare `Y.applyUpdate`.
+ *   pending structs, the transaction's update). The replica observes
+ *   'afterTransactionCleanup', not 'update': Yjs encodes no update nobody
+ *   reads (a remote delta is its own change; the receiver costs about the
+ *   guard over bare `Y.applyUpdate`).
+ * - `openLocalRun()`: while a run is open and its holder (the store) is the
+ *   only `change` listener, local changes are emitted with a `delta`
+ *   encoded only if read, and the run's `close()` encodes their join once,
+ *   from the struct store (see yjs-transaction-update.ts). A remote delta
+ *   applied meanwhile ends the run's current piece first, so it is not in
+ *   the run.
  * - `snapshot()`: the whole state as one v1 update in the document snapshot
  *   envelope (with the gc setting).
  * - `value()`: `{ name: json }` of the non-empty top-level types (see
@@ -33,12 +40,13 @@
 import * as Y from 'yjs'
 import { Emitter, type Unsubscribe } from '../emitter.ts'
 import { ConcordError, DecodeError, ErrorCodes } from '../errors.ts'
-import type { ChangeEvent, Replica, ReplicaEvents, ReplicaFactory, ReplicaId } from '../replica.ts'
+import type { ChangeEvent, LocalRun, Replica, ReplicaEvents, ReplicaFactory, ReplicaId } from '../replica.ts'
 import { mergeYjsDeltas } from './merge-deltas.ts'
 import { resolveLimits, type DocumentLimits, type YjsReplicaOptions } from './options.ts'
 import { decodeDocumentSnapshot, encodeDocumentSnapshot } from './snapshot-envelope.ts'
 import { validateYjsStateVector, validateYjsUpdate } from './yjs-guard.ts'
 import { restoreDocument } from './yjs-restore.ts'
+import { encodeTransactionUpdate, encodeUpdateSince, mergeDeleteSetsOf } from './yjs-transaction-update.ts'
 import { documentValue, openTopLevel } from './yjs-view.ts'
 
 // Read once: a namespace member access goes through a getter on every call
@@ -61,25 +69,54 @@ export function isYjsRemoteOrigin(origin: unknown): origin is YjsRemoteOrigin {
   return origin instanceof YjsRemoteOrigin
 }
 
-/**
- * The doc's observer map (lib0 `ObservableV2._observers`), able to hide the
- * 'update' observers from one check. Yjs encodes a transaction's update in
- * its cleanup only `if (doc._observers.has('update'))`; a remote delta needs
- * no re-encoding (it is its own change), and detaching the observer for each
- * apply (`off` then `on`, or deleting and re-adding the map entry) costs
- * more than a few percent of the apply. `skipNextUpdate` answers that one
- * check `false`, once.
- */
-class UpdateObserverGate extends Map<string, Set<unknown>> {
-  /** When true, the next `has('update')` answers false (and clears this). */
-  skipNextUpdate = false
+/** A local change whose delta is encoded when read (exact until the document's next transaction). */
+class LazyLocalChange implements ChangeEvent {
+  readonly local = true
+  constructor(private readonly transaction: Y.Transaction) {}
+  get delta(): Uint8Array {
+    return encodeTransactionUpdate(this.transaction)
+  }
+}
 
-  override has(key: string): boolean {
-    if (this.skipNextUpdate && key === 'update') {
-      this.skipNextUpdate = false
-      return false
+/** The local changes of a {@link YjsReplica} collected into one delta. */
+class YjsLocalRun implements LocalRun {
+  bytes = 0
+  /** Deltas of the pieces already ended (by a remote delta applied meanwhile). */
+  private readonly pieces: Uint8Array[] = []
+  /** State before the first transaction of the current piece (none yet: undefined). */
+  private since: Map<number, number> | undefined
+  /** The delete sets of the current piece's transactions. */
+  private deletes: unknown[] = []
+  private result: Uint8Array | null | undefined
+
+  constructor(private readonly replica: YjsReplica) {}
+
+  /** Counts a local transaction that changed the document in the run. */
+  add(transaction: Y.Transaction): void {
+    if (this.since === undefined) this.since = transaction.beforeState
+    if (transaction.deleteSet.clients.size > 0) {
+      this.deletes.push(transaction.deleteSet)
+      this.bytes += 4 * transaction.deleteSet.clients.size
     }
-    return super.has(key)
+    const before = transaction.beforeState
+    for (const [client, clock] of transaction.afterState) this.bytes += clock - (before.get(client) ?? 0)
+  }
+
+  /** Encodes the current piece now (before a transaction that is not in the run). */
+  endPiece(): void {
+    if (this.since === undefined) return
+    this.pieces.push(encodeUpdateSince(this.replica.doc, this.since, mergeDeleteSetsOf(this.deletes)))
+    this.since = undefined
+    this.deletes = []
+  }
+
+  close(): Uint8Array | null {
+    if (this.result !== undefined) return this.result
+    this.endPiece()
+    this.replica.runEnded(this)
+    const { pieces } = this
+    this.result = pieces.length === 0 ? null : pieces.length === 1 ? pieces[0] : mergeYjsDeltas(pieces)
+    return this.result
   }
 }
 
@@ -116,14 +153,29 @@ export class YjsReplica implements Replica {
   /** The limits enforced on deltas and snapshots. */
   readonly limits: DocumentLimits
 
-  private readonly onUpdate = (update: Uint8Array, origin: unknown): void => {
+  private readonly onCleanup = (transaction: Y.Transaction): void => {
+    const origin = transaction.origin
     if (origin instanceof YjsRemoteOrigin && origin.replica === this) {
-      this.pendingRemoteUpdate = update
+      if (this.wantRemoteUpdate && changedBy(transaction)) this.pendingRemoteUpdate = encodeTransactionUpdate(transaction)
       return
     }
-    this.events.emit('change', { delta: update, local: true })
+    if (!changedBy(transaction)) return
+    const run = this.run
+    if (run !== undefined) {
+      run.add(transaction)
+      if (this.events.listenerCount('change') <= 1) {
+        // Only the run's holder listens, and it reads no delta: encode on read.
+        this.events.emit('change', new LazyLocalChange(transaction))
+        return
+      }
+    }
+    this.events.emit('change', { delta: encodeTransactionUpdate(transaction), local: true })
   }
 
+  /** The open local run, if any. */
+  private run: YjsLocalRun | undefined
+  /** Set while a remote delta that may complete pending structs is applied. */
+  private wantRemoteUpdate = false
   private pendingRemoteUpdate: Uint8Array | undefined
   /** The origin of the last remote apply, reused while the caller's origin is the same. */
   private lastRemote: YjsRemoteOrigin | undefined
@@ -133,8 +185,6 @@ export class YjsReplica implements Replica {
     applyUpdate(this.doc, this.applying!, transaction.origin)
     return transaction
   }
-  /** The doc's observer map (see {@link UpdateObserverGate}). */
-  private readonly gate: UpdateObserverGate
 
   constructor(options: YjsReplicaOptions) {
     this.replicaId = options.replicaId
@@ -162,9 +212,19 @@ export class YjsReplica implements Replica {
         throw new DecodeError(`yjs snapshot: ${(cause as Error)?.message ?? cause}`, { cause })
       }
     }
-    this.gate = new UpdateObserverGate(this.doc._observers)
-    this.doc._observers = this.gate
-    this.doc.on('update', this.onUpdate)
+    this.doc.on('afterTransactionCleanup', this.onCleanup)
+  }
+
+  /** Starts a run of local changes (see {@link Replica.openLocalRun}); ends the current one's piece. */
+  openLocalRun(): LocalRun {
+    this.run?.endPiece()
+    this.run = new YjsLocalRun(this)
+    return this.run
+  }
+
+  /** @internal called by a run when it closes. */
+  runEnded(run: YjsLocalRun): void {
+    if (this.run === run) this.run = undefined
   }
 
   version(): Uint8Array {
@@ -184,18 +244,14 @@ export class YjsReplica implements Replica {
       throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'yjs replica: applyDelta inside a transaction of its doc')
     }
     // The transaction's own update is only needed when the delta may complete
-    // structs Yjs held as pending; otherwise the delta as received is the
-    // change. Yjs encodes a transaction's update whenever the doc has an
-    // 'update' observer; when ours is the only one, the gate hides it for
-    // this transaction's cleanup (and only for it: local transactions that
-    // observers start meanwhile are cleaned up later, and emitted).
+    // structs Yjs held as pending; otherwise the delta as received is the change.
     const completesPending = doc.store.pendingStructs !== null || doc.store.pendingDs !== null
-    const gate = this.gate
-    const observers = gate.get('update')
-    if (!completesPending && doc._observers === gate && observers?.size === 1 && observers.has(this.onUpdate)) gate.skipNextUpdate = true
+    // The local run's changes so far are encoded before this delta touches the store.
+    this.run?.endPiece()
     let remote = this.lastRemote
     if (remote === undefined || remote.origin !== origin) this.lastRemote = remote = new YjsRemoteOrigin(this, origin)
     this.pendingRemoteUpdate = undefined
+    this.wantRemoteUpdate = completesPending
     this.applying = delta
     let transaction: Y.Transaction
     try {
@@ -206,7 +262,7 @@ export class YjsReplica implements Replica {
       // Not reachable for a validated update as far as we know; report it typed.
       throw new DecodeError(`yjs update rejected by Yjs: ${(cause as Error)?.message ?? cause}`, { cause })
     } finally {
-      gate.skipNextUpdate = false
+      this.wantRemoteUpdate = false
       this.applying = undefined
     }
     const encoded = this.pendingRemoteUpdate
@@ -254,7 +310,7 @@ export class YjsReplica implements Replica {
 
   /** Stops listening to the doc and destroys it. */
   destroy(): void {
-    this.doc.off('update', this.onUpdate)
+    this.doc.off('afterTransactionCleanup', this.onCleanup)
     this.doc.destroy()
   }
 }

@@ -9,40 +9,31 @@
  * -> every open session ships it. A remote change: session -> host ->
  * store.commit (validate all, apply, log, all or none) -> acknowledged.
  */
-import { WebSocketServer } from 'ws'
 import { Emitter } from '../crdt/emitter.ts'
-import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
+import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import type { Replica, ReplicaType } from '../crdt/replica.ts'
 import type { Json } from '../crdt/types/json.ts'
 import type {
   EWFlagReplica, GCounterReplica, GSetReplica, LWWRegisterReplica, MVRegisterReplica, ORMapReplica, ORSetReplica, PNCounterReplica,
 } from '../crdt/types/replicas.ts'
-import { isYjsRemoteOrigin, type YjsReplica } from '../crdt/documents/yjs-replica.ts'
+import type { YjsReplica } from '../crdt/documents/yjs-replica.ts'
 import type { AutomergeReplica } from '../crdt/documents/automerge-replica.ts'
 import { openStore, type HistoryEntry, type NameInfo, type Store } from '../persistence/store.ts'
 import type { NameOptions } from '../persistence/options.ts'
 import { attachSession, peerId as toPeerId, type SessionStats, type SyncHost, type SyncSession } from '../sync/index.ts'
 import type { Connection } from '../transports/transport.ts'
-import { Reconnector } from '../transports/reconnect.ts'
-import { WebSocketTransport, type WebSocketListenOptions } from '../transports/websocket/index.ts'
 import { validatePeerOptions, type PeerOptions, type SyncTuning } from './options.ts'
 import type { GossipStats } from './gossip-fanout.ts'
 import { Libp2pLink, type Libp2pListening } from './libp2p-link.ts'
 import { validateLibp2pOptions, type PeerLibp2pOptions } from './libp2p-options.ts'
 import type { Libp2pTransport } from '../transports/libp2p/libp2p-transport.ts'
 import { StoreSyncHost } from './store-sync-host.ts'
-import { YWebsocketBridge } from './y-websocket-bridge.ts'
+import { WebSocketNetwork, type ConnectOptions, type ListenOptions } from './websocket-network.ts'
+import { flushWithAcks, type FlushOptions } from './flush.ts'
+import { addStats, emptyStats } from './session-stats.ts'
 
-/** Where and how to listen. */
-export interface ListenOptions {
-  readonly port?: number
-  readonly host?: string
-  /** TLS key and certificate (PEM) for `wss://`. */
-  readonly tls?: WebSocketListenOptions['tls']
-  /** Serve stock y-websocket clients at `/yjs/<room>` (default true). */
-  readonly yWebsocket?: boolean
-  readonly signal?: AbortSignal
-}
+export type { ListenOptions, ConnectOptions } from './websocket-network.ts'
+export type { FlushOptions } from './flush.ts'
 
 /** Options of {@link Peer.listen} for libp2p. */
 export interface Libp2pListenOptions {
@@ -52,23 +43,6 @@ export interface Libp2pListenOptions {
    * over `createPeer({ libp2p })`).
    */
   readonly libp2p: PeerLibp2pOptions
-  readonly signal?: AbortSignal
-}
-
-/** Options of {@link Peer.connect}. */
-export interface ConnectOptions {
-  /** Credentials to present (default: the peer's `auth.token`). */
-  readonly token?: string
-  /** Stops waiting (and reconnecting) when aborted. */
-  readonly signal?: AbortSignal
-}
-
-/** Options of {@link Peer.flush}. */
-export interface FlushOptions {
-  /** Also wait until this many peers have persisted everything written before the call (default 0). */
-  readonly acks?: number
-  /** Give up after this many ms with `CONCORD_TIMEOUT` (default 30000). */
-  readonly timeoutMs?: number
   readonly signal?: AbortSignal
 }
 
@@ -131,12 +105,9 @@ export class Peer {
   /** The same host, checking the credentials of peers this one dialed. */
   private readonly dialHost: SyncHost
   private readonly sessions = new Set<SyncSession>()
-  /** Dialed connections kept up by {@link connect}: the address, and how to end a pending `connect`. */
-  private readonly reconnectors = new Map<Reconnector, { url: string; cancel: () => void }>()
+  /** The WebSocket side: listener, connections dialed by {@link connect}, y-websocket route. */
+  private readonly websocket: WebSocketNetwork
   private readonly finishedTotals: SessionStats = emptyStats()
-  private websocket: WebSocketTransport | undefined
-  private websocketWired = false
-  private bridge: YWebsocketBridge | undefined
   private link: Libp2pLink | undefined
   private readonly ticker: ReturnType<typeof setInterval> | undefined
   private closing: Promise<void> | undefined
@@ -149,6 +120,15 @@ export class Peer {
     store.events.on('error', (event) => this.events.emit('error', event))
     store.events.on('expired', ({ name }) => this.host.untrack(name))
     store.events.on('archived', ({ name }) => this.host.untrack(name))
+    this.websocket = new WebSocketNetwork({
+      maxFrameBytes: options.maxFrameBytes,
+      store,
+      attach: (connection, attachOptions) => this.attach(connection, attachOptions),
+      onInbound: (connection) => {
+        if (!this.closing) this.attach(connection)
+      },
+      openYjs: (name) => this.yjs(name),
+    })
     const tickMs = options.tickMs ?? TICK_MS
     if (tickMs > 0) {
       this.ticker = setInterval(() => this.tick(), tickMs)
@@ -244,23 +224,12 @@ export class Peer {
    */
   async flush(options: FlushOptions = {}): Promise<void> {
     this.checkOpen()
-    const acks = options.acks ?? 0
-    const timeoutMs = options.timeoutMs ?? 30_000
-    const controller = new AbortController()
-    const onAbort = () => controller.abort()
-    options.signal?.addEventListener('abort', onAbort, { once: true })
-    const timer = setTimeout(() => controller.abort(), timeoutMs)
-    try {
-      await this.store.flush({ signal: controller.signal })
-      if (acks > 0) await this.waitForAcks(acks, controller.signal)
-    } catch (error) {
-      if (options.signal?.aborted) throw new ConcordError(ErrorCodes.ABORTED, 'flush aborted', { cause: error })
-      if (controller.signal.aborted) throw new ConcordError(ErrorCodes.TIMEOUT, `flush: not acknowledged by ${acks} peer(s) within ${timeoutMs} ms`, { cause: error })
-      throw error
-    } finally {
-      clearTimeout(timer)
-      options.signal?.removeEventListener('abort', onAbort)
-    }
+    return flushWithAcks({
+      store: this.store,
+      sessions: this.sessions,
+      onPeerConnected: (listener) => this.events.on('peer-connected', listener),
+      needsPush: (session) => this.link?.needsPush(session) ?? false,
+    }, options)
   }
 
   /** The log records of `name`, oldest first: `{ seq, hlc, agent, bytes, hash }`. */
@@ -312,14 +281,7 @@ export class Peer {
       if (extra.length > 0) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `listen: give either libp2p or ${extra.join(', ')} (one transport per call)`)
       return this.libp2pLink().listen(options.libp2p, options.signal)
     }
-    return this.listenWebSocket(options as ListenOptions)
-  }
-
-  private async listenWebSocket(options: ListenOptions): Promise<{ url: string; port: number }> {
-    const transport = this.websocketTransport()
-    const url = await transport.listen({ port: options.port ?? 0, host: options.host ?? '127.0.0.1', tls: options.tls }, { signal: options.signal })
-    if (options.yWebsocket !== false) this.serveYWebsocket(transport)
-    return { url, port: Number(new URL(url).port) }
+    return this.websocket.listen(options as ListenOptions)
   }
 
   /**
@@ -337,38 +299,7 @@ export class Peer {
   connect(url: string, options: ConnectOptions = {}): Promise<void> {
     this.checkOpen()
     if (typeof url === 'string' && url.startsWith('/')) return this.libp2pLink().connect(url, options)
-    const reconnector = new Reconnector({ transport: this.websocketTransport(), address: url })
-    return new Promise<void>((resolve, reject) => {
-      let settled = false
-      const settle = (error?: Error) => {
-        if (settled) return
-        settled = true
-        options.signal?.removeEventListener('abort', onAbort)
-        if (error) {
-          reconnector.stop()
-          this.reconnectors.delete(reconnector)
-          reject(error)
-        } else {
-          resolve()
-        }
-      }
-      const onAbort = () => settle(new ConcordError(ErrorCodes.ABORTED, `connect to ${url} aborted`))
-      this.reconnectors.set(reconnector, { url, cancel: () => settle(new ConcordError(ErrorCodes.ABORTED, `disconnected from ${url} before the first handshake`)) })
-      if (options.signal?.aborted) return onAbort()
-      options.signal?.addEventListener('abort', onAbort, { once: true })
-      reconnector.events.on('connection', (connection) => {
-        const session = this.attach(connection, { token: options.token })
-        session.events.once('open', () => settle())
-        session.events.once('refused', ({ by, reason, message }) => {
-          if (by === 'remote' && (reason === 'auth' || reason === 'version')) {
-            settle(new ConcordError(reason === 'auth' ? ErrorCodes.AUTH_FAILED : ErrorCodes.UNSUPPORTED_VERSION, `${url} refused: ${message}`))
-            reconnector.stop()
-            this.reconnectors.delete(reconnector)
-          }
-        })
-      })
-      reconnector.start()
-    })
+    return this.websocket.connect(url, options)
   }
 
   /**
@@ -381,15 +312,7 @@ export class Peer {
   disconnect(url: string): number {
     this.checkOpen()
     if (typeof url === 'string' && url.startsWith('/')) return this.link?.disconnect(url) ?? 0
-    let stopped = 0
-    for (const [reconnector, dialed] of [...this.reconnectors]) {
-      if (dialed.url !== url) continue
-      this.reconnectors.delete(reconnector)
-      reconnector.stop()
-      dialed.cancel()
-      stopped++
-    }
-    return stopped
+    return this.websocket.disconnect(url)
   }
 
   /**
@@ -457,11 +380,9 @@ export class Peer {
     if (this.ticker) clearInterval(this.ticker)
     // libp2p first: its transport would otherwise reopen connections to a closing peer.
     await this.link?.stop()
-    for (const reconnector of this.reconnectors.keys()) reconnector.stop()
-    this.reconnectors.clear()
+    this.websocket.stopReconnecting()
     for (const session of this.sessions) session.close('peer closing')
-    this.bridge?.close()
-    await this.websocket?.stop()
+    await this.websocket.stop()
     this.host.stop()
     await this.store.close()
   }
@@ -483,88 +404,4 @@ export class Peer {
     }
     return this.link
   }
-
-  private websocketTransport(): WebSocketTransport {
-    this.websocket ??= new WebSocketTransport({ maxPayload: Math.max(this.options.maxFrameBytes ?? 1 << 20, 1 << 20) + 1024 })
-    if (!this.websocketWired) {
-      this.websocketWired = true
-      this.websocket.events.on('connection', (connection) => {
-        if (!this.closing) this.attach(connection)
-      })
-    }
-    return this.websocket
-  }
-
-  private serveYWebsocket(transport: WebSocketTransport): void {
-    if (this.bridge) return
-    const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 * 1024 })
-    const bridge = new YWebsocketBridge({
-      openRoom: async (name) => {
-        const replica = await this.yjs(name)
-        return {
-          doc: replica.doc,
-          applyUpdate: async (update, origin) => { await this.store.applyRemote(name, update, { type: 'yjs', origin }) },
-          onUpdate: (listener) => {
-            const handler = (update: Uint8Array, origin: unknown) => listener(update, isYjsRemoteOrigin(origin) ? origin.origin : origin)
-            replica.doc.on('update', handler)
-            return () => replica.doc.off('update', handler)
-          },
-        }
-      },
-    })
-    this.bridge = bridge
-    transport.route('/yjs', (request, socket, head) => {
-      const path = new URL(request.url ?? '/', 'http://localhost').pathname
-      const room = decodeURIComponent(path.slice('/yjs/'.length))
-      if (room.length === 0) {
-        socket.destroy()
-        return
-      }
-      wss.handleUpgrade(request, socket, head, (ws) => bridge.handle(ws, room))
-    })
-  }
-
-  private async waitForAcks(count: number, signal: AbortSignal): Promise<void> {
-    // Every session open now must acknowledge what it was given; sessions that
-    // open later count once their first anti-entropy is acknowledged.
-    let acked = 0
-    await new Promise<void>((resolve, reject) => {
-      const pending = new Set<SyncSession>()
-      const onAbort = () => cleanup(new ConcordError(ErrorCodes.ABORTED, 'aborted'))
-      const offConnected = this.events.on('peer-connected', () => {
-        for (const session of this.sessions) if (session.state === 'open' && !pending.has(session)) watch(session)
-      })
-      const cleanup = (error?: Error) => {
-        offConnected()
-        signal.removeEventListener('abort', onAbort)
-        if (error) reject(error)
-        else resolve()
-      }
-      const watch = (session: SyncSession) => {
-        pending.add(session)
-        // Live commits may have gone by gossip: a fresh anti-entropy round first, so the ack covers them.
-        if (this.link?.needsPush(session)) session.push()
-        session.whenAcked({ signal }).then(() => {
-          if (++acked >= count) cleanup()
-        }, (error) => {
-          if (signal.aborted) cleanup(isConcordError(error) ? error : new ConcordError(ErrorCodes.ABORTED, 'aborted'))
-        })
-      }
-      if (signal.aborted) return onAbort()
-      signal.addEventListener('abort', onAbort, { once: true })
-      for (const session of this.sessions) if (session.state === 'open') watch(session)
-    })
-  }
-}
-
-function emptyStats(): SessionStats {
-  return {
-    framesIn: 0, framesOut: 0, bytesIn: 0, bytesOut: 0, malformed: 0, unknown: 0, unexpected: 0,
-    commitsIn: 0, commitsOut: 0, duplicates: 0, gaps: 0, refusedWrites: 0, rejectedByRemote: 0,
-    chunksIn: 0, chunksOut: 0, versionsSent: 0, overflows: 0, deferred: 0,
-  }
-}
-
-function addStats(into: SessionStats, from: Readonly<SessionStats>): void {
-  for (const key of Object.keys(into) as Array<keyof SessionStats>) into[key] += from[key]
 }

@@ -1,0 +1,167 @@
+/**
+ * The WebSocket side of a peer: the listening transport, the connections it
+ * dialed and keeps up ({@link Reconnector}s), and the stock y-websocket route
+ * at `/yjs/<room>`. Sessions are attached by the peer (`attach`); this module
+ * only moves connections to it.
+ */
+import { WebSocketServer } from 'ws'
+import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
+import { isYjsRemoteOrigin, type YjsReplica } from '../crdt/documents/yjs-replica.ts'
+import type { Store } from '../persistence/store.ts'
+import type { SyncSession } from '../sync/index.ts'
+import type { Connection } from '../transports/transport.ts'
+import { Reconnector } from '../transports/reconnect.ts'
+import { WebSocketTransport, type WebSocketListenOptions } from '../transports/websocket/index.ts'
+import { YWebsocketBridge } from './y-websocket-bridge.ts'
+
+/** Where and how to listen. */
+export interface ListenOptions {
+  readonly port?: number
+  readonly host?: string
+  /** TLS key and certificate (PEM) for `wss://`. */
+  readonly tls?: WebSocketListenOptions['tls']
+  /** Serve stock y-websocket clients at `/yjs/<room>` (default true). */
+  readonly yWebsocket?: boolean
+  readonly signal?: AbortSignal
+}
+
+/** Options of {@link Peer.connect}. */
+export interface ConnectOptions {
+  /** Credentials to present (default: the peer's `auth.token`). */
+  readonly token?: string
+  /** Stops waiting (and reconnecting) when aborted. */
+  readonly signal?: AbortSignal
+}
+
+/** What the WebSocket side needs from its peer. */
+export interface WebSocketNetworkOptions {
+  /** Largest Concord frame of the peer (the socket's payload limit is derived from it). */
+  readonly maxFrameBytes?: number
+  /** The peer's store: y-websocket updates are applied through it. */
+  readonly store: Store
+  /** Runs the Concord protocol over a connection (the peer's `attach`). */
+  readonly attach: (connection: Connection, options: { token?: string }) => SyncSession
+  /** Called for every inbound WebSocket connection. */
+  readonly onInbound: (connection: Connection) => void
+  /** Opens a Yjs document of the peer (a y-websocket room). */
+  readonly openYjs: (name: string) => Promise<YjsReplica>
+}
+
+/** The WebSocket transport of a peer, its dialed connections and its y-websocket route. */
+export class WebSocketNetwork {
+  /** Dialed connections kept up by {@link connect}: the address, and how to end a pending `connect`. */
+  private readonly reconnectors = new Map<Reconnector, { url: string; cancel: () => void }>()
+  private websocket: WebSocketTransport | undefined
+  private websocketWired = false
+  private bridge: YWebsocketBridge | undefined
+
+  constructor(private readonly options: WebSocketNetworkOptions) {}
+
+  /** Serves the Concord protocol (and y-websocket unless turned off); resolves with the URL. */
+  async listen(options: ListenOptions): Promise<{ url: string; port: number }> {
+    const transport = this.transport()
+    const url = await transport.listen({ port: options.port ?? 0, host: options.host ?? '127.0.0.1', tls: options.tls }, { signal: options.signal })
+    if (options.yWebsocket !== false) this.serveYWebsocket(transport)
+    return { url, port: Number(new URL(url).port) }
+  }
+
+  /** Dials `url` and keeps the connection up; see {@link Peer.connect}. */
+  connect(url: string, options: ConnectOptions = {}): Promise<void> {
+    const reconnector = new Reconnector({ transport: this.transport(), address: url })
+    return new Promise<void>((resolve, reject) => {
+      let settled = false
+      const settle = (error?: Error) => {
+        if (settled) return
+        settled = true
+        options.signal?.removeEventListener('abort', onAbort)
+        if (error) {
+          reconnector.stop()
+          this.reconnectors.delete(reconnector)
+          reject(error)
+        } else {
+          resolve()
+        }
+      }
+      const onAbort = () => settle(new ConcordError(ErrorCodes.ABORTED, `connect to ${url} aborted`))
+      this.reconnectors.set(reconnector, { url, cancel: () => settle(new ConcordError(ErrorCodes.ABORTED, `disconnected from ${url} before the first handshake`)) })
+      if (options.signal?.aborted) return onAbort()
+      options.signal?.addEventListener('abort', onAbort, { once: true })
+      reconnector.events.on('connection', (connection) => {
+        const session = this.options.attach(connection, { token: options.token })
+        session.events.once('open', () => settle())
+        session.events.once('refused', ({ by, reason, message }) => {
+          if (by === 'remote' && (reason === 'auth' || reason === 'version')) {
+            settle(new ConcordError(reason === 'auth' ? ErrorCodes.AUTH_FAILED : ErrorCodes.UNSUPPORTED_VERSION, `${url} refused: ${message}`))
+            reconnector.stop()
+            this.reconnectors.delete(reconnector)
+          }
+        })
+      })
+      reconnector.start()
+    })
+  }
+
+  /** Stops the connections dialed to `url`; returns how many. See {@link Peer.disconnect}. */
+  disconnect(url: string): number {
+    let stopped = 0
+    for (const [reconnector, dialed] of [...this.reconnectors]) {
+      if (dialed.url !== url) continue
+      this.reconnectors.delete(reconnector)
+      reconnector.stop()
+      dialed.cancel()
+      stopped++
+    }
+    return stopped
+  }
+
+  /** Stops every reconnector (the first step of closing the peer). */
+  stopReconnecting(): void {
+    for (const reconnector of this.reconnectors.keys()) reconnector.stop()
+    this.reconnectors.clear()
+  }
+
+  /** Closes the y-websocket route and stops the transport. */
+  async stop(): Promise<void> {
+    this.bridge?.close()
+    await this.websocket?.stop()
+  }
+
+  private transport(): WebSocketTransport {
+    this.websocket ??= new WebSocketTransport({ maxPayload: Math.max(this.options.maxFrameBytes ?? 1 << 20, 1 << 20) + 1024 })
+    if (!this.websocketWired) {
+      this.websocketWired = true
+      this.websocket.events.on('connection', (connection) => this.options.onInbound(connection))
+    }
+    return this.websocket
+  }
+
+  private serveYWebsocket(transport: WebSocketTransport): void {
+    if (this.bridge) return
+    const store = this.options.store
+    const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 * 1024 })
+    const bridge = new YWebsocketBridge({
+      openRoom: async (name) => {
+        const replica = await this.options.openYjs(name)
+        return {
+          doc: replica.doc,
+          applyUpdate: async (update, origin) => { await store.applyRemote(name, update, { type: 'yjs', origin }) },
+          onUpdate: (listener) => {
+            const handler = (update: Uint8Array, origin: unknown) => listener(update, isYjsRemoteOrigin(origin) ? origin.origin : origin)
+            replica.doc.on('update', handler)
+            return () => replica.doc.off('update', handler)
+          },
+        }
+      },
+    })
+    this.bridge = bridge
+    transport.route('/yjs', (request, socket, head) => {
+      const path = new URL(request.url ?? '/', 'http://localhost').pathname
+      const room = decodeURIComponent(path.slice('/yjs/'.length))
+      if (room.length === 0) {
+        socket.destroy()
+        return
+      }
+      wss.handleUpgrade(request, socket, head, (ws) => bridge.handle(ws, room))
+    })
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * The handshake half of a sync session (see sync/PROTOCOL.md): what this
+ * side offers in HELLO, the protocol version both sides speak, and whether
+ * the remote HELLO was accepted and our HELLO-OK received. The session
+ * drives it; this module holds its state and rules.
+ */
+import type { HelloMessage, Message, PeerId } from './messages.ts'
+import type { NameFilter } from './names.ts'
+
+/** The handshake state of one session. */
+export class Handshake {
+  private remoteHello: HelloMessage | undefined
+  private helloOkReceived = false
+
+  constructor(
+    /** Lowest protocol version this side speaks. */
+    readonly minVersion: number,
+    /** Highest protocol version this side speaks. */
+    readonly maxVersion: number,
+  ) {}
+
+  /** The remote's HELLO, once accepted. */
+  get remote(): HelloMessage | undefined {
+    return this.remoteHello
+  }
+
+  /** Whether the remote HELLO was accepted and our HELLO-OK received: the session may open. */
+  get complete(): boolean {
+    return this.remoteHello !== undefined && this.helloOkReceived
+  }
+
+  /** The protocol version in use (once the remote HELLO was accepted). */
+  get version(): number {
+    return Math.min(this.maxVersion, this.remoteHello!.maxVersion)
+  }
+
+  /** The HELLO this side sends. */
+  hello(peerId: PeerId, token: string, filter: NameFilter, maxFrameBytes: number, window: number): Message {
+    return {
+      type: 'hello', minVersion: this.minVersion, maxVersion: this.maxVersion, peerId,
+      token, filter, maxFrameBytes, window, extensions: [],
+    }
+  }
+
+  /** The version both sides speak, or a refusal message when their ranges do not meet. */
+  negotiate(hello: HelloMessage): { readonly version: number } | { readonly refusal: string } {
+    const version = Math.min(this.maxVersion, hello.maxVersion)
+    if (version < Math.max(this.minVersion, hello.minVersion)) {
+      return { refusal: `incompatible protocol versions: remote speaks ${hello.minVersion}..${hello.maxVersion}, this peer ${this.minVersion}..${this.maxVersion}` }
+    }
+    return { version }
+  }
+
+  /** Records the remote HELLO as accepted. */
+  accept(hello: HelloMessage): void {
+    this.remoteHello = hello
+  }
+
+  /** Records HELLO-OK; false if one came before (the second is unexpected). */
+  helloOk(): boolean {
+    if (this.helloOkReceived) return false
+    this.helloOkReceived = true
+    return true
+  }
+}
+

@@ -1,0 +1,286 @@
+/**
+ * The outbound side of a sync session: control frames in order (a VERSIONS
+ * slot waits for its contents), the data queue (commits, DONE, whenAcked
+ * marks), sequence numbers and the remote's window, acknowledgements, answer
+ * bundles kept for a resend, chunked sends, and the pump that writes frames
+ * to the channel one at a time (backpressure).
+ */
+import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
+import { MIN_FRAME_BYTES, splitIntoChunks } from './chunking.ts'
+import { encodeMessage, type DeltaEntry, type HelloMessage, type Message } from './messages.ts'
+import type { SessionStats, SyncChannel } from './session-types.ts'
+
+/** Frame size assumed of a remote that did not say (and the default limit). */
+export const DEFAULT_MAX_FRAME = 1024 * 1024
+
+/** An item of the data queue: a commit to send, a DONE, or a whenAcked mark. */
+export type DataItem =
+  /** `answer`: part of an anti-entropy answer (see `ANSWER_BUNDLE_BYTES`). */
+  | { readonly kind: 'commit'; readonly entries: readonly DeltaEntry[]; readonly answer?: boolean }
+  | { readonly kind: 'done' }
+  | { readonly kind: 'mark'; readonly resolve: () => void }
+
+/** A control slot whose frame (VERSIONS) is still being built. */
+export interface ControlSlot {
+  frame?: Uint8Array
+}
+
+/** What an {@link Outbox} needs of its session. */
+export interface OutboxContext {
+  readonly channel: SyncChannel
+  readonly stats: SessionStats
+  /** Largest frame this side sends. */
+  readonly maxFrameBytes: number
+  /** Most queued commits before the queue is replaced by a resync. */
+  readonly maxQueued: number
+  /** The remote's HELLO, once accepted (its window and frame size). */
+  readonly remote: () => HelloMessage | undefined
+  /** Whether frames may still be sent (not closed or closing). */
+  readonly active: () => boolean
+  /** Ends the session (a send failed). */
+  readonly fail: (reason: string) => void
+}
+
+/** The outgoing queues and sequence numbers of one session. */
+export class Outbox {
+  /** Control frames, in order; a VERSIONS slot waits for its (possibly async) contents. */
+  private readonly control: Array<Uint8Array | ControlSlot> = []
+  private data: DataItem[] = []
+  /** Number of `commit` items in {@link data} (kept so queueing stays O(1)). */
+  private queued = 0
+  /** Whether the remote's VERSIONS was answered and live commits flow (no resync pending). */
+  live = false
+  private lastSeq = 0
+  private acked = 0
+  private windowBase = 0
+  /** When acknowledgements last moved (or the session opened). */
+  lastAckProgressAt: number
+  private nextChunkId = 0
+  private pumping = false
+  private readonly waiters: Array<{ target: number; resolve: () => void }> = []
+  /** Answer bundles of several names sent and not yet acknowledged, by seq (resent without a name the remote rejects). */
+  private readonly bundles = new Map<number, readonly DeltaEntry[]>()
+  /** Settles the pending {@link whenAcked} promises with an error. */
+  private readonly rejecters = new Set<(error: Error) => void>()
+
+  constructor(private readonly context: OutboxContext, now: number) {
+    this.lastAckProgressAt = now
+  }
+
+  /** Highest of our commits the remote acknowledged. */
+  get ackedSeq(): number {
+    return this.acked
+  }
+
+  /** Highest sequence number given to one of our commits. */
+  get sentSeq(): number {
+    return this.lastSeq
+  }
+
+  /** Whether sending is stuck on acknowledgements (commits in flight, or queued behind a shut window). */
+  get stalled(): boolean {
+    return this.lastSeq > this.acked || (this.queued > 0 && !this.windowOpen())
+  }
+
+  /** Queues a control frame. */
+  sendControl(message: Message): void {
+    this.control.push(encodeMessage(message))
+    this.pump()
+  }
+
+  /** Reserves a control slot, in order, for a frame built later (then call {@link pump}). */
+  reserveControl(): ControlSlot {
+    const slot: ControlSlot = {}
+    this.control.push(slot)
+    return slot
+  }
+
+  /**
+   * Starts answering a remote VERSIONS: everything queued is superseded by
+   * the answer computed now; live commits flow from here. Returns the
+   * whenAcked marks, to queue after the answer.
+   */
+  beginAnswer(): DataItem[] {
+    const marks = this.data.filter((item) => item.kind === 'mark')
+    this.data = []
+    this.queued = 0
+    this.windowBase = this.lastSeq
+    this.live = true
+    return marks
+  }
+
+  /** Queues an answer (its bundles, then DONE, then the marks of {@link beginAnswer}). */
+  queueAnswer(bundles: readonly (readonly DeltaEntry[])[], marks: DataItem[]): void {
+    const answer: DataItem[] = bundles.map((entries) => ({ kind: 'commit', entries, answer: true }))
+    this.data.push(...answer, { kind: 'done' }, ...marks)
+    this.queued += answer.length
+    this.pump()
+  }
+
+  /**
+   * Queues a live commit. Returns false if the queue overflowed: it was then
+   * dropped (marks kept) and live sending stopped, for a resync instead.
+   */
+  queueCommit(entries: readonly DeltaEntry[]): boolean {
+    this.data.push({ kind: 'commit', entries })
+    this.queued++
+    if (this.queued > this.context.maxQueued) {
+      this.data = this.data.filter((item) => item.kind === 'mark')
+      this.queued = 0
+      this.live = false
+      return false
+    }
+    this.pump()
+    return true
+  }
+
+  /** Queues a whenAcked mark: `resolve` runs once everything sent before it is acknowledged. */
+  queueMark(resolve: () => void): void {
+    this.data.push({ kind: 'mark', resolve })
+    this.pump()
+  }
+
+  /**
+   * The remote refused an answer bundle because of one name (its access
+   * rules, filter or a delta it cannot decode): the other names of the
+   * bundle are sent again without it, so one refused name never holds back
+   * the others.
+   */
+  bundleRejected(seq: number, name: string): void {
+    const entries = this.bundles.get(seq)
+    if (!entries) return
+    this.bundles.delete(seq)
+    const rest = entries.filter((entry) => entry.name !== name)
+    if (rest.length === 0 || !this.live) return
+    this.data.unshift({ kind: 'commit', entries: rest, answer: true })
+    this.queued++
+    this.pump()
+  }
+
+  /**
+   * Records an ACK: `unexpected` beyond what was sent, `stale` if not new,
+   * else `advanced` (then call {@link releaseWaiters} and {@link pump}).
+   */
+  acknowledge(seq: number, now: () => number): 'unexpected' | 'stale' | 'advanced' {
+    if (seq > this.lastSeq) return 'unexpected'
+    if (seq <= this.acked) return 'stale'
+    this.acked = seq
+    for (const bundled of this.bundles.keys()) if (bundled <= seq) this.bundles.delete(bundled)
+    this.lastAckProgressAt = now()
+    return 'advanced'
+  }
+
+  /** Resolves the marks waiting for acknowledgements up to `seq`. */
+  releaseWaiters(seq: number): void {
+    for (let i = this.waiters.length - 1; i >= 0; i--) {
+      if (this.waiters[i].target <= seq) {
+        const [waiter] = this.waiters.splice(i, 1)
+        waiter.resolve()
+      }
+    }
+  }
+
+  /**
+   * A promise that resolves once everything queued before it is
+   * acknowledged (see `SyncSession.whenAcked`); rejects with
+   * `CONCORD_ABORTED` on `signal`, or with the error of {@link end}.
+   */
+  whenAcked(signal?: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = (): void => finish(new ConcordError(ErrorCodes.ABORTED, 'aborted'))
+      const finish = (error?: Error): void => {
+        this.rejecters.delete(finish)
+        signal?.removeEventListener('abort', onAbort)
+        if (error) reject(error)
+        else resolve()
+      }
+      if (signal?.aborted) return reject(new ConcordError(ErrorCodes.ABORTED, 'aborted'))
+      signal?.addEventListener('abort', onAbort, { once: true })
+      this.rejecters.add(finish)
+      this.queueMark(() => finish())
+    })
+  }
+
+  /** The session ended: drops every queue and rejects every {@link whenAcked} with `error`. */
+  end(error: Error): void {
+    this.data = []
+    this.queued = 0
+    this.control.length = 0
+    this.bundles.clear()
+    for (const reject of [...this.rejecters]) reject(error)
+    this.waiters.length = 0
+  }
+
+  private windowOpen(): boolean {
+    const remoteWindow = this.context.remote()?.window ?? 1
+    return this.lastSeq - Math.max(this.acked, this.windowBase) < remoteWindow
+  }
+
+  private nextFrames(): Uint8Array[] | undefined {
+    const head = this.control[0]
+    if (head !== undefined) {
+      if (head instanceof Uint8Array) {
+        this.control.shift()
+        return [head]
+      }
+      if (!head.frame) return undefined // VERSIONS still being built; keeps control order
+      this.control.shift()
+      return [head.frame]
+    }
+    // Before the remote's VERSIONS is answered nothing is due: marks wait for the answer.
+    while (this.live && this.data.length > 0) {
+      const item = this.data[0]
+      if (item.kind === 'mark') {
+        this.data.shift()
+        if (this.acked >= this.lastSeq) item.resolve()
+        else this.waiters.push({ target: this.lastSeq, resolve: item.resolve })
+        continue
+      }
+      if (item.kind === 'done') {
+        this.data.shift()
+        return [encodeMessage({ type: 'done', seq: this.lastSeq })]
+      }
+      if (!this.windowOpen()) return undefined
+      this.data.shift()
+      this.queued--
+      const seq = ++this.lastSeq
+      this.context.stats.commitsOut++
+      if (item.kind === 'commit' && item.answer && item.entries.length > 1) this.bundles.set(seq, item.entries)
+      const message: Message = item.entries.length === 1
+        ? { type: 'delta', seq, entry: item.entries[0] }
+        : { type: 'transaction', seq, entries: item.entries }
+      const frameLimit = Math.min(this.context.maxFrameBytes, Math.max(MIN_FRAME_BYTES, this.context.remote()?.maxFrameBytes ?? DEFAULT_MAX_FRAME))
+      const frames = splitIntoChunks(encodeMessage(message), frameLimit, this.nextChunkId)
+      if (frames.length > 1) {
+        this.nextChunkId++
+        this.context.stats.chunksOut += frames.length
+      }
+      return frames
+    }
+    return undefined
+  }
+
+  /** Sends what is due, one frame at a time, until nothing is or the session ends. */
+  pump(): void {
+    if (this.pumping || !this.context.active()) return
+    this.pumping = true
+    void (async () => {
+      try {
+        for (;;) {
+          if (!this.context.active()) return
+          const frames = this.nextFrames()
+          if (!frames) return
+          for (const frame of frames) {
+            this.context.stats.framesOut++
+            this.context.stats.bytesOut += frame.length
+            await this.context.channel.send(frame)
+          }
+        }
+      } catch (error) {
+        this.context.fail(`send failed: ${(error as Error)?.message ?? String(error)}`)
+      } finally {
+        this.pumping = false
+      }
+    })()
+  }
+}

@@ -1,0 +1,122 @@
+/**
+ * The public shapes of a {@link SyncSession}: the channel it sends on, its
+ * options, counters, events and state. Split from sync/session.ts so the
+ * session's parts (handshake, inbound, outbound, anti-entropy) share them.
+ */
+import type { PeerId, RefuseReason } from './messages.ts'
+import type { NameFilter } from './names.ts'
+
+/** Where a session sends its frames (a transport connection fits). */
+export interface SyncChannel {
+  /** Sends one frame; resolves when accepted (backpressure), rejects once closed. */
+  send(frame: Uint8Array): Promise<void>
+  /** Closes the channel; idempotent. */
+  close(reason?: string): void
+}
+
+/** Options of a {@link SyncSession}. */
+export interface SessionOptions {
+  /** This peer's id, sent in HELLO. */
+  readonly peerId: PeerId
+  /** Credentials presented to the remote (empty by default). */
+  readonly token?: string
+  /** The names this side wants to receive (default: all). */
+  readonly filter?: NameFilter
+  /** Largest frame accepted and sent; bigger messages are chunked (default 1 MiB). */
+  readonly maxFrameBytes?: number
+  /** Largest reassembled message accepted (default 64 MiB). */
+  readonly maxMessageBytes?: number
+  /** Unacknowledged commits the remote may have in flight to us (default 256). */
+  readonly window?: number
+  /** Queued outgoing commits beyond which the queue is replaced by a resync (default 4096). */
+  readonly maxQueuedCommits?: number
+  /** Malformed frames tolerated before the peer is refused with `protocol` (default 16). */
+  readonly maxMalformed?: number
+  /** Acknowledge at least every this many commits (default 32). */
+  readonly ackEvery?: number
+  /** {@link SyncSession.tick}: close if the handshake is not done within this (default 10 s). */
+  readonly handshakeTimeoutMs?: number
+  /** {@link SyncSession.tick}: repeat a resync or ask for one when nothing moved within this (default 5 s). */
+  readonly resyncTimeoutMs?: number
+  /** {@link SyncSession.tick}: send VERSIONS this often (default 0: only on connect and on gaps). */
+  readonly antiEntropyIntervalMs?: number
+  /** Protocol versions offered (tests use it to check refusals; default this code's range). */
+  readonly versions?: { readonly min: number; readonly max: number }
+  /**
+   * Inbound rate limit of this connection (default: none). Frames beyond the
+   * rate wait (they are processed as the bucket refills, on later frames and
+   * on {@link SyncSession.tick}); when more than `maxDeferredBytes` wait, the
+   * remote is refused with `limit`.
+   */
+  readonly rateLimit?: {
+    readonly bytesPerSecond: number
+    /** Bytes that may arrive at once before the rate applies (default: one second's worth). */
+    readonly burstBytes?: number
+    /** Bytes allowed to wait (default: 4 x burst). */
+    readonly maxDeferredBytes?: number
+  }
+  /** Time source in ms for {@link SyncSession.tick} (default `Date.now`). */
+  readonly now?: () => number
+}
+
+/** Counters of one session. */
+export interface SessionStats {
+  framesIn: number
+  framesOut: number
+  bytesIn: number
+  bytesOut: number
+  /** Frames that did not decode, broke a limit, or carried undecodable deltas. */
+  malformed: number
+  /** Messages of unknown type (ignored). */
+  unknown: number
+  /** Valid messages that came at the wrong time (dropped). */
+  unexpected: number
+  commitsIn: number
+  commitsOut: number
+  /** Commits received twice (ignored). */
+  duplicates: number
+  /** Missing sequence numbers detected (each triggers a resync). */
+  gaps: number
+  /** Remote commits this side refused (access, filter, type, bad bytes). */
+  refusedWrites: number
+  /** Local commits the remote refused. */
+  rejectedByRemote: number
+  chunksIn: number
+  chunksOut: number
+  /** VERSIONS sent. */
+  versionsSent: number
+  /** Times the outgoing queue overflowed and was replaced by a resync. */
+  overflows: number
+  /** Frames that waited for the inbound rate limit. */
+  deferred: number
+}
+
+/** Events of a {@link SyncSession}. */
+export interface SessionEvents extends Record<string, unknown> {
+  /** Handshake done; data may flow. */
+  open: { readonly peerId: PeerId; readonly version: number }
+  /** The first answer to our VERSIONS is applied: we hold what the remote held then. */
+  synced: { readonly peerId: PeerId }
+  /** The connection was refused, by this side (`local`) or the remote. */
+  refused: { readonly by: 'local' | 'remote'; readonly reason: RefuseReason; readonly message: string }
+  /** The remote refused one of our commits. */
+  rejected: { readonly seq: number; readonly name: string; readonly code: string; readonly message: string }
+  /** We refused one of the remote's commits (never applied). */
+  'refused-write': { readonly name: string; readonly code: string; readonly message: string }
+  /** The remote acknowledged our commits up to `seq`. */
+  ack: { readonly seq: number }
+  /** The session ended. */
+  close: { readonly reason?: string }
+}
+
+/** State of a session. */
+export type SessionState = 'handshake' | 'open' | 'closed'
+
+/** Fresh counters, all zero. */
+export function newSessionStats(): SessionStats {
+  return {
+    framesIn: 0, framesOut: 0, bytesIn: 0, bytesOut: 0, malformed: 0, unknown: 0, unexpected: 0,
+    commitsIn: 0, commitsOut: 0, duplicates: 0, gaps: 0, refusedWrites: 0, rejectedByRemote: 0,
+    chunksIn: 0, chunksOut: 0, versionsSent: 0, overflows: 0, deferred: 0,
+  }
+}

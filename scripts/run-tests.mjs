@@ -38,6 +38,7 @@ const lists = {
     'test/sync/session.test.ts',
     'test/sync/convergence.test.ts',
     'test/sync/rate-limit.test.ts',
+    'test/sync/answer-order.test.ts',
     'test/sync/websocket-sync.test.ts',
     'test/sync/answer-bundles.test.ts',
     // transports/libp2p

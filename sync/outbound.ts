@@ -50,6 +50,8 @@ export class Outbox {
   private queued = 0
   /** Whether the remote's VERSIONS was answered and live commits flow (no resync pending). */
   live = false
+  /** Answers being computed: data waits until they are queued, so nothing overtakes them. */
+  private answering = 0
   private lastSeq = 0
   private acked = 0
   private windowBase = 0
@@ -106,14 +108,24 @@ export class Outbox {
     this.queued = 0
     this.windowBase = this.lastSeq
     this.live = true
+    // Live commits made while the answer is computed (listing names may be
+    // async) are queued but held: they must not overtake the answer, or the
+    // remote would hold a later change of one name (a counter's total, say)
+    // without the earlier changes of another name that the answer brings.
+    this.answering++
     return marks
   }
 
-  /** Queues an answer (its bundles, then DONE, then the marks of {@link beginAnswer}). */
+  /**
+   * Queues an answer: its bundles, then DONE, then the marks of
+   * {@link beginAnswer}, all ahead of the live commits queued while it was
+   * computed; then lets data flow again.
+   */
   queueAnswer(bundles: readonly (readonly DeltaEntry[])[], marks: DataItem[]): void {
     const answer: DataItem[] = bundles.map((entries) => ({ kind: 'commit', entries, answer: true }))
-    this.data.push(...answer, { kind: 'done' }, ...marks)
+    this.data = [...answer, { kind: 'done' }, ...marks, ...this.data]
     this.queued += answer.length
+    this.answering = Math.max(0, this.answering - 1)
     this.pump()
   }
 
@@ -228,7 +240,7 @@ export class Outbox {
       return [head.frame]
     }
     // Before the remote's VERSIONS is answered nothing is due: marks wait for the answer.
-    while (this.live && this.data.length > 0) {
+    while (this.live && this.answering === 0 && this.data.length > 0) {
       const item = this.data[0]
       if (item.kind === 'mark') {
         this.data.shift()

@@ -17,6 +17,7 @@ const lists = {
     'test/crdt/merge-deltas.test.ts',
     // crdt/ documents
     'test/crdt/documents/document-semantics.test.ts',
+    'test/crdt/documents/automerge-view.test.ts',
     'test/crdt/documents/document-laws.test.ts',
     'test/crdt/documents/bad-input.test.ts',
     'test/crdt/documents/yjs-local-run.test.ts',

@@ -35,6 +35,10 @@ export interface AutomergeChunk {
   readonly type: 0 | 1
   /** The whole chunk, header included (a view into the input). */
   readonly bytes: Uint8Array
+  /** Where the payload starts within `bytes` (after magic, checksum, type and length). */
+  readonly payloadOffset: number
+  /** For a change chunk: its hash (SHA-256 of type, length and payload), as Automerge names changes. */
+  readonly hash?: Uint8Array
 }
 
 const MAGIC = [0x85, 0x6f, 0x4a, 0x83]
@@ -67,14 +71,17 @@ export function splitAutomergeChunks(bytes: Uint8Array, limits: DocumentLimits, 
       mult *= 128
     }
     if (length > bytes.length - pos) throw new DecodeError(`${what}: chunk of ${length} bytes at offset ${start} exceeds the ${bytes.length - pos} remaining`)
+    const payloadOffset = pos - start
     pos += length
     if (type === 1) {
       const hash = sha256(bytes.subarray(start + 8, pos))
       for (let i = 0; i < 4; i++) {
         if (hash[i] !== bytes[start + 4 + i]) throw new DecodeError(`${what}: bad checksum of the change chunk at offset ${start}`)
       }
+      chunks.push({ type: 1, bytes: bytes.subarray(start, pos), payloadOffset, hash })
+    } else {
+      chunks.push({ type: 0, bytes: bytes.subarray(start, pos), payloadOffset })
     }
-    chunks.push({ type: type as 0 | 1, bytes: bytes.subarray(start, pos) })
   }
   return chunks
 }

@@ -1,9 +1,10 @@
 /**
  * `npm run bench [-- --filter TEXT]`: runs the benchmarks, prints one table
  * with each figure beside its baseline and the ratio, writes
- * `bench/results.json`.
+ * `bench/results.json`. A filtered run replaces only the entries of the
+ * benchmarks it ran and keeps the others (each entry carries its own date).
  */
-import { writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { Command } from 'commander'
 import { formatNumber, meetsTarget, ratioOf, type Benchmark, type Measurement } from './harness.ts'
@@ -29,7 +30,8 @@ const program = new Command('bench')
   .parse()
 const options = program.opts<{ filter?: string; out: string }>()
 
-const results: Array<{ benchmark: string; measurements: Measurement[] }> = []
+type Result = { benchmark: string; date: string; measurements: Measurement[] }
+const results: Result[] = []
 const rows: string[][] = [['benchmark', 'measurement', 'value', 'baseline', 'ratio', 'target']]
 
 for (const load of suites) {
@@ -38,7 +40,7 @@ for (const load of suites) {
     if (options.filter && !benchmark.name.includes(options.filter)) continue
     process.stderr.write(`running ${benchmark.name}...\n`)
     const measurements = await benchmark.run()
-    results.push({ benchmark: benchmark.name, measurements })
+    results.push({ benchmark: benchmark.name, date: new Date().toISOString(), measurements })
     for (const m of measurements) {
       const ratio = ratioOf(m)
       const verdict = meetsTarget(m)
@@ -60,5 +62,21 @@ for (const [index, row] of rows.entries()) {
   console.log(row.map((cell, col) => cell.padEnd(widths[col])).join('  ').trimEnd())
   if (index === 0) console.log(widths.map((w) => '-'.repeat(w)).join('  '))
 }
-writeFileSync(options.out, JSON.stringify({ date: new Date().toISOString(), node: process.version, results }, null, 2) + '\n')
+writeFileSync(options.out, JSON.stringify({ date: new Date().toISOString(), node: process.version, results: mergedWithPrevious(results) }, null, 2) + '\n')
 console.log(`\nresults written to ${options.out}`)
+
+/** With a filter, the previous results of the benchmarks that did not run, in their old order. */
+function mergedWithPrevious(fresh: Result[]): Result[] {
+  if (!options.filter || !existsSync(options.out)) return fresh
+  let previous: Result[]
+  try {
+    const parsed = JSON.parse(readFileSync(options.out, 'utf8')) as { date?: string; results?: Result[] }
+    previous = (parsed.results ?? []).map((entry) => ({ ...entry, date: entry.date ?? parsed.date ?? 'unknown' }))
+  } catch {
+    return fresh
+  }
+  const byName = new Map(fresh.map((entry) => [entry.benchmark, entry]))
+  const merged = previous.map((entry) => byName.get(entry.benchmark) ?? entry)
+  for (const entry of fresh) if (!previous.some((old) => old.benchmark === entry.benchmark)) merged.push(entry)
+  return merged
+}

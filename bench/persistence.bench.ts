@@ -14,7 +14,9 @@
  *   y-leveldb `getYDoc` on the same updates.
  *
  * The ingest contenders of a benchmark run interleaved: each keeps its own
- * database, and they take turns in short slices (the starting one rotating),
+ * database in its own process (bench/ingest-contenders.ts: in one shared
+ * heap, a contender's slices paid for the collection of the others'
+ * garbage), and they take turns in short slices (the starting one rotating),
  * so that a shared, noisy disk slows them all alike instead of whichever
  * happened to run during a burst of someone else's I/O. Each contender first
  * runs untimed warm-up slices, as many as the benchmark says for all of them:
@@ -28,16 +30,14 @@
  * its warm-up rate beside the steady one. A rate is a contender's
  * operations over its own time summed over its timed slices.
  */
-import { closeSync, fsyncSync, openSync, writeSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { ClassicLevel } from 'classic-level'
 import { LeveldbPersistence } from 'y-leveldb'
-import * as Y from 'yjs'
 import type { YjsReplica } from '../crdt/documents/yjs-replica.ts'
-import { openStore, type Store, type StoreOptions } from '../persistence/index.ts'
+import { openStore, type StoreOptions } from '../persistence/index.ts'
 import type { Benchmark, Measurement } from './harness.ts'
+import { isolatedContender, typingUpdates, type ContenderSpec } from './ingest-contenders.ts'
 
 async function withDir<T>(fn: (dir: string) => Promise<T>): Promise<T> {
   const dir = await mkdtemp(join(tmpdir(), 'concord-bench-'))
@@ -48,214 +48,54 @@ async function withDir<T>(fn: (dir: string) => Promise<T>): Promise<T> {
   }
 }
 
-/** `count` single-character Yjs updates, in order (as a typing agent makes them). */
-function typingUpdates(count: number): Uint8Array[] {
-  const doc = new Y.Doc()
-  const updates: Uint8Array[] = []
-  doc.on('update', (update: Uint8Array) => updates.push(update))
-  const text = doc.getText('t')
-  const letters = 'abcdefghijklmnopqrstuvwxyz '
-  for (let i = 0; i < count; i++) text.insert(i, letters[i % letters.length])
-  return updates
-}
-
 function seconds(start: bigint): number {
   return Number(process.hrtime.bigint() - start) / 1e9
 }
 
 const storeOptions = (dir: string, extra: Partial<StoreOptions> = {}): StoreOptions => ({ dir, replicaId: 'bench', sweepMs: 0, ...extra })
 
-/** One side of an interleaved ingest comparison. */
-interface Contender {
-  /** Opens its database in `dir`. */
-  open(dir: string): Promise<void>
-  /** Runs slice `index` (negative: an untimed warm-up slice); returns the operations done. */
-  slice(index: number): Promise<number>
-  close(): Promise<void>
-}
-
 /**
- * Runs the contenders in alternating slices, after `warmup` untimed slices
- * each (indexes -warmup..-1); returns each one's rate (operations per
- * second of its own time).
+ * Runs the contenders (each in its own process) in alternating slices, after
+ * `warmup` untimed slices each (indexes -warmup..-1); returns each one's rate
+ * (operations per second of its own time, as its process timed it). The
+ * raw contenders write records of the store's record size, as last reported
+ * by a store contender (100 B until then).
  */
-async function interleaved(contenders: readonly Contender[], slices: number, warmup: number): Promise<{ rates: number[]; warmupRates: number[] }> {
+async function interleaved(specs: readonly ContenderSpec[], slices: number, warmup: number): Promise<{ rates: number[]; warmupRates: number[]; recordBytes: number }> {
+  const contenders = specs.map((spec) => isolatedContender(spec))
   const dirs = await Promise.all(contenders.map(() => mkdtemp(join(tmpdir(), 'concord-bench-'))))
   const ops = contenders.map(() => 0)
   const time = contenders.map(() => 0)
   const warmOps = contenders.map(() => 0)
   const warmTime = contenders.map(() => 0)
+  let bytes = 100
+  const runSlice = async (i: number, index: number): Promise<{ ops: number; seconds: number }> => {
+    const result = await contenders[i].slice(index, bytes)
+    if (result.recordBytes !== undefined) bytes = result.recordBytes
+    return result
+  }
   try {
-    for (const [i, contender] of contenders.entries()) await contender.open(dirs[i])
+    await Promise.all(contenders.map((contender, i) => contender.open(dirs[i])))
     for (let w = -warmup; w < 0; w++) {
-      for (const [i, contender] of contenders.entries()) {
-        const start = process.hrtime.bigint()
-        warmOps[i] += await contender.slice(w)
-        warmTime[i] += seconds(start)
+      for (let i = 0; i < contenders.length; i++) {
+        const result = await runSlice(i, w)
+        warmOps[i] += result.ops
+        warmTime[i] += result.seconds
       }
     }
     for (let s = 0; s < slices; s++) {
       for (let k = 0; k < contenders.length; k++) {
         const i = (s + k) % contenders.length
-        const start = process.hrtime.bigint()
-        ops[i] += await contenders[i].slice(s)
-        time[i] += seconds(start)
+        const result = await runSlice(i, s)
+        ops[i] += result.ops
+        time[i] += result.seconds
       }
     }
   } finally {
-    for (const contender of contenders) await contender.close().catch(() => undefined)
+    await Promise.all(contenders.map((contender) => contender.close().catch(() => undefined)))
     await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })))
   }
-  return { rates: ops.map((n, i) => n / time[i]), warmupRates: warmOps.map((n, i) => n / warmTime[i]) }
-}
-
-/**
- * Our store: `writers` names, one writer each, every writer awaiting each
- * append (`perSlice` per writer per slice).
- */
-function storeContender(writers: number, perSlice: number, slices: number, warmup: number, durability: StoreOptions['durability']): Contender & { recordBytes(): Promise<number> } {
-  let store: Store | undefined
-  const chains = Array.from({ length: writers }, () => typingUpdates(perSlice * (slices + warmup)))
-  return {
-    async open(dir) {
-      store = await openStore(storeOptions(dir, { durability }))
-      for (let w = 0; w < writers; w++) await store.open(`doc-${w}`, 'yjs')
-    },
-    async slice(index) {
-      const from = (index + warmup) * perSlice
-      await Promise.all(chains.map(async (chain, w) => {
-        for (let i = from; i < from + perSlice; i++) await store!.applyRemote(`doc-${w}`, chain[i])
-      }))
-      return writers * perSlice
-    },
-    async close() {
-      await store?.close()
-    },
-    async recordBytes() {
-      const [record] = await store!.history('doc-0', { reverse: true, limit: 1 })
-      return record?.size ?? 100
-    },
-  }
-}
-
-/** Raw write + fsync of a `bytes`-long record to one file, `perSlice` times. */
-function rawFsyncContender(bytes: () => number, perSlice: number): Contender {
-  let fd: number | undefined
-  return {
-    async open(dir) {
-      fd = openSync(join(dir, 'raw.log'), 'a')
-    },
-    async slice() {
-      const record = new Uint8Array(bytes()).fill(7)
-      for (let i = 0; i < perSlice; i++) {
-        writeSync(fd!, record)
-        fsyncSync(fd!)
-      }
-      return perSlice
-    },
-    async close() {
-      if (fd !== undefined) closeSync(fd)
-    },
-  }
-}
-
-/** classic-level `put(sync)`, one at a time, `perSlice` times: the floor of a store on LevelDB. */
-function levelPutContender(bytes: () => number, perSlice: number): Contender {
-  let db: ClassicLevel<string, Uint8Array> | undefined
-  let key = 0
-  return {
-    async open(dir) {
-      db = new ClassicLevel<string, Uint8Array>(dir, { valueEncoding: 'view' })
-      await db.open()
-    },
-    async slice() {
-      const value = new Uint8Array(bytes()).fill(5)
-      for (let i = 0; i < perSlice; i++) await db!.put(`k${String(key++).padStart(10, '0')}`, value, { sync: true })
-      return perSlice
-    },
-    async close() {
-      await db?.close()
-    },
-  }
-}
-
-/** Raw classic-level: `batchesPerSlice` batches of 100 puts with `sync: true`. */
-function levelBatchContender(bytes: () => number, batchesPerSlice: number): Contender {
-  let db: ClassicLevel<string, Uint8Array> | undefined
-  let key = 0
-  return {
-    async open(dir) {
-      db = new ClassicLevel<string, Uint8Array>(dir, { valueEncoding: 'view' })
-      await db.open()
-    },
-    async slice() {
-      const value = new Uint8Array(bytes()).fill(3)
-      for (let b = 0; b < batchesPerSlice; b++) {
-        const ops = Array.from({ length: 100 }, () => ({ type: 'put' as const, key: `k${String(key++).padStart(10, '0')}`, value }))
-        await db!.batch(ops, { sync: true })
-      }
-      return batchesPerSlice * 100
-    },
-    async close() {
-      await db?.close()
-    },
-  }
-}
-
-/** y-leveldb `storeUpdate` with `writers` concurrent writers (one document each), each awaiting its calls. */
-function yLeveldbContender(writers: number, perSlice: number, slices: number, warmup: number): Contender {
-  let persistence: LeveldbPersistence | undefined
-  const chains = Array.from({ length: writers }, () => typingUpdates(perSlice * (slices + warmup)))
-  return {
-    async open(dir) {
-      persistence = new LeveldbPersistence(dir)
-    },
-    async slice(index) {
-      const from = (index + warmup) * perSlice
-      await Promise.all(chains.map(async (chain, w) => {
-        for (let i = from; i < from + perSlice; i++) await persistence!.storeUpdate(`doc-${w}`, chain[i])
-      }))
-      return writers * perSlice
-    },
-    async close() {
-      await persistence?.destroy()
-    },
-  }
-}
-
-/**
- * y-leveldb as y-websocket's server uses it: each update is applied to the
- * room's Y.Doc, whose `update` handler calls `storeUpdate` without awaiting
- * it (bin/utils.js of y-websocket). A slice ends when every store resolved.
- */
-function yWebsocketContender(writers: number, perSlice: number, slices: number, warmup: number): Contender {
-  let persistence: LeveldbPersistence | undefined
-  const chains = Array.from({ length: writers }, () => typingUpdates(perSlice * (slices + warmup)))
-  const pending: Array<Promise<unknown>> = []
-  let docs: Y.Doc[] = []
-  return {
-    async open(dir) {
-      const ldb = new LeveldbPersistence(dir)
-      persistence = ldb
-      docs = chains.map((_, w) => {
-        const doc = new Y.Doc()
-        doc.on('update', (update: Uint8Array) => { pending.push(ldb.storeUpdate(`doc-${w}`, update)) })
-        return doc
-      })
-    },
-    async slice(index) {
-      const from = (index + warmup) * perSlice
-      for (let i = from; i < from + perSlice; i++) {
-        for (let w = 0; w < writers; w++) Y.applyUpdate(docs[w], chains[w][i])
-      }
-      await Promise.all(pending)
-      pending.length = 0
-      return writers * perSlice
-    },
-    async close() {
-      await persistence?.destroy()
-    },
-  }
+  return { rates: ops.map((n, i) => n / time[i]), warmupRates: warmOps.map((n, i) => n / warmTime[i]), recordBytes: bytes }
 }
 
 const ingest1: Benchmark = {
@@ -264,12 +104,10 @@ const ingest1: Benchmark = {
     const slices = 10
     // 6,000 untimed appends each: past the warm-up of a fresh process (see the module comment).
     const warmup = 40
-    const ours = storeContender(1, 150, slices, warmup, { mode: 'sync' })
-    let bytes = 100
-    const { rates: [oursRate, raw, levelPut], warmupRates: [oursWarmup, , levelWarmup] } = await interleaved([
-      { ...ours, slice: async (index) => { const n = await ours.slice(index); if (index < 0) bytes = await ours.recordBytes(); return n } },
-      rawFsyncContender(() => bytes, 150),
-      levelPutContender(() => bytes, 150),
+    const { rates: [oursRate, raw, levelPut], warmupRates: [oursWarmup, , levelWarmup], recordBytes: bytes } = await interleaved([
+      { kind: 'store', writers: 1, perSlice: 150, slices, warmup, durability: { mode: 'sync' } },
+      { kind: 'raw-fsync', perSlice: 150 },
+      { kind: 'level-put', perSlice: 150 },
     ], slices, warmup)
     return [
       {
@@ -294,15 +132,12 @@ const ingest64: Benchmark = {
     const slices = 10
     // 64 x 15 x 4 = 3,840 untimed appends per store: past the JIT warm-up (see the module comment).
     const warmup = 4
-    const ours = storeContender(64, 15, slices, warmup, { mode: 'sync' })
-    const asyncMode = storeContender(64, 15, slices, warmup, { mode: 'async', rpoMs: 100 })
-    let bytes = 100
     const { rates: [oursRate, level, yleveldb, yWebsocket, asyncRate] } = await interleaved([
-      { ...ours, slice: async (index) => { const n = await ours.slice(index); if (index < 0) bytes = await ours.recordBytes(); return n } },
-      levelBatchContender(() => bytes, 15),
-      yLeveldbContender(64, 6, slices, warmup),
-      yWebsocketContender(64, 6, slices, warmup),
-      asyncMode,
+      { kind: 'store', writers: 64, perSlice: 15, slices, warmup, durability: { mode: 'sync' } },
+      { kind: 'level-batch', batchesPerSlice: 15 },
+      { kind: 'y-leveldb', writers: 64, perSlice: 6, slices, warmup },
+      { kind: 'y-websocket', writers: 64, perSlice: 6, slices, warmup },
+      { kind: 'store', writers: 64, perSlice: 15, slices, warmup, durability: { mode: 'async', rpoMs: 100 } },
     ], slices, warmup)
     return [
       {

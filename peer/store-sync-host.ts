@@ -21,14 +21,27 @@ export interface StoreSyncHostOptions {
   readonly access?: AccessFunction
 }
 
-/** Implements the sync protocol's local side over a {@link Store}. */
+/**
+ * Implements the sync protocol's local side over a {@link Store}.
+ *
+ * The protocol reads versions and deltas synchronously, right after
+ * `list()` resolves (an anti-entropy round). So `list()` hydrates the names
+ * it lists and holds their replicas until the end of that turn only; after
+ * it, the store's bounded cache alone decides what stays in memory (a peer
+ * with 100,000 names does not keep them all hydrated because it synced
+ * them). Names the application opened are held as long as the peer is.
+ */
 export class StoreSyncHost implements SyncHost {
   private readonly commits = new Emitter<{ commit: LocalCommit }>()
-  private readonly replicas = new Map<string, Replica>()
+  /** Replicas the application opened through the peer. */
+  private readonly opened = new Map<string, Replica>()
+  /** Replicas hydrated by `list()`, held until the end of the turn it resolved in. */
+  private readonly listed = new Map<string, Replica>()
+  private releaseScheduled = false
   private readonly types = new Map<string, ReplicaType>()
   private readonly emptyVersions = new Map<ReplicaType, Uint8Array>()
   private readonly offCommitted: Unsubscribe
-  private listed = false
+  private namesLoaded = false
 
   constructor(private readonly options: StoreSyncHostOptions) {
     this.offCommitted = options.store.events.on('committed', ({ records, origin }) => {
@@ -37,15 +50,16 @@ export class StoreSyncHost implements SyncHost {
     })
   }
 
-  /** Registers a replica the peer opened, so sync can read its version synchronously. */
+  /** Registers a replica the application opened, so sync can read its version synchronously. */
   track(name: string, replica: Replica): void {
-    this.replicas.set(name, replica)
+    this.opened.set(name, replica)
     this.types.set(name, replica.type)
   }
 
   /** Forgets a name (expired, archived, deleted). */
   untrack(name: string): void {
-    this.replicas.delete(name)
+    this.opened.delete(name)
+    this.listed.delete(name)
     this.types.delete(name)
   }
 
@@ -54,17 +68,39 @@ export class StoreSyncHost implements SyncHost {
     this.offCommitted()
   }
 
+  /** How many replicas this host holds in memory (opened ones, and those of the current anti-entropy turn). */
+  get heldReplicas(): number {
+    let held = this.opened.size
+    for (const name of this.listed.keys()) if (!this.opened.has(name)) held++
+    return held
+  }
+
   async list(): Promise<Iterable<NameInfo>> {
     const { store } = this.options
-    if (!this.listed) {
+    if (!this.namesLoaded) {
       for (const info of await store.names()) if (!info.archived) this.types.set(info.name, info.type)
-      this.listed = true
+      this.namesLoaded = true
     }
-    // Versions are read synchronously by the protocol: hydrate every name first.
-    for (const [name, type] of this.types) {
-      if (!this.replicas.has(name)) this.replicas.set(name, await store.open(name, type))
+    // Versions are read synchronously after this resolves: hydrate every name
+    // first, and publish them all at once, after the last await.
+    const hydrated: Array<[string, Replica]> = []
+    for (const [name, type] of [...this.types]) {
+      const replica = this.opened.get(name) ?? this.listed.get(name) ?? await store.open(name, type)
+      hydrated.push([name, replica])
     }
-    return [...this.types].map(([name, type]) => ({ name, type }))
+    for (const [name, replica] of hydrated) if (this.types.has(name)) this.listed.set(name, replica)
+    this.releaseListedAfterThisTurn()
+    return [...this.types].filter(([name]) => this.listed.has(name) || this.opened.has(name)).map(([name, type]) => ({ name, type }))
+  }
+
+  /** Drops the replicas `list()` hydrated once the current turn (its callers' synchronous reads) is over. */
+  private releaseListedAfterThisTurn(): void {
+    if (this.releaseScheduled) return
+    this.releaseScheduled = true
+    setImmediate(() => {
+      this.releaseScheduled = false
+      this.listed.clear()
+    })
   }
 
   typeOf(name: string): ReplicaType | undefined {
@@ -87,7 +123,7 @@ export class StoreSyncHost implements SyncHost {
     const results = await store.commit(entries.map((entry) => ({ name: entry.name, delta: entry.delta, type: entry.replicaType })), { origin, agent })
     const changed: string[] = []
     for (const [i, entry] of entries.entries()) {
-      if (!this.replicas.has(entry.name)) this.track(entry.name, await store.open(entry.name, entry.replicaType))
+      if (!this.types.has(entry.name)) this.types.set(entry.name, entry.replicaType)
       if (results[i].changed) changed.push(entry.name)
     }
     return { changed }
@@ -125,8 +161,8 @@ export class StoreSyncHost implements SyncHost {
   }
 
   private replica(name: string): Replica {
-    const replica = this.replicas.get(name)
-    if (!replica) throw new ConcordError(ErrorCodes.NOT_FOUND, `"${name}" is not open on this peer`)
+    const replica = this.opened.get(name) ?? this.listed.get(name)
+    if (!replica) throw new ConcordError(ErrorCodes.NOT_FOUND, `"${name}" is not held by this peer's sync host (read versions right after list())`)
     return replica
   }
 

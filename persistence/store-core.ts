@@ -46,7 +46,15 @@ export class StoreCore {
     this.cache = new NameCache(Math.max(1, options.cacheSize ?? 1000), (entry) => {
       // Not synced on its own: until it is, the name's tail marker covers a crash.
       const { state } = entry
-      this.committer.enqueue({ sync: false, states: [state], build: (b) => b.setMeta(state, b.meta(state)) }).catch(() => undefined)
+      this.committer.enqueue({
+        sync: false,
+        states: [state],
+        build: (b) => {
+          b.setMeta(state, b.meta(state))
+          // Written: the name can leave memory now, not at the next activity.
+          b.onCommit(() => this.cache.evictIfNeeded())
+        },
+      }).catch(() => undefined)
     })
     const durability = options.durability ?? { mode: 'sync' }
     this.committer = new Committer(storage, { rpoMs: durability.mode === 'async' ? durability.rpoMs : 100, timers: this.timers })

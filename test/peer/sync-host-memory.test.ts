@@ -1,0 +1,86 @@
+/**
+ * The sync host holds replicas only while the protocol reads them: a peer
+ * that syncs many names keeps no more of them in memory than its store's
+ * bounded cache (plus the names the application opened).
+ */
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { join } from 'node:path'
+import { createReplica } from '../../crdt/registry.ts'
+import { replicaId, type Replica } from '../../crdt/replica.ts'
+import type { PNCounterReplica } from '../../crdt/types/replicas.ts'
+import { openStore } from '../../persistence/index.ts'
+import { createPeer, type Peer } from '../../peer/index.ts'
+import { StoreSyncHost } from '../../peer/store-sync-host.ts'
+import { tempDir } from '../helpers/temp-dir.ts'
+import { until } from '../helpers/wait.ts'
+
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve))
+
+/** A delta that increments a fresh counter by `n`. */
+function incrementBy(n: number): Uint8Array {
+  const counter = createReplica('pncounter', { replicaId: replicaId(`w${n}`) }) as PNCounterReplica
+  return counter.increment(n)!
+}
+
+test('list() holds the replicas it hydrated for the synchronous reads of that turn only', async () => {
+  const dir = await tempDir('concord-host-')
+  const store = await openStore({ dir: dir.path, replicaId: 'h', sweepMs: 0, cacheSize: 8 })
+  const host = new StoreSyncHost({ store })
+  try {
+    for (let i = 0; i < 60; i++) await host.applyRemote([{ name: `n${i}`, replicaType: 'pncounter', delta: incrementBy(i + 1) }], undefined)
+    assert.equal(host.heldReplicas, 0, 'remote commits do not pin their names')
+    const names = [...await host.list()]
+    assert.equal(names.length, 60)
+    // Right after list(): every version and delta is readable synchronously.
+    for (const { name } of names) {
+      assert.ok(host.version(name).length > 0)
+      assert.ok(host.deltaSince(name, null) !== null)
+    }
+    assert.equal(host.heldReplicas, 60)
+    await nextTurn()
+    assert.equal(host.heldReplicas, 0, 'released after the turn')
+    assert.throws(() => host.version('n0'), /not held/)
+    await store.flush()
+    assert.ok(store.cachedNames <= 8, `the store holds ${store.cachedNames} names`)
+    // A name the application opened stays held.
+    const opened: Replica = await store.open('n5', 'pncounter')
+    host.track('n5', opened)
+    await host.list()
+    await nextTurn()
+    assert.equal(host.heldReplicas, 1)
+    assert.equal(host.version('n5').length > 0, true)
+  } finally {
+    host.stop()
+    await store.close()
+    await dir.remove()
+  }
+})
+
+test('a peer that syncs 200 names over WebSocket keeps only its cache of them in memory', async () => {
+  const dir = await tempDir('concord-host-')
+  const peers: Peer[] = []
+  try {
+    const a = await createPeer({ id: 'a', dir: join(dir.path, 'a') })
+    peers.push(a)
+    for (let i = 0; i < 200; i++) await a.store.commit([{ name: `c${i}`, type: 'pncounter', delta: incrementBy(i + 1) }])
+    const b = await createPeer({ id: 'b', dir: join(dir.path, 'b'), cacheSize: 16 })
+    peers.push(b)
+    const { url } = await a.listen({ port: 0 })
+    await b.connect(url)
+    await until(async () => (await b.store.names()).length === 200, 'b holds every name', 20_000)
+    await until(() => b.store.persistedSeq('c199') >= 1, 'the last name is durable on b')
+    for (const i of [0, 57, 199]) assert.equal((await b.store.open(`c${i}`, 'pncounter')).value(), i + 1)
+    await nextTurn()
+    const held = (b as unknown as { host: StoreSyncHost }).host.heldReplicas
+    assert.equal(held, 0, `b's sync host holds ${held} replicas`)
+    // Names leave the cache once their metadata caught up with their log (a write of its own).
+    await until(() => b.store.cachedNames <= 16, `b's store keeps at most its cache of 16 names (holds ${b.store.cachedNames})`)
+    // A later change still reaches b live, and a reconnect's anti-entropy still works.
+    await a.store.commit([{ name: 'c3', delta: incrementBy(100) }])
+    await until(async () => (await b.store.open('c3', 'pncounter')).value() === 104, 'a live change reaches b')
+  } finally {
+    await Promise.all(peers.map((peer) => peer.close()))
+    await dir.remove()
+  }
+})

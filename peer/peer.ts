@@ -115,7 +115,11 @@ export class Peer {
   constructor(private readonly options: PeerOptions, store: Store) {
     this.id = options.id
     this.store = store
-    this.host = new StoreSyncHost({ store, auth: options.auth, access: options.access })
+    this.host = new StoreSyncHost({
+      store, auth: options.auth, access: options.access,
+      // A corrupt name is left out of sync (every other name still syncs) and reported once.
+      onUnreadable: (name, error) => this.events.emit('error', { name, error }),
+    })
     this.dialHost = this.host.forDialedSessions()
     store.events.on('error', (event) => this.events.emit('error', event))
     store.events.on('expired', ({ name }) => this.host.untrack(name))

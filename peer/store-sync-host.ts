@@ -7,7 +7,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { Emitter, type Unsubscribe } from '../crdt/emitter.ts'
-import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
+import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
 import type { Replica, ReplicaType } from '../crdt/replica.ts'
 import type { Store } from '../persistence/store.ts'
 import type { Access, ApplyResult, LocalCommit, NameInfo, PeerId, SyncHost } from '../sync/index.ts'
@@ -19,6 +19,12 @@ export interface StoreSyncHostOptions {
   readonly store: Store
   readonly auth?: AuthOptions
   readonly access?: AccessFunction
+  /**
+   * Called once per name that cannot be hydrated for sync (a corrupt
+   * record: `CONCORD_CORRUPT_RECORD`); the name is left out of
+   * anti-entropy and every other name still syncs.
+   */
+  readonly onUnreadable?: (name: string, error: ConcordError) => void
 }
 
 /**
@@ -42,6 +48,8 @@ export class StoreSyncHost implements SyncHost {
   private readonly emptyVersions = new Map<ReplicaType, Uint8Array>()
   private readonly offCommitted: Unsubscribe
   private namesLoaded = false
+  /** Names left out of sync because their data is corrupt (reported once each). */
+  private readonly unreadable = new Set<string>()
 
   constructor(private readonly options: StoreSyncHostOptions) {
     this.offCommitted = options.store.events.on('committed', ({ records, origin }) => {
@@ -85,12 +93,28 @@ export class StoreSyncHost implements SyncHost {
     // first, and publish them all at once, after the last await.
     const hydrated: Array<[string, Replica]> = []
     for (const [name, type] of [...this.types]) {
-      const replica = this.opened.get(name) ?? this.listed.get(name) ?? await store.open(name, type)
-      hydrated.push([name, replica])
+      const replica = this.opened.get(name) ?? this.listed.get(name) ?? await this.hydrate(name, type)
+      if (replica !== undefined) hydrated.push([name, replica])
     }
     for (const [name, replica] of hydrated) if (this.types.has(name)) this.listed.set(name, replica)
     this.releaseListedAfterThisTurn()
     return [...this.types].filter(([name]) => this.listed.has(name) || this.opened.has(name)).map(([name, type]) => ({ name, type }))
+  }
+
+  /** The store's replica of `name`, or undefined (reported once) when its data is corrupt. */
+  private async hydrate(name: string, type: ReplicaType): Promise<Replica | undefined> {
+    try {
+      const replica = await this.options.store.open(name, type)
+      this.unreadable.delete(name)
+      return replica
+    } catch (error) {
+      if (!isConcordError(error, ErrorCodes.CORRUPT_RECORD)) throw error
+      if (!this.unreadable.has(name)) {
+        this.unreadable.add(name)
+        this.options.onUnreadable?.(name, error)
+      }
+      return undefined
+    }
   }
 
   /** Drops the replicas `list()` hydrated once the current turn (its callers' synchronous reads) is over. */

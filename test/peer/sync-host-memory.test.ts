@@ -1,7 +1,8 @@
 /**
  * The sync host holds replicas only while the protocol reads them: a peer
  * that syncs many names keeps no more of them in memory than its store's
- * bounded cache (plus the names the application opened).
+ * bounded cache (plus the names the application opened). A name whose data
+ * is corrupt is left out of sync and reported; the others still sync.
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
@@ -9,7 +10,10 @@ import { join } from 'node:path'
 import { createReplica } from '../../crdt/registry.ts'
 import { replicaId, type Replica } from '../../crdt/replica.ts'
 import type { PNCounterReplica } from '../../crdt/types/replicas.ts'
+import { isConcordError, type ConcordError } from '../../crdt/errors.ts'
 import { openStore } from '../../persistence/index.ts'
+import { logKey } from '../../persistence/keys.ts'
+import { openLevelStorage } from '../../persistence/level/index.ts'
 import { createPeer, type Peer } from '../../peer/index.ts'
 import { StoreSyncHost } from '../../peer/store-sync-host.ts'
 import { tempDir } from '../helpers/temp-dir.ts'
@@ -79,6 +83,47 @@ test('a peer that syncs 200 names over WebSocket keeps only its cache of them in
     // A later change still reaches b live, and a reconnect's anti-entropy still works.
     await a.store.commit([{ name: 'c3', delta: incrementBy(100) }])
     await until(async () => (await b.store.open('c3', 'pncounter')).value() === 104, 'a live change reaches b')
+  } finally {
+    await Promise.all(peers.map((peer) => peer.close()))
+    await dir.remove()
+  }
+})
+
+test('a name with a corrupt record is left out of sync and reported once; every other name syncs', async () => {
+  const dir = await tempDir('concord-host-')
+  const peers: Peer[] = []
+  try {
+    const aDir = join(dir.path, 'a')
+    const seed = await openStore({ dir: aDir, replicaId: 'a', sweepMs: 0, checkpoint: { everyRecords: 0, everyBytes: 0, onClose: false } })
+    for (let i = 1; i <= 5; i++) await seed.commit([{ name: 'good', type: 'pncounter', delta: incrementBy(i) }, { name: 'bad', type: 'pncounter', delta: incrementBy(i) }])
+    await seed.close()
+    // Flip a bit in the middle of 'bad's log, through the storage layer.
+    const storage = await openLevelStorage({ dir: aDir })
+    const record = (await storage.get(logKey('bad', 3)))!.slice()
+    record[record.length - 9] ^= 0x10
+    await storage.batch([{ type: 'put', key: logKey('bad', 3), value: record }], { sync: true })
+    await storage.close()
+
+    const a = await createPeer({ id: 'a', dir: aDir })
+    peers.push(a)
+    const reported: Array<{ name?: string; error: ConcordError }> = []
+    a.events.on('error', (event) => reported.push(event))
+    const b = await createPeer({ id: 'b', dir: join(dir.path, 'b') })
+    peers.push(b)
+    const { url } = await a.listen({ port: 0 })
+    await b.connect(url)
+    await until(async () => (await b.store.names()).some((info) => info.name === 'good'), "'good' reaches b")
+    await until(async () => (await b.store.open('good', 'pncounter')).value() === 15, "all of 'good' reaches b")
+    assert.deepEqual((await b.store.names()).map((info) => info.name), ['good'])
+    assert.equal(reported.length, 1)
+    assert.equal(reported[0].name, 'bad')
+    assert.ok(isConcordError(reported[0].error, 'CONCORD_CORRUPT_RECORD'))
+    // A second session lists again: still left out, not reported again, and the session is not failed.
+    const c = await createPeer({ id: 'c', dir: join(dir.path, 'c') })
+    peers.push(c)
+    await c.connect(url)
+    await until(async () => (await c.store.names()).some((info) => info.name === 'good'), "'good' reaches c")
+    assert.equal(reported.length, 1)
   } finally {
     await Promise.all(peers.map((peer) => peer.close()))
     await dir.remove()

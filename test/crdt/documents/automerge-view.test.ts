@@ -14,20 +14,11 @@ import * as A from '@automerge/automerge'
 import { AutomergeReplica } from '../../../crdt/documents/automerge-replica.ts'
 import { replicaId } from '../../../crdt/replica.ts'
 import { Prng } from '../../../transports/memory/prng.ts'
+import { concatBytes } from './traces.ts'
 
 type Doc = Record<string, unknown>
 
 const actor = (prefix: string): string => prefix.padEnd(32, '0')
-
-function concat(chunks: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(chunks.reduce((sum, chunk) => sum + chunk.length, 0))
-  let offset = 0
-  for (const chunk of chunks) {
-    out.set(chunk, offset)
-    offset += chunk.length
-  }
-  return out
-}
 
 /** What the replica's state really is: its saved document, loaded afresh. */
 function reloaded(replica: AutomergeReplica<Doc>): unknown {
@@ -57,7 +48,7 @@ test('a deleted winner and a lower concurrent value arriving in one delta: the v
   const receiver = fork('r', 'ffff')
   assert.equal(receiver.applyDelta(c2), true)
   assert.deepEqual(receiver.value(), { k3: { n: 35, tag: 'c' } })
-  assert.equal(receiver.applyDelta(concat([c3, b1])), true)
+  assert.equal(receiver.applyDelta(concatBytes([c3, b1])), true)
   assert.deepEqual(receiver.value(), { k3: { n: 33, tag: 'b' } })
   assert.deepEqual(receiver.value(), reloaded(receiver))
   // The rebuilt document keeps the replica's actor and stays writable.
@@ -129,7 +120,7 @@ test('random concurrent map, list and text edits, received in random groupings: 
       const receiver = new AutomergeReplica<Doc>({ replicaId: replicaId('r'), snapshot: base, actor: actor('ff') })
       for (let index = 0; index < history.length; ) {
         const size = 1 + Math.floor(random() * 5)
-        receiver.applyDelta(concat(history.slice(index, index + size)))
+        receiver.applyDelta(concatBytes(history.slice(index, index + size)))
         index += size
         assert.deepEqual(receiver.value(), reloaded(receiver), `scenario ${scenario}, trial ${trial}, after change ${index}`)
         checked++

@@ -44,6 +44,23 @@ export interface AutomergeChunk {
 const MAGIC = [0x85, 0x6f, 0x4a, 0x83]
 const HEADER_BYTES = 4 + 4 + 1
 
+/**
+ * Reads an unsigned LEB128 number of at most `maxBytes` bytes at `pos`:
+ * `[value, position after it]`, or undefined when the input ends first or
+ * the number is longer.
+ */
+export function readUleb(bytes: Uint8Array, pos: number, maxBytes = 8): [number, number] | undefined {
+  let value = 0
+  let mult = 1
+  for (let i = 0; i < maxBytes && pos < bytes.length; i++) {
+    const byte = bytes[pos++]
+    value += (byte & 0x7f) * mult
+    if (byte < 0x80) return [value, pos]
+    mult *= 128
+  }
+  return undefined
+}
+
 /** Splits Automerge bytes into chunks, checking the framing. Throws {@link DecodeError}. */
 export function splitAutomergeChunks(bytes: Uint8Array, limits: DocumentLimits, what = 'automerge data'): AutomergeChunk[] {
   if (!(bytes instanceof Uint8Array)) throw new DecodeError(`${what}: expected a Uint8Array`)
@@ -60,16 +77,12 @@ export function splitAutomergeChunks(bytes: Uint8Array, limits: DocumentLimits, 
     pos += 8
     const type = bytes[pos++]
     if (type > 1) throw new DecodeError(`${what}: unsupported chunk type ${type} at offset ${start}`)
-    let length = 0
-    let mult = 1
-    for (let i = 0; ; i++) {
-      if (pos >= bytes.length) throw new DecodeError(`${what}: truncated chunk length at offset ${pos}`)
-      if (i >= 8) throw new DecodeError(`${what}: chunk length too long at offset ${pos}`)
-      const b = bytes[pos++]
-      length += (b & 0x7f) * mult
-      if (b < 0x80) break
-      mult *= 128
+    const read = readUleb(bytes, pos)
+    if (read === undefined) {
+      throw new DecodeError(`${what}: ${pos + 8 > bytes.length ? 'truncated' : 'too long a'} chunk length at offset ${pos}`)
     }
+    const [length] = read
+    pos = read[1]
     if (length > bytes.length - pos) throw new DecodeError(`${what}: chunk of ${length} bytes at offset ${start} exceeds the ${bytes.length - pos} remaining`)
     const payloadOffset = pos - start
     pos += length

@@ -15,23 +15,17 @@
  * surprise gives `false` (the safe answer: the view is rebuilt).
  */
 import { hexOf } from './automerge-clock.ts'
-import type { AutomergeChunk } from './automerge-guard.ts'
+import { readUleb, type AutomergeChunk } from './automerge-guard.ts'
 
 const HASH_BYTES = 32
 
 /** The dependency hashes of a change chunk (views into its bytes), or null when they cannot be read. */
 function dependencies(chunk: AutomergeChunk): Uint8Array[] | null {
   const bytes = chunk.bytes
-  let pos = chunk.payloadOffset
-  let count = 0
-  let shift = 0
-  for (;;) {
-    if (pos >= bytes.length || shift > 28) return null
-    const byte = bytes[pos++]
-    count += (byte & 0x7f) * 2 ** shift
-    if (byte < 0x80) break
-    shift += 7
-  }
+  const read = readUleb(bytes, chunk.payloadOffset, 5)
+  if (read === undefined) return null
+  const count = read[0]
+  let pos = read[1]
   if (count * HASH_BYTES > bytes.length - pos) return null
   const deps: Uint8Array[] = []
   for (let i = 0; i < count; i++, pos += HASH_BYTES) deps.push(bytes.subarray(pos, pos + HASH_BYTES))

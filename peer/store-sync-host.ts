@@ -14,6 +14,8 @@ import type { Access, ApplyResult, LocalCommit, NameInfo, PeerId, SyncHost } fro
 import type { DeltaEntry } from '../sync/messages.ts'
 import type { AccessFunction, AuthOptions, CredentialCheck } from './options.ts'
 
+type ApplyResultOfStore = Awaited<ReturnType<Store['commit']>>[number]
+
 /** Options of a {@link StoreSyncHost}. */
 export interface StoreSyncHostOptions {
   readonly store: Store
@@ -140,17 +142,41 @@ export class StoreSyncHost implements SyncHost {
     return replica.deltaSince(version ?? this.emptyVersion(replica))
   }
 
+  /**
+   * Applies a remote commit through the store, all or none. The one
+   * exception is a name whose local data is corrupt (it cannot take
+   * anything, and `open` fails for it whatever arrives): it is left out and
+   * reported, and the rest of the commit is applied, so that one damaged
+   * name does not hold back every name that travels with it (an
+   * anti-entropy answer bundles many).
+   */
   async applyRemote(entries: readonly DeltaEntry[], origin: unknown): Promise<ApplyResult> {
-    const { store } = this.options
     // The log records who sent the change: the remote peer of the session it came through.
     const agent = (origin as { remotePeerId?: string } | undefined)?.remotePeerId
-    const results = await store.commit(entries.map((entry) => ({ name: entry.name, delta: entry.delta, type: entry.replicaType })), { origin, agent })
+    let applying = entries.filter((entry) => !this.unreadable.has(entry.name))
+    let results: ApplyResultOfStore[]
+    try {
+      results = await this.commitThroughStore(applying, origin, agent)
+    } catch (error) {
+      if (!isConcordError(error, ErrorCodes.CORRUPT_RECORD)) throw error
+      // Which names are damaged: they fail to hydrate (the healthy ones are hydrated by the commit anyway).
+      const damaged = new Set<string>()
+      for (const entry of applying) if ((await this.hydrate(entry.name, entry.replicaType)) === undefined) damaged.add(entry.name)
+      if (damaged.size === 0) throw error
+      applying = applying.filter((entry) => !damaged.has(entry.name))
+      results = await this.commitThroughStore(applying, origin, agent)
+    }
     const changed: string[] = []
-    for (const [i, entry] of entries.entries()) {
+    for (const [i, entry] of applying.entries()) {
       if (!this.types.has(entry.name)) this.types.set(entry.name, entry.replicaType)
       if (results[i].changed) changed.push(entry.name)
     }
     return { changed }
+  }
+
+  private commitThroughStore(entries: readonly DeltaEntry[], origin: unknown, agent: string | undefined): Promise<ApplyResultOfStore[]> {
+    if (entries.length === 0) return Promise.resolve([])
+    return this.options.store.commit(entries.map((entry) => ({ name: entry.name, delta: entry.delta, type: entry.replicaType })), { origin, agent })
   }
 
   subscribe(listener: (commit: LocalCommit) => void): Unsubscribe {

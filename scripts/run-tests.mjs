@@ -52,7 +52,7 @@ const lists = {
     // peer/
     'test/peer/y-websocket-bridge.test.ts',
     'test/peer/peer.test.ts',
-    'test/peer/sync-host-memory.test.ts',
+    'test/peer/sync-host.test.ts',
     'test/peer/sim-convergence.test.ts',
     'test/peer/websocket-integration.test.ts',
     'test/peer/out-of-order-documents.test.ts',

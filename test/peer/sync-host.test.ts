@@ -27,6 +27,22 @@ function incrementBy(n: number): Uint8Array {
   return counter.increment(n)!
 }
 
+/**
+ * A store folder holding 'good' and 'bad' (pncounters, 5 records each, no
+ * checkpoint) with a bit flipped in the middle of 'bad's log, written
+ * through the storage layer.
+ */
+async function seedWithCorruptName(dir: string, replica: string): Promise<void> {
+  const seed = await openStore({ dir, replicaId: replica, sweepMs: 0, checkpoint: { everyRecords: 0, everyBytes: 0, onClose: false } })
+  for (let i = 1; i <= 5; i++) await seed.commit([{ name: 'good', type: 'pncounter', delta: incrementBy(i) }, { name: 'bad', type: 'pncounter', delta: incrementBy(i) }])
+  await seed.close()
+  const storage = await openLevelStorage({ dir })
+  const record = (await storage.get(logKey('bad', 3)))!.slice()
+  record[record.length - 9] ^= 0x10
+  await storage.batch([{ type: 'put', key: logKey('bad', 3), value: record }], { sync: true })
+  await storage.close()
+}
+
 test('list() holds the replicas it hydrated for the synchronous reads of that turn only', async () => {
   const dir = await tempDir('concord-host-')
   const store = await openStore({ dir: dir.path, replicaId: 'h', sweepMs: 0, cacheSize: 8 })
@@ -94,16 +110,7 @@ test('a name with a corrupt record is left out of sync and reported once; every 
   const peers: Peer[] = []
   try {
     const aDir = join(dir.path, 'a')
-    const seed = await openStore({ dir: aDir, replicaId: 'a', sweepMs: 0, checkpoint: { everyRecords: 0, everyBytes: 0, onClose: false } })
-    for (let i = 1; i <= 5; i++) await seed.commit([{ name: 'good', type: 'pncounter', delta: incrementBy(i) }, { name: 'bad', type: 'pncounter', delta: incrementBy(i) }])
-    await seed.close()
-    // Flip a bit in the middle of 'bad's log, through the storage layer.
-    const storage = await openLevelStorage({ dir: aDir })
-    const record = (await storage.get(logKey('bad', 3)))!.slice()
-    record[record.length - 9] ^= 0x10
-    await storage.batch([{ type: 'put', key: logKey('bad', 3), value: record }], { sync: true })
-    await storage.close()
-
+    await seedWithCorruptName(aDir, 'a')
     const a = await createPeer({ id: 'a', dir: aDir })
     peers.push(a)
     const reported: Array<{ name?: string; error: ConcordError }> = []
@@ -124,6 +131,44 @@ test('a name with a corrupt record is left out of sync and reported once; every 
     await c.connect(url)
     await until(async () => (await c.store.names()).some((info) => info.name === 'good'), "'good' reaches c")
     assert.equal(reported.length, 1)
+  } finally {
+    await Promise.all(peers.map((peer) => peer.close()))
+    await dir.remove()
+  }
+})
+
+test('a commit that carries a name whose local data is corrupt: the rest is applied, the session stays up', async () => {
+  const dir = await tempDir('concord-host-')
+  const peers: Peer[] = []
+  try {
+    const rDir = join(dir.path, 'r')
+    await seedWithCorruptName(rDir, 'r')
+    const receiver = await createPeer({ id: 'r', dir: rDir })
+    peers.push(receiver)
+    const reported: Array<{ name?: string; error: ConcordError }> = []
+    receiver.events.on('error', (event) => reported.push(event))
+    let disconnects = 0
+    receiver.events.on('peer-disconnected', () => disconnects++)
+    const { url } = await receiver.listen({ port: 0 })
+
+    // The sender holds 'bad' too, and changes it in the same transactions as other names.
+    const sender = await createPeer({ id: 's', dir: join(dir.path, 's') })
+    peers.push(sender)
+    const bad = await sender.counter('bad')
+    const fresh = await sender.counter('fresh')
+    await sender.transact(() => { bad.increment(7); fresh.increment(7) })
+    await sender.connect(url)
+    // The anti-entropy answer bundles 'bad' with 'fresh' and 'good': everything but 'bad' lands.
+    await until(async () => (await receiver.store.names()).some((info) => info.name === 'fresh'), "'fresh' reaches the receiver")
+    assert.equal((await receiver.store.open('fresh', 'pncounter')).value(), 7)
+    // A live transaction with both names after the first sync.
+    await sender.transact(() => { bad.increment(1); fresh.increment(1) })
+    await until(async () => (await receiver.store.open('fresh', 'pncounter')).value() === 8, 'the live change of fresh lands')
+    await assert.rejects(receiver.store.open('bad', 'pncounter'), (error) => isConcordError(error, 'CONCORD_CORRUPT_RECORD'))
+    assert.equal(disconnects, 0, 'the session was never dropped')
+    assert.deepEqual(reported.map((event) => event.name), ['bad'])
+    // 'good' went the other way, untouched by the damage.
+    await until(async () => (await sender.counter('good')).value() === 15, "'good' reaches the sender")
   } finally {
     await Promise.all(peers.map((peer) => peer.close()))
     await dir.remove()

@@ -7,3 +7,4 @@ export type { StoreOptions, NameOptions, Durability, Retention, CheckpointPolicy
 export { encodeRecord, decodeRecord, RECORD_VERSION, type LogRecord, type StoredRecord } from './record.ts'
 export { encodeCheckpoint, decodeCheckpoint, type Checkpoint } from './checkpoint.ts'
 export type { Timers } from './committer.ts'
+export type { RepairReport } from './repair.ts'

@@ -71,6 +71,8 @@ export interface StoreEvents extends Record<string, unknown> {
   durable: { readonly name: string; readonly seq: number }
   /** A damaged tail of a name's log was dropped on open. */
   truncated: { readonly name: string; readonly fromSeq: number; readonly toSeq: number; readonly reason: string }
+  /** A name damaged in the middle of its log was repaired (`Store.repair`). */
+  repaired: { readonly name: string; readonly cutAt?: number; readonly reason?: string; readonly lostRecords?: number; readonly salvagedRecords?: number }
   /** A checkpoint was written. */
   checkpoint: { readonly name: string; readonly seq: number; readonly size: number }
   /** A name was expired (TTL) and its data deleted. */

@@ -22,6 +22,7 @@ import type { HybridClock } from '../crdt/hlc.ts'
 import { replicaId as brandReplicaId, type Replica, type ReplicaId, type ReplicaType } from '../crdt/replica.ts'
 import { Archival } from './archival.ts'
 import { Hydration } from './hydration.ts'
+import { repairName, type RepairReport } from './repair.ts'
 import { STORE_INFO_KEY } from './keys.ts'
 import { openLevelStorage, throwIfAborted } from './level/level-storage.ts'
 import { Lifecycle } from './lifecycle.ts'
@@ -242,6 +243,18 @@ export class Store {
    */
   verify(name: string, options: SignalOptions = {}): Promise<VerifyReport> {
     return this.timeTravel.verify(name, options)
+  }
+
+  /**
+   * Repairs a name whose log is damaged in the middle (opening it fails
+   * with `CONCORD_CORRUPT_RECORD`): keeps the newest usable checkpoint and
+   * the intact records before the damage, drops the damaged records and
+   * writes every intact record after them again, renumbered and chained
+   * anew (persistence/repair.ts). A healthy name gives `repaired: false`;
+   * a damaged name open in this store `CONCORD_LOCKED`.
+   */
+  repair(name: string, options: SignalOptions = {}): Promise<RepairReport> {
+    return repairName(this.core, name, options)
   }
 
   /** Every stored name (archived ones included), in name order. */

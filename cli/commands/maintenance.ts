@@ -1,10 +1,12 @@
 /**
- * Maintenance commands: `verify [NAME]`, `compact` (checkpoint every name),
+ * Maintenance commands: `verify [NAME]`, `repair [NAME]` (a log damaged in
+ * the middle), `compact` (checkpoint every name),
  * `gc`, `archive NAME`, `restore NAME` (rehydrate an archived name), and
  * `expire` (the TTL sweep, now).
  */
 import { isAbsolute, join } from 'node:path'
 import { Command } from 'commander'
+import type { RepairReport } from '../../persistence/index.ts'
 import type { VerifyReport } from '../../persistence/store.ts'
 import { action, folderOptions, parseInteger, type CliContext, type FolderOptions } from '../context.ts'
 import { ExitCodes } from '../exit-codes.ts'
@@ -12,7 +14,7 @@ import { withFolder } from '../open-store.ts'
 import { table } from '../output.ts'
 import { nameInfo } from './read.ts'
 
-/** Registers verify, compact, gc, archive, restore and expire. */
+/** Registers verify, repair, compact, gc, archive, restore and expire. */
 export function registerMaintenanceCommands(program: Command, ctx: CliContext): void {
   folderOptions(program.command('verify')
     .argument('[name]', 'one name (default: every live name)')
@@ -47,6 +49,31 @@ export function registerMaintenanceCommands(program: Command, ctx: CliContext): 
           ok ? `verified ${reports.length} name(s): ok` : `verification FAILED for ${reports.filter((r) => !r.ok).length} name(s)`,
         ].join('\n'))
         return ok ? ExitCodes.OK : ExitCodes.VERIFY_FAILED
+      })
+    }))
+
+  folderOptions(program.command('repair')
+    .argument('[name]', 'one name (default: every live name)')
+    .description('repair names whose log is damaged in the middle: keep the intact records before the damage, drop the damaged ones, write the intact ones after it again (renumbered, chained anew); peers resend what was lost'))
+    .action(action(ctx, 'repair', async (out, name: string | undefined, options: FolderOptions) => {
+      return withFolder(options.dir, async ({ store }) => {
+        const targets = name === undefined ? (await store.names()).filter((n) => !n.archived) : [await nameInfo(store, name)]
+        const reports: RepairReport[] = []
+        const progress = out.progress(targets.length, 'repair')
+        try {
+          for (const target of targets) {
+            reports.push(await store.repair(target.name))
+            progress.tick(target.name)
+          }
+        } finally {
+          progress.stop()
+        }
+        const repaired = reports.filter((r) => r.repaired)
+        out.result({ reports }, () => [
+          ...repaired.map((r) => `${r.name}: cut at record ${r.cutAt} (${r.reason}); ${r.lostRecords} record(s) lost, ${r.salvagedRecords} kept after the damage`),
+          repaired.length === 0 ? `checked ${reports.length} name(s): nothing to repair` : `repaired ${repaired.length} of ${reports.length} name(s)`,
+        ].join('\n'))
+        return ExitCodes.OK
       })
     }))
 

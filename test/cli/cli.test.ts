@@ -106,6 +106,16 @@ test('verify passes on a sound folder and exits 5 on a damaged record', () => wi
   assert.equal(failed.code, 5, failed.stderr + failed.stdout)
   assert.doesNotMatch(failed.stderr, /\n\s+at /, 'no stack trace')
   assert.equal((await cli(['verify', '--dir', dir, 'tasks'])).code, 0, 'other names are unaffected')
+
+  // repair: the damaged first record goes, the intact ones after it stay; verify passes again.
+  const repaired = await cliJson(['repair', '--dir', dir])
+  assert.equal(repaired.code, 0, repaired.stderr)
+  const plan = repaired.json.reports.find((r: { name: string }) => r.name === 'plan')
+  assert.deepEqual([plan.repaired, plan.cutAt, plan.lostRecords, plan.salvagedRecords], [true, 1, 1, 2])
+  assert.equal(repaired.json.reports.filter((r: { repaired: boolean }) => r.repaired).length, 1)
+  assert.equal((await cli(['verify', '--dir', dir])).code, 0)
+  const again = await cli(['repair', '--dir', dir, 'plan'])
+  assert.match(again.stdout, /nothing to repair/)
 }))
 
 test('compact, gc, archive, restore and expire', () => withFixture(async (dir) => {
@@ -267,7 +277,7 @@ test('usage errors exit 2 with a hint; --help everywhere exits 0 and lists the e
   const help = await cli(['--help'])
   assert.equal(help.code, 0)
   assert.match(help.stdout, /Exit codes:/)
-  for (const command of ['serve', 'inspect', 'history', 'at', 'revert', 'verify', 'compact', 'gc', 'archive', 'restore', 'expire', 'export', 'import']) {
+  for (const command of ['serve', 'inspect', 'history', 'at', 'revert', 'verify', 'repair', 'compact', 'gc', 'archive', 'restore', 'expire', 'export', 'import']) {
     const run = await cli([command, '--help'])
     assert.equal(run.code, 0, command)
     assert.match(run.stdout, new RegExp(`Usage: concord ${command}`))

@@ -172,3 +172,87 @@ describe('integrity', () => {
     }
   })
 })
+
+describe('repair', () => {
+  it('a bit-flipped record in the middle: the prefix and every intact record after it are kept, the chain holds, a peer fills in the rest', async () => {
+    const { dir, remove } = await seeded()
+    try {
+      // What a peer still holds: the whole document.
+      let store = await openStore(options(dir))
+      const full = (await store.open('victim', 'yjs')).deltaSince(store.emptyVersion('yjs'))!
+      const agentsBefore = (await store.history('victim')).map((record) => record.agent)
+      await store.close()
+      await tamper(dir, [{ key: logKey('victim', 5), change: flipBit(20) }])
+
+      store = await openStore(options(dir))
+      await assert.rejects(store.open('victim', 'yjs'), hasCode('CONCORD_CORRUPT_RECORD'))
+      const events: unknown[] = []
+      store.events.on('repaired', (event) => events.push(event))
+      const report = await store.repair('victim')
+      assert.deepEqual({ ...report, reason: undefined }, { name: 'victim', repaired: true, cutAt: 5, reason: undefined, lostRecords: 1, salvagedRecords: 5 })
+      assert.match(report.reason!, /checksum/)
+      assert.equal(events.length, 1)
+      const victim = await store.open('victim', 'yjs')
+      // The letters after 'e' were typed after it: Yjs keeps them waiting for it.
+      assert.equal(textOf(victim), letters(4))
+      const history = await store.history('victim')
+      assert.deepEqual(history.map((record) => record.seq), [1, 2, 3, 4, 5, 6, 7, 8, 9])
+      assert.deepEqual(history.map((record) => record.agent), agentsBefore.filter((_, i) => i !== 4))
+      assert.deepEqual((await store.verify('victim')).problems, [])
+      // The peer's state brings the lost letter; the waiting ones land with it.
+      await store.applyRemote('victim', full)
+      assert.equal(textOf(victim), letters(10))
+      assert.equal(textOf(await store.open('other', 'yjs')), letters(5))
+      await store.close()
+      store = await openStore(options(dir))
+      assert.equal(textOf(await store.open('victim', 'yjs')), letters(10))
+      assert.deepEqual((await store.verify('victim')).problems, [])
+      await store.close()
+    } finally {
+      await remove()
+    }
+  })
+
+  it('a counter missing a record in the middle loses nothing (a later increment carries its total); a healthy name is left alone', async () => {
+    const temp = await tempDir('concord-repair-')
+    try {
+      let store = await openStore(options(temp.dir))
+      const counter = await store.open('n', 'pncounter') as unknown as { increment(n: number): unknown; value(): number }
+      for (let i = 1; i <= 6; i++) {
+        counter.increment(i)
+        await store.flush()
+      }
+      await store.close()
+      await tamper(temp.dir, [{ key: logKey('n', 3), change: () => undefined }])
+      store = await openStore(options(temp.dir))
+      assert.deepEqual(await store.repair('other-name').catch((error) => error.code), 'CONCORD_NOT_FOUND')
+      const report = await store.repair('n')
+      assert.equal(report.cutAt, 3)
+      assert.equal(report.lostRecords, 1)
+      assert.equal(report.salvagedRecords, 3)
+      // Each increment's delta holds the agent's new total, so record 4 covers the lost record 3.
+      assert.equal((await store.open('n', 'pncounter')).value(), 1 + 2 + 3 + 4 + 5 + 6)
+      // Healthy (and open) now: nothing to do.
+      assert.deepEqual(await store.repair('n'), { name: 'n', repaired: false })
+      // Damage before the newest checkpoint: the name opens, but an open name is not rewritten.
+      await store.checkpoint('n')
+      await store.close()
+      await tamper(temp.dir, [{ key: logKey('n', 1), change: flipBit(15) }])
+      store = await openStore(options(temp.dir))
+      assert.equal((await store.open('n', 'pncounter')).value(), 21)
+      await assert.rejects(store.repair('n'), hasCode('CONCORD_LOCKED'))
+      await store.close()
+      store = await openStore(options(temp.dir))
+      assert.equal((await store.repair('n')).cutAt, 1)
+      assert.deepEqual((await store.verify('n')).problems, [])
+      assert.equal((await store.open('n', 'pncounter')).value(), 21)
+      await store.close()
+      store = await openStore(options(temp.dir))
+      assert.deepEqual(await store.repair('n'), { name: 'n', repaired: false })
+      assert.equal((await store.history('n')).length, 4)
+      await store.close()
+    } finally {
+      await temp.remove()
+    }
+  })
+})

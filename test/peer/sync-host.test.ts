@@ -14,7 +14,7 @@ import { isConcordError, type ConcordError } from '../../crdt/errors.ts'
 import { openStore } from '../../persistence/index.ts'
 import { logKey } from '../../persistence/keys.ts'
 import { openLevelStorage } from '../../persistence/level/index.ts'
-import { createPeer, type Peer } from '../../peer/index.ts'
+import { createPeer, type Peer, type PeerOptions } from '../../peer/index.ts'
 import { StoreSyncHost } from '../../peer/store-sync-host.ts'
 import { tempDir } from '../helpers/temp-dir.ts'
 import { until } from '../helpers/wait.ts'
@@ -41,6 +41,22 @@ async function seedWithCorruptName(dir: string, replica: string): Promise<void> 
   record[record.length - 9] ^= 0x10
   await storage.batch([{ type: 'put', key: logKey('bad', 3), value: record }], { sync: true })
   await storage.close()
+}
+
+/** Runs `fn` with a temp folder and a `peer(options)` that creates peers in it (`dir` relative to it), closing them after. */
+async function withPeers(fn: (root: string, peer: (id: string, extra?: Partial<PeerOptions>) => Promise<Peer>) => Promise<void>): Promise<void> {
+  const dir = await tempDir('concord-host-')
+  const peers: Peer[] = []
+  try {
+    await fn(dir.path, async (id, extra = {}) => {
+      const peer = await createPeer({ id, dir: join(dir.path, id), ...extra })
+      peers.push(peer)
+      return peer
+    })
+  } finally {
+    await Promise.all(peers.map((peer) => peer.close()))
+    await dir.remove()
+  }
 }
 
 test('list() holds the replicas it hydrated for the synchronous reads of that turn only', async () => {
@@ -77,100 +93,70 @@ test('list() holds the replicas it hydrated for the synchronous reads of that tu
   }
 })
 
-test('a peer that syncs 200 names over WebSocket keeps only its cache of them in memory', async () => {
-  const dir = await tempDir('concord-host-')
-  const peers: Peer[] = []
-  try {
-    const a = await createPeer({ id: 'a', dir: join(dir.path, 'a') })
-    peers.push(a)
-    for (let i = 0; i < 200; i++) await a.store.commit([{ name: `c${i}`, type: 'pncounter', delta: incrementBy(i + 1) }])
-    const b = await createPeer({ id: 'b', dir: join(dir.path, 'b'), cacheSize: 16 })
-    peers.push(b)
-    const { url } = await a.listen({ port: 0 })
-    await b.connect(url)
-    await until(async () => (await b.store.names()).length === 200, 'b holds every name', 20_000)
-    await until(() => b.store.persistedSeq('c199') >= 1, 'the last name is durable on b')
-    for (const i of [0, 57, 199]) assert.equal((await b.store.open(`c${i}`, 'pncounter')).value(), i + 1)
-    await nextTurn()
-    const held = (b as unknown as { host: StoreSyncHost }).host.heldReplicas
-    assert.equal(held, 0, `b's sync host holds ${held} replicas`)
-    // Names leave the cache once their metadata caught up with their log (a write of its own).
-    await until(() => b.store.cachedNames <= 16, `b's store keeps at most its cache of 16 names (holds ${b.store.cachedNames})`)
-    // A later change still reaches b live, and a reconnect's anti-entropy still works.
-    await a.store.commit([{ name: 'c3', delta: incrementBy(100) }])
-    await until(async () => (await b.store.open('c3', 'pncounter')).value() === 104, 'a live change reaches b')
-  } finally {
-    await Promise.all(peers.map((peer) => peer.close()))
-    await dir.remove()
-  }
-})
+test('a peer that syncs 200 names over WebSocket keeps only its cache of them in memory', () => withPeers(async (_root, peer) => {
+  const a = await peer('a')
+  for (let i = 0; i < 200; i++) await a.store.commit([{ name: `c${i}`, type: 'pncounter', delta: incrementBy(i + 1) }])
+  const b = await peer('b', { cacheSize: 16 })
+  const { url } = await a.listen({ port: 0 })
+  await b.connect(url)
+  await until(async () => (await b.store.names()).length === 200, 'b holds every name', 20_000)
+  await until(() => b.store.persistedSeq('c199') >= 1, 'the last name is durable on b')
+  for (const i of [0, 57, 199]) assert.equal((await b.store.open(`c${i}`, 'pncounter')).value(), i + 1)
+  await nextTurn()
+  const held = (b as unknown as { host: StoreSyncHost }).host.heldReplicas
+  assert.equal(held, 0, `b's sync host holds ${held} replicas`)
+  // Names leave the cache once their metadata caught up with their log (a write of its own).
+  await until(() => b.store.cachedNames <= 16, `b's store keeps at most its cache of 16 names (holds ${b.store.cachedNames})`)
+  // A later change still reaches b live, and a reconnect's anti-entropy still works.
+  await a.store.commit([{ name: 'c3', delta: incrementBy(100) }])
+  await until(async () => (await b.store.open('c3', 'pncounter')).value() === 104, 'a live change reaches b')
+}))
 
-test('a name with a corrupt record is left out of sync and reported once; every other name syncs', async () => {
-  const dir = await tempDir('concord-host-')
-  const peers: Peer[] = []
-  try {
-    const aDir = join(dir.path, 'a')
-    await seedWithCorruptName(aDir, 'a')
-    const a = await createPeer({ id: 'a', dir: aDir })
-    peers.push(a)
-    const reported: Array<{ name?: string; error: ConcordError }> = []
-    a.events.on('error', (event) => reported.push(event))
-    const b = await createPeer({ id: 'b', dir: join(dir.path, 'b') })
-    peers.push(b)
-    const { url } = await a.listen({ port: 0 })
-    await b.connect(url)
-    await until(async () => (await b.store.names()).some((info) => info.name === 'good'), "'good' reaches b")
-    await until(async () => (await b.store.open('good', 'pncounter')).value() === 15, "all of 'good' reaches b")
-    assert.deepEqual((await b.store.names()).map((info) => info.name), ['good'])
-    assert.equal(reported.length, 1)
-    assert.equal(reported[0].name, 'bad')
-    assert.ok(isConcordError(reported[0].error, 'CONCORD_CORRUPT_RECORD'))
-    // A second session lists again: still left out, not reported again, and the session is not failed.
-    const c = await createPeer({ id: 'c', dir: join(dir.path, 'c') })
-    peers.push(c)
-    await c.connect(url)
-    await until(async () => (await c.store.names()).some((info) => info.name === 'good'), "'good' reaches c")
-    assert.equal(reported.length, 1)
-  } finally {
-    await Promise.all(peers.map((peer) => peer.close()))
-    await dir.remove()
-  }
-})
+test('a name with a corrupt record is left out of sync and reported once; every other name syncs', () => withPeers(async (root, peer) => {
+  await seedWithCorruptName(join(root, 'a'), 'a')
+  const a = await peer('a')
+  const reported: Array<{ name?: string; error: ConcordError }> = []
+  a.events.on('error', (event) => reported.push(event))
+  const b = await peer('b')
+  const { url } = await a.listen({ port: 0 })
+  await b.connect(url)
+  await until(async () => (await b.store.names()).some((info) => info.name === 'good'), "'good' reaches b")
+  await until(async () => (await b.store.open('good', 'pncounter')).value() === 15, "all of 'good' reaches b")
+  assert.deepEqual((await b.store.names()).map((info) => info.name), ['good'])
+  assert.equal(reported.length, 1)
+  assert.equal(reported[0].name, 'bad')
+  assert.ok(isConcordError(reported[0].error, 'CONCORD_CORRUPT_RECORD'))
+  // A second session lists again: still left out, not reported again, and the session is not failed.
+  const c = await peer('c')
+  await c.connect(url)
+  await until(async () => (await c.store.names()).some((info) => info.name === 'good'), "'good' reaches c")
+  assert.equal(reported.length, 1)
+}))
 
-test('a commit that carries a name whose local data is corrupt: the rest is applied, the session stays up', async () => {
-  const dir = await tempDir('concord-host-')
-  const peers: Peer[] = []
-  try {
-    const rDir = join(dir.path, 'r')
-    await seedWithCorruptName(rDir, 'r')
-    const receiver = await createPeer({ id: 'r', dir: rDir })
-    peers.push(receiver)
-    const reported: Array<{ name?: string; error: ConcordError }> = []
-    receiver.events.on('error', (event) => reported.push(event))
-    let disconnects = 0
-    receiver.events.on('peer-disconnected', () => disconnects++)
-    const { url } = await receiver.listen({ port: 0 })
+test('a commit that carries a name whose local data is corrupt: the rest is applied, the session stays up', () => withPeers(async (root, peer) => {
+  await seedWithCorruptName(join(root, 'r'), 'r')
+  const receiver = await peer('r')
+  const reported: Array<{ name?: string; error: ConcordError }> = []
+  receiver.events.on('error', (event) => reported.push(event))
+  let disconnects = 0
+  receiver.events.on('peer-disconnected', () => disconnects++)
+  const { url } = await receiver.listen({ port: 0 })
 
-    // The sender holds 'bad' too, and changes it in the same transactions as other names.
-    const sender = await createPeer({ id: 's', dir: join(dir.path, 's') })
-    peers.push(sender)
-    const bad = await sender.counter('bad')
-    const fresh = await sender.counter('fresh')
-    await sender.transact(() => { bad.increment(7); fresh.increment(7) })
-    await sender.connect(url)
-    // The anti-entropy answer bundles 'bad' with 'fresh' and 'good': everything but 'bad' lands.
-    await until(async () => (await receiver.store.names()).some((info) => info.name === 'fresh'), "'fresh' reaches the receiver")
-    assert.equal((await receiver.store.open('fresh', 'pncounter')).value(), 7)
-    // A live transaction with both names after the first sync.
-    await sender.transact(() => { bad.increment(1); fresh.increment(1) })
-    await until(async () => (await receiver.store.open('fresh', 'pncounter')).value() === 8, 'the live change of fresh lands')
-    await assert.rejects(receiver.store.open('bad', 'pncounter'), (error) => isConcordError(error, 'CONCORD_CORRUPT_RECORD'))
-    assert.equal(disconnects, 0, 'the session was never dropped')
-    assert.deepEqual(reported.map((event) => event.name), ['bad'])
-    // 'good' went the other way, untouched by the damage.
-    await until(async () => (await sender.counter('good')).value() === 15, "'good' reaches the sender")
-  } finally {
-    await Promise.all(peers.map((peer) => peer.close()))
-    await dir.remove()
-  }
-})
+  // The sender holds 'bad' too, and changes it in the same transactions as other names.
+  const sender = await peer('s')
+  const bad = await sender.counter('bad')
+  const fresh = await sender.counter('fresh')
+  await sender.transact(() => { bad.increment(7); fresh.increment(7) })
+  await sender.connect(url)
+  // The anti-entropy answer bundles 'bad' with 'fresh' and 'good': everything but 'bad' lands.
+  await until(async () => (await receiver.store.names()).some((info) => info.name === 'fresh'), "'fresh' reaches the receiver")
+  assert.equal((await receiver.store.open('fresh', 'pncounter')).value(), 7)
+  // A live transaction with both names after the first sync.
+  await sender.transact(() => { bad.increment(1); fresh.increment(1) })
+  await until(async () => (await receiver.store.open('fresh', 'pncounter')).value() === 8, 'the live change of fresh lands')
+  await assert.rejects(receiver.store.open('bad', 'pncounter'), (error) => isConcordError(error, 'CONCORD_CORRUPT_RECORD'))
+  assert.equal(disconnects, 0, 'the session was never dropped')
+  assert.deepEqual(reported.map((event) => event.name), ['bad'])
+  // 'good' went the other way, untouched by the damage.
+  await until(async () => (await sender.counter('good')).value() === 15, "'good' reaches the sender")
+}))

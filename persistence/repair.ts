@@ -122,7 +122,8 @@ export async function repairName(core: StoreCore, name: string, options: SignalO
   const at = cut
   const doomed: StorageKey[] = []
   for await (const key of storage.keys({ prefix: logPrefix(name), gte: logKey(name, at.seq), signal: options.signal })) doomed.push(key)
-  const nameState: NameState = { meta: { ...meta, lastSeq: at.seq - 1, lastHash: at.hash }, durableSeq: at.seq - 1, pending: 0, metaBehind: false }
+  // metaBehind: the batch writes the metadata and deletes any tail marker the name had.
+  const nameState: NameState = { meta: { ...meta, lastSeq: at.seq - 1, lastHash: at.hash }, durableSeq: at.seq - 1, pending: 0, metaBehind: true }
   const now = core.now()
   await core.committer.enqueue({
     sync: true,

@@ -124,6 +124,14 @@ export class Peer {
     store.events.on('error', (event) => this.events.emit('error', event))
     store.events.on('expired', ({ name }) => this.host.untrack(name))
     store.events.on('archived', ({ name }) => this.host.untrack(name))
+    // A repaired name syncs again: anti-entropy both ways now, so peers refill what the damage lost.
+    store.events.on('repaired', ({ name }) => {
+      this.host.readable(name)
+      for (const session of this.sessions) {
+        session.pull()
+        session.push()
+      }
+    })
     this.websocket = new WebSocketNetwork({
       maxFrameBytes: options.maxFrameBytes,
       store,

@@ -73,6 +73,11 @@ export class StoreSyncHost implements SyncHost {
     this.types.delete(name)
   }
 
+  /** Takes a name back into sync after its data was repaired (`Store.repair`). */
+  readable(name: string): void {
+    this.unreadable.delete(name)
+  }
+
   /** Stops announcing commits. */
   stop(): void {
     this.offCommitted()

@@ -133,7 +133,7 @@ test('a name with a corrupt record is left out of sync and reported once; every 
   assert.equal(reported.length, 1)
 }))
 
-test('a commit that carries a name whose local data is corrupt: the rest is applied, the session stays up', () => withPeers(async (root, peer) => {
+test('a commit that carries a name whose local data is corrupt: the rest is applied, the session stays up; after a repair the name syncs again', () => withPeers(async (root, peer) => {
   await seedWithCorruptName(join(root, 'r'), 'r')
   const receiver = await peer('r')
   const reported: Array<{ name?: string; error: ConcordError }> = []
@@ -159,4 +159,14 @@ test('a commit that carries a name whose local data is corrupt: the rest is appl
   assert.deepEqual(reported.map((event) => event.name), ['bad'])
   // 'good' went the other way, untouched by the damage.
   await until(async () => (await sender.counter('good')).value() === 15, "'good' reaches the sender")
+
+  // Repaired while the peer runs (a damaged name is never open): it syncs again, both ways.
+  const report = await receiver.store.repair('bad')
+  assert.equal(report.cutAt, 3)
+  // The receiver's own increments but the lost one (1+2+4+5, one agent each) and the sender's 8.
+  await until(async () => (await receiver.store.open('bad', 'pncounter')).value() === 20, "the sender's changes to 'bad' refill the receiver")
+  await until(async () => bad.value() === 20, "the receiver's 'bad' reaches the sender")
+  await sender.transact(() => { bad.increment(2); fresh.increment(2) })
+  await until(async () => (await receiver.store.open('bad', 'pncounter')).value() === 22, "live changes to 'bad' land again")
+  assert.equal(disconnects, 0)
 }))

@@ -241,6 +241,8 @@ export function isolatedContender(spec: ContenderSpec): Contender {
 /** The child side: runs one contender as the parent says. */
 async function serve(spec: ContenderSpec): Promise<void> {
   const contender = localContender(spec)
+  // The parent went away (finished or killed): nothing more will come.
+  process.on('disconnect', () => process.exit(0))
   process.on('message', async (message: { open?: string; slice?: number; bytes?: number; close?: boolean }) => {
     try {
       if (message.open !== undefined) {

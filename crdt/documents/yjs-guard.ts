@@ -65,8 +65,8 @@ export interface YjsUpdateSummary {
 
 const MAX_CLOCK = Number.MAX_SAFE_INTEGER
 
-/** A cursor over the bytes with bounds-checked lib0-style reads. */
-class Reader {
+/** A cursor over the bytes with bounds-checked lib0-style reads; every failure is a {@link DecodeError}. */
+export class YjsUpdateReader {
   pos = 0
   constructor(readonly bytes: Uint8Array) {}
 
@@ -202,7 +202,7 @@ export function utf16Length(bytes: Uint8Array, start: number, end: number): numb
 }
 
 /** lib0 `readAny`, checked; `depth` counts enclosing arrays/objects. */
-function readAny(reader: Reader, depth: number, maxNesting: number): { isObject: boolean } {
+function readAny(reader: YjsUpdateReader, depth: number, maxNesting: number): { isObject: boolean } {
   const tag = reader.uint8()
   switch (tag) {
     case 127: // undefined
@@ -248,14 +248,14 @@ function readAny(reader: Reader, depth: number, maxNesting: number): { isObject:
 }
 
 /** Reads an ID that, when it names `client`, must name a clock before `clock`. */
-function readReference(reader: Reader, client: number, clock: number, what: string): void {
+function readReference(reader: YjsUpdateReader, client: number, clock: number, what: string): void {
   const refClient = reader.varUint()
   const refClock = reader.varUint()
   if (refClient === client && refClock >= clock) reader.fail(`${what} ${refClient}:${refClock} does not precede the struct ${client}:${clock}`)
 }
 
 /** Reads one item's content; returns the item's length (clock units). */
-function readContent(reader: Reader, ref: number, limits: DocumentLimits): number {
+function readContent(reader: YjsUpdateReader, ref: number, limits: DocumentLimits): number {
   switch (ref) {
     case 1: { // ContentDeleted
       const len = reader.varUint()
@@ -303,6 +303,44 @@ function readContent(reader: Reader, ref: number, limits: DocumentLimits): numbe
 }
 
 /**
+ * Reads one struct of `client` at `clock` (an item with its origins, parent
+ * and content, or a GC or skip range), checked; returns its length in clock
+ * units.
+ */
+export function readStruct(reader: YjsUpdateReader, client: number, clock: number, limits: DocumentLimits): number {
+  const info = reader.uint8()
+  const ref = info & 0x1f
+  if (ref === 0 || ref === 10) { // GC or Skip
+    if (info !== ref) reader.fail(`flags ${info >> 5} on a ${ref === 0 ? 'GC' : 'skip'} struct`)
+    const length = reader.varUint()
+    if (length === 0) reader.fail('struct of length 0')
+    return length
+  }
+  let originClient = -1
+  let originClock = -1
+  if ((info & 0x80) !== 0) {
+    originClient = reader.varUint()
+    originClock = reader.varUint()
+    if (originClient === client && originClock >= clock) reader.fail(`origin ${originClient}:${originClock} does not precede the struct ${client}:${clock}`)
+  }
+  if ((info & 0x40) !== 0) {
+    const rightClient = reader.varUint()
+    const rightClock = reader.varUint()
+    if (rightClient === client && rightClock >= clock) reader.fail(`right origin ${rightClient}:${rightClock} does not precede the struct ${client}:${clock}`)
+    // The left and right neighbours of an insertion are two characters.
+    if (rightClient === originClient && rightClock === originClock) reader.fail(`origin and right origin are both ${rightClient}:${rightClock}`)
+  }
+  if ((info & 0xc0) === 0) {
+    const parentInfo = reader.varUint()
+    if (parentInfo === 1) reader.string('parent key')
+    else if (parentInfo === 0) readReference(reader, client, clock, 'parent')
+    else reader.fail(`parent info ${parentInfo}`)
+    if ((info & 0x20) !== 0) reader.string('parent sub')
+  }
+  return readContent(reader, ref, limits)
+}
+
+/**
  * Validates a Yjs v1 update (see the module comment for the guarantees).
  * Throws {@link DecodeError} on anything Yjs could choke on.
  */
@@ -310,7 +348,7 @@ export function validateYjsUpdate(bytes: Uint8Array, limits: DocumentLimits): Yj
   if (!(bytes instanceof Uint8Array)) throw new DecodeError('yjs update: expected a Uint8Array')
   if (bytes.length < 2) throw new DecodeError(`yjs update: ${bytes.length} bytes is too short (an empty update has 2)`)
   if (bytes.length > limits.maxBytes) throw new DecodeError(`yjs update: ${bytes.length} bytes exceeds the limit of ${limits.maxBytes}`)
-  const reader = new Reader(bytes)
+  const reader = new YjsUpdateReader(bytes)
   let structs = 0
   // Struct section: per client, its structs from a start clock.
   const numClients = reader.count(3, 'client')
@@ -324,37 +362,7 @@ export function validateYjsUpdate(bytes: Uint8Array, limits: DocumentLimits): Yj
     }
     let clock = reader.varUint()
     for (let s = 0; s < numStructs; s++) {
-      const info = reader.uint8()
-      const ref = info & 0x1f
-      let length: number
-      if (ref === 0 || ref === 10) { // GC or Skip
-        if (info !== ref) reader.fail(`flags ${info >> 5} on a ${ref === 0 ? 'GC' : 'skip'} struct`)
-        length = reader.varUint()
-        if (length === 0) reader.fail('struct of length 0')
-      } else {
-        let originClient = -1
-        let originClock = -1
-        if ((info & 0x80) !== 0) {
-          originClient = reader.varUint()
-          originClock = reader.varUint()
-          if (originClient === client && originClock >= clock) reader.fail(`origin ${originClient}:${originClock} does not precede the struct ${client}:${clock}`)
-        }
-        if ((info & 0x40) !== 0) {
-          const rightClient = reader.varUint()
-          const rightClock = reader.varUint()
-          if (rightClient === client && rightClock >= clock) reader.fail(`right origin ${rightClient}:${rightClock} does not precede the struct ${client}:${clock}`)
-          // The left and right neighbours of an insertion are two characters.
-          if (rightClient === originClient && rightClock === originClock) reader.fail(`origin and right origin are both ${rightClient}:${rightClock}`)
-        }
-        if ((info & 0xc0) === 0) {
-          const parentInfo = reader.varUint()
-          if (parentInfo === 1) reader.string('parent key')
-          else if (parentInfo === 0) readReference(reader, client, clock, 'parent')
-          else reader.fail(`parent info ${parentInfo}`)
-          if ((info & 0x20) !== 0) reader.string('parent sub')
-        }
-        length = readContent(reader, ref, limits)
-      }
+      const length = readStruct(reader, client, clock, limits)
       clock += length
       if (clock > MAX_CLOCK) reader.fail(`clock of client ${client} exceeds 2^53`)
       structs++
@@ -384,7 +392,7 @@ export function validateYjsStateVector(bytes: Uint8Array, limits: DocumentLimits
   if (!(bytes instanceof Uint8Array)) throw new DecodeError('yjs state vector: expected a Uint8Array')
   if (bytes.length === 0) throw new DecodeError('yjs state vector: empty input')
   if (bytes.length > limits.maxBytes) throw new DecodeError(`yjs state vector: ${bytes.length} bytes exceeds the limit of ${limits.maxBytes}`)
-  const reader = new Reader(bytes)
+  const reader = new YjsUpdateReader(bytes)
   const n = reader.count(2, 'state vector entry')
   for (let i = 0; i < n; i++) {
     reader.varUint()

@@ -5,6 +5,7 @@
  */
 import * as crypto from 'node:crypto'
 import { crc32 } from 'node:zlib'
+import { appendCrc32, stripCrc32 } from '../crdt/types/crc32.ts'
 
 /** Length of a record hash in bytes (SHA-256). */
 export const HASH_BYTES = 32
@@ -28,18 +29,13 @@ export function checksum(bytes: Uint8Array): number {
 
 /** Appends the CRC-32 of `body` to it (4 bytes, big-endian). */
 export function sealWithChecksum(body: Uint8Array): Uint8Array {
-  const out = new Uint8Array(body.length + 4)
-  out.set(body)
-  new DataView(out.buffer).setUint32(body.length, checksum(body))
-  return out
+  return appendCrc32(body, checksum)
 }
 
 /** The body of a sealed value, or `undefined` if it is too short or its checksum fails. */
 export function openChecksummed(sealed: Uint8Array): Uint8Array | undefined {
   if (!(sealed instanceof Uint8Array) || sealed.length < 5) return undefined
-  const body = sealed.subarray(0, sealed.length - 4)
-  const stored = new DataView(sealed.buffer, sealed.byteOffset, sealed.byteLength).getUint32(sealed.length - 4)
-  return checksum(body) === stored ? body : undefined
+  return stripCrc32(sealed, checksum)
 }
 
 /** Lower-case hex of `bytes`. */

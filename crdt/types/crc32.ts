@@ -22,18 +22,22 @@ export function crc32(bytes: Uint8Array): number {
   return (c ^ 0xffffffff) >>> 0
 }
 
-/** `bytes` followed by their CRC-32, big-endian. */
-export function appendCrc32(bytes: Uint8Array): Uint8Array {
+/**
+ * `bytes` followed by their CRC-32, big-endian. `crc` computes it (default
+ * this module's; persistence passes Node's native `zlib.crc32`, the same
+ * function, faster).
+ */
+export function appendCrc32(bytes: Uint8Array, crc: (bytes: Uint8Array) => number = crc32): Uint8Array {
   const out = new Uint8Array(bytes.length + 4)
   out.set(bytes)
-  new DataView(out.buffer).setUint32(bytes.length, crc32(bytes))
+  new DataView(out.buffer).setUint32(bytes.length, crc(bytes))
   return out
 }
 
-/** The bytes before a trailing CRC-32 when it matches, else undefined. */
-export function stripCrc32(bytes: Uint8Array): Uint8Array | undefined {
+/** The bytes before a trailing CRC-32 when it matches, else undefined (`crc` as in {@link appendCrc32}). */
+export function stripCrc32(bytes: Uint8Array, crc: (bytes: Uint8Array) => number = crc32): Uint8Array | undefined {
   if (bytes.length < 4) return undefined
   const body = bytes.subarray(0, bytes.length - 4)
   const stored = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(bytes.length - 4)
-  return stored === crc32(body) ? body : undefined
+  return stored === crc(body) ? body : undefined
 }

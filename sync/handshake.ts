@@ -4,7 +4,7 @@
  * the remote HELLO was accepted and our HELLO-OK received. The session
  * drives it; this module holds its state and rules.
  */
-import type { HelloMessage, Message, PeerId } from './messages.ts'
+import type { HelloMessage, Message, PeerId, RefuseReason } from './messages.ts'
 import type { NameFilter } from './names.ts'
 
 /** The handshake state of one session. */
@@ -49,6 +49,25 @@ export class Handshake {
       return { refusal: `incompatible protocol versions: remote speaks ${hello.minVersion}..${hello.maxVersion}, this peer ${this.minVersion}..${this.maxVersion}` }
     }
     return { version }
+  }
+
+  /**
+   * Checks a remote HELLO: the versions first, then the credentials
+   * (`authenticate`; a throw counts as a refusal). Does not accept it.
+   */
+  async check(
+    hello: HelloMessage,
+    authenticate: (peer: PeerId, token: string) => boolean | Promise<boolean>,
+  ): Promise<{ readonly version: number } | { readonly refusal: { readonly reason: RefuseReason; readonly message: string } }> {
+    const negotiated = this.negotiate(hello)
+    if ('refusal' in negotiated) return { refusal: { reason: 'version', message: negotiated.refusal } }
+    let ok = false
+    try {
+      ok = await authenticate(hello.peerId, hello.token)
+    } catch {
+      ok = false
+    }
+    return ok ? negotiated : { refusal: { reason: 'auth', message: `credentials refused for peer "${hello.peerId}"` } }
   }
 
   /** Records the remote HELLO as accepted. */

@@ -360,24 +360,14 @@ export class SyncSession {
       this.stat.unexpected++
       return
     }
-    const negotiated = this.handshake.negotiate(hello)
-    if ('refusal' in negotiated) {
-      this.refuse('version', negotiated.refusal)
-      return
-    }
-    let ok = false
-    try {
-      ok = await this.host.authenticate(hello.peerId, hello.token)
-    } catch {
-      ok = false
-    }
+    const verdict = await this.handshake.check(hello, (peer, token) => this.host.authenticate(peer, token))
     if (this.stateValue === 'closed' || this.closing) return
-    if (!ok) {
-      this.refuse('auth', `credentials refused for peer "${hello.peerId}"`)
+    if ('refusal' in verdict) {
+      this.refuse(verdict.refusal.reason, verdict.refusal.message)
       return
     }
     this.handshake.accept(hello)
-    this.sendControl({ type: 'hello-ok', version: negotiated.version })
+    this.sendControl({ type: 'hello-ok', version: verdict.version })
     this.maybeOpen()
   }
 

@@ -21,14 +21,15 @@
  */
 import { createReplica } from '../../../crdt/registry.ts'
 import type { Replica, ReplicaOptions, ReplicaType } from '../../../crdt/replica.ts'
-import { AutomergeReplica, YjsReplica } from '../../../crdt/documents/index.ts'
-import type { ORMapReplica } from '../../../crdt/types/replicas.ts'
 import { createPeer, type Peer } from '../../../peer/index.ts'
 import { FaultStorage } from '../../../persistence/fault-storage.ts'
 import type { Durability } from '../../../persistence/options.ts'
 import { Network, Prng } from '../../../transports/memory/index.ts'
 import { Reconnector } from '../../../transports/reconnect.ts'
 import { firstDifference } from './compare.ts'
+import { mutate } from '../../sync/helpers/memory-host.ts'
+
+export { mutate }
 
 /** One name per type: every type in every scenario. */
 export const NAMES: ReadonlyArray<{ readonly name: string; readonly type: ReplicaType }> = [
@@ -297,61 +298,3 @@ function compare(slots: readonly Slot[]): string | undefined {
   return firstDifference(slots.map((slot) => ({ name: slot.name, replicas: slot.replicas })))
 }
 
-/** One random local change of `replica` (the map also gets nested values). */
-export function mutate(replica: Replica, random: Prng, tag: string): void {
-  if (replica instanceof YjsReplica) {
-    const text = replica.doc.getText('t')
-    if (text.length > 0 && random.chance(0.3)) text.delete(random.int(0, text.length - 1), 1)
-    else text.insert(random.int(0, text.length), tag)
-    return
-  }
-  if (replica instanceof AutomergeReplica) {
-    const key = `k${random.int(0, 4)}`
-    ;(replica as AutomergeReplica<Record<string, unknown>>).change((doc) => {
-      if (random.chance(0.3)) delete doc[key]
-      else doc[key] = { tag, n: random.int(0, 100) }
-    })
-    return
-  }
-  const r = replica as unknown as Record<string, (...args: unknown[]) => unknown>
-  const value = replica.value()
-  switch (replica.type) {
-    case 'gcounter':
-      r.increment(random.int(1, 3))
-      return
-    case 'pncounter':
-      if (random.chance(0.4)) r.decrement(random.int(1, 3))
-      else r.increment(random.int(1, 3))
-      return
-    case 'gset':
-      r.add(tag)
-      return
-    case 'orset': {
-      const elements = Array.isArray(value) ? value : []
-      if (elements.length > 0 && random.chance(0.3)) r.delete(random.pick(elements))
-      else r.add(random.chance(0.5) ? tag : { tag, n: random.int(0, 3) })
-      return
-    }
-    case 'lww-register':
-    case 'mv-register':
-      r.set(random.chance(0.5) ? tag : { tag, list: [random.int(0, 9)] })
-      return
-    case 'ewflag':
-      if (random.chance(0.5)) r.enable()
-      else r.disable()
-      return
-    case 'ormap': {
-      const map = replica as ORMapReplica
-      const keys = map.keys()
-      const choice = random.int(0, 6)
-      if (keys.length > 0 && choice === 0) map.delete(random.pick(keys))
-      else if (choice === 1) map.set(`k${random.int(0, 3)}`, tag)
-      else if (choice === 2) map.counter('hits').increment(random.int(1, 5))
-      else if (choice === 3) map.orset<string>('tags').add(tag)
-      else if (choice === 4) map.map('nested').set(`f${random.int(0, 2)}`, tag)
-      else if (choice === 5) map.map('nested').counter('n').increment()
-      else map.flag('on').enable()
-      return
-    }
-  }
-}

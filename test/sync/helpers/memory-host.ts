@@ -8,6 +8,7 @@ import { ConcordError, ErrorCodes } from '../../../crdt/errors.ts'
 import { createReplica } from '../../../crdt/registry.ts'
 import { replicaId, type Replica, type ReplicaType } from '../../../crdt/replica.ts'
 import { AutomergeReplica, YjsReplica } from '../../../crdt/documents/index.ts'
+import type { ORMapReplica } from '../../../crdt/types/replicas.ts'
 import type { Access, ApplyResult, LocalCommit, NameInfo, SyncHost } from '../../../sync/host.ts'
 import type { DeltaEntry, PeerId } from '../../../sync/messages.ts'
 import type { Prng } from '../../../transports/memory/prng.ts'
@@ -20,7 +21,7 @@ export function makeReplica(type: ReplicaType, owner: string, snapshot?: Uint8Ar
   return createReplica(type, { replicaId: replicaId(owner), snapshot })
 }
 
-/** Makes one random local change to `replica`. */
+/** Makes one random local change to `replica` (maps also get nested values); shared by the sync and peer convergence suites. */
 export function mutate(replica: Replica, random: Prng, tag: string): void {
   if (replica instanceof YjsReplica) {
     const text = replica.doc.getText('t')
@@ -30,10 +31,12 @@ export function mutate(replica: Replica, random: Prng, tag: string): void {
   }
   if (replica instanceof AutomergeReplica) {
     const key = `k${random.int(0, 4)}`
-    ;(replica as AutomergeReplica<Record<string, unknown>>).change((doc) => { doc[key] = tag })
+    ;(replica as AutomergeReplica<Record<string, unknown>>).change((doc) => {
+      if (random.chance(0.3)) delete doc[key]
+      else doc[key] = { tag, n: random.int(0, 100) }
+    })
     return
   }
-  // The native types of crdt/types, by duck typing (their classes are not imported here).
   const r = replica as unknown as Record<string, (...args: unknown[]) => unknown>
   const value = replica.value()
   switch (replica.type) {
@@ -50,21 +53,28 @@ export function mutate(replica: Replica, random: Prng, tag: string): void {
     case 'orset': {
       const elements = Array.isArray(value) ? value : []
       if (elements.length > 0 && random.chance(0.3)) r.delete(random.pick(elements))
-      else r.add(tag)
+      else r.add(random.chance(0.5) ? tag : { tag, n: random.int(0, 3) })
       return
     }
     case 'lww-register':
     case 'mv-register':
-      r.set(tag)
+      r.set(random.chance(0.5) ? tag : { tag, list: [random.int(0, 9)] })
       return
     case 'ewflag':
       if (random.chance(0.5)) r.enable()
       else r.disable()
       return
     case 'ormap': {
-      const keys = value && typeof value === 'object' ? Object.keys(value) : []
-      if (keys.length > 0 && random.chance(0.3)) r.delete(random.pick(keys))
-      else r.set(`k${random.int(0, 4)}`, tag)
+      const map = replica as ORMapReplica
+      const keys = map.keys()
+      const choice = random.int(0, 6)
+      if (keys.length > 0 && choice === 0) map.delete(random.pick(keys))
+      else if (choice === 1) map.set(`k${random.int(0, 3)}`, tag)
+      else if (choice === 2) map.counter('hits').increment(random.int(1, 5))
+      else if (choice === 3) map.orset<string>('tags').add(tag)
+      else if (choice === 4) map.map('nested').set(`f${random.int(0, 2)}`, tag)
+      else if (choice === 5) map.map('nested').counter('n').increment()
+      else map.flag('on').enable()
       return
     }
   }

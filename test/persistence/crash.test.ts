@@ -7,62 +7,24 @@
  * (or CONCORD_CRASH_CYCLES). CONCORD_SEED replays a run.
  */
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
 import { it } from 'node:test'
 import { openStore } from '../../persistence/index.ts'
+import { Prng } from '../../transports/memory/prng.ts'
+import { runAndKill } from './crash-harness.ts'
 import { tempDir, textOf } from './helpers.ts'
 
 const cycles = Number(process.env.CONCORD_CRASH_CYCLES ?? (process.env.CONCORD_TEST_LIST === 'crash' ? 100 : 20))
 const seed = Number(process.env.CONCORD_SEED ?? Date.now() % 1_000_000)
 
-function mulberry32(a: number): () => number {
-  return () => {
-    a |= 0
-    a = (a + 0x6d2b79f5) | 0
-    let t = Math.imul(a ^ (a >>> 15), 1 | a)
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
-/** Runs the writer until a random moment after its first ack, kills it, returns the acked seqs. */
-function runAndKill(dir: string, delayMs: number): Promise<number[]> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', '--import', './shim/node20.ts', 'test/persistence/fixtures/crash-writer.ts', dir, '8'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    const acked: number[] = []
-    let buffer = ''
-    let stderr = ''
-    let timer: NodeJS.Timeout | undefined
-    child.stdout.on('data', (chunk: Buffer) => {
-      buffer += chunk.toString('utf8')
-      const lines = buffer.split('\n')
-      buffer = lines.pop()!
-      for (const line of lines) {
-        const match = /^ack (\d+)$/.exec(line)
-        if (match) acked.push(Number(match[1]))
-        if (timer === undefined && (match || line === 'ready')) timer = setTimeout(() => child.kill('SIGKILL'), delayMs)
-      }
-    })
-    child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString('utf8') })
-    child.on('error', reject)
-    child.on('exit', (code, signal) => {
-      clearTimeout(timer)
-      if (signal !== 'SIGKILL') reject(new Error(`writer exited by itself (code ${code}): ${stderr}`))
-      else resolve(acked)
-    })
-  })
-}
-
 it(`SIGKILL at random moments loses no acknowledged record (${cycles} cycles, seed ${seed})`, { timeout: 600_000 }, async () => {
-  const random = mulberry32(seed)
+  const prng = new Prng(seed)
+  const random = () => prng.next()
   const { dir, remove } = await tempDir('concord-crash-')
   try {
     let previous = 0
     let totalAcked = 0
     for (let cycle = 0; cycle < cycles; cycle++) {
-      const acked = await runAndKill(dir, 5 + Math.floor(random() * 120))
+      const acked = await runAndKill('test/persistence/fixtures/crash-writer.ts', [dir, '8'], 5 + Math.floor(random() * 120), (line) => line === 'ready' || line.startsWith('ack '))
       totalAcked += acked.length
       const store = await openStore({ dir, replicaId: 'crash-writer', sweepMs: 0, checkpoint: { onClose: false } })
       try {

@@ -11,28 +11,18 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { multiaddr } from '@multiformats/multiaddr'
-import { createPeer, encodeGossipMessage, gossipTopic, type Peer, type PeerOptions } from '../../peer/index.ts'
+import { encodeGossipMessage, gossipTopic, type PeerOptions } from '../../peer/index.ts'
+import { FAST_REDIAL, startNode as startLibp2pNode, untilConverged as untilNodesConverged, type Node } from './helpers/libp2p-nodes.ts'
 import { until } from '../helpers/wait.ts'
 import { tempDir } from '../helpers/temp-dir.ts'
 
 const TOPIC = gossipTopic()
 
-interface Node {
-  peer: Peer
-  address: string
-}
+/** Gossip nodes: fast redials and heartbeats, no periodic anti-entropy unless a test asks. */
+const GOSSIP = { ...FAST_REDIAL, gossipsub: { heartbeatIntervalMs: 200, antiEntropyIntervalMs: 60_000 } } as const
 
-async function startNode(id: string, dir: string | undefined, libp2p: NonNullable<PeerOptions['libp2p']> = {}, extra: Partial<PeerOptions> = {}): Promise<Node> {
-  const peer = await createPeer({ id, dir, ...extra })
-  try {
-    const { multiaddrs } = await peer.listen({
-      libp2p: { redial: { minDelayMs: 100, maxDelayMs: 1_000 }, gossipsub: { heartbeatIntervalMs: 200, antiEntropyIntervalMs: 60_000 }, ...libp2p },
-    })
-    return { peer, address: multiaddrs[0] }
-  } catch (error) {
-    await peer.close()
-    throw error
-  }
+function startNode(id: string, dir: string | undefined, libp2p: NonNullable<PeerOptions['libp2p']> = {}, extra: Partial<PeerOptions> = {}): Promise<Node> {
+  return startLibp2pNode(id, dir, GOSSIP, libp2p, extra)
 }
 
 async function startMesh(count: number, dir?: string): Promise<Node[]> {
@@ -49,29 +39,8 @@ function meshReady(nodes: Node[]): boolean {
     n.peer.libp2p!.pubsub.subscribers(TOPIC).length === nodes.length - 1)
 }
 
-async function snapshot(peer: Peer): Promise<string> {
-  return JSON.stringify({
-    counter: (await peer.counter('tasks')).value(),
-    set: [...(await peer.set<string>('seen')).values()].sort(),
-    register: (await peer.register<{ step: number }>('plan')).value(),
-    mv: [...(await peer.mvRegister<string>('mood')).values()].sort(),
-    flag: (await peer.flag('ready')).value(),
-    gset: [...(await peer.gset<string>('log')).values()].sort(),
-    map: (await peer.map('facts')).value(),
-    yjs: (await peer.yjs('ctx')).doc.getText('t').toString().split('').sort().join(''),
-    automerge: [...((await peer.automerge<{ items?: string[] }>('spec')).doc.items ?? [])].sort(),
-  })
-}
-
-async function untilConverged(nodes: Node[], what: string): Promise<void> {
-  const converged = async () => {
-    const all = await Promise.all(nodes.map((n) => snapshot(n.peer)))
-    return all.every((s) => s === all[0])
-  }
-  await until(converged, what, 20_000).catch(async (error: Error) => {
-    const lines = await Promise.all(nodes.map(async (n) => `${n.peer.id}: ${JSON.stringify(n.peer.stats().gossip)} ${await snapshot(n.peer)}`))
-    throw new Error(`${error.message}\n${lines.join('\n')}`)
-  })
+function untilConverged(nodes: Node[], what: string): Promise<void> {
+  return untilNodesConverged(nodes, what, (n) => JSON.stringify(n.peer.stats().gossip))
 }
 
 test('gossipsub: five peers converge on every type; live deltas go by gossip and not again over the sessions; flush({ acks }) holds; a stopped peer catches up', async () => {

@@ -14,45 +14,18 @@ import { multiaddr } from '@multiformats/multiaddr'
 import { peerIdFromPrivateKey } from '@libp2p/peer-id'
 import { ErrorCodes, isConcordError } from '../../crdt/errors.ts'
 import { createPeer, type Peer, type PeerOptions } from '../../peer/index.ts'
+import { FAST_REDIAL, snapshot, startNode as startLibp2pNode, untilConverged as untilNodesConverged, type Node } from './helpers/libp2p-nodes.ts'
 import { loadOrCreatePrivateKey } from '../../transports/libp2p/index.ts'
 import { until } from '../helpers/wait.ts'
 import { tempDir } from '../helpers/temp-dir.ts'
 
-const fast = { redial: { minDelayMs: 100, maxDelayMs: 1_000 } } as const
-
-interface Node {
-  peer: Peer
-  address: string
-}
-
-async function startNode(id: string, dir: string | undefined, libp2p: NonNullable<PeerOptions['libp2p']> = {}, extra: Partial<PeerOptions> = {}): Promise<Node> {
-  const peer = await createPeer({ id, dir, ...extra })
-  try {
-    const { multiaddrs } = await peer.listen({ libp2p: { ...fast, ...libp2p } })
-    return { peer, address: multiaddrs[0] }
-  } catch (error) {
-    await peer.close()
-    throw error
-  }
+function startNode(id: string, dir: string | undefined, libp2p: NonNullable<PeerOptions['libp2p']> = {}, extra: Partial<PeerOptions> = {}): Promise<Node> {
+  return startLibp2pNode(id, dir, FAST_REDIAL, libp2p, extra)
 }
 
 /** The PeerId a folder's key file gives (created now if missing). */
 async function peerIdOfDir(dir: string): Promise<string> {
   return peerIdFromPrivateKey(await loadOrCreatePrivateKey(dir)).toString()
-}
-
-async function snapshot(peer: Peer): Promise<string> {
-  return JSON.stringify({
-    counter: (await peer.counter('tasks')).value(),
-    set: [...(await peer.set<string>('seen')).values()].sort(),
-    register: (await peer.register<{ step: number }>('plan')).value(),
-    mv: [...(await peer.mvRegister<string>('mood')).values()].sort(),
-    flag: (await peer.flag('ready')).value(),
-    gset: [...(await peer.gset<string>('log')).values()].sort(),
-    map: (await peer.map('facts')).value(),
-    yjs: (await peer.yjs('ctx')).doc.getText('t').toString().split('').sort().join(''),
-    automerge: [...((await peer.automerge<{ items?: string[] }>('spec')).doc.items ?? [])].sort(),
-  })
 }
 
 async function writeEverything(peer: Peer, i: number, tag: string): Promise<void> {
@@ -69,22 +42,10 @@ async function writeEverything(peer: Peer, i: number, tag: string): Promise<void
   }
 }
 
-async function converged(nodes: Node[]): Promise<boolean> {
-  const all = await Promise.all(nodes.map((n) => snapshot(n.peer)))
-  return all.every((s) => s === all[0])
-}
-
-async function explain(nodes: Node[]): Promise<string> {
-  const lines = await Promise.all(nodes.map(async (n) => {
+function untilConverged(nodes: Node[], what: string): Promise<void> {
+  return untilNodesConverged(nodes, what, (n) => {
     const t = n.peer.libp2p
-    return `${n.peer.id}: libp2p ${t?.connectedPeers().length} sessions ${n.peer.connectedPeers.length} ${JSON.stringify(t?.stats)} ${await snapshot(n.peer)}`
-  }))
-  return lines.join('\n')
-}
-
-async function untilConverged(nodes: Node[], what: string): Promise<void> {
-  await until(() => converged(nodes), what, 20_000).catch(async (error: Error) => {
-    throw new Error(`${error.message}\n${await explain(nodes)}`)
+    return `libp2p ${t?.connectedPeers().length} sessions ${n.peer.connectedPeers.length} ${JSON.stringify(t?.stats)}`
   })
 }
 
@@ -198,7 +159,7 @@ test('partition of five peers into two groups (libp2p block): both sides write, 
 test('peer API: options checked; credentials refused for good reject connect and are not redialled; in-memory peers get an ephemeral key', async () => {
   const server = await startNode('server', undefined, {}, { auth: { token: 'right' } })
   const other = await createPeer({ id: 'other' })
-  const client = await createPeer({ id: 'client', auth: { token: 'wrong' }, libp2p: fast })
+  const client = await createPeer({ id: 'client', auth: { token: 'wrong' }, libp2p: FAST_REDIAL })
   try {
     await assert.rejects(other.listen({ libp2p: {}, port: 1 } as never), (error: unknown) => isConcordError(error, ErrorCodes.INVALID_ARGUMENT))
     await assert.rejects(other.listen({ libp2p: { bootstrap: ['not-a-multiaddr'] } }), (error: unknown) => isConcordError(error, ErrorCodes.INVALID_ARGUMENT))

@@ -14,6 +14,7 @@ import { ErrorCodes, isConcordError } from '../../crdt/errors.ts'
 import { FrameDecoder, MAX_PREFIX_BYTES, encodeFrame, prefixLength } from '../../transports/libp2p/frame-codec.ts'
 import { KEY_FILE_NAME, decodeKeyFile, encodeKeyFile, loadOrCreatePrivateKey } from '../../transports/libp2p/key-file.ts'
 import { createAllowlist } from '../../transports/libp2p/allowlist-gater.ts'
+import { concatBytes } from '../helpers/bytes.ts'
 
 /** Splits `bytes` at the given cut points. */
 function split(bytes: Uint8Array, cuts: number[]): Uint8Array[] {
@@ -28,22 +29,12 @@ function split(bytes: Uint8Array, cuts: number[]): Uint8Array[] {
   return chunks
 }
 
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0))
-  let offset = 0
-  for (const part of parts) {
-    out.set(part, offset)
-    offset += part.length
-  }
-  return out
-}
-
 test('frame codec: frames survive any chunking, in order, including empty frames', () => {
   fc.assert(fc.property(
     fc.array(fc.uint8Array({ maxLength: 600 }), { maxLength: 20 }),
     fc.array(fc.nat(), { maxLength: 30 }),
     (frames, cuts) => {
-      const wire = concat(frames.map((f) => encodeFrame(f, 1000)))
+      const wire = concatBytes(frames.map((f) => encodeFrame(f, 1000)))
       const decoder = new FrameDecoder(1000)
       const out: Uint8Array[] = []
       for (const chunk of split(wire, cuts)) out.push(...decoder.push(chunk))

@@ -14,7 +14,7 @@ import * as A from '@automerge/automerge'
 import { AutomergeReplica } from '../../../crdt/documents/automerge-replica.ts'
 import { replicaId } from '../../../crdt/replica.ts'
 import { Prng } from '../../../transports/memory/prng.ts'
-import { concatBytes } from './traces.ts'
+import { concatBytes } from '../../helpers/bytes.ts'
 
 type Doc = Record<string, unknown>
 

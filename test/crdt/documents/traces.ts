@@ -5,6 +5,9 @@
 import { readFileSync } from 'node:fs'
 import { gunzipSync } from 'node:zlib'
 import { fileURLToPath } from 'node:url'
+import { concatBytes } from '../../helpers/bytes.ts'
+
+export { concatBytes }
 
 /** `[position in code points, deleteCount, insertText]`. */
 export type Patch = [number, number, string]
@@ -52,17 +55,6 @@ export function utf16Span(text: string, at: number, count: number, astral: boole
   let units = at
   for (let i = 0; i < count && units < text.length; i++) units += text.codePointAt(units)! > 0xffff ? 2 : 1
   return units - at
-}
-
-/** Concatenates byte arrays. */
-export function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, part) => n + part.length, 0))
-  let offset = 0
-  for (const part of parts) {
-    out.set(part, offset)
-    offset += part.length
-  }
-  return out
 }
 
 /** True when `text` holds a character outside the BMP. */

@@ -21,7 +21,7 @@ export function makeReplica(type: ReplicaType, owner: string, snapshot?: Uint8Ar
   return createReplica(type, { replicaId: replicaId(owner), snapshot })
 }
 
-/** Makes one random local change to `replica` (maps also get nested values); shared by the sync and peer convergence suites. */
+/** Makes one random local change to `replica` (always a change: only existing keys are deleted; maps also get nested values); shared by the sync and peer convergence suites. */
 export function mutate(replica: Replica, random: Prng, tag: string): void {
   if (replica instanceof YjsReplica) {
     const text = replica.doc.getText('t')
@@ -32,7 +32,7 @@ export function mutate(replica: Replica, random: Prng, tag: string): void {
   if (replica instanceof AutomergeReplica) {
     const key = `k${random.int(0, 4)}`
     ;(replica as AutomergeReplica<Record<string, unknown>>).change((doc) => {
-      if (random.chance(0.3)) delete doc[key]
+      if (random.chance(0.3) && key in doc) delete doc[key]
       else doc[key] = { tag, n: random.int(0, 100) }
     })
     return

@@ -34,7 +34,7 @@ export interface Libp2pLinkContext {
   /** The host of sessions with peers this one dialed (`auth.acceptDialed`). */
   readonly dialHost: SyncHost
   /** Attaches a session to the peer. */
-  attach(connection: Connection, options: { token?: string; host: SyncHost; sync?: Partial<SyncTuning> }): SyncSession
+  attach(connection: Connection, options: { token?: string; host: SyncHost; sync?: Partial<SyncTuning>; channelBinding?: Uint8Array }): SyncSession
   /** Reports a background failure. */
   onError(error: ConcordError): void
 }

@@ -14,28 +14,45 @@ import type { PeerLibp2pOptions } from './libp2p-options.ts'
 export type AccessFunction = (peerId: PeerId, name: string) => Access
 
 /**
- * How the credentials a remote presents are checked: a shared secret, a
- * per-peer table (`{ peerId: token }`), or a function.
+ * The secret a remote must prove it holds: one shared secret, a per-peer
+ * table (`{ peerId: secret }`), or a lookup `(peerId) => secret` (undefined:
+ * an unknown peer, refused). Secrets are proved by a challenge-response
+ * (sync/PROTOCOL.md, "Credentials"); they never travel.
  */
 export type CredentialCheck =
   | string
   | Readonly<Record<string, string>>
-  | ((peerId: string, token: string) => boolean | Promise<boolean>)
+  | ((peerId: string) => string | undefined | Promise<string | undefined>)
 
-/** Credentials: what this peer presents, and what it accepts. */
+/** Credentials: what this peer proves, and what it accepts. */
 export interface AuthOptions {
-  /** Credentials this peer presents in every handshake (never in a URL). */
+  /** The secret this peer proves in every handshake (it never travels, nor goes in a URL). */
   readonly token?: string
   /**
-   * What peers that connect to this one must present. Default: the shared
+   * What peers that connect to this one must prove. Default: the shared
    * secret `token` when one is set, otherwise anyone is accepted.
    */
   readonly accept?: CredentialCheck
   /**
-   * What peers this one connects to must present (default: anyone; the
+   * What peers this one connects to must prove (default: anyone; the
    * address the agent dialed names them, and TLS can prove it).
    */
   readonly acceptDialed?: CredentialCheck
+  /**
+   * Speak protocol 1's bearer tokens too: send `token` in the clear in HELLO
+   * (a protocol-1 remote checks it there) and accept a protocol-1 remote's
+   * clear token. Default false: a clear token is replayable by anyone who
+   * sees it. For a migration from protocol 1, over `wss://` only.
+   */
+  readonly legacyBearer?: boolean
+  /**
+   * Trust the id a peer claims although no per-peer credential proves it.
+   * `createPeer` refuses an `access` function with credentials that cannot
+   * tell peers apart (none, or one shared secret), since any peer could then
+   * claim another's id and get its access; set this only when `access` does
+   * not depend on the peer id.
+   */
+  readonly trustClaimedIds?: boolean
 }
 
 /** Options of {@link createPeer}. */

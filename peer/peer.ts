@@ -71,6 +71,14 @@ export interface PeerStats {
 
 const TICK_MS = 500
 
+/** How the peer attaches a session: credentials, host, tuning and channel binding (libp2p). */
+interface AttachOptions {
+  readonly token?: string
+  readonly host: SyncHost
+  readonly sync?: Partial<SyncTuning>
+  readonly channelBinding?: Uint8Array
+}
+
 /** Creates a peer: opens its store and gets it ready to sync. */
 export async function createPeer(options: PeerOptions): Promise<Peer> {
   validatePeerOptions(options)
@@ -338,12 +346,14 @@ export class Peer {
   }
 
   /** Attaches with a given host and session tuning (the libp2p link's sessions). */
-  private attachWith(connection: Connection, options: { token?: string; host: SyncHost; sync?: Partial<SyncTuning> }): SyncSession {
+  private attachWith(connection: Connection, options: AttachOptions): SyncSession {
     const session = attachSession(connection, options.host, {
       ...this.options.sync,
       ...options.sync,
       peerId: toPeerId(this.id),
       token: options.token ?? this.options.auth?.token,
+      legacyBearer: this.options.auth?.legacyBearer ?? false,
+      channelBinding: options.channelBinding,
       filter: this.options.names,
       maxFrameBytes: this.options.maxFrameBytes,
     })

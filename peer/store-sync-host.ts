@@ -5,12 +5,11 @@
  * or remote, is announced to the sessions once it is durable, with the
  * session it came from as origin so it is not echoed back.
  */
-import { createHash, timingSafeEqual } from 'node:crypto'
 import { Emitter, type Unsubscribe } from '../crdt/emitter.ts'
 import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
 import type { Replica, ReplicaType } from '../crdt/replica.ts'
 import type { Store } from '../persistence/store.ts'
-import type { Access, ApplyResult, LocalCommit, NameInfo, PeerId, SyncHost } from '../sync/index.ts'
+import { provesSecret, type Access, type ApplyResult, type LocalCommit, type NameInfo, type PeerId, type PresentedCredentials, type SyncHost } from '../sync/index.ts'
 import type { DeltaEntry } from '../sync/messages.ts'
 import type { AccessFunction, AuthOptions, CredentialCheck } from './options.ts'
 
@@ -188,10 +187,10 @@ export class StoreSyncHost implements SyncHost {
     return this.commits.on('commit', listener)
   }
 
-  /** Checks the credentials of a peer that connected to this one. */
-  authenticate(peer: PeerId, token: string): Promise<boolean> {
+  /** Checks the credentials of a peer that connected to this one (`auth.accept`, else the shared `auth.token`). */
+  authenticate(peer: PeerId, presented: PresentedCredentials): Promise<boolean> {
     const auth = this.options.auth
-    return checkCredentials(auth?.accept ?? auth?.token, peer, token)
+    return checkCredentials(auth?.accept ?? auth?.token, peer, presented)
   }
 
   /**
@@ -207,7 +206,7 @@ export class StoreSyncHost implements SyncHost {
       applyRemote: (entries, origin) => this.applyRemote(entries, origin),
       subscribe: (listener) => this.subscribe(listener),
       access: (peer, name) => this.access(peer, name),
-      authenticate: (peer, token) => checkCredentials(this.options.auth?.acceptDialed, peer, token),
+      authenticate: (peer, presented) => checkCredentials(this.options.auth?.acceptDialed, peer, presented),
     }
   }
 
@@ -231,16 +230,11 @@ export class StoreSyncHost implements SyncHost {
   }
 }
 
-/** Applies a {@link CredentialCheck}; no check accepts everyone. */
-async function checkCredentials(check: CredentialCheck | undefined, peer: string, token: string): Promise<boolean> {
+/** Applies a {@link CredentialCheck}: what `peer` presented must prove the secret expected of it; no check accepts everyone. */
+async function checkCredentials(check: CredentialCheck | undefined, peer: string, presented: PresentedCredentials): Promise<boolean> {
   if (check === undefined) return true
-  if (typeof check === 'function') return await check(peer, token)
-  const expected = typeof check === 'string' ? check : Object.prototype.hasOwnProperty.call(check, peer) ? check[peer] : undefined
-  return expected !== undefined && constantTimeEqual(expected, token)
-}
-
-/** Compares two secrets in time independent of where they differ (hashes first, so lengths leak nothing). */
-function constantTimeEqual(a: string, b: string): boolean {
-  const digest = (text: string) => createHash('sha256').update(text, 'utf8').digest()
-  return timingSafeEqual(digest(a), digest(b))
+  const secret = typeof check === 'function' ? await check(peer)
+    : typeof check === 'string' ? check
+    : Object.prototype.hasOwnProperty.call(check, peer) ? check[peer] : undefined
+  return provesSecret(presented, typeof secret === 'string' ? secret : undefined)
 }

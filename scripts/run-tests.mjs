@@ -42,6 +42,7 @@ const lists = {
     'test/sync/answer-order.test.ts',
     'test/sync/websocket-sync.test.ts',
     'test/sync/answer-bundles.test.ts',
+    'test/sync/handshake.test.ts',
     // transports/libp2p
     'test/transports/libp2p-codec.test.ts',
     'test/transports/libp2p.test.ts',

@@ -1,78 +1,205 @@
 /**
  * The handshake half of a sync session (see sync/PROTOCOL.md): what this
- * side offers in HELLO, the protocol version both sides speak, and whether
- * the remote HELLO was accepted and our HELLO-OK received. The session
- * drives it; this module holds its state and rules.
+ * side offers in HELLO, the protocol version both sides speak, the
+ * credentials each side presents (protocol 2: an AUTH proof over both fresh
+ * nonces; protocol 1: a bearer token in HELLO, accepted only with
+ * `legacyBearer`), and whether the remote was accepted and our HELLO-OK
+ * received. The session drives it; this module holds its state and rules.
  */
-import type { HelloMessage, Message, PeerId, RefuseReason } from './messages.ts'
+import {
+  constantTimeEqual, handshakeProof, helloNonce, NONCE_EXTENSION, type PresentedCredentials, type ProofInput,
+} from './credentials.ts'
+import type { AuthMessage, HelloMessage, Message, PeerId, RefuseMessage, RefuseReason } from './messages.ts'
 import type { NameFilter } from './names.ts'
+
+/** The first protocol version with challenge-response credentials (AUTH). */
+export const PROOF_VERSION = 2
+
+/** What the handshake needs to know about this side. */
+export interface HandshakeOptions {
+  /** Lowest and highest protocol versions this side speaks. */
+  readonly minVersion: number
+  readonly maxVersion: number
+  /** This side's peer id. */
+  readonly peerId: PeerId
+  /** This side's secret ('' when it has none). */
+  readonly token: string
+  /** Present `token` in the clear in HELLO and accept a protocol-1 remote's clear token. */
+  readonly legacyBearer: boolean
+  /** Send our AUTH as soon as the remote HELLO is known (the dialer); else only once the remote's AUTH was accepted. */
+  readonly provesFirst: boolean
+  /** Channel binding, bound into both proofs (empty when none). */
+  readonly binding: Uint8Array
+  /** This session's fresh nonce. */
+  readonly nonce: Uint8Array
+}
+
+/** A refusal: why, and the message sent in REFUSE. */
+export interface Refusal {
+  readonly reason: RefuseReason
+  readonly message: string
+}
 
 /** The handshake state of one session. */
 export class Handshake {
-  private remoteHello: HelloMessage | undefined
+  /** The remote HELLO, once received and its versions checked (accepted later). */
+  private received: HelloMessage | undefined
+  private remoteNonce: Uint8Array | undefined
+  private accepted = false
+  private earlyAuth: AuthMessage | undefined
+  private authReceived = false
+  private authSent = false
   private helloOkReceived = false
 
-  constructor(
-    /** Lowest protocol version this side speaks. */
-    readonly minVersion: number,
-    /** Highest protocol version this side speaks. */
-    readonly maxVersion: number,
-  ) {}
+  constructor(private readonly options: HandshakeOptions) {}
 
-  /** The remote's HELLO, once accepted. */
+  /** Lowest protocol version this side speaks. */
+  get minVersion(): number {
+    return this.options.minVersion
+  }
+
+  /** Highest protocol version this side speaks. */
+  get maxVersion(): number {
+    return this.options.maxVersion
+  }
+
+  /** Whether this side proves first (see {@link HandshakeOptions.provesFirst}). */
+  get provesFirst(): boolean {
+    return this.options.provesFirst
+  }
+
+  /** The remote's HELLO, once accepted (credentials checked). */
   get remote(): HelloMessage | undefined {
-    return this.remoteHello
+    return this.accepted ? this.received : undefined
   }
 
-  /** Whether the remote HELLO was accepted and our HELLO-OK received: the session may open. */
+  /** Whether a remote HELLO was received (accepted or not yet). */
+  get helloReceived(): boolean {
+    return this.received !== undefined
+  }
+
+  /** Whether the remote was accepted and our HELLO-OK received: the session may open. */
   get complete(): boolean {
-    return this.remoteHello !== undefined && this.helloOkReceived
+    return this.accepted && this.helloOkReceived
   }
 
-  /** The protocol version in use (once the remote HELLO was accepted). */
+  /** The protocol version in use (once the remote HELLO was received). */
   get version(): number {
-    return Math.min(this.maxVersion, this.remoteHello!.maxVersion)
+    return Math.min(this.options.maxVersion, this.received!.maxVersion)
   }
 
-  /** The HELLO this side sends. */
-  hello(peerId: PeerId, token: string, filter: NameFilter, maxFrameBytes: number, window: number): Message {
+  /** The HELLO this side sends: a fresh nonce from protocol 2 on; the token only as a legacy bearer. */
+  hello(filter: NameFilter, maxFrameBytes: number, window: number): Message {
+    const { minVersion, maxVersion, peerId, token, legacyBearer, nonce } = this.options
     return {
-      type: 'hello', minVersion: this.minVersion, maxVersion: this.maxVersion, peerId,
-      token, filter, maxFrameBytes, window, extensions: [],
+      type: 'hello', minVersion, maxVersion, peerId,
+      token: legacyBearer ? token : '',
+      filter, maxFrameBytes, window,
+      extensions: maxVersion >= PROOF_VERSION ? [{ key: NONCE_EXTENSION, value: nonce }] : [],
     }
   }
 
   /** The version both sides speak, or a refusal message when their ranges do not meet. */
   negotiate(hello: HelloMessage): { readonly version: number } | { readonly refusal: string } {
-    const version = Math.min(this.maxVersion, hello.maxVersion)
-    if (version < Math.max(this.minVersion, hello.minVersion)) {
-      return { refusal: `incompatible protocol versions: remote speaks ${hello.minVersion}..${hello.maxVersion}, this peer ${this.minVersion}..${this.maxVersion}` }
+    const version = Math.min(this.options.maxVersion, hello.maxVersion)
+    if (version < Math.max(this.options.minVersion, hello.minVersion)) {
+      return { refusal: `incompatible protocol versions: remote speaks ${hello.minVersion}..${hello.maxVersion}, this peer ${this.options.minVersion}..${this.options.maxVersion}` }
     }
     return { version }
   }
 
   /**
-   * Checks a remote HELLO: the versions first, then the credentials
-   * (`authenticate`; a throw counts as a refusal). Does not accept it.
+   * Records the remote HELLO after checking what needs no credentials: the
+   * versions, that the remote does not claim our own id, and (protocol 2)
+   * its nonce. Does not accept it: its credentials come next.
    */
-  async check(
-    hello: HelloMessage,
-    authenticate: (peer: PeerId, token: string) => boolean | Promise<boolean>,
-  ): Promise<{ readonly version: number } | { readonly refusal: { readonly reason: RefuseReason; readonly message: string } }> {
+  receiveHello(hello: HelloMessage): { readonly version: number } | { readonly refusal: Refusal } {
     const negotiated = this.negotiate(hello)
     if ('refusal' in negotiated) return { refusal: { reason: 'version', message: negotiated.refusal } }
+    if (hello.peerId === this.options.peerId) {
+      return { refusal: { reason: 'auth', message: `the remote claims this peer's own id "${hello.peerId}"` } }
+    }
+    if (negotiated.version >= PROOF_VERSION) {
+      const nonce = helloNonce(hello)
+      if (!nonce) return { refusal: { reason: 'protocol', message: `protocol ${negotiated.version} needs a ${this.options.nonce.length}-byte nonce in HELLO` } }
+      if (constantTimeEqual(nonce, this.options.nonce)) return { refusal: { reason: 'auth', message: 'the remote HELLO repeats this side\'s nonce' } }
+      this.remoteNonce = nonce
+    }
+    this.received = hello
+    return negotiated
+  }
+
+  /** Protocol 1: the credentials of the remote HELLO (its clear token only with `legacyBearer`). */
+  bearerCredentials(): PresentedCredentials {
+    const token = this.received!.token
+    return this.options.legacyBearer && token.length > 0 ? { scheme: 'bearer', token } : { scheme: 'none' }
+  }
+
+  /**
+   * Our AUTH (protocol 2): the proof over both nonces and ids, empty when
+   * this side has no secret. Undefined if it was sent already.
+   */
+  auth(): AuthMessage | undefined {
+    if (this.authSent) return undefined
+    this.authSent = true
+    const { token } = this.options
+    return { type: 'auth', proof: token.length > 0 ? handshakeProof(token, this.proofInput('local')) : new Uint8Array(0) }
+  }
+
+  /**
+   * What to do with a remote AUTH: `check` it now, it was `held` (it came
+   * before the HELLO; handed back by {@link takeEarlyAuth}), or it is
+   * `unexpected` (protocol 1, a second one).
+   */
+  receiveAuth(auth: AuthMessage): 'check' | 'held' | 'unexpected' {
+    if (!this.received) {
+      if (this.earlyAuth) return 'unexpected'
+      this.earlyAuth = auth
+      return 'held'
+    }
+    if (this.version < PROOF_VERSION || this.authReceived) return 'unexpected'
+    this.authReceived = true
+    return 'check'
+  }
+
+  /** An AUTH that came before the remote HELLO, once. */
+  takeEarlyAuth(): AuthMessage | undefined {
+    const auth = this.earlyAuth
+    this.earlyAuth = undefined
+    return auth
+  }
+
+  /** The credentials of a remote AUTH: a proof checked against whatever secret the host expects. */
+  proofCredentials(auth: AuthMessage): PresentedCredentials {
+    if (auth.proof.length === 0) return { scheme: 'none' }
+    const input = this.proofInput('remote')
+    return { scheme: 'proof', verify: (secret) => constantTimeEqual(handshakeProof(secret, input), auth.proof) }
+  }
+
+  /** Asks `authenticate` about the remote's credentials (a throw counts as a refusal). */
+  async authenticate(
+    presented: PresentedCredentials,
+    authenticate: (peer: PeerId, presented: PresentedCredentials) => boolean | Promise<boolean>,
+  ): Promise<{ readonly ok: true } | { readonly refusal: Refusal }> {
+    const peer = this.received!.peerId
     let ok = false
     try {
-      ok = await authenticate(hello.peerId, hello.token)
+      ok = (await authenticate(peer, presented)) === true
     } catch {
       ok = false
     }
-    return ok ? negotiated : { refusal: { reason: 'auth', message: `credentials refused for peer "${hello.peerId}"` } }
+    if (ok) return { ok }
+    let message = `credentials refused for peer "${peer}"`
+    if (this.version < PROOF_VERSION && !this.options.legacyBearer && this.received!.token.length > 0) {
+      message += ': it speaks protocol 1 only, whose token travels in the clear and can be replayed; this peer takes only the' +
+        ' challenge-response of protocol 2 (upgrade that peer, or enable legacyBearer here, over wss:// only)'
+    }
+    return { refusal: { reason: 'auth', message } }
   }
 
-  /** Records the remote HELLO as accepted. */
-  accept(hello: HelloMessage): void {
-    this.remoteHello = hello
+  /** Records the remote as accepted. */
+  accept(): void {
+    this.accepted = true
   }
 
   /** Records HELLO-OK; false if one came before (the second is unexpected). */
@@ -81,5 +208,20 @@ export class Handshake {
     this.helloOkReceived = true
     return true
   }
-}
 
+  /** The message of a remote REFUSE, with a hint when a protocol-1 remote wanted our token in the clear. */
+  explain(refuse: RefuseMessage): string {
+    if (refuse.reason === 'auth' && refuse.maxVersion < PROOF_VERSION && !this.options.legacyBearer && this.options.token.length > 0) {
+      return `${refuse.message} (the remote speaks protocol 1 only, which takes the token in the clear; this peer never sends it` +
+        ' unless legacyBearer is on, which is safe over wss:// only)'
+    }
+    return refuse.message
+  }
+
+  private proofInput(prover: 'local' | 'remote'): ProofInput {
+    const local = { id: this.options.peerId, nonce: this.options.nonce }
+    const remote = { id: this.received!.peerId, nonce: this.remoteNonce! }
+    const [p, v] = prover === 'local' ? [local, remote] : [remote, local]
+    return { version: this.version, proverId: p.id, verifierId: v.id, proverNonce: p.nonce, verifierNonce: v.nonce, binding: this.options.binding }
+  }
+}

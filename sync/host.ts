@@ -5,6 +5,7 @@
  */
 import type { Unsubscribe } from '../crdt/emitter.ts'
 import type { ReplicaType } from '../crdt/replica.ts'
+import type { PresentedCredentials } from './credentials.ts'
 import type { DeltaEntry, PeerId } from './messages.ts'
 
 /** What a remote peer may do with one name. */
@@ -66,8 +67,13 @@ export interface SyncHost {
   applyRemote(entries: readonly DeltaEntry[], origin: unknown): Promise<ApplyResult>
   /** Announces every local commit (including applied remote ones). */
   subscribe(listener: (commit: LocalCommit) => void): Unsubscribe
-  /** Whether `token` is valid for `peer`. Called once per handshake. */
-  authenticate(peer: PeerId, token: string): MaybePromise<boolean>
+  /**
+   * Whether what `peer` presented admits it. Called once per handshake.
+   * `provesSecret(presented, secretOf(peer))` (sync/credentials.ts) checks
+   * it against the secret this side expects of that peer; a host that
+   * requires no credentials returns true.
+   */
+  authenticate(peer: PeerId, presented: PresentedCredentials): MaybePromise<boolean>
   /** What `peer` may do with `name`: `read` (receive) or `write` (also send changes). */
   access(peer: PeerId, name: string): Access
 }

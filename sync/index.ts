@@ -9,8 +9,10 @@ export {
 export type {
   PeerId, RefuseReason, Message, DecodedMessage, HelloMessage, HelloOkMessage, RefuseMessage, VersionsMessage,
   VersionEntry, DeltaEntry, DeltaMessage, TransactionMessage, AckMessage, ChunkMessage, DoneMessage, RequestMessage,
-  RejectMessage, UnknownMessage,
+  RejectMessage, UnknownMessage, AuthMessage,
 } from './messages.ts'
+export { provesSecret, secretsEqual, constantTimeEqual, handshakeProof, NONCE_BYTES, PROOF_BYTES, NONCE_EXTENSION } from './credentials.ts'
+export type { PresentedCredentials, ProofInput } from './credentials.ts'
 export { ALL_NAMES, MAX_NAME_LENGTH, isAllNames, matchesFilter, isValidName } from './names.ts'
 export type { NameFilter } from './names.ts'
 export { Reassembler, splitIntoChunks, CHUNK_OVERHEAD, MIN_FRAME_BYTES } from './chunking.ts'

@@ -11,12 +11,13 @@
 import { Decoder, Encoder, decodeGuarded } from '../crdt/codec.ts'
 import { DecodeError } from '../crdt/errors.ts'
 import type { ReplicaType } from '../crdt/replica.ts'
+import { PROOF_BYTES } from './credentials.ts'
 import { MAX_NAME_LENGTH, isAllNames, isValidName, type NameFilter } from './names.ts'
 
 /** First byte of every frame: the envelope format. Frozen forever; changes go through the protocol version. */
 export const FRAME_FORMAT = 1
-/** The sync protocol version this code speaks. */
-export const PROTOCOL_VERSION = 1
+/** The highest sync protocol version this code speaks (2: challenge-response credentials, AUTH). */
+export const PROTOCOL_VERSION = 2
 /** Oldest protocol version this code accepts. */
 export const MIN_PROTOCOL_VERSION = 1
 
@@ -44,6 +45,7 @@ export const MessageType = {
   done: 9,
   request: 10,
   reject: 11,
+  auth: 12,
 } as const
 
 /** Why a connection is refused (REFUSE). Unknown codes decode as `'other'`. */
@@ -168,6 +170,16 @@ export interface RejectMessage {
   readonly message: string
 }
 
+/**
+ * Protocol 2: proof that the sender holds its secret, sent once both HELLOs
+ * are known (see sync/credentials.ts). Empty when the sender has no secret.
+ */
+export interface AuthMessage {
+  readonly type: 'auth'
+  /** HELLO-bound HMAC-SHA-256 ({@link PROOF_BYTES} bytes), or empty. */
+  readonly proof: Uint8Array
+}
+
 /** A message type this version does not know: ignored. */
 export interface UnknownMessage {
   readonly type: 'unknown'
@@ -177,14 +189,14 @@ export interface UnknownMessage {
 /** Every message. */
 export type Message =
   | HelloMessage | HelloOkMessage | RefuseMessage | VersionsMessage | DeltaMessage | TransactionMessage
-  | AckMessage | ChunkMessage | DoneMessage | RequestMessage | RejectMessage
+  | AckMessage | ChunkMessage | DoneMessage | RequestMessage | RejectMessage | AuthMessage
 
 /** A decoded frame: a known message or an unknown one. */
 export type DecodedMessage = Message | UnknownMessage
 
 /** True for the handshake messages. */
-export function isHandshakeMessage(m: DecodedMessage): m is HelloMessage | HelloOkMessage | RefuseMessage {
-  return m.type === 'hello' || m.type === 'hello-ok' || m.type === 'refuse'
+export function isHandshakeMessage(m: DecodedMessage): m is HelloMessage | HelloOkMessage | RefuseMessage | AuthMessage {
+  return m.type === 'hello' || m.type === 'hello-ok' || m.type === 'refuse' || m.type === 'auth'
 }
 
 /** True for messages that carry a commit (a sequence number and deltas). */
@@ -308,6 +320,9 @@ export function writeMessage(encoder: Encoder, message: Message): void {
       encoder.writeUint8(MessageType.reject).writeVarUint(message.seq).writeString(message.name)
       encoder.writeString(message.code).writeString(message.message.slice(0, 1000))
       return
+    case 'auth':
+      encoder.writeUint8(MessageType.auth).writeBytes(message.proof)
+      return
   }
 }
 
@@ -396,6 +411,11 @@ export function readMessage(decoder: Decoder): DecodedMessage {
       const name = readName(decoder)
       const errorCode = readLimitedString(decoder, 64, 'reject: code')
       return { type: 'reject', seq, name, code: errorCode, message: readLimitedString(decoder, WIRE_LIMITS.maxMessageLength, 'reject: message') }
+    }
+    case MessageType.auth: {
+      const proof = decoder.readBytes()
+      if (proof.length !== 0 && proof.length !== PROOF_BYTES) throw new DecodeError(`auth: a proof has ${PROOF_BYTES} bytes, not ${proof.length}`)
+      return { type: 'auth', proof }
     }
     default:
       // Forward compatibility: skip the payload of a type we do not know.

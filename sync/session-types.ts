@@ -18,8 +18,31 @@ export interface SyncChannel {
 export interface SessionOptions {
   /** This peer's id, sent in HELLO. */
   readonly peerId: PeerId
-  /** Credentials presented to the remote (empty by default). */
+  /**
+   * This side's secret (empty by default). Protocol 2 proves it (AUTH: an
+   * HMAC over both sides' fresh nonces); it travels only as a legacy bearer.
+   */
   readonly token?: string
+  /**
+   * Protocol-1 bearer tokens: present `token` in the clear in HELLO (so a
+   * protocol-1 remote can check it) and accept a protocol-1 remote's clear
+   * token. Default false: a captured clear token authenticates whoever
+   * replays it (true for a session limited to protocol 1 by `versions`).
+   */
+  readonly legacyBearer?: boolean
+  /**
+   * Which end of the connection this side is (attachSession takes the
+   * connection's). The dialer (`outbound`, the default) proves first; the
+   * other end proves only once it accepted the dialer's proof, so that a
+   * stranger who connects cannot make it prove anything.
+   */
+  readonly direction?: 'inbound' | 'outbound'
+  /**
+   * Bytes both ends of the connection see alike and a relay cannot forge
+   * (libp2p: both PeerIds, proved by Noise); bound into both proofs, so a
+   * proof relayed from another connection fails. Both ends must give the same.
+   */
+  readonly channelBinding?: Uint8Array
   /** The names this side wants to receive (default: all). */
   readonly filter?: NameFilter
   /** Largest frame accepted and sent; bigger messages are chunked (default 1 MiB). */

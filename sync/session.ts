@@ -23,12 +23,13 @@ import { Emitter, type Unsubscribe } from '../crdt/emitter.ts'
 import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
 import { AntiEntropy } from './anti-entropy.ts'
 import { Reassembler, MIN_FRAME_BYTES } from './chunking.ts'
+import { newNonce, type PresentedCredentials } from './credentials.ts'
 import { Handshake } from './handshake.ts'
 import type { Access, LocalCommit, SyncHost } from './host.ts'
 import { InboundLedger, checkWrite, isRefusedApply, readFrame } from './inbound.ts'
 import {
   FRAME_FORMAT, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION, encodeMessage,
-  type DecodedMessage, type DeltaEntry, type HelloMessage, type Message, type PeerId, type RefuseReason,
+  type AuthMessage, type DecodedMessage, type DeltaEntry, type HelloMessage, type Message, type PeerId, type RefuseReason,
   type VersionEntry,
 } from './messages.ts'
 import { ALL_NAMES, matchesFilter, type NameFilter } from './names.ts'
@@ -77,7 +78,17 @@ export class SyncSession {
     this.window = Math.max(1, options.window ?? 256)
     this.maxMalformed = options.maxMalformed ?? 16
     this.ledger = new InboundLedger(Math.max(1, options.ackEvery ?? 32))
-    this.handshake = new Handshake(options.versions?.min ?? MIN_PROTOCOL_VERSION, options.versions?.max ?? PROTOCOL_VERSION)
+    const maxVersion = options.versions?.max ?? PROTOCOL_VERSION
+    this.handshake = new Handshake({
+      minVersion: options.versions?.min ?? MIN_PROTOCOL_VERSION,
+      maxVersion,
+      peerId: options.peerId,
+      token: options.token ?? '',
+      legacyBearer: options.legacyBearer ?? maxVersion < 2,
+      provesFirst: options.direction !== 'inbound',
+      binding: options.channelBinding ?? new Uint8Array(0),
+      nonce: newNonce(),
+    })
     this.now = options.now ?? Date.now
     this.reassembler = new Reassembler({ maxMessageBytes: options.maxMessageBytes ?? 64 * 1024 * 1024, maxPartial: 4 })
     this.startedAt = this.now()
@@ -126,7 +137,7 @@ export class SyncSession {
 
   /** Sends HELLO. Call once, right after creating the session. */
   start(): void {
-    this.sendControl(this.handshake.hello(this.options.peerId, this.options.token ?? '', this.filter, this.maxFrameBytes, this.window))
+    this.sendControl(this.handshake.hello(this.filter, this.maxFrameBytes, this.window))
   }
 
   /** Handles one frame from the remote. Never throws. */
@@ -311,12 +322,14 @@ export class SyncSession {
       return
     }
     if (message.type === 'refuse') {
-      this.events.emit('refused', { by: 'remote', reason: message.reason, message: message.message })
-      this.close(`refused by remote: ${message.reason}: ${message.message}`)
+      const explained = this.handshake.explain(message)
+      this.events.emit('refused', { by: 'remote', reason: message.reason, message: explained })
+      this.close(`refused by remote: ${message.reason}: ${explained}`)
       return
     }
     if (this.stateValue === 'handshake') {
       if (message.type === 'hello') await this.onHello(message)
+      else if (message.type === 'auth') await this.onAuth(message)
       else if (message.type === 'hello-ok') this.onHelloOk()
       else this.stat.unexpected++ // data before the handshake: dropped, never applied
       return
@@ -324,6 +337,7 @@ export class SyncSession {
     switch (message.type) {
       case 'hello':
       case 'hello-ok':
+      case 'auth':
         this.stat.unexpected++
         return
       case 'versions':
@@ -356,19 +370,49 @@ export class SyncSession {
   }
 
   private async onHello(hello: HelloMessage): Promise<void> {
-    if (this.handshake.remote) {
+    if (this.handshake.helloReceived) {
       this.stat.unexpected++
       return
     }
-    const verdict = await this.handshake.check(hello, (peer, token) => this.host.authenticate(peer, token))
+    const received = this.handshake.receiveHello(hello)
+    if ('refusal' in received) {
+      this.refuse(received.refusal.reason, received.refusal.message)
+      return
+    }
+    if (received.version < 2) {
+      await this.admit(this.handshake.bearerCredentials())
+      return
+    }
+    // Protocol 2: credentials are proved in AUTH, the dialer first.
+    if (this.handshake.provesFirst) this.sendAuth()
+    const early = this.handshake.takeEarlyAuth()
+    if (early) await this.onAuth(early)
+  }
+
+  private async onAuth(auth: AuthMessage): Promise<void> {
+    const step = this.handshake.receiveAuth(auth)
+    if (step === 'unexpected') this.stat.unexpected++
+    if (step !== 'check') return
+    await this.admit(this.handshake.proofCredentials(auth))
+  }
+
+  /** Checks the remote's credentials; accepts it (HELLO-OK, after our own AUTH if we prove second) or refuses. */
+  private async admit(presented: PresentedCredentials): Promise<void> {
+    const verdict = await this.handshake.authenticate(presented, (peer, credentials) => this.host.authenticate(peer, credentials))
     if (this.stateValue === 'closed' || this.closing) return
     if ('refusal' in verdict) {
       this.refuse(verdict.refusal.reason, verdict.refusal.message)
       return
     }
-    this.handshake.accept(hello)
-    this.sendControl({ type: 'hello-ok', version: verdict.version })
+    this.handshake.accept()
+    if (this.handshake.version >= 2) this.sendAuth()
+    this.sendControl({ type: 'hello-ok', version: this.handshake.version })
     this.maybeOpen()
+  }
+
+  private sendAuth(): void {
+    const auth = this.handshake.auth()
+    if (auth) this.sendControl(auth)
   }
 
   private onHelloOk(): void {

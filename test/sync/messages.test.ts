@@ -42,6 +42,7 @@ const message: fc.Arbitrary<Message> = fc.oneof(
   fc.record({ type: fc.constant('request' as const) }),
   fc.record({ type: fc.constant('reject' as const), seq, name, code: fc.constantFrom(...Object.values(ErrorCodes)), message: fc.string({ maxLength: 50 }) }),
   fc.record({ type: fc.constant('chunk' as const), id: fc.nat(), index: fc.nat(3), count: fc.integer({ min: 4, max: 9 }), totalBytes: fc.integer({ min: 200, max: 1000 }), bytes }),
+  fc.record({ type: fc.constant('auth' as const), proof: fc.oneof(fc.constant(new Uint8Array(0)), fc.uint8Array({ minLength: 32, maxLength: 32 })) }),
 )
 
 function normalize(m: Message): unknown {

@@ -9,6 +9,7 @@ import { createReplica } from '../../../crdt/registry.ts'
 import { replicaId, type Replica, type ReplicaType } from '../../../crdt/replica.ts'
 import { AutomergeReplica, YjsReplica } from '../../../crdt/documents/index.ts'
 import type { ORMapReplica } from '../../../crdt/types/replicas.ts'
+import { provesSecret, type PresentedCredentials } from '../../../sync/credentials.ts'
 import type { Access, ApplyResult, LocalCommit, NameInfo, SyncHost } from '../../../sync/host.ts'
 import type { DeltaEntry, PeerId } from '../../../sync/messages.ts'
 import type { Prng } from '../../../transports/memory/prng.ts'
@@ -82,7 +83,7 @@ export function mutate(replica: Replica, random: Prng, tag: string): void {
 }
 
 export interface MemoryHostOptions {
-  /** Token every remote must present (default: any token accepted). */
+  /** The secret every remote must prove it holds (default: anyone accepted). */
   readonly token?: string
   /** Access rule (default: everyone may write everything). */
   readonly access?: (peer: PeerId, name: string) => Access
@@ -193,8 +194,8 @@ export class MemoryHost implements SyncHost {
     return this.commits.on('commit', listener)
   }
 
-  authenticate(_peer: PeerId, token: string): boolean {
-    return this.options.token === undefined || token === this.options.token
+  authenticate(_peer: PeerId, presented: PresentedCredentials): boolean {
+    return this.options.token === undefined || provesSecret(presented, this.options.token)
   }
 
   access(peer: PeerId, name: string): Access {

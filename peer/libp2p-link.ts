@@ -17,18 +17,26 @@
  *   remote (see gossip-fanout.ts) and run periodic anti-entropy; a `flush({
  *   acks })` first asks such sessions for a fresh anti-entropy round, so the
  *   acknowledgement covers what gossip delivered.
+ * - Identities: each session's proofs are bound to both PeerIds (a proof
+ *   cannot be relayed from another connection), and with
+ *   `libp2p.identities` the Concord id claimed in HELLO must be the one
+ *   bound to the PeerId Noise proved.
  */
+import { Encoder } from '../crdt/codec.ts'
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import type { SyncHost, SyncSession } from '../sync/index.ts'
 import type { Libp2pTransport } from '../transports/libp2p/libp2p-transport.ts'
 import type { Connection } from '../transports/transport.ts'
 import { GossipFanout, type GossipStats } from './gossip-fanout.ts'
+import { overlayHost } from './host-overlay.ts'
 import { gossipTopic, validateLibp2pOptions, type PeerLibp2pOptions } from './libp2p-options.ts'
 import type { PeerOptions, SyncTuning } from './options.ts'
 
 /** What the link needs of its peer. */
 export interface Libp2pLinkContext {
   readonly options: PeerOptions
+  /** `libp2p.identities` is the only proof of ids: a PeerId it does not list is refused. */
+  readonly strictIdentities?: boolean
   /** The host of sessions with peers that connected to this one (`auth.accept`). */
   readonly host: SyncHost
   /** The host of sessions with peers this one dialed (`auth.acceptDialed`). */
@@ -112,7 +120,7 @@ export class Libp2pLink {
     this.chosen.add(peer)
     if (options.token !== undefined) this.tokens.set(peer, options.token)
     const opened = this.waitForOpen(peer, address, options.signal)
-    this.onConnection(connection)
+    this.onConnection(connection, transport)
     await opened
   }
 
@@ -184,7 +192,7 @@ export class Libp2pLink {
     }
     transport.events.on('connection', (connection) => {
       if (this.stopped) connection.close('peer closing')
-      else this.onConnection(connection)
+      else this.onConnection(connection, transport)
     })
     try {
       if (addresses) await transport.listen({ addresses }, { signal })
@@ -206,7 +214,7 @@ export class Libp2pLink {
         agent: peerOptions.id,
         filter: peerOptions.names ?? {},
         restrictReads: peerOptions.access !== undefined,
-        requireVerifiedOrigin: auth?.accept !== undefined || auth?.token !== undefined,
+        requireVerifiedOrigin: auth?.accept !== undefined || auth?.token !== undefined || options.identities !== undefined,
         maxMessageBytes: transport.limits.maxPubsubMessageBytes,
         pull: (peer) => this.pull(peer),
         onError: (error) => this.ctx.onError(error),
@@ -217,28 +225,26 @@ export class Libp2pLink {
   }
 
   /** Attaches a Concord connection of the transport to the peer. */
-  private onConnection(connection: Connection): void {
+  private onConnection(connection: Connection, transport: Libp2pTransport): void {
     const peer = connection.remoteIdentity!
     const base = this.chosen.has(peer) ? this.ctx.dialHost : this.ctx.host
     const fanout = this.fanout
     const gossip = this.options.gossipsub
-    const host: SyncHost = fanout ? {
+    const withGossip = fanout ? overlayHost(base, {
       // Versions are read after the gossip units received so far are applied and durable.
       list: async () => {
         await fanout.idle()
         return base.list()
       },
-      typeOf: (name) => base.typeOf(name),
-      version: (name) => base.version(name),
-      deltaSince: (name, version) => base.deltaSince(name, version),
-      applyRemote: (entries, origin) => base.applyRemote(entries, origin),
       // Live commits that gossip carries to this remote are not sent twice.
       subscribe: (listener) => base.subscribe((commit) => {
         if (!fanout.carriesTo(commit, peer)) listener(commit)
       }),
-      authenticate: (remote, token) => base.authenticate(remote, token),
-      access: (remote, name) => base.access(remote, name),
-    } : base
+    }) : base
+    // The Concord id claimed in HELLO must be the one bound to the PeerId Noise proved.
+    const host = this.options.identities === undefined ? withGossip : overlayHost(withGossip, {
+      authenticate: async (remote, presented) => this.mayClaim(peer, remote) && await withGossip.authenticate(remote, presented),
+    })
     const tuning = this.ctx.options.sync
     const antiEntropyIntervalMs = fanout && tuning?.antiEntropyIntervalMs === undefined
       ? (typeof gossip === 'object' ? gossip.antiEntropyIntervalMs : undefined) ?? DEFAULT_GOSSIP_ANTI_ENTROPY_MS
@@ -246,6 +252,7 @@ export class Libp2pLink {
     const session = this.ctx.attach(connection, {
       token: this.tokens.get(peer),
       host,
+      channelBinding: channelBinding(transport.peerId, peer),
       sync: antiEntropyIntervalMs !== undefined ? { antiEntropyIntervalMs } : undefined,
     })
     this.sessions.set(session, peer)
@@ -263,6 +270,18 @@ export class Libp2pLink {
       }
     })
     session.events.once('close', () => this.sessions.delete(session))
+  }
+
+  /**
+   * Whether the libp2p peer `peer` may claim the Concord id `claimed`
+   * (`libp2p.identities`): a bound id only from its PeerId, a bound PeerId
+   * only its id; an unbound pair only when per-peer secrets prove ids.
+   */
+  private mayClaim(peer: string, claimed: string): boolean {
+    const identities = this.options.identities ?? {}
+    if (Object.prototype.hasOwnProperty.call(identities, claimed)) return identities[claimed] === peer
+    if (Object.values(identities).includes(peer)) return false
+    return this.ctx.strictIdentities !== true
   }
 
   private waitForOpen(peer: string, address: string, signal?: AbortSignal): Promise<void> {
@@ -303,6 +322,16 @@ export class Libp2pLink {
     }
     fallback?.pull()
   }
+}
+
+/**
+ * The channel binding of a libp2p session: both PeerIds (Noise proved them),
+ * in one order both ends agree on. A proof made on one connection does not
+ * verify on another, so a peer cannot relay another's proof.
+ */
+function channelBinding(local: string, remote: string): Uint8Array {
+  const [first, second] = local < remote ? [local, remote] : [remote, local]
+  return new Encoder(2 * 64).writeString('libp2p').writeString(first).writeString(second).finish()
 }
 
 /** Throws `CONCORD_INVALID_ARGUMENT` unless `address` is a multiaddr whose `/p2p/` part (if any) is a PeerId. */

@@ -37,6 +37,15 @@ export interface PeerLibp2pOptions {
   readonly mdns?: boolean | { readonly intervalMs?: number; readonly serviceTag?: string }
   /** PeerIds admitted (a connection gater; default: anyone who completes Noise). */
   readonly allow?: Iterable<string>
+  /**
+   * Concord ids bound to libp2p PeerIds, `{ concordId: PeerId }`: a libp2p
+   * session that claims a listed id must come from its PeerId (Noise proves
+   * it), and a listed PeerId must claim its own id. When no per-peer secret
+   * proves ids (`auth.accept`), these bindings are what does: a libp2p peer
+   * that is not listed is then refused, and WebSocket is refused at
+   * `listen` (it carries no PeerId). Give them to `createPeer({ libp2p })`.
+   */
+  readonly identities?: Readonly<Record<string, string>>
   /** Fan live deltas out with gossipsub (default off: live deltas go over the direct streams). */
   readonly gossipsub?: boolean | PeerGossipOptions
   /** The libp2p key (default: kept in `<dir>/libp2p-key`, ephemeral for an in-memory peer). */
@@ -73,6 +82,18 @@ export function validateLibp2pOptions(options: unknown, where: string): asserts 
   }
   if (o.allow !== undefined && (typeof o.allow === 'string' || typeof (o.allow as Iterable<string>)[Symbol.iterator] !== 'function')) {
     throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `${where}: libp2p.allow must be a list of PeerIds`)
+  }
+  if (o.identities !== undefined) {
+    const ids = o.identities as unknown
+    if (ids === null || typeof ids !== 'object' || Array.isArray(ids) || Object.values(ids).some((peer) => typeof peer !== 'string' || peer.length === 0)) {
+      throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `${where}: libp2p.identities must be an object { concordId: PeerId }`)
+    }
+    const seen = new Map<string, string>()
+    for (const [id, peer] of Object.entries(ids as Record<string, string>)) {
+      const other = seen.get(peer)
+      if (other !== undefined) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `${where}: libp2p.identities binds "${other}" and "${id}" to one PeerId ${peer}`)
+      seen.set(peer, id)
+    }
   }
   const gossip = o.gossipsub
   if (gossip !== undefined && typeof gossip !== 'boolean') {

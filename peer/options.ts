@@ -8,6 +8,7 @@ import type { NameFilter } from '../sync/names.ts'
 import type { CheckpointPolicy, Durability, ReplicaCreator, Retention, Schema } from '../persistence/options.ts'
 import type { Storage } from '../persistence/storage.ts'
 import type { SessionOptions } from '../sync/session.ts'
+import { checkIdentities } from './identity-check.ts'
 import type { PeerLibp2pOptions } from './libp2p-options.ts'
 
 /** Who may do what with a name: `(peerId, name) => 'none' | 'read' | 'write'`. */
@@ -136,4 +137,8 @@ export function validatePeerOptions(options: PeerOptions): void {
   if (options.dir !== undefined && (typeof options.dir !== 'string' || options.dir.length === 0)) {
     throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'createPeer: dir must be a non-empty path')
   }
+  if (options.auth !== undefined && (options.auth === null || typeof options.auth !== 'object')) {
+    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'createPeer: auth must be an object { token, accept, acceptDialed, legacyBearer, trustClaimedIds }')
+  }
+  checkIdentities(options)
 }

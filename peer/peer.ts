@@ -23,6 +23,7 @@ import type { NameOptions } from '../persistence/options.ts'
 import { attachSession, peerId as toPeerId, type SessionStats, type SyncHost, type SyncSession } from '../sync/index.ts'
 import type { Connection } from '../transports/transport.ts'
 import { validatePeerOptions, type PeerOptions, type SyncTuning } from './options.ts'
+import { checkIdentities, type IdentityProof } from './identity-check.ts'
 import type { GossipStats } from './gossip-fanout.ts'
 import { Libp2pLink, type Libp2pListening } from './libp2p-link.ts'
 import { validateLibp2pOptions, type PeerLibp2pOptions } from './libp2p-options.ts'
@@ -110,6 +111,8 @@ export class Peer {
   readonly store: Store
 
   private readonly host: StoreSyncHost
+  /** What proves the ids remote peers claim (see peer/identity-check.ts). */
+  private readonly identityProof: IdentityProof
   /** The same host, checking the credentials of peers this one dialed. */
   private readonly dialHost: SyncHost
   private readonly sessions = new Set<SyncSession>()
@@ -123,6 +126,7 @@ export class Peer {
   constructor(private readonly options: PeerOptions, store: Store) {
     this.id = options.id
     this.store = store
+    this.identityProof = checkIdentities(options)
     this.host = new StoreSyncHost({
       store, auth: options.auth, access: options.access,
       // A corrupt name is left out of sync (every other name still syncs) and reported once.
@@ -301,6 +305,7 @@ export class Peer {
       if (extra.length > 0) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `listen: give either libp2p or ${extra.join(', ')} (one transport per call)`)
       return this.libp2pLink().listen(options.libp2p, options.signal)
     }
+    this.checkUnboundDoor('listen')
     return this.websocket.listen(options as ListenOptions)
   }
 
@@ -341,6 +346,7 @@ export class Peer {
    */
   attach(connection: Connection, options: { token?: string } = {}): SyncSession {
     this.checkOpen()
+    if (connection.direction !== 'outbound') this.checkUnboundDoor('attach')
     const host = connection.direction === 'outbound' ? this.dialHost : this.host
     return this.attachWith(connection, { token: options.token, host })
   }
@@ -409,6 +415,13 @@ export class Peer {
     await this.store.close()
   }
 
+  /** Refuses a door other than libp2p when only `libp2p.identities` proves the ids `access` relies on. */
+  private checkUnboundDoor(what: string): void {
+    if (this.identityProof !== 'libp2p') return
+    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `${what}: access grants rights by peer id and only libp2p.identities proves ids here; ` +
+      'a peer that connects this way carries no PeerId and could claim any id. Give each peer its own secret (auth.accept) to serve it too.')
+  }
+
   private checkOpen(): void {
     if (this.closing) throw new ConcordError(ErrorCodes.CLOSED, `peer "${this.id}" is closed`)
   }
@@ -418,6 +431,7 @@ export class Peer {
       if (this.options.libp2p !== undefined) validateLibp2pOptions(this.options.libp2p, 'createPeer')
       this.link = new Libp2pLink({
         options: this.options,
+        strictIdentities: this.identityProof === 'libp2p',
         host: this.host,
         dialHost: this.dialHost,
         attach: (connection, options) => this.attachWith(connection, options),

@@ -11,6 +11,7 @@ import type { Replica, ReplicaType } from '../crdt/replica.ts'
 import type { Store } from '../persistence/store.ts'
 import { provesSecret, type Access, type ApplyResult, type LocalCommit, type NameInfo, type PeerId, type PresentedCredentials, type SyncHost } from '../sync/index.ts'
 import type { DeltaEntry } from '../sync/messages.ts'
+import { overlayHost } from './host-overlay.ts'
 import type { AccessFunction, AuthOptions, CredentialCheck } from './options.ts'
 
 type ApplyResultOfStore = Awaited<ReturnType<Store['commit']>>[number]
@@ -198,16 +199,7 @@ export class StoreSyncHost implements SyncHost {
    * but the credential check, which uses `auth.acceptDialed`.
    */
   forDialedSessions(): SyncHost {
-    return {
-      list: () => this.list(),
-      typeOf: (name) => this.typeOf(name),
-      version: (name) => this.version(name),
-      deltaSince: (name, version) => this.deltaSince(name, version),
-      applyRemote: (entries, origin) => this.applyRemote(entries, origin),
-      subscribe: (listener) => this.subscribe(listener),
-      access: (peer, name) => this.access(peer, name),
-      authenticate: (peer, presented) => checkCredentials(this.options.auth?.acceptDialed, peer, presented),
-    }
+    return overlayHost(this, { authenticate: (peer, presented) => checkCredentials(this.options.auth?.acceptDialed, peer, presented) })
   }
 
   access(peer: PeerId, name: string): Access {

@@ -27,10 +27,33 @@ export interface ListenOptions {
 
 /** Options of {@link Peer.connect}. */
 export interface ConnectOptions {
-  /** Credentials to present (default: the peer's `auth.token`). */
+  /** The secret to prove (default: the peer's `auth.token`). */
   readonly token?: string
+  /**
+   * How a `wss://` server's certificate is checked: `ca` (PEM) trusts a
+   * private CA or a self-signed server instead of the system's CAs (the
+   * certificate must still name the URL's host).
+   */
+  readonly tls?: { readonly ca?: string | Buffer | ReadonlyArray<string | Buffer> }
   /** Stops waiting (and reconnecting) when aborted. */
   readonly signal?: AbortSignal
+}
+
+/** OpenSSL's verdicts on a certificate chain it does not trust (Node's `error.code`). */
+const CERTIFICATE_ERRORS = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'CERT_HAS_EXPIRED', 'CERT_NOT_YET_VALID', 'CERT_UNTRUSTED', 'CERT_REJECTED',
+  'CERT_SIGNATURE_FAILURE', 'ERR_TLS_CERT_ALTNAME_INVALID', 'HOSTNAME_MISMATCH',
+])
+
+/** The certificate error code behind a failed dial, if that is why it failed. */
+function certificateError(error: unknown): string | undefined {
+  for (let cause = error, depth = 0; cause !== null && typeof cause === 'object' && depth < 4; depth++) {
+    const code = (cause as { code?: unknown }).code
+    if (typeof code === 'string' && CERTIFICATE_ERRORS.has(code)) return code
+    cause = (cause as { cause?: unknown }).cause
+  }
+  return undefined
 }
 
 /** What the WebSocket side needs from its peer. */
@@ -67,7 +90,12 @@ export class WebSocketNetwork {
 
   /** Dials `url` and keeps the connection up; see {@link Peer.connect}. */
   connect(url: string, options: ConnectOptions = {}): Promise<void> {
-    const reconnector = new Reconnector({ transport: this.transport(), address: url })
+    const transport = this.transport()
+    const tls = options.tls
+    const reconnector = new Reconnector({
+      transport: tls ? { dial: (address, dialOptions) => transport.dial(address, { ...dialOptions, tls }) } : transport,
+      address: url,
+    })
     return new Promise<void>((resolve, reject) => {
       let settled = false
       const settle = (error?: Error) => {
@@ -86,6 +114,13 @@ export class WebSocketNetwork {
       this.reconnectors.set(reconnector, { url, cancel: () => settle(new ConcordError(ErrorCodes.ABORTED, `disconnected from ${url} before the first handshake`)) })
       if (options.signal?.aborted) return onAbort()
       options.signal?.addEventListener('abort', onAbort, { once: true })
+      // A certificate this peer does not trust will not become trusted by dialing again: the first connect fails at once.
+      reconnector.events.on('failure', ({ error }) => {
+        const code = certificateError(error)
+        if (code === undefined || settled) return
+        settle(new ConcordError(ErrorCodes.AUTH_FAILED, `${url}: the server's TLS certificate is not trusted (${code}); ` +
+          'give its CA (or the self-signed certificate) as connect(url, { tls: { ca } })', { cause: error }))
+      })
       reconnector.events.on('connection', (connection) => {
         const session = this.options.attach(connection, { token: options.token })
         session.events.once('open', () => settle())

@@ -58,6 +58,7 @@ const lists = {
     'test/peer/websocket-integration.test.ts',
     'test/peer/out-of-order-documents.test.ts',
     'test/peer/transact.test.ts',
+    'test/peer/identity.test.ts',
     'test/transports/connection-events.test.ts',
     // cli/ and demos/
     'test/peer/peer-disconnect.test.ts',

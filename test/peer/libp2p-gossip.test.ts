@@ -10,6 +10,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
+import { generateKeyPair } from '@libp2p/crypto/keys'
+import { peerIdFromPrivateKey } from '@libp2p/peer-id'
 import { multiaddr } from '@multiformats/multiaddr'
 import { encodeGossipMessage, gossipTopic, type PeerOptions } from '../../peer/index.ts'
 import { FAST_REDIAL, startNode as startLibp2pNode, untilConverged as untilNodesConverged, type Node } from './helpers/libp2p-nodes.ts'
@@ -103,11 +105,14 @@ test('gossipsub: five peers converge on every type; live deltas go by gossip and
 test('gossipsub: garbage, a forged sender, a forbidden write and an undecodable delta are counted and dropped; allowed writes apply', async () => {
   const nodes: Node[] = []
   try {
+    // access decides by peer id, and with no per-peer secret the guard binds the id "mallory" to her libp2p key.
+    const malloryKey = await generateKeyPair('Ed25519')
     const guard = await startNode('guard', undefined, {}, {
       access: (peer, name) => (peer === 'mallory' && !name.startsWith('open/') ? 'read' : 'write'),
+      libp2p: { identities: { mallory: peerIdFromPrivateKey(malloryKey).toString() } },
     })
     nodes.push(guard)
-    const mallory = await startNode('mallory', undefined, { bootstrap: [guard.address] })
+    const mallory = await startNode('mallory', undefined, { bootstrap: [guard.address], privateKey: malloryKey })
     nodes.push(mallory)
     await until(() => meshReady(nodes), 'mesh with gossip subscriptions')
     const stats = () => guard.peer.stats().gossip!

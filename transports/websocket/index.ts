@@ -1,5 +1,5 @@
 /** transports/websocket/: the WebSocket transport (ws server and client). */
 export { WebSocketTransport } from './transport.ts'
-export type { WebSocketTransportOptions, WebSocketListenOptions, UpgradeHandler } from './transport.ts'
+export type { WebSocketTransportOptions, WebSocketListenOptions, WebSocketDialOptions, WebSocketDialTls, UpgradeHandler } from './transport.ts'
 export { WebSocketConnection } from './connection.ts'
 export type { WebSocketConnectionOptions } from './connection.ts'

@@ -28,7 +28,21 @@ export interface WebSocketTransportOptions {
   /** Dial: give up when the WebSocket handshake takes longer (default 10 000 ms). */
   readonly dialTimeoutMs?: number
   /** Dial: TLS options for `wss://` (for example a `ca` for a self-signed server). */
-  readonly tls?: { readonly ca?: string | Buffer; readonly rejectUnauthorized?: boolean }
+  readonly tls?: WebSocketDialTls
+}
+
+/** How a `wss://` dial checks the server's certificate. */
+export interface WebSocketDialTls {
+  /** Certificates (PEM) to trust instead of the system's (a private CA, or a self-signed server). */
+  readonly ca?: string | Buffer | ReadonlyArray<string | Buffer>
+  /** false accepts any certificate: a man in the middle too. Default true; tests only. */
+  readonly rejectUnauthorized?: boolean
+}
+
+/** Options of {@link WebSocketTransport.dial}. */
+export interface WebSocketDialOptions extends AbortOptions {
+  /** TLS of this dial (default: the transport's `tls`). */
+  readonly tls?: WebSocketDialTls
 }
 
 /** Where and how to listen. */
@@ -180,17 +194,18 @@ export class WebSocketTransport implements Transport {
   }
 
   /** Opens a connection to a `ws://` or `wss://` URL. Never put credentials in the URL: the sync handshake carries them. */
-  dial(address: string, options: AbortOptions = {}): Promise<Connection> {
+  dial(address: string, options: WebSocketDialOptions = {}): Promise<Connection> {
     if (this.stopped) return Promise.reject(new ConcordError(ErrorCodes.CLOSED, 'transport stopped'))
     if (options.signal?.aborted) return Promise.reject(new ConcordError(ErrorCodes.ABORTED, 'aborted'))
     return new Promise<Connection>((resolve, reject) => {
       let ws: WebSocket
       try {
+        const tls = options.tls ?? this.options.tls
         ws = new WebSocket(address, {
           maxPayload: this.maxPayload,
           handshakeTimeout: this.options.dialTimeoutMs ?? 10_000,
-          ca: this.options.tls?.ca,
-          rejectUnauthorized: this.options.tls?.rejectUnauthorized,
+          ca: tls?.ca as string | Buffer | Array<string | Buffer> | undefined,
+          rejectUnauthorized: tls?.rejectUnauthorized,
         })
       } catch (error) {
         reject(new ConcordError(ErrorCodes.INVALID_ARGUMENT, `bad WebSocket URL ${address}: ${(error as Error).message}`, { cause: error }))

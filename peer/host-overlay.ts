@@ -1,0 +1,20 @@
+/**
+ * A {@link SyncHost} that is another host with some methods replaced: the
+ * dialed-sessions host (another credential check), the gossip-aware host of
+ * libp2p sessions, the identity-bound host. Every other method delegates.
+ */
+import type { SyncHost } from '../sync/index.ts'
+
+/** `base`, with the methods in `overrides` instead of its own. */
+export function overlayHost(base: SyncHost, overrides: Partial<SyncHost>): SyncHost {
+  return {
+    list: overrides.list ?? (() => base.list()),
+    typeOf: overrides.typeOf ?? ((name) => base.typeOf(name)),
+    version: overrides.version ?? ((name) => base.version(name)),
+    deltaSince: overrides.deltaSince ?? ((name, version) => base.deltaSince(name, version)),
+    applyRemote: overrides.applyRemote ?? ((entries, origin) => base.applyRemote(entries, origin)),
+    subscribe: overrides.subscribe ?? ((listener) => base.subscribe(listener)),
+    authenticate: overrides.authenticate ?? ((peer, presented) => base.authenticate(peer, presented)),
+    access: overrides.access ?? ((peer, name) => base.access(peer, name)),
+  }
+}

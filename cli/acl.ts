@@ -17,6 +17,11 @@
  * - `rules`: the first rule whose `peer` and `name` match decides; a pattern
  *   is an exact string, `*`, or a prefix ending in `*`.
  * - `default`: the access when no rule matches (default `write`).
+ *
+ * Rules that name peers (a `peer` other than `*`) need per-peer `tokens`:
+ * with one shared `--token`, or none, any peer could claim another's id and
+ * get its access, so `concord serve` refuses such a file
+ * ({@link checkAclIdentities}).
  */
 import type { Access } from '../sync/host.ts'
 import type { AccessFunction } from '../peer/options.ts'
@@ -81,4 +86,30 @@ export function parseAcl(text: string, file = 'ACL file'): Acl {
     rules: parsed,
     access: (peerId, name) => parsed.find((rule) => matchPattern(rule.peer, peerId) && matchPattern(rule.name, name))?.access ?? defaultAccess,
   }
+}
+
+/**
+ * Refuses an ACL whose rules give peers their own access when nothing tells
+ * peers apart (no per-peer `tokens`; `--token` alone is one secret shared by
+ * every peer), or whose `tokens` give two peers one secret. Returns whether
+ * the rules depend on the peer id at all.
+ * @throws CliError exit 2, naming the rule and how to fix it.
+ */
+export function checkAclIdentities(acl: Acl, file: string, sharedToken: boolean): { readonly byPeer: boolean } {
+  const bad = (why: string): never => { throw new CliError(ExitCodes.USAGE, `${file}: ${why}`) }
+  const owners = new Map<string, string>()
+  for (const [peer, token] of Object.entries(acl.tokens ?? {})) {
+    const other = owners.get(token)
+    if (other !== undefined) bad(`"tokens" gives "${other}" and "${peer}" one token: either could claim the other's id. Give each peer its own token`)
+    owners.set(token, peer)
+  }
+  const index = acl.rules.findIndex((rule) => rule.peer !== '*')
+  if (index < 0) return { byPeer: false }
+  if (acl.tokens === undefined) {
+    const rule = acl.rules[index]
+    const apart = sharedToken ? '--token is one secret shared by every peer' : 'there is no --token and no "tokens": anyone may connect'
+    bad(`rule ${index + 1} gives peer "${rule.peer}" its own access, but peers are not told apart (${apart}): ` +
+      `any peer could claim the id "${rule.peer}" and get its access. Give each peer its own token in "tokens"`)
+  }
+  return { byPeer: true }
 }

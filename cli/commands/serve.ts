@@ -10,7 +10,7 @@ import { readFile } from 'node:fs/promises'
 import { Command, Option } from 'commander'
 import { createPeer } from '../../peer/index.ts'
 import type { AuthOptions } from '../../peer/options.ts'
-import { parseAcl } from '../acl.ts'
+import { checkAclIdentities, parseAcl } from '../acl.ts'
 import { action, parseInteger, type CliContext } from '../context.ts'
 import { CliError, ExitCodes } from '../exit-codes.ts'
 import { storedReplicaId } from '../open-store.ts'
@@ -33,7 +33,18 @@ interface ServeOptions {
   allow: string[]
   gossipsub?: boolean
   mdns?: boolean
+  tlsCert?: string
+  tlsKey?: string
+  tlsCa?: string
+  legacyBearer?: boolean
   json?: boolean
+}
+
+/** Reads a file named by an option; a missing file is exit 3. */
+async function readOptionFile(path: string, option: string): Promise<Buffer> {
+  return readFile(path).catch((error) => {
+    throw new CliError(ExitCodes.NOT_FOUND, `cannot read the ${option} file ${path}: ${(error as Error).message}`)
+  })
 }
 
 const collect = (value: string, all: string[]): string[] => [...all, value]
@@ -46,6 +57,10 @@ export function registerServe(program: Command, ctx: CliContext): void {
     .option('--host <host>', 'interface to listen on', '127.0.0.1')
     .addOption(new Option('--token <token>', 'shared secret every connecting peer must present').env('CONCORD_TOKEN'))
     .option('--acl <file>', 'JSON access-control file: per-peer tokens and per-name access rules (see README)')
+    .option('--tls-cert <file>', 'serve wss:// with this certificate (PEM; with --tls-key)')
+    .option('--tls-key <file>', 'the private key (PEM) of --tls-cert')
+    .option('--tls-ca <file>', 'trust this CA (PEM) for --connect wss://... (a private CA or a self-signed peer)')
+    .option('--legacy-bearer', 'also accept (and send) protocol-1 tokens in the clear, for peers not yet upgraded; over wss:// only')
     .option('--id <id>', `replica id of a new folder (default "${DEFAULT_SERVE_ID}"; an existing folder keeps its own)`)
     .option('--connect <url>', 'also dial this peer and keep the link up: ws://... or a libp2p multiaddr /.../p2p/<PeerId> (repeatable)', collect, [] as string[])
     .option('--no-y-websocket', 'do not serve y-websocket clients at /yjs/<room>')
@@ -65,6 +80,14 @@ export function registerServe(program: Command, ctx: CliContext): void {
       const acl = options.acl === undefined ? undefined : parseAcl(await readFile(options.acl, 'utf8').catch((error) => {
         throw new CliError(ExitCodes.NOT_FOUND, `cannot read the ACL file ${options.acl}: ${(error as Error).message}`)
       }), options.acl)
+      if ((options.tlsCert === undefined) !== (options.tlsKey === undefined)) {
+        throw new CliError(ExitCodes.USAGE, '--tls-cert and --tls-key go together')
+      }
+      const tls = options.tlsCert !== undefined
+        ? { cert: await readOptionFile(options.tlsCert, '--tls-cert'), key: await readOptionFile(options.tlsKey!, '--tls-key') }
+        : undefined
+      const ca = options.tlsCa !== undefined ? await readOptionFile(options.tlsCa, '--tls-ca') : undefined
+      const identities = acl ? checkAclIdentities(acl, options.acl!, options.token !== undefined) : undefined
       const stored = await storedReplicaId(options.dir)
       if (stored !== undefined && options.id !== undefined && options.id !== stored) {
         throw new CliError(ExitCodes.USAGE, `${options.dir} belongs to replica "${stored}", not "${options.id}"`)
@@ -72,9 +95,11 @@ export function registerServe(program: Command, ctx: CliContext): void {
       const id = stored ?? options.id ?? DEFAULT_SERVE_ID
       // --token alone: a shared secret (accepted and presented). With per-peer
       // tokens in the ACL: those are accepted, --token is what this peer presents.
-      const auth: AuthOptions | undefined = acl?.tokens !== undefined
-        ? { accept: acl.tokens, token: options.token }
-        : options.token !== undefined ? { token: options.token } : undefined
+      // Rules that do not name peers do not depend on the claimed id (checked above otherwise).
+      const extra = { legacyBearer: options.legacyBearer === true, trustClaimedIds: identities?.byPeer === false }
+      const auth: AuthOptions = acl?.tokens !== undefined
+        ? { accept: acl.tokens, token: options.token, ...extra }
+        : { token: options.token, ...extra }
       const peer = await createPeer({
         id, dir: options.dir, auth, access: acl?.access,
         libp2p: libp2p ? {
@@ -86,7 +111,7 @@ export function registerServe(program: Command, ctx: CliContext): void {
       })
       let stopping = false
       try {
-        const { url, port: bound } = await peer.listen({ port, host: options.host, yWebsocket: options.yWebsocket })
+        const { url, port: bound } = await peer.listen({ port, host: options.host, yWebsocket: options.yWebsocket, tls })
         const p2p = libp2p ? await peer.listen({
           libp2p: { addresses: options.libp2pListen.length > 0 ? options.libp2pListen : [`/${options.host.includes(':') ? 'ip6' : 'ip4'}/${options.host}/tcp/0`] },
         }) : undefined
@@ -97,7 +122,7 @@ export function registerServe(program: Command, ctx: CliContext): void {
         peer.events.on('error', ({ error }) => out.note(`concord serve: ${error.code}: ${error.message}`))
         peer.events.on('refused', ({ by, reason }) => out.note(`concord serve: handshake refused (${by}): ${reason}`))
         for (const remote of options.connect) {
-          peer.connect(remote).catch((error) => out.note(`concord serve: connect ${remote}: ${(error as Error).message}`))
+          peer.connect(remote, ca ? { tls: { ca } } : {}).catch((error) => out.note(`concord serve: connect ${remote}: ${(error as Error).message}`))
         }
         ctx.onListening?.({ url, port: bound, libp2p: p2p })
         const signal = await new Promise<string>((resolve) => {

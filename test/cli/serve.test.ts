@@ -9,6 +9,7 @@ import { parseAcl } from '../../cli/acl.ts'
 import { tempDir } from '../helpers/temp-dir.ts'
 import { until } from '../helpers/wait.ts'
 import { cli, cliJson, runConcord, spawnConcord } from './helpers.ts'
+import { selfSignedCertificate } from '../helpers/tls.ts'
 
 test('the real `concord serve` process: prints its URL, holds the folder (others get exit 4), flushes everything on SIGTERM', async () => {
   const root = await tempDir('concord-serve-')
@@ -116,6 +117,92 @@ test('ACL files are validated with a clear usage error', async () => {
     assert.match(run.stderr, /bad\.json: "default"/)
     assert.equal((await cli(['serve', '--dir', join(root.path, 'd'), '--acl', join(root.path, 'missing.json')])).code, 3)
   } finally {
+    await root.remove()
+  }
+})
+
+test('serve --acl refuses rules that name peers when nothing tells peers apart, or two peers with one token (exit 2, saying how to fix it)', async () => {
+  const root = await tempDir('concord-acl-ids-')
+  const acl = (name: string, body: unknown): Promise<string> => {
+    const file = join(root.path, name)
+    return writeFile(file, JSON.stringify(body)).then(() => file)
+  }
+  try {
+    const perPeer = await acl('per-peer.json', { default: 'read', rules: [{ peer: '*', name: 'open/*', access: 'write' }, { peer: 'admin', name: '*', access: 'write' }] })
+    const shared = await cli(['serve', '--dir', join(root.path, 'a'), '--port', '0', '--acl', perPeer, '--token', 'one-shared-secret'])
+    assert.equal(shared.code, 2, shared.stderr)
+    assert.match(shared.stderr, /per-peer\.json: rule 2 gives peer "admin" its own access, but peers are not told apart \(--token is one secret shared by every peer\)/)
+    assert.match(shared.stderr, /any peer could claim the id "admin".*Give each peer its own token in "tokens"/)
+    const open = await cli(['serve', '--dir', join(root.path, 'b'), '--port', '0', '--acl', perPeer])
+    assert.equal(open.code, 2, open.stderr)
+    assert.match(open.stderr, /no --token and no "tokens": anyone may connect/)
+    const twice = await acl('twice.json', { tokens: { admin: 'same-token', guest: 'same-token' }, rules: [{ peer: 'admin', name: '*', access: 'write' }], default: 'read' })
+    const duplicate = await cli(['serve', '--dir', join(root.path, 'c'), '--port', '0', '--acl', twice])
+    assert.equal(duplicate.code, 2, duplicate.stderr)
+    assert.match(duplicate.stderr, /"tokens" gives "admin" and "guest" one token/)
+    for (const dir of ['a', 'b', 'c']) assert.equal((await cli(['inspect', '--dir', join(root.path, dir)])).code, 3, 'refused before the folder is created')
+
+    // Rules by name only do not depend on the id: a shared --token is enough, and the rules apply.
+    const byName = await acl('by-name.json', { default: 'write', rules: [{ peer: '*', name: 'ro/*', access: 'read' }] })
+    const controller = new AbortController()
+    let url = ''
+    const serving = cli(['serve', '--dir', join(root.path, 'd'), '--port', '0', '--acl', byName, '--token', 'one-shared-secret'],
+      { signal: controller.signal, onListening: (info) => { url = info.url } })
+    const peer = await createPeer({ id: 'anyone', auth: { token: 'one-shared-secret' } })
+    try {
+      await until(() => url !== '', 'serve listens')
+      await peer.connect(url)
+      ;(await peer.counter('rw')).increment(1)
+      await peer.flush({ acks: 1 })
+      ;(await peer.counter('ro/x')).increment(1)
+      await peer.flush({ acks: 1 })
+    } finally {
+      await peer.close()
+      controller.abort()
+    }
+    assert.equal((await serving).code, 0)
+    assert.equal((await cliJson(['inspect', '--dir', join(root.path, 'd'), 'rw'])).json.value, 1)
+    assert.notEqual((await cliJson(['inspect', '--dir', join(root.path, 'd'), 'ro/x'])).json.value, 1, 'the read-only name was not written')
+  } finally {
+    await root.remove()
+  }
+})
+
+test('the real `concord serve --tls-cert --tls-key` process serves wss://; a peer trusting the self-signed certificate syncs; --tls-cert alone is a usage error', async (t) => {
+  const root = await tempDir('concord-serve-tls-')
+  const certificate = await selfSignedCertificate(root.path)
+  if (!certificate) {
+    await root.remove()
+    return t.skip('openssl is not available')
+  }
+  const dir = join(root.path, 'relay')
+  const alone = await cli(['serve', '--dir', dir, '--tls-cert', certificate.certFile])
+  assert.equal(alone.code, 2)
+  assert.match(alone.stderr, /--tls-cert and --tls-key go together/)
+  assert.equal((await cli(['serve', '--dir', dir, '--tls-cert', certificate.certFile, '--tls-key', join(root.path, 'missing.pem')])).code, 3)
+
+  const server = spawnConcord(['serve', '--dir', dir, '--port', '0', '--json', '--token', 'relay-secret-42', '--tls-cert', certificate.certFile, '--tls-key', certificate.keyFile])
+  let stderr = ''
+  server.stderr!.on('data', (chunk) => { stderr += chunk })
+  const exited = once(server, 'exit')
+  const client = await createPeer({ id: 'client', auth: { token: 'relay-secret-42' } })
+  try {
+    let stdout = ''
+    server.stdout!.on('data', (chunk) => { stdout += chunk })
+    await until(() => stdout.includes('\n'), 'serve prints its address', 20_000)
+    const info = JSON.parse(stdout.split('\n')[0])
+    assert.match(info.url, /^wss:\/\/127\.0\.0\.1:\d+\/concord$/)
+    assert.match(info.yWebsocket, /^wss:\/\//)
+    await client.connect(info.url, { tls: { ca: certificate.cert } })
+    ;(await client.counter('over-tls')).increment(7)
+    await client.flush({ acks: 1 })
+    server.kill('SIGTERM')
+    const [code] = await exited
+    assert.equal(code, 0, stderr)
+    assert.equal((await cliJson(['inspect', '--dir', dir, 'over-tls'])).json.value, 7)
+  } finally {
+    if (server.exitCode === null) server.kill('SIGKILL')
+    await client.close()
     await root.remove()
   }
 })

@@ -313,7 +313,9 @@ export class Peer {
    * Connects to a peer's WebSocket URL and keeps the connection up
    * (reconnects with exponential backoff and jitter). Resolves when the
    * first handshake completes; rejects with `CONCORD_AUTH_FAILED` (and stops
-   * reconnecting) when the remote refuses the credentials.
+   * reconnecting) when the remote refuses the credentials, or when a
+   * `wss://` server's certificate is not trusted (`tls.ca` trusts a
+   * private CA or a self-signed certificate).
    *
    * A multiaddr (starts with `/`, ends in `/p2p/<PeerId>`) is dialled over
    * libp2p instead (starting a dial-only node if `listen({ libp2p })` was not

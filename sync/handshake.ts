@@ -34,6 +34,22 @@ export interface HandshakeOptions {
   readonly nonce: Uint8Array
 }
 
+/** How the handshake answers through its session. */
+export interface HandshakeIo {
+  /** Sends a handshake message (AUTH, HELLO-OK). */
+  send(message: Message): void
+  /** Refuses the connection (REFUSE, then close). */
+  refuse(reason: RefuseReason, message: string): void
+  /** The host's verdict on what the remote presented. */
+  authenticate(peer: PeerId, presented: PresentedCredentials): boolean | Promise<boolean>
+  /** Whether the session still runs (it may close while the host decides). */
+  active(): boolean
+  /** Counts a handshake message that came at the wrong time. */
+  unexpected(): void
+  /** The remote was accepted (HELLO-OK sent): the session may open. */
+  accepted(): void
+}
+
 /** A refusal: why, and the message sent in REFUSE. */
 export interface Refusal {
   readonly reason: RefuseReason
@@ -63,19 +79,9 @@ export class Handshake {
     return this.options.maxVersion
   }
 
-  /** Whether this side proves first (see {@link HandshakeOptions.provesFirst}). */
-  get provesFirst(): boolean {
-    return this.options.provesFirst
-  }
-
   /** The remote's HELLO, once accepted (credentials checked). */
   get remote(): HelloMessage | undefined {
     return this.accepted ? this.received : undefined
-  }
-
-  /** Whether a remote HELLO was received (accepted or not yet). */
-  get helloReceived(): boolean {
-    return this.received !== undefined
   }
 
   /** Whether the remote was accepted and our HELLO-OK received: the session may open. */
@@ -109,11 +115,60 @@ export class Handshake {
   }
 
   /**
+   * Handles a remote HELLO or AUTH: checks versions and ids, then
+   * credentials (protocol 1: the HELLO's bearer token; protocol 2: the AUTH
+   * proof, the dialer proving first), and accepts or refuses through `io`.
+   */
+  async receive(message: HelloMessage | AuthMessage, io: HandshakeIo): Promise<void> {
+    if (message.type === 'auth') {
+      const step = this.receiveAuth(message)
+      if (step === 'unexpected') io.unexpected()
+      if (step === 'check') await this.admit(this.proofCredentials(message), io)
+      return
+    }
+    if (this.received) {
+      io.unexpected()
+      return
+    }
+    const verdict = this.receiveHello(message)
+    if ('refusal' in verdict) {
+      io.refuse(verdict.refusal.reason, verdict.refusal.message)
+      return
+    }
+    if (verdict.version < PROOF_VERSION) {
+      await this.admit(this.bearerCredentials(), io)
+      return
+    }
+    if (this.options.provesFirst) this.sendAuth(io)
+    const early = this.takeEarlyAuth()
+    if (early) await this.receive(early, io)
+  }
+
+  /** Asks the host about the remote's credentials; accepts it (our AUTH if we prove second, then HELLO-OK) or refuses. */
+  private async admit(presented: PresentedCredentials, io: HandshakeIo): Promise<void> {
+    const verdict = await this.authenticate(presented, (peer, credentials) => io.authenticate(peer, credentials))
+    if (!io.active()) return
+    if ('refusal' in verdict) {
+      io.refuse(verdict.refusal.reason, verdict.refusal.message)
+      return
+    }
+    this.accepted = true
+    if (this.version >= PROOF_VERSION) this.sendAuth(io)
+    io.send({ type: 'hello-ok', version: this.version })
+    io.accepted()
+  }
+
+  private sendAuth(io: HandshakeIo): void {
+    const auth = this.auth()
+    if (auth) io.send(auth)
+  }
+
+  /**
    * Records the remote HELLO after checking what needs no credentials: the
    * versions, that the remote does not claim our own id, and (protocol 2)
    * its nonce. Does not accept it: its credentials come next.
    */
-  receiveHello(hello: HelloMessage): { readonly version: number } | { readonly refusal: Refusal } {
+  private receiveHello(hello: HelloMessage): { readonly version: number } | { readonly refusal: Refusal } {
     const negotiated = this.negotiate(hello)
     if ('refusal' in negotiated) return { refusal: { reason: 'version', message: negotiated.refusal } }
     if (hello.peerId === this.options.peerId) {
@@ -130,7 +185,7 @@ export class Handshake {
   }
 
   /** Protocol 1: the credentials of the remote HELLO (its clear token only with `legacyBearer`). */
-  bearerCredentials(): PresentedCredentials {
+  private bearerCredentials(): PresentedCredentials {
     const token = this.received!.token
     return this.options.legacyBearer && token.length > 0 ? { scheme: 'bearer', token } : { scheme: 'none' }
   }
@@ -139,7 +194,7 @@ export class Handshake {
    * Our AUTH (protocol 2): the proof over both nonces and ids, empty when
    * this side has no secret. Undefined if it was sent already.
    */
-  auth(): AuthMessage | undefined {
+  private auth(): AuthMessage | undefined {
     if (this.authSent) return undefined
     this.authSent = true
     const { token } = this.options
@@ -151,7 +206,7 @@ export class Handshake {
    * before the HELLO; handed back by {@link takeEarlyAuth}), or it is
    * `unexpected` (protocol 1, a second one).
    */
-  receiveAuth(auth: AuthMessage): 'check' | 'held' | 'unexpected' {
+  private receiveAuth(auth: AuthMessage): 'check' | 'held' | 'unexpected' {
     if (!this.received) {
       if (this.earlyAuth) return 'unexpected'
       this.earlyAuth = auth
@@ -163,21 +218,21 @@ export class Handshake {
   }
 
   /** An AUTH that came before the remote HELLO, once. */
-  takeEarlyAuth(): AuthMessage | undefined {
+  private takeEarlyAuth(): AuthMessage | undefined {
     const auth = this.earlyAuth
     this.earlyAuth = undefined
     return auth
   }
 
   /** The credentials of a remote AUTH: a proof checked against whatever secret the host expects. */
-  proofCredentials(auth: AuthMessage): PresentedCredentials {
+  private proofCredentials(auth: AuthMessage): PresentedCredentials {
     if (auth.proof.length === 0) return { scheme: 'none' }
     const input = this.proofInput('remote')
     return { scheme: 'proof', verify: (secret) => constantTimeEqual(handshakeProof(secret, input), auth.proof) }
   }
 
   /** Asks `authenticate` about the remote's credentials (a throw counts as a refusal). */
-  async authenticate(
+  private async authenticate(
     presented: PresentedCredentials,
     authenticate: (peer: PeerId, presented: PresentedCredentials) => boolean | Promise<boolean>,
   ): Promise<{ readonly ok: true } | { readonly refusal: Refusal }> {
@@ -195,11 +250,6 @@ export class Handshake {
         ' challenge-response of protocol 2 (upgrade that peer, or enable legacyBearer here, over wss:// only)'
     }
     return { refusal: { reason: 'auth', message } }
-  }
-
-  /** Records the remote as accepted. */
-  accept(): void {
-    this.accepted = true
   }
 
   /** Records HELLO-OK; false if one came before (the second is unexpected). */

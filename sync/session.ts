@@ -6,7 +6,8 @@
  * drive {@link SyncSession.tick} for timeouts and periodic anti-entropy.
  *
  * Lifecycle (see sync/PROTOCOL.md): both sides send HELLO; each checks the
- * other's versions and credentials and answers HELLO-OK or REFUSE; once a
+ * other's versions and credentials (protocol 2: AUTH proofs, the dialer
+ * first) and answers HELLO-OK or REFUSE; once a
  * side has accepted the remote HELLO and received HELLO-OK, the session is
  * open and sends VERSIONS. Each side answers a VERSIONS with the commits the
  * other lacks then DONE, and from then on forwards local commits live.
@@ -23,13 +24,13 @@ import { Emitter, type Unsubscribe } from '../crdt/emitter.ts'
 import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
 import { AntiEntropy } from './anti-entropy.ts'
 import { Reassembler, MIN_FRAME_BYTES } from './chunking.ts'
-import { newNonce, type PresentedCredentials } from './credentials.ts'
-import { Handshake } from './handshake.ts'
+import { newNonce } from './credentials.ts'
+import { Handshake, PROOF_VERSION, type HandshakeIo } from './handshake.ts'
 import type { Access, LocalCommit, SyncHost } from './host.ts'
 import { InboundLedger, checkWrite, isRefusedApply, readFrame } from './inbound.ts'
 import {
   FRAME_FORMAT, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION, encodeMessage,
-  type AuthMessage, type DecodedMessage, type DeltaEntry, type HelloMessage, type Message, type PeerId, type RefuseReason,
+  type DecodedMessage, type DeltaEntry, type Message, type PeerId, type RefuseReason,
   type VersionEntry,
 } from './messages.ts'
 import { ALL_NAMES, matchesFilter, type NameFilter } from './names.ts'
@@ -84,7 +85,7 @@ export class SyncSession {
       maxVersion,
       peerId: options.peerId,
       token: options.token ?? '',
-      legacyBearer: options.legacyBearer ?? maxVersion < 2,
+      legacyBearer: options.legacyBearer ?? maxVersion < PROOF_VERSION,
       provesFirst: options.direction !== 'inbound',
       binding: options.channelBinding ?? new Uint8Array(0),
       nonce: newNonce(),
@@ -328,8 +329,7 @@ export class SyncSession {
       return
     }
     if (this.stateValue === 'handshake') {
-      if (message.type === 'hello') await this.onHello(message)
-      else if (message.type === 'auth') await this.onAuth(message)
+      if (message.type === 'hello' || message.type === 'auth') await this.handshake.receive(message, this.handshakeIo)
       else if (message.type === 'hello-ok') this.onHelloOk()
       else this.stat.unexpected++ // data before the handshake: dropped, never applied
       return
@@ -369,50 +369,14 @@ export class SyncSession {
     }
   }
 
-  private async onHello(hello: HelloMessage): Promise<void> {
-    if (this.handshake.helloReceived) {
-      this.stat.unexpected++
-      return
-    }
-    const received = this.handshake.receiveHello(hello)
-    if ('refusal' in received) {
-      this.refuse(received.refusal.reason, received.refusal.message)
-      return
-    }
-    if (received.version < 2) {
-      await this.admit(this.handshake.bearerCredentials())
-      return
-    }
-    // Protocol 2: credentials are proved in AUTH, the dialer first.
-    if (this.handshake.provesFirst) this.sendAuth()
-    const early = this.handshake.takeEarlyAuth()
-    if (early) await this.onAuth(early)
-  }
-
-  private async onAuth(auth: AuthMessage): Promise<void> {
-    const step = this.handshake.receiveAuth(auth)
-    if (step === 'unexpected') this.stat.unexpected++
-    if (step !== 'check') return
-    await this.admit(this.handshake.proofCredentials(auth))
-  }
-
-  /** Checks the remote's credentials; accepts it (HELLO-OK, after our own AUTH if we prove second) or refuses. */
-  private async admit(presented: PresentedCredentials): Promise<void> {
-    const verdict = await this.handshake.authenticate(presented, (peer, credentials) => this.host.authenticate(peer, credentials))
-    if (this.stateValue === 'closed' || this.closing) return
-    if ('refusal' in verdict) {
-      this.refuse(verdict.refusal.reason, verdict.refusal.message)
-      return
-    }
-    this.handshake.accept()
-    if (this.handshake.version >= 2) this.sendAuth()
-    this.sendControl({ type: 'hello-ok', version: this.handshake.version })
-    this.maybeOpen()
-  }
-
-  private sendAuth(): void {
-    const auth = this.handshake.auth()
-    if (auth) this.sendControl(auth)
+  /** HELLO and AUTH go to the handshake, which answers (AUTH, HELLO-OK or REFUSE) through this. */
+  private readonly handshakeIo: HandshakeIo = {
+    send: (message) => this.sendControl(message),
+    refuse: (reason, message) => this.refuse(reason, message),
+    authenticate: (peer, presented) => this.host.authenticate(peer, presented),
+    active: () => this.stateValue !== 'closed' && !this.closing,
+    unexpected: () => { this.stat.unexpected++ },
+    accepted: () => this.maybeOpen(),
   }
 
   private onHelloOk(): void {

@@ -5,6 +5,10 @@
  * against what Yjs's own sync exchange would send for the same two states
  * (y-protocols step 1 and step 2 both ways: the state vectors plus
  * `Y.diffUpdate` of each side against the other's state vector).
+ *
+ * And the cost of the protocol-2 handshake (HELLO with a nonce, AUTH proofs
+ * both ways, the dialer first: one more round trip and two HMACs) against
+ * protocol 1's bearer token, over real WebSocket connections on 127.0.0.1.
  */
 import { readFileSync } from 'node:fs'
 import { gunzipSync } from 'node:zlib'
@@ -12,6 +16,11 @@ import * as Y from 'yjs'
 import type { Benchmark, Measurement } from './harness.ts'
 import { Network } from '../transports/memory/index.ts'
 import { SimPeer, connectPair } from '../test/sync/helpers/sim.ts'
+import { MemoryHost } from '../test/sync/helpers/memory-host.ts'
+import { attachSession } from '../sync/attach.ts'
+import { peerId } from '../sync/messages.ts'
+import { WebSocketTransport } from '../transports/websocket/index.ts'
+import { timeMs } from './harness.ts'
 
 interface Trace {
   readonly endContent: string
@@ -64,7 +73,58 @@ function yjsBaseline(full: Uint8Array, partial: Uint8Array): { total: number; pa
   return { total: svOffline.length + toOffline.length + svOnline.length + toOnline.length, payload: svOnline.length + toOffline.length }
 }
 
+/** Milliseconds for `count` handshakes, one after the other, each on a new WebSocket connection (dial until both sides are open). */
+async function handshakes(count: number, versions: { min: number; max: number }): Promise<number> {
+  const secret = 'bench-secret-0123456789abcdef'
+  const server = new MemoryHost('server', { token: secret })
+  const listener = new WebSocketTransport()
+  let opened = 0
+  listener.events.on('connection', (connection) => {
+    const session = attachSession(connection, server, { peerId: peerId('server'), versions, legacyBearer: versions.max < 2 })
+    session.events.once('open', () => { opened++ })
+  })
+  const url = await listener.listen({ port: 0 })
+  const dialer = new WebSocketTransport()
+  const client = new MemoryHost('client')
+  try {
+    return await timeMs(async () => {
+      for (let i = 0; i < count; i++) {
+        const session = attachSession(await dialer.dial(url), client, { peerId: peerId('client'), token: secret, versions })
+        const before = opened
+        await new Promise<void>((resolve, reject) => {
+          session.events.once('open', () => resolve())
+          session.events.once('close', ({ reason }) => reject(new Error(`handshake failed: ${reason}`)))
+        })
+        while (opened === before) await new Promise((resolve) => setImmediate(resolve))
+        session.close('next')
+      }
+    })
+  } finally {
+    await dialer.stop()
+    await listener.stop()
+  }
+}
+
 export const benchmarks: Benchmark[] = [
+  {
+    name: 'sync/handshake-websocket',
+    async run(): Promise<Measurement[]> {
+      const count = 150
+      await handshakes(20, { min: 1, max: 1 }) // warm-up, both kinds
+      await handshakes(20, { min: 1, max: 2 })
+      let bearer = 0
+      let proof = 0
+      for (let round = 0; round < 2; round++) { // interleaved, so drift of the machine hits both alike
+        bearer += await handshakes(count, { min: 1, max: 1 })
+        proof += await handshakes(count, { min: 1, max: 2 })
+      }
+      return [{
+        name: `${2 * count} handshakes with a shared secret, dial to both sides open`, value: proof / (2 * count), unit: 'ms', better: 'lower',
+        baseline: { label: 'protocol 1 bearer token', value: bearer / (2 * count) },
+        note: 'protocol 2 adds a round trip (the listener proves after the dialer) and 2 HMAC-SHA-256 per side',
+      }]
+    },
+  },
   {
     name: 'sync/yjs-resync-bytes',
     async run(): Promise<Measurement[]> {

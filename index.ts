@@ -10,8 +10,10 @@
  * (crdt/, persistence/, sync/, transports/) are exported for embedding and
  * for custom transports and storage.
  */
-export { createPeer, Peer } from './peer/index.ts'
-export type { PeerOptions, AuthOptions, AccessFunction, CredentialCheck, ListenOptions, ConnectOptions, FlushOptions, PeerEvents, PeerStats } from './peer/index.ts'
+export { createPeer, Peer, FlushTimeoutError } from './peer/index.ts'
+export type {
+  PeerOptions, AuthOptions, AccessFunction, CredentialCheck, ListenOptions, ConnectOptions, ReconnectingEvent, FlushOptions, FlushProgress, PeerEvents, PeerStats,
+} from './peer/index.ts'
 export type { Libp2pListenOptions, Libp2pListening, PeerLibp2pOptions, PeerGossipOptions, GossipStats } from './peer/index.ts'
 export {
   ConcordError, DecodeError, TypeMismatchError, ErrorCodes, isConcordError, type ErrorCode,

@@ -24,18 +24,27 @@ export class Emitter<Events extends Record<string, unknown>> {
     return () => this.off(event, listener)
   }
 
-  /** Adds a listener that runs once. */
+  /** Adds a listener that runs once (`off(event, listener)` removes it too). */
   once<K extends keyof Events>(event: K, listener: (payload: Events[K]) => void): Unsubscribe {
-    const unsubscribe = this.on(event, (payload) => {
+    const wrapper = Object.assign((payload: Events[K]) => {
       unsubscribe()
       listener(payload)
-    })
+    }, { original: listener })
+    const unsubscribe = this.on(event, wrapper)
     return unsubscribe
   }
 
-  /** Removes a listener. */
+  /** Removes a listener (one added with `on` or `once`). */
   off<K extends keyof Events>(event: K, listener: (payload: Events[K]) => void): void {
-    this.listeners.get(event)?.delete(listener as (payload: never) => void)
+    const set = this.listeners.get(event)
+    if (!set) return
+    if (set.delete(listener as (payload: never) => void)) return
+    for (const entry of set) {
+      if ((entry as { original?: unknown }).original === listener) {
+        set.delete(entry)
+        return
+      }
+    }
   }
 
   /** Number of listeners for an event. */

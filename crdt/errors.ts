@@ -44,6 +44,8 @@ export const ErrorCodes = {
   PROTOCOL_ERROR: 'CONCORD_PROTOCOL_ERROR',
   /** A dial could not reach the remote end (refused, unreachable, partitioned, handshake failed). */
   UNREACHABLE: 'CONCORD_UNREACHABLE',
+  /** A listen found its address taken (another process listens on that port). */
+  ADDRESS_IN_USE: 'CONCORD_ADDRESS_IN_USE',
 } as const
 
 /** One of the stable error codes. */

@@ -9,7 +9,7 @@
  * -> every open session ships it. A remote change: session -> host ->
  * store.commit (validate all, apply, log, all or none) -> acknowledged.
  */
-import { Emitter } from '../crdt/emitter.ts'
+import { Emitter, type Unsubscribe } from '../crdt/emitter.ts'
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import type { Replica, ReplicaType } from '../crdt/replica.ts'
 import type { Json } from '../crdt/types/json.ts'
@@ -29,12 +29,14 @@ import { Libp2pLink, type Libp2pListening } from './libp2p-link.ts'
 import { validateLibp2pOptions, type PeerLibp2pOptions } from './libp2p-options.ts'
 import type { Libp2pTransport } from '../transports/libp2p/libp2p-transport.ts'
 import { StoreSyncHost } from './store-sync-host.ts'
-import { WebSocketNetwork, type ConnectOptions, type ListenOptions } from './websocket-network.ts'
+import { WebSocketNetwork, type ConnectOptions, type ListenOptions, type ReconnectingEvent } from './websocket-network.ts'
 import { flushWithAcks, type FlushOptions } from './flush.ts'
 import { addStats, emptyStats } from './session-stats.ts'
+import { multiaddrHost, openAccessWarning } from './open-access.ts'
 
-export type { ListenOptions, ConnectOptions } from './websocket-network.ts'
-export type { FlushOptions } from './flush.ts'
+export type { ListenOptions, ConnectOptions, ReconnectingEvent } from './websocket-network.ts'
+export type { FlushOptions, FlushProgress } from './flush.ts'
+export { FlushTimeoutError } from './flush.ts'
 
 /** Options of {@link Peer.listen} for libp2p. */
 export interface Libp2pListenOptions {
@@ -47,7 +49,7 @@ export interface Libp2pListenOptions {
   readonly signal?: AbortSignal
 }
 
-/** Events of a peer. */
+/** Events of a peer (`peer.on(event, listener)`; README, "Events"). */
 export interface PeerEvents extends Record<string, unknown> {
   /** A session with a remote peer completed its handshake. */
   'peer-connected': { readonly peerId: string }
@@ -55,10 +57,14 @@ export interface PeerEvents extends Record<string, unknown> {
   'peer-synced': { readonly peerId: string }
   /** A session ended. */
   'peer-disconnected': { readonly peerId?: string; readonly reason?: string }
+  /** A connection `connect(url)` kept up went down (attempt 0) or a redial of it failed; the next dial is in `delayMs`. */
+  reconnecting: ReconnectingEvent
   /** A handshake was refused (either way). */
   refused: { readonly by: 'local' | 'remote'; readonly reason: string; readonly message: string }
   /** A background failure (a change that could not be logged, a transport error). */
   error: { readonly name?: string; readonly error: ConcordError }
+  /** A setup that works but is probably not what was meant (`open-access`: listening beyond loopback with no credentials). */
+  warning: { readonly kind: 'open-access'; readonly message: string; readonly address: string }
 }
 
 /** Counters of a peer. */
@@ -152,12 +158,28 @@ export class Peer {
         if (!this.closing) this.attach(connection)
       },
       openYjs: (name) => this.yjs(name),
+      onReconnecting: (event) => this.events.emit('reconnecting', event),
     })
     const tickMs = options.tickMs ?? TICK_MS
     if (tickMs > 0) {
       this.ticker = setInterval(() => this.tick(), tickMs)
       this.ticker.unref()
     }
+  }
+
+  /** Adds a listener of a peer event (README, "Events"); returns a function that removes it. Same as `peer.events.on`. */
+  on<K extends keyof PeerEvents>(event: K, listener: (payload: PeerEvents[K]) => void): Unsubscribe {
+    return this.events.on(event, listener)
+  }
+
+  /** Adds a listener that runs once; returns a function that removes it. */
+  once<K extends keyof PeerEvents>(event: K, listener: (payload: PeerEvents[K]) => void): Unsubscribe {
+    return this.events.once(event, listener)
+  }
+
+  /** Removes a listener added with {@link on}. */
+  off<K extends keyof PeerEvents>(event: K, listener: (payload: PeerEvents[K]) => void): void {
+    this.events.off(event, listener)
   }
 
   /**
@@ -244,7 +266,11 @@ export class Peer {
 
   /**
    * Resolves when everything written before the call is durable here and,
-   * with `acks: n`, persisted by at least `n` connected peers.
+   * with `acks: n`, persisted by at least `n` distinct peers (peers that
+   * connect meanwhile count). Waits at most `timeoutMs` (default 30 s, also
+   * when no peer is connected), then rejects with a `FlushTimeoutError`
+   * (`CONCORD_TIMEOUT`) listing who acknowledged; `onProgress` reports each
+   * acknowledgement as it comes.
    */
   async flush(options: FlushOptions = {}): Promise<void> {
     this.checkOpen()
@@ -303,19 +329,42 @@ export class Peer {
     if ('libp2p' in options && options.libp2p !== undefined) {
       const extra = Object.keys(options).filter((key) => key !== 'libp2p' && key !== 'signal')
       if (extra.length > 0) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `listen: give either libp2p or ${extra.join(', ')} (one transport per call)`)
-      return this.libp2pLink().listen(options.libp2p, options.signal)
+      const listening = await this.libp2pLink().listen(options.libp2p, options.signal)
+      if (!this.requiresCredentials() && (options.libp2p.allow ?? this.options.libp2p?.allow) === undefined) {
+        this.warn(openAccessWarning(listening.multiaddrs.map((ma) => multiaddrHost(ma) ?? ma), 'libp2p, no allow list'))
+      }
+      return listening
     }
     this.checkUnboundDoor('listen')
-    return this.websocket.listen(options as ListenOptions)
+    const websocket = options as ListenOptions
+    const listening = await this.websocket.listen(websocket)
+    if (!this.requiresCredentials()) this.warn(openAccessWarning([websocket.host ?? '127.0.0.1'], 'WebSocket'))
+    return listening
+  }
+
+  /** True when peers that connect must present credentials (`auth.accept`, or `auth.token` as a shared secret). */
+  private requiresCredentials(): boolean {
+    return this.options.auth?.accept !== undefined || this.options.auth?.token !== undefined
+  }
+
+  private warn(warning: PeerEvents['warning'] | undefined): void {
+    if (warning) this.events.emit('warning', warning)
   }
 
   /**
-   * Connects to a peer's WebSocket URL and keeps the connection up
-   * (reconnects with exponential backoff and jitter). Resolves when the
-   * first handshake completes; rejects with `CONCORD_AUTH_FAILED` (and stops
-   * reconnecting) when the remote refuses the credentials, or when a
-   * `wss://` server's certificate is not trusted (`tls.ca` trusts a
-   * private CA or a self-signed certificate).
+   * Connects to a peer's WebSocket URL (`ws://host:port/concord` or
+   * `wss://`) and resolves when the first handshake completes. That first
+   * attempt (one dial, one handshake, within `timeoutMs`, default 15 s) is
+   * the answer: an address that is not a WebSocket URL rejects at once with
+   * `CONCORD_INVALID_ARGUMENT`; a failed dial or a connection closed before
+   * the handshake with `CONCORD_UNREACHABLE` (saying what answered: nothing,
+   * an HTTP status, the path Concord listens at); refused credentials, or a
+   * `wss://` server whose certificate is not trusted (`tls.ca` trusts a
+   * private CA or a self-signed certificate), with `CONCORD_AUTH_FAILED`; no
+   * handshake in time with `CONCORD_TIMEOUT`. Once connected, the connection
+   * is kept up: redialled with exponential backoff and jitter
+   * (`reconnecting` events), until the remote refuses the credentials or
+   * `disconnect(url)`.
    *
    * A multiaddr (starts with `/`, ends in `/p2p/<PeerId>`) is dialled over
    * libp2p instead (starting a dial-only node if `listen({ libp2p })` was not
@@ -323,7 +372,7 @@ export class Peer {
    * It rejects at once when the first dial fails (`CONCORD_UNREACHABLE`,
    * `CONCORD_FORBIDDEN`, `CONCORD_TIMEOUT`, `CONCORD_INVALID_ARGUMENT`).
    */
-  connect(url: string, options: ConnectOptions = {}): Promise<void> {
+  async connect(url: string, options: ConnectOptions = {}): Promise<void> {
     this.checkOpen()
     if (typeof url === 'string' && url.startsWith('/')) return this.libp2pLink().connect(url, options)
     return this.websocket.connect(url, options)

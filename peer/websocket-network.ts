@@ -5,13 +5,13 @@
  * only moves connections to it.
  */
 import { WebSocketServer } from 'ws'
-import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
+import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
 import { isYjsRemoteOrigin, type YjsReplica } from '../crdt/documents/yjs-replica.ts'
 import type { Store } from '../persistence/store.ts'
-import type { SyncSession } from '../sync/index.ts'
+import type { RefuseReason, SyncSession } from '../sync/index.ts'
 import type { Connection } from '../transports/transport.ts'
 import { Reconnector } from '../transports/reconnect.ts'
-import { WebSocketTransport, type WebSocketListenOptions } from '../transports/websocket/index.ts'
+import { parseWebSocketUrl, WebSocketTransport, type WebSocketListenOptions } from '../transports/websocket/index.ts'
 import { YWebsocketBridge } from './y-websocket-bridge.ts'
 
 /** Where and how to listen. */
@@ -35,6 +35,11 @@ export interface ConnectOptions {
    * certificate must still name the URL's host).
    */
   readonly tls?: { readonly ca?: string | Buffer | ReadonlyArray<string | Buffer> }
+  /**
+   * The first attempt (dial and Concord handshake) fails with
+   * `CONCORD_TIMEOUT` after this many ms (default 15 000).
+   */
+  readonly timeoutMs?: number
   /** Stops waiting (and reconnecting) when aborted. */
   readonly signal?: AbortSignal
 }
@@ -56,6 +61,38 @@ function certificateError(error: unknown): string | undefined {
   return undefined
 }
 
+/** Default of {@link ConnectOptions.timeoutMs}. */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 15_000
+
+/** A redial of a connection that was up: the peer's `reconnecting` event. */
+export interface ReconnectingEvent {
+  readonly url: string
+  /** 0 right after the connection closed, then 1, 2, ... per failed redial. */
+  readonly attempt: number
+  /** When the next dial starts, ms from now. */
+  readonly delayMs: number
+  /** Why the last redial failed (absent right after the connection closed). */
+  readonly error?: ConcordError
+}
+
+function checkTimeout(timeoutMs: unknown): void {
+  if (timeoutMs === undefined) return
+  if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0) {
+    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `connect: timeoutMs must be a number of ms > 0, got ${String(timeoutMs)}`)
+  }
+}
+
+/** The error a refused handshake gives `connect`. */
+function refusalError(url: string, by: 'local' | 'remote', reason: RefuseReason, message: string): ConcordError {
+  const code = reason === 'auth' ? ErrorCodes.AUTH_FAILED
+    : reason === 'version' ? ErrorCodes.UNSUPPORTED_VERSION
+      : reason === 'limit' ? ErrorCodes.LIMIT_EXCEEDED
+        : reason === 'shutdown' ? ErrorCodes.UNREACHABLE
+          : ErrorCodes.PROTOCOL_ERROR
+  const who = by === 'remote' ? `${url} refused` : `refused ${url}`
+  return new ConcordError(code, `${who}: ${message}`)
+}
+
 /** What the WebSocket side needs from its peer. */
 export interface WebSocketNetworkOptions {
   /** Largest Concord frame of the peer (the socket's payload limit is derived from it). */
@@ -68,6 +105,8 @@ export interface WebSocketNetworkOptions {
   readonly onInbound: (connection: Connection) => void
   /** Opens a Yjs document of the peer (a y-websocket room). */
   readonly openYjs: (name: string) => Promise<YjsReplica>
+  /** Called when a connection that was up is being redialled. */
+  readonly onReconnecting?: (event: ReconnectingEvent) => void
 }
 
 /** The WebSocket transport of a peer, its dialed connections and its y-websocket route. */
@@ -88,8 +127,15 @@ export class WebSocketNetwork {
     return { url, port: Number(new URL(url).port) }
   }
 
-  /** Dials `url` and keeps the connection up; see {@link Peer.connect}. */
+  /** Dials `url` and keeps the connection up once a first handshake succeeded; see {@link Peer.connect}. */
   connect(url: string, options: ConnectOptions = {}): Promise<void> {
+    try {
+      parseWebSocketUrl(url)
+      checkTimeout(options.timeoutMs)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    const timeoutMs = options.timeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS
     const transport = this.transport()
     const tls = options.tls
     const reconnector = new Reconnector({
@@ -98,9 +144,13 @@ export class WebSocketNetwork {
     })
     return new Promise<void>((resolve, reject) => {
       let settled = false
+      /** True once a handshake completed: from then on failures are retried, not reported here. */
+      let established = false
+      const timer = setTimeout(() => settle(new ConcordError(ErrorCodes.TIMEOUT, `connect to ${url}: no Concord handshake within ${timeoutMs} ms`)), timeoutMs)
       const settle = (error?: Error) => {
         if (settled) return
         settled = true
+        clearTimeout(timer)
         options.signal?.removeEventListener('abort', onAbort)
         if (error) {
           reconnector.stop()
@@ -114,21 +164,46 @@ export class WebSocketNetwork {
       this.reconnectors.set(reconnector, { url, cancel: () => settle(new ConcordError(ErrorCodes.ABORTED, `disconnected from ${url} before the first handshake`)) })
       if (options.signal?.aborted) return onAbort()
       options.signal?.addEventListener('abort', onAbort, { once: true })
-      // A certificate this peer does not trust will not become trusted by dialing again: the first connect fails at once.
-      reconnector.events.on('failure', ({ error }) => {
+      // The first attempt is one dial and one handshake: its failure is the caller's answer. A certificate
+      // this peer does not trust will not become trusted by dialing again: that says how to trust it.
+      reconnector.events.on('failure', ({ error, attempt, delayMs }) => {
+        if (established) {
+          this.options.onReconnecting?.({ url, attempt: attempt + 1, delayMs, error: isConcordError(error) ? error : undefined })
+          return
+        }
         const code = certificateError(error)
-        if (code === undefined || settled) return
-        settle(new ConcordError(ErrorCodes.AUTH_FAILED, `${url}: the server's TLS certificate is not trusted (${code}); ` +
-          'give its CA (or the self-signed certificate) as connect(url, { tls: { ca } })', { cause: error }))
+        if (code !== undefined) {
+          settle(new ConcordError(ErrorCodes.AUTH_FAILED, `${url}: the server's TLS certificate is not trusted (${code}); ` +
+            'give its CA (or the self-signed certificate) as connect(url, { tls: { ca } })', { cause: error }))
+        } else {
+          settle(isConcordError(error) ? error : new ConcordError(ErrorCodes.UNREACHABLE, `cannot reach ${url}: ${String(error)}`, { cause: error }))
+        }
+      })
+      reconnector.events.on('disconnect', ({ delayMs }) => {
+        if (established) this.options.onReconnecting?.({ url, attempt: 0, delayMs })
       })
       reconnector.events.on('connection', (connection) => {
         const session = this.options.attach(connection, { token: options.token })
-        session.events.once('open', () => settle())
+        let opened = false
+        session.events.once('open', () => {
+          opened = true
+          established = true
+          settle()
+        })
         session.events.once('refused', ({ by, reason, message }) => {
+          const error = refusalError(url, by, reason, message)
+          // Refused for good (credentials, protocol version): stop redialling.
           if (by === 'remote' && (reason === 'auth' || reason === 'version')) {
-            settle(new ConcordError(reason === 'auth' ? ErrorCodes.AUTH_FAILED : ErrorCodes.UNSUPPORTED_VERSION, `${url} refused: ${message}`))
+            settle(error)
             reconnector.stop()
             this.reconnectors.delete(reconnector)
+          } else if (!established) {
+            settle(error)
+          }
+        })
+        session.events.once('close', ({ reason }) => {
+          if (!opened && !established) {
+            settle(new ConcordError(ErrorCodes.UNREACHABLE, `${url} closed the connection before the Concord handshake completed${reason ? ` (${reason})` : ''}`))
           }
         })
       })

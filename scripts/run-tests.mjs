@@ -59,6 +59,8 @@ const lists = {
     'test/peer/out-of-order-documents.test.ts',
     'test/peer/transact.test.ts',
     'test/peer/identity.test.ts',
+    'test/peer/connect-listen.test.ts',
+    'test/peer/flush-progress.test.ts',
     'test/transports/connection-events.test.ts',
     // cli/ and demos/
     'test/peer/peer-disconnect.test.ts',

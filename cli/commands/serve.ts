@@ -14,6 +14,10 @@ import { checkAclIdentities, parseAcl } from '../acl.ts'
 import { action, parseInteger, type CliContext } from '../context.ts'
 import { CliError, ExitCodes } from '../exit-codes.ts'
 import { storedReplicaId } from '../open-store.ts'
+import { ErrorCodes, isConcordError } from '../../crdt/errors.ts'
+import type { ConnectOptions, Peer } from '../../peer/peer.ts'
+import { backoffDelay } from '../../transports/reconnect.ts'
+import { parseWebSocketUrl } from '../../transports/websocket/index.ts'
 
 /** Replica id of a new folder served without `--id`. */
 export const DEFAULT_SERVE_ID = 'concord-serve'
@@ -75,6 +79,15 @@ export function registerServe(program: Command, ctx: CliContext): void {
     .action(action(ctx, 'serve', async (out, options: ServeOptions) => {
       const libp2p = Boolean(options.libp2p || options.gossipsub || options.mdns ||
         options.libp2pListen.length > 0 || options.bootstrap.length > 0 || options.allow.length > 0)
+      for (const remote of options.connect) {
+        if (!remote.startsWith('/')) {
+          try {
+            parseWebSocketUrl(remote)
+          } catch (error) {
+            throw new CliError(ExitCodes.USAGE, `--connect ${remote}: ${(error as Error).message}`)
+          }
+        }
+      }
       const port = parseInteger(options.port, '--port')
       if (port > 65535) throw new CliError(ExitCodes.USAGE, `--port must be at most 65535, got ${port}`)
       const acl = options.acl === undefined ? undefined : parseAcl(await readFile(options.acl, 'utf8').catch((error) => {
@@ -110,6 +123,9 @@ export function registerServe(program: Command, ctx: CliContext): void {
         } : undefined,
       })
       let stopping = false
+      const stopDialing = new AbortController()
+      // Before listening: the open-access warning is given by listen itself.
+      peer.on('warning', ({ message }) => out.note(`concord serve: warning: ${message}`))
       try {
         const { url, port: bound } = await peer.listen({ port, host: options.host, yWebsocket: options.yWebsocket, tls })
         const p2p = libp2p ? await peer.listen({
@@ -119,11 +135,9 @@ export function registerServe(program: Command, ctx: CliContext): void {
         out.result({ url, port: bound, id, dir: options.dir, yWebsocket: options.yWebsocket ? `${base}/yjs/<room>` : null, libp2p: p2p ?? null },
           () => `concord serve: replica "${id}" on ${options.dir}\nlistening on ${url}` + (options.yWebsocket ? `\ny-websocket clients: ${base}/yjs/<room>` : '') +
             (p2p ? `\nlibp2p PeerId ${p2p.peerId}${p2p.multiaddrs.map((ma) => `\nlibp2p: ${ma}`).join('')}` : '') + '\nCtrl-C to stop')
-        peer.events.on('error', ({ error }) => out.note(`concord serve: ${error.code}: ${error.message}`))
-        peer.events.on('refused', ({ by, reason }) => out.note(`concord serve: handshake refused (${by}): ${reason}`))
-        for (const remote of options.connect) {
-          peer.connect(remote, ca ? { tls: { ca } } : {}).catch((error) => out.note(`concord serve: connect ${remote}: ${(error as Error).message}`))
-        }
+        peer.on('error', ({ error }) => out.note(`concord serve: ${error.code}: ${error.message}`))
+        peer.on('refused', ({ by, reason }) => out.note(`concord serve: handshake refused (${by}): ${reason}`))
+        for (const remote of options.connect) keepConnecting(peer, remote, ca ? { tls: { ca } } : {}, stopDialing.signal, (line) => out.note(`concord serve: ${line}`))
         ctx.onListening?.({ url, port: bound, libp2p: p2p })
         const signal = await new Promise<string>((resolve) => {
           const stop = (name: string) => {
@@ -141,9 +155,35 @@ export function registerServe(program: Command, ctx: CliContext): void {
         stopping = true
         out.note(`concord serve: ${signal}: flushing and closing`)
       } finally {
+        stopDialing.abort()
         await peer.close()
       }
       if (stopping) out.note('concord serve: stopped, everything flushed')
     }))
 }
 
+
+/**
+ * Dials `remote` until a first handshake succeeds (a relay may start before
+ * the peer it links to), reporting each failure; from then on the peer
+ * reconnects by itself. Refusals for good (credentials, version) end it.
+ */
+function keepConnecting(peer: Peer, remote: string, options: ConnectOptions, signal: AbortSignal, note: (line: string) => void, attempt = 0): void {
+  if (signal.aborted) return
+  peer.connect(remote, { ...options, signal }).then(
+    () => note(`connected to ${remote}`),
+    (error: unknown) => {
+      if (signal.aborted) return
+      const retry = isConcordError(error, ErrorCodes.UNREACHABLE) || isConcordError(error, ErrorCodes.TIMEOUT)
+      const message = isConcordError(error) ? `${error.code}: ${error.message}` : String(error)
+      if (!retry) {
+        note(`connect ${remote}: ${message} (not retried)`)
+        return
+      }
+      const delayMs = backoffDelay(attempt, { initialMs: 500, maxMs: 15_000 })
+      note(`connect ${remote}: ${message}; retrying in ${(delayMs / 1000).toFixed(1)} s`)
+      const timer = setTimeout(() => keepConnecting(peer, remote, options, signal, note, attempt + 1), delayMs)
+      signal.addEventListener('abort', () => clearTimeout(timer), { once: true })
+    },
+  )
+}

@@ -25,7 +25,21 @@ process.on('disconnect', () => process.exit(1))
 export const NAMES = { facts: 'facts', writes: 'writes', log: 'log', last: 'last' } as const
 
 const peer: Peer = await createPeer({ id: config.id, dir: config.dir })
-const dialed = new Set<string>()
+/** The links this agent keeps, each with the number of the dial loop that owns it. */
+const dialed = new Map<string, number>()
+let dialLoops = 0
+
+/**
+ * Keeps dialing `url` until a first handshake succeeds (connect rejects when
+ * its first attempt fails, e.g. the other agent is restarting); from then on
+ * the peer reconnects by itself. Ends when the link is no longer wanted.
+ */
+function keepDialing(url: string, loop: number): void {
+  peer.connect(url).catch(() => {
+    if (dialed.get(url) !== loop) return // cut meanwhile (disconnect rejects the pending connect)
+    setTimeout(() => { if (dialed.get(url) === loop) keepDialing(url, loop) }, 200).unref()
+  })
+}
 
 async function handles() {
   return {
@@ -47,7 +61,7 @@ type Handler<C extends Command> = (args: Requests[C]['args']) => Promise<Request
 const handlers: { [C in Command]: Handler<C> } = {
   async links({ urls, refresh = [] }) {
     const wanted = new Set(urls)
-    for (const url of [...dialed]) {
+    for (const url of [...dialed.keys()]) {
       if (!wanted.has(url) || refresh.includes(url)) {
         peer.disconnect(url)
         dialed.delete(url)
@@ -55,8 +69,9 @@ const handlers: { [C in Command]: Handler<C> } = {
     }
     for (const url of wanted) {
       if (dialed.has(url)) continue
-      dialed.add(url)
-      peer.connect(url).catch(() => undefined) // reconnects by itself; a cut link rejects here
+      const loop = ++dialLoops
+      dialed.set(url, loop)
+      keepDialing(url, loop)
     }
     return { connected: peer.connectedPeers }
   },

@@ -14,6 +14,7 @@ import { Emitter, type Unsubscribe } from '../../crdt/emitter.ts'
 import { ConcordError, ErrorCodes } from '../../crdt/errors.ts'
 import type { AbortOptions, Connection, Transport, TransportEvents } from '../transport.ts'
 import { WebSocketConnection } from './connection.ts'
+import { CONCORD_PATH_HEADER, listenError, parseWebSocketUrl, socketError, unexpectedResponseError } from './dial-errors.ts'
 
 /** Options of a {@link WebSocketTransport}. */
 export interface WebSocketTransportOptions {
@@ -138,14 +139,23 @@ export class WebSocketTransport implements Transport {
     this.detachUpgrade = () => server.off('upgrade', onUpgrade)
     this.httpServer = server
     if (!server.listening) {
-      await new Promise<void>((resolve, reject) => {
-        const onError = (error: Error): void => reject(new ConcordError(ErrorCodes.INVALID_ARGUMENT, `cannot listen: ${error.message}`, { cause: error }))
-        server.once('error', onError)
-        server.listen(listen.port ?? 0, host, () => {
-          server.off('error', onError)
-          resolve()
+      try {
+        await new Promise<void>((resolve, reject) => {
+          const onError = (error: Error): void => reject(listenError(error, host, listen.port ?? 0))
+          server.once('error', onError)
+          server.listen(listen.port ?? 0, host, () => {
+            server.off('error', onError)
+            resolve()
+          })
         })
-      })
+      } catch (error) {
+        // Nothing bound: forget the server, so a later listen (another port) works.
+        this.detachUpgrade()
+        this.detachUpgrade = undefined
+        this.httpServer = undefined
+        this.ownsServer = false
+        throw error
+      }
     }
     const bound = server.address() as AddressInfo
     const scheme = 'setSecureContext' in server ? 'wss' : 'ws'
@@ -180,7 +190,9 @@ export class WebSocketTransport implements Transport {
         return
       }
     }
-    socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n')
+    // Say where the protocol is, so a client that dialled the wrong path can tell its user.
+    const body = `no WebSocket endpoint here; Concord peers listen at ${this.path}\n`
+    socket.end(`HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Type: text/plain\r\n${CONCORD_PATH_HEADER}: ${this.path}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
   }
 
   private connectionOptions(): { heartbeatIntervalMs: number; highWaterMark: number } {
@@ -197,6 +209,11 @@ export class WebSocketTransport implements Transport {
   dial(address: string, options: WebSocketDialOptions = {}): Promise<Connection> {
     if (this.stopped) return Promise.reject(new ConcordError(ErrorCodes.CLOSED, 'transport stopped'))
     if (options.signal?.aborted) return Promise.reject(new ConcordError(ErrorCodes.ABORTED, 'aborted'))
+    try {
+      parseWebSocketUrl(address)
+    } catch (error) {
+      return Promise.reject(error)
+    }
     return new Promise<Connection>((resolve, reject) => {
       let ws: WebSocket
       try {
@@ -223,10 +240,8 @@ export class WebSocketTransport implements Transport {
       }
       const onAbort = (): void => fail(new ConcordError(ErrorCodes.ABORTED, 'aborted'))
       options.signal?.addEventListener('abort', onAbort, { once: true })
-      ws.once('error', (error) => fail(new ConcordError(ErrorCodes.UNREACHABLE, `cannot reach ${address}: ${error.message}`, { cause: error })))
-      ws.once('unexpected-response', (_request, response) => {
-        fail(new ConcordError(ErrorCodes.UNREACHABLE, `cannot reach ${address}: HTTP ${response.statusCode}`))
-      })
+      ws.once('error', (error) => fail(socketError(address, error)))
+      ws.once('unexpected-response', (_request, response) => fail(unexpectedResponseError(address, response)))
       ws.once('close', () => fail(new ConcordError(ErrorCodes.UNREACHABLE, `cannot reach ${address}: closed during the handshake`)))
       ws.once('open', () => {
         if (settled) return

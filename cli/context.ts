@@ -4,7 +4,8 @@
  * trace) and a meaningful exit code.
  */
 import { Option, type Command } from 'commander'
-import { CliError, ExitCodes, exitCodeOf, messageOf, type ExitCode } from './exit-codes.ts'
+import type { Readable } from 'node:stream'
+import { CliError, codeOf, ExitCodes, exitCodeOf, messageOf, type ExitCode } from './exit-codes.ts'
 import { Output, type Io } from './output.ts'
 
 /** The state of one CLI run. */
@@ -14,6 +15,8 @@ export interface CliContext {
   exitCode: ExitCode
   /** Stops a long-running command (`serve`) like SIGINT would (tests use it). */
   readonly signal?: AbortSignal
+  /** Standard input (`import`, and the answer to a confirmation); default process.stdin. */
+  readonly stdin?: () => Readable
   /** Called by `serve` once it listens (tests use it to learn the URL). */
   readonly onListening?: (info: { url: string; port: number; libp2p?: { peerId: string; multiaddrs: string[] } }) => void
 }
@@ -24,11 +27,21 @@ export interface FolderOptions {
   readonly json?: boolean
 }
 
+/** The `-d, --dir` option (or `$CONCORD_DIR`), checked by {@link action} (after unknown options, so `--dri` is reported as what it is). */
+export function dirOption(what = 'the data folder (LevelDB) of a peer'): Option {
+  return new Option('-d, --dir <dir>', `${what} (required)`).env('CONCORD_DIR')
+}
+
 /** Adds `-d, --dir` (or `$CONCORD_DIR`) and `--json` to a command. */
-export function folderOptions(command: Command, what = 'the data folder (LevelDB) of a peer'): Command {
+export function folderOptions(command: Command, what?: string): Command {
   return command
-    .addOption(new Option('-d, --dir <dir>', what).env('CONCORD_DIR').makeOptionMandatory())
+    .addOption(dirOption(what))
     .option('--json', 'print the result as JSON (one document on stdout)')
+}
+
+/** Writes an error as the `--json` document: `{ ok: false, error: { code, message, exit } }`. */
+export function writeJsonError(io: Io, error: { code?: string; message: string; exit: ExitCode }): void {
+  io.stdout.write(JSON.stringify({ ok: false, error }) + '\n')
 }
 
 /**
@@ -46,15 +59,14 @@ export function action<A extends unknown[]>(
     const json = Boolean((command.opts() as { json?: boolean }).json)
     const out = new Output(ctx.io, json)
     try {
+      if (command.options.some((option) => option.long === '--dir') && command.getOptionValue('dir') === undefined) {
+        throw new CliError(ExitCodes.USAGE, "required option '-d, --dir <dir>' not specified (or set $CONCORD_DIR)")
+      }
       ctx.exitCode = (await fn(out, ...args)) ?? ExitCodes.OK
     } catch (error) {
       ctx.exitCode = exitCodeOf(error)
       const message = messageOf(error)
-      if (json) {
-        const code = (error as { code?: unknown })?.code
-        const plain = error instanceof Error ? error.message : message
-        ctx.io.stdout.write(JSON.stringify({ ok: false, error: { code: typeof code === 'string' ? code : undefined, message: plain, exit: ctx.exitCode } }) + '\n')
-      }
+      if (json) writeJsonError(ctx.io, { code: codeOf(error), message: error instanceof Error ? error.message : message, exit: ctx.exitCode })
       ctx.io.stderr.write(`concord ${name}: ${message}\n`)
     }
   }

@@ -55,6 +55,20 @@ export function exitCodeOf(error: unknown): ExitCode {
   return ExitCodes.FAILURE
 }
 
+/** The stable code of an error for `--json` output: its ConcordError code, or the one its exit code stands for. */
+export function codeOf(error: unknown): string | undefined {
+  if (isConcordError(error)) return error.code
+  if (error instanceof CliError) {
+    switch (error.exitCode) {
+      case ExitCodes.USAGE: return ErrorCodes.INVALID_ARGUMENT
+      case ExitCodes.NOT_FOUND: return ErrorCodes.NOT_FOUND
+      case ExitCodes.LOCKED: return ErrorCodes.LOCKED
+      default: return undefined
+    }
+  }
+  return undefined
+}
+
 /** A one-line message for an error (its code first when it has one). */
 export function messageOf(error: unknown): string {
   if (isConcordError(error)) return `${error.code}: ${error.message}`

@@ -3,24 +3,27 @@
  * read from the folder (so any agent's folder can be inspected), a missing
  * folder is "not found" (commands that only read never create one), and a
  * folder held by a running peer is refused with `CONCORD_LOCKED`.
+ *
+ * The CLI never claims a folder: one it creates (import) stays unclaimed
+ * until a peer opens it (that peer owns it), unless `--id` names the owner.
+ * Working in an unclaimed folder, the CLI writes (a revert) under a replica
+ * id of its own for that run, so they never collide with a peer's.
  */
+import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { openLevelStorage, type LevelStorage } from '../persistence/level/index.ts'
 import { openStore, type Store } from '../persistence/store.ts'
 // Internal to persistence/ (not in its index): the key and codec of the store info record.
 import { STORE_INFO_KEY } from '../persistence/keys.ts'
-import { decodeStoreInfo } from '../persistence/store-info.ts'
+import { decodeStoreInfo, UNCLAIMED } from '../persistence/store-info.ts'
 import { CliError, ExitCodes } from './exit-codes.ts'
-
-/** The replica id a new folder gets when `--id` is not given. */
-export const DEFAULT_CLI_ID = 'concord-cli'
 
 /** A store opened by the CLI, and how to close it. */
 export interface OpenedFolder {
   readonly store: Store
-  /** The replica id the folder belongs to. */
-  readonly id: string
+  /** The replica id the folder belongs to; undefined while no peer has claimed it. */
+  readonly id: string | undefined
   close(): Promise<void>
 }
 
@@ -28,10 +31,15 @@ export interface OpenedFolder {
 export interface OpenFolderOptions {
   /** Create the folder when missing (import); default false. */
   readonly create?: boolean
-  /** Replica id for a new folder (default {@link DEFAULT_CLI_ID}). */
+  /** Claim a new or unclaimed folder for this replica id (default: leave it unclaimed). */
   readonly id?: string
   /** TTL (ms) of names that have none of their own (`expire --ttl`). */
   readonly ttlMs?: number
+}
+
+/** A replica id for what the CLI writes in an unclaimed folder during one run. */
+export function cliRunId(): string {
+  return `concord-cli-${randomBytes(6).toString('hex')}`
 }
 
 /** True when `dir` holds a LevelDB database. */
@@ -44,6 +52,7 @@ export function requireDataFolder(dir: string): void {
   if (!isDataFolder(dir)) throw new CliError(ExitCodes.NOT_FOUND, `no Concord data folder at ${dir}`)
 }
 
+/** The store info's replica id: undefined when the folder has no store info, UNCLAIMED ('') when no peer claimed it. */
 async function readId(storage: LevelStorage): Promise<string | undefined> {
   const bytes = await storage.get(STORE_INFO_KEY)
   if (!bytes) return undefined
@@ -51,14 +60,15 @@ async function readId(storage: LevelStorage): Promise<string | undefined> {
 }
 
 /**
- * The replica id stored in `dir`, or undefined for a new or empty folder.
- * Throws `CONCORD_LOCKED` when a running peer holds the folder.
+ * The replica id stored in `dir`, or undefined for a new, empty or
+ * unclaimed folder. Throws `CONCORD_LOCKED` when a running peer holds it.
  */
 export async function storedReplicaId(dir: string): Promise<string | undefined> {
   if (!isDataFolder(dir)) return undefined
   const storage = await openLevelStorage({ dir })
   try {
-    return await readId(storage)
+    const id = await readId(storage)
+    return id === UNCLAIMED ? undefined : id
   } finally {
     await storage.close()
   }
@@ -73,11 +83,15 @@ export async function openFolder(dir: string, options: OpenFolderOptions = {}): 
     if (stored === undefined && !options.create) {
       throw new CliError(ExitCodes.NOT_FOUND, `${dir} is a LevelDB database but not a Concord data folder`)
     }
-    const id = stored ?? options.id ?? DEFAULT_CLI_ID
-    const store = await openStore({ storage, dir, replicaId: id, sweepMs: 0, ttlMs: options.ttlMs })
+    const owner = stored === UNCLAIMED ? undefined : stored
+    if (owner !== undefined && options.id !== undefined && options.id !== owner) {
+      throw new CliError(ExitCodes.USAGE, `${dir} belongs to replica "${owner}", not "${options.id}": leave out --id, or use another folder`)
+    }
+    const claimFor = owner ?? options.id
+    const store = await openStore({ storage, dir, replicaId: claimFor ?? cliRunId(), claim: claimFor !== undefined, sweepMs: 0, ttlMs: options.ttlMs })
     return {
       store,
-      id,
+      id: claimFor,
       close: async () => {
         try {
           await store.close()

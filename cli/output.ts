@@ -11,11 +11,16 @@ export interface Io {
   readonly stderr: Writable
   /** Show progress bars (default: stderr is a TTY). */
   readonly progress?: boolean
+  /** A person can answer a question (stdin and stderr are terminals): commands that delete ask first. */
+  readonly interactive?: boolean
 }
 
 /** The process's own streams. */
 export function processIo(): Io {
-  return { stdout: process.stdout, stderr: process.stderr, progress: process.stderr.isTTY === true }
+  return {
+    stdout: process.stdout, stderr: process.stderr, progress: process.stderr.isTTY === true,
+    interactive: process.stdin.isTTY === true && process.stderr.isTTY === true,
+  }
 }
 
 /** A progress reporter: a bar on a TTY, nothing otherwise. */

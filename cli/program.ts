@@ -9,7 +9,9 @@ import { registerReadCommands } from './commands/read.ts'
 import { registerServe } from './commands/serve.ts'
 import { registerTransferCommands } from './commands/transfer.ts'
 import type { CliContext } from './context.ts'
-import { EXIT_CODES_HELP, ExitCodes, exitCodeOf, messageOf } from './exit-codes.ts'
+import { ErrorCodes } from '../crdt/errors.ts'
+import { writeJsonError } from './context.ts'
+import { codeOf, EXIT_CODES_HELP, ExitCodes, exitCodeOf, messageOf } from './exit-codes.ts'
 import { processIo, type Io } from './output.ts'
 
 /** Options of {@link runCli}. */
@@ -47,12 +49,23 @@ export function createProgram(ctx: CliContext, stdin?: () => Readable): Command 
   return program
 }
 
+/** True when `--json` is among the options (before a `--` that ends them). */
+function wantsJson(argv: readonly string[]): boolean {
+  const end = argv.indexOf('--')
+  return (end < 0 ? argv : argv.slice(0, end)).includes('--json')
+}
+
+/** commander's message on one line, without its `error: ` prefix: "unknown option '--dri' (Did you mean --dir?)". */
+function usageMessage(message: string): string {
+  return message.replace(/^error: /, '').split('\n').map((line) => line.trim()).filter(Boolean).join(' ')
+}
+
 /**
  * Runs `concord` with `argv` (without the node and script paths); resolves
  * with the exit code. Never throws.
  */
 export async function runCli(argv: readonly string[], io: Io = processIo(), options: RunOptions = {}): Promise<number> {
-  const ctx: CliContext = { io, exitCode: ExitCodes.OK, signal: options.signal, onListening: options.onListening }
+  const ctx: CliContext = { io, exitCode: ExitCodes.OK, signal: options.signal, onListening: options.onListening, stdin: options.stdin }
   const program = createProgram(ctx, options.stdin)
   if (argv.length === 0) {
     program.outputHelp()
@@ -64,9 +77,12 @@ export async function runCli(argv: readonly string[], io: Io = processIo(), opti
   } catch (error) {
     if (error instanceof CommanderError) {
       if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help') return ExitCodes.OK
+      // commander printed its message on stderr; with --json, scripts get it as the JSON document too.
+      if (wantsJson(argv)) writeJsonError(io, { code: ErrorCodes.INVALID_ARGUMENT, message: usageMessage(error.message), exit: ExitCodes.USAGE })
       return ExitCodes.USAGE
     }
     io.stderr.write(`concord: ${messageOf(error)}\n`)
+    if (wantsJson(argv)) writeJsonError(io, { code: codeOf(error), message: error instanceof Error ? error.message : String(error), exit: exitCodeOf(error) })
     return exitCodeOf(error)
   }
 }

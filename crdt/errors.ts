@@ -71,12 +71,28 @@ export class DecodeError extends ConcordError {
   }
 }
 
+/**
+ * `word` with its indefinite article, for messages: "an orset", "a pncounter",
+ * "an lww-register" (initialisms read letter by letter), "a Uint8Array".
+ */
+export function withArticle(word: string): string {
+  const an = /^(lww|mv|ew|rga|fwd|hlc|mdns|rpo)\b/i.test(word) ? true
+    : /^(u(ni|se|int|rl|tf)|one\b|eu)/i.test(word) ? false
+      : /^[aeiou]/i.test(word)
+  return `${an ? 'an' : 'a'} ${word}`
+}
+
 /** A name opened as another type than it was created with. */
 export class TypeMismatchError extends ConcordError {
   constructor(name: string, expected: string, actual: string) {
-    super(ErrorCodes.TYPE_MISMATCH, `"${name}" is a ${actual}, not a ${expected}`)
+    super(ErrorCodes.TYPE_MISMATCH, typeMismatchMessage(name, expected, actual))
     this.name = 'TypeMismatchError'
   }
+}
+
+/** `"tasks" is an orset, not a pncounter`. */
+export function typeMismatchMessage(name: string, expected: string, actual: string): string {
+  return `"${name}" is ${withArticle(actual)}, not ${withArticle(expected)}`
 }
 
 /** True when `error` is a {@link ConcordError}, optionally with the given code. */

@@ -86,20 +86,29 @@ export class Lifecycle {
     return meta.ttlMs > 0 ? meta.ttlMs : this.core.options.ttlMs ?? 0
   }
 
-  /** Expires every name untouched for its TTL and not recently used; returns the names. */
-  async expire(options: SignalOptions = {}): Promise<string[]> {
+  /**
+   * Expires every name untouched for its TTL and not recently used; returns
+   * the names. `dryRun`: only returns them. `only`: considers these names only.
+   */
+  async expire(options: SignalOptions & { readonly dryRun?: boolean; readonly only?: readonly string[] } = {}): Promise<string[]> {
     const { core } = this
     core.checkOpen()
     const now = core.now()
     const expired: string[] = []
     const metas = await core.allMetas(options.signal)
     const tails = await core.tailNames(options.signal)
+    const only = options.only === undefined ? undefined : new Set(options.only)
     for (const stored of metas) {
+      if (only !== undefined && !only.has(stored.name)) continue
       const ttl = this.ttlOf(stored)
       if (ttl <= 0 || now - stored.touched < ttl || core.cache.busy(stored.name)) continue
       // The stored metadata may lag the log: the newest record decides.
       const meta = await core.current(stored, tails, options.signal)
       if (now - meta.touched < ttl || core.cache.busy(meta.name)) continue
+      if (options.dryRun) {
+        expired.push(meta.name)
+        continue
+      }
       core.cache.detach(meta.name)
       const ops = await this.deleteOps(meta.name, options.signal)
       await core.committer.enqueue({ sync: true, states: [], build: (b) => { for (const op of ops) b.del(op.key) } })

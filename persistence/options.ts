@@ -66,6 +66,12 @@ export interface StoreOptions {
   readonly storage?: Storage
   /** The agent's replica id, persisted with the data. */
   readonly replicaId: ReplicaId | string
+  /**
+   * Claim the store for `replicaId` when it has no owner yet (default true).
+   * `false` (maintenance tools): a new store is created unclaimed, an
+   * unclaimed one stays so, and the first opener that claims it owns it.
+   */
+  readonly claim?: boolean
   /** Default durability of every name (default `{ mode: 'sync' }`). */
   readonly durability?: Durability
   /** Default checkpoint policy. */

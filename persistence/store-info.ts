@@ -1,6 +1,8 @@
 /**
  * Store-wide information under `['s', 'info']` (format version 1):
  * `u8 version | string replicaId | varuint created (ms) | u32 CRC-32`.
+ * An empty `replicaId` ({@link UNCLAIMED}) marks a store created by a
+ * maintenance tool (`concord import`): the first peer that opens it claims it.
  */
 import { Decoder, Encoder } from '../crdt/codec.ts'
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
@@ -8,6 +10,9 @@ import { openChecksummed, sealWithChecksum } from './checksum.ts'
 
 /** Current store-info format version. */
 export const STORE_INFO_VERSION = 1
+
+/** The `replicaId` of a store no replica has claimed yet. */
+export const UNCLAIMED = ''
 
 /** What a store records about itself. */
 export interface StoreInfo {

@@ -29,7 +29,7 @@ import { Lifecycle } from './lifecycle.ts'
 import type { NameOptions, ReplicaCreator, StoreOptions } from './options.ts'
 import type { SignalOptions, Storage } from './storage.ts'
 import { StoreCore } from './store-core.ts'
-import { decodeStoreInfo, encodeStoreInfo } from './store-info.ts'
+import { decodeStoreInfo, encodeStoreInfo, UNCLAIMED } from './store-info.ts'
 import type { ApplyResult, GcReport, HistoryEntry, NameInfo, StoreEvents, VerifyReport } from './store-types.ts'
 import { TimeTravel } from './time-travel.ts'
 import { Writes } from './writes.ts'
@@ -44,14 +44,14 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   try {
     const id = brandReplicaId(String(options.replicaId))
     const now = options.now ?? Date.now
+    const claim = options.claim ?? true
     const infoBytes = await storage.get(STORE_INFO_KEY)
-    if (infoBytes) {
-      const info = decodeStoreInfo(infoBytes)
-      if (info.replicaId !== id) {
-        throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `this store belongs to replica "${info.replicaId}", not "${id}"`)
-      }
-    } else {
-      await storage.batch([{ type: 'put', key: STORE_INFO_KEY, value: encodeStoreInfo({ replicaId: id, created: now() }) }], { sync: true })
+    const info = infoBytes ? decodeStoreInfo(infoBytes) : undefined
+    if (info !== undefined && info.replicaId !== UNCLAIMED && info.replicaId !== id) throw ownerMismatch(info.replicaId, id)
+    // A new store, or one a maintenance tool created unclaimed: the first claiming opener owns it.
+    if (info === undefined || (claim && info.replicaId === UNCLAIMED)) {
+      const replicaId = claim ? id : UNCLAIMED
+      await storage.batch([{ type: 'put', key: STORE_INFO_KEY, value: encodeStoreInfo({ replicaId, created: info?.created ?? now() }) }], { sync: true })
     }
     const defaults = options.createReplica === undefined || options.deltaMerger === undefined ? await import('./default-replicas.ts') : undefined
     const createReplica = options.createReplica ?? defaults!.defaultCreateReplica
@@ -61,6 +61,14 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     if (ownsStorage) await storage.close().catch(() => undefined)
     throw error
   }
+}
+
+/** The error of opening a store that belongs to another replica, saying how to proceed. */
+function ownerMismatch(owner: string, id: string): ConcordError {
+  return new ConcordError(ErrorCodes.INVALID_ARGUMENT,
+    `this store belongs to replica "${owner}", not "${id}": a folder holds the data of one replica. ` +
+    `Open it with id "${owner}", or give "${id}" a folder of its own (to start it with this data: ` +
+    `concord export --dir THIS | concord import --dir NEW; the first peer that opens NEW owns it)`)
 }
 
 /** A store of named, persisted replicas. Create it with {@link openStore}. */
@@ -273,9 +281,10 @@ export class Store {
    * Expires every name untouched (no write) for its TTL and not among the
    * recently used names kept in memory: its data is deleted, and a replica of
    * it still held by the application stops being persisted. Runs in the
-   * background sweep; returns the names.
+   * background sweep; returns the names. `dryRun`: returns the names that
+   * would expire and deletes nothing; `only`: considers these names only.
    */
-  expire(options: SignalOptions = {}): Promise<string[]> {
+  expire(options: SignalOptions & { readonly dryRun?: boolean; readonly only?: readonly string[] } = {}): Promise<string[]> {
     return this.lifecycle.expire(options)
   }
 

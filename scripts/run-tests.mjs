@@ -15,6 +15,7 @@ const lists = {
     'test/crdt/native-semantics.test.ts',
     'test/crdt/causal.test.ts',
     'test/crdt/merge-deltas.test.ts',
+    'test/crdt/messages.test.ts',
     // crdt/ documents
     'test/crdt/documents/document-semantics.test.ts',
     'test/crdt/documents/automerge-view.test.ts',
@@ -67,6 +68,8 @@ const lists = {
     'test/cli/cli.test.ts',
     'test/cli/serve.test.ts',
     'test/cli/serve-libp2p.test.ts',
+    'test/cli/habits.test.ts',
+    'test/cli/folder-owner.test.ts',
     'test/demos/demos.test.ts',
   ],
   // Long suites, run on demand (npm run test:chaos, npm run test:crash).

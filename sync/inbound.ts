@@ -4,7 +4,7 @@
  * remote sequence numbers (duplicates, gaps, what DONE covers, when to
  * acknowledge). The session applies commits in order through its inbox.
  */
-import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
+import { ConcordError, ErrorCodes, typeMismatchMessage } from '../crdt/errors.ts'
 import type { Reassembler } from './chunking.ts'
 import type { Access, SyncHost } from './host.ts'
 import { decodeMessage, type DecodedMessage, type DeltaEntry, type PeerId } from './messages.ts'
@@ -67,7 +67,7 @@ export function checkWrite(entries: readonly DeltaEntry[], rules: WriteRules): W
     }
     const local = rules.host.typeOf(entry.name)
     if (local !== undefined && local !== entry.replicaType) {
-      return { name: entry.name, code: ErrorCodes.TYPE_MISMATCH, message: `"${entry.name}" is a ${local}, not a ${entry.replicaType}` }
+      return { name: entry.name, code: ErrorCodes.TYPE_MISMATCH, message: typeMismatchMessage(entry.name, entry.replicaType, local) }
     }
   }
   return undefined

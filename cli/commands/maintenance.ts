@@ -5,14 +5,15 @@
  * `expire` (the TTL sweep, now).
  */
 import { isAbsolute, join } from 'node:path'
+import { createInterface } from 'node:readline'
 import { Command } from 'commander'
 import type { RepairReport } from '../../persistence/index.ts'
 import type { VerifyReport } from '../../persistence/store.ts'
 import { action, folderOptions, parseInteger, type CliContext, type FolderOptions } from '../context.ts'
-import { ExitCodes } from '../exit-codes.ts'
+import { CliError, ExitCodes } from '../exit-codes.ts'
 import { withFolder } from '../open-store.ts'
 import { table } from '../output.ts'
-import { nameInfo } from './read.ts'
+import { nameInfo, repairHint } from './read.ts'
 
 /** Registers verify, repair, compact, gc, archive, restore and expire. */
 export function registerMaintenanceCommands(program: Command, ctx: CliContext): void {
@@ -39,7 +40,10 @@ export function registerMaintenanceCommands(program: Command, ctx: CliContext): 
           progress.stop()
         }
         const ok = reports.every((report) => report.ok)
-        out.result({ ok, reports, skipped }, () => [
+        // Archived names are restored, not repaired; every other failure is what repair fixes.
+        const repairable = reports.filter((r) => !r.ok && !r.problems.every((p) => p.startsWith('archived')))
+        const hint = repairable.length > 0 ? repairHint(options.dir, repairable.map((r) => r.name)) : undefined
+        out.result({ ok, reports, skipped, ...(hint ? { hint } : {}) }, () => [
           reports.length === 0 ? 'no names to verify' : table(
             ['NAME', 'RESULT', 'RECORDS', 'SEQS', 'CHECKPOINTS'],
             reports.map((r) => [r.name, r.ok ? 'ok' : 'FAILED', String(r.records), `${r.firstSeq}..${r.lastSeq}`, String(r.checkpoints)]),
@@ -47,6 +51,7 @@ export function registerMaintenanceCommands(program: Command, ctx: CliContext): 
           ...reports.filter((r) => !r.ok).flatMap((r) => r.problems.map((problem) => `${r.name}: ${problem}`)),
           ...(skipped.length > 0 ? [`skipped (archived): ${skipped.join(', ')}`] : []),
           ok ? `verified ${reports.length} name(s): ok` : `verification FAILED for ${reports.filter((r) => !r.ok).length} name(s)`,
+          ...(hint ? [hint] : []),
         ].join('\n'))
         return ok ? ExitCodes.OK : ExitCodes.VERIFY_FAILED
       })
@@ -141,12 +146,51 @@ export function registerMaintenanceCommands(program: Command, ctx: CliContext): 
 
   folderOptions(program.command('expire')
     .option('--ttl <ms>', 'TTL of names that have none of their own (as a peer\'s ttlMs option)')
-    .description('run the TTL sweep now: delete every name untouched for longer than its TTL'))
-    .action(action(ctx, 'expire', async (out, options: FolderOptions & { ttl?: string }) => {
+    .option('-n, --dry-run', 'list the names that would expire; delete nothing')
+    .option('-y, --yes', 'delete without asking (required when stdin is not a terminal)')
+    .description('run the TTL sweep now: delete every name untouched for longer than its TTL (asks first on a terminal; --dry-run lists them)'))
+    .action(action(ctx, 'expire', async (out, options: FolderOptions & { ttl?: string; dryRun?: boolean; yes?: boolean }) => {
       const ttlMs = options.ttl === undefined ? undefined : parseInteger(options.ttl, '--ttl', 1)
-      await withFolder(options.dir, async ({ store }) => {
-        const expired = await store.expire()
-        out.result({ expired }, () => expired.length === 0 ? 'expire: no name past its TTL' : `expired ${expired.length} name(s): ${expired.join(', ')}`)
+      return withFolder(options.dir, async ({ store }) => {
+        const due = await store.expire({ dryRun: true })
+        const list = (names: readonly string[]) => names.length <= 10 ? names.join(', ') : `${names.slice(0, 10).join(', ')} and ${names.length - 10} more`
+        if (due.length === 0) {
+          out.result({ expired: [], dryRun: Boolean(options.dryRun) }, () => 'expire: no name past its TTL')
+          return ExitCodes.OK
+        }
+        if (options.dryRun) {
+          out.result({ expired: due, dryRun: true }, () => `expire --dry-run: ${due.length} name(s) would be deleted: ${list(due)}`)
+          return ExitCodes.OK
+        }
+        if (!options.yes) {
+          if (!ctx.io.interactive || options.json) {
+            throw new CliError(ExitCodes.USAGE, `${due.length} name(s) would be deleted with all their data (${list(due)}): rerun with --yes to delete them, or --dry-run to only list them`)
+          }
+          const answer = await ask(ctx, `delete ${due.length} name(s) and all their data (${list(due)})? [y/N] `)
+          if (!/^y(es)?$/i.test(answer.trim())) {
+            out.note('expire: nothing deleted')
+            return ExitCodes.FAILURE
+          }
+        }
+        const expired = await store.expire({ only: due })
+        out.result({ expired, dryRun: false }, () => expired.length === 0 ? 'expire: no name past its TTL' : `expired ${expired.length} name(s): ${list(expired)}`)
+        return ExitCodes.OK
       }, { ttlMs })
     }))
+}
+
+/** Asks a question on stderr and reads one line of the answer from stdin. */
+async function ask(ctx: CliContext, question: string): Promise<string> {
+  const input = (ctx.stdin ?? (() => process.stdin))()
+  const reader = createInterface({ input, output: ctx.io.stderr, terminal: false })
+  try {
+    ctx.io.stderr.write(question)
+    const answer = await new Promise<string>((resolve) => {
+      reader.once('line', resolve)
+      reader.once('close', () => resolve(''))
+    })
+    return answer
+  } finally {
+    reader.close()
+  }
 }

@@ -6,15 +6,55 @@
 import { Command } from 'commander'
 import type { NameInfo, Store } from '../../persistence/store.ts'
 import { action, folderOptions, parseInteger, type CliContext, type FolderOptions } from '../context.ts'
-import { CliError, ExitCodes } from '../exit-codes.ts'
+import { CliError, ExitCodes, messageOf } from '../exit-codes.ts'
 import { withFolder } from '../open-store.ts'
-import { formatBytes, formatTime, table } from '../output.ts'
+import { formatBytes, formatTime, table, type Output } from '../output.ts'
 
 /** The info of `name`, or "not found" (exit 3). */
 export async function nameInfo(store: Store, name: string): Promise<NameInfo> {
   const info = (await store.names()).find((item) => item.name === name)
   if (!info) throw new CliError(ExitCodes.NOT_FOUND, `no name "${name}"`)
   return info
+}
+
+/** A name as `inspect` lists it: its info, and its state after a check. */
+export interface ListedName extends NameInfo {
+  /** `live` (verified), `damaged` (verify found problems), `archived`, or `unchecked` (`--no-check`). */
+  readonly state: 'live' | 'damaged' | 'archived' | 'unchecked'
+  /** What verify found, for a damaged name. */
+  readonly problems?: readonly string[]
+}
+
+/** Every name, each live one verified (as `concord verify` does) unless `check` is false. */
+async function listNames(store: Store, check: boolean, out: Output): Promise<ListedName[]> {
+  const names = await store.names()
+  const listed: ListedName[] = []
+  const progress = out.progress(check ? names.filter((n) => !n.archived).length : 0, 'inspect')
+  try {
+    for (const info of names) {
+      if (info.archived) listed.push({ ...info, state: 'archived' })
+      else if (!check) listed.push({ ...info, state: 'unchecked' })
+      else {
+        const problems = await store.verify(info.name).then((report) => report.problems, (error: unknown) => [messageOf(error)])
+        listed.push(problems.length === 0 ? { ...info, state: 'live' } : { ...info, state: 'damaged', problems })
+        progress.tick(info.name)
+      }
+    }
+  } finally {
+    progress.stop()
+  }
+  return listed
+}
+
+/** What to run for damaged names. */
+export function repairHint(dir: string, names: readonly string[]): string {
+  const one = names.length === 1 ? ` ${quoteArg(names[0])}` : ''
+  return `to fix: concord repair --dir ${quoteArg(dir)}${one} (keeps every intact record; peers resend what was lost)`
+}
+
+/** A shell argument, quoted when it needs to be. */
+export function quoteArg(value: string): string {
+  return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`
 }
 
 function pretty(value: unknown): string {
@@ -25,15 +65,22 @@ function pretty(value: unknown): string {
 export function registerReadCommands(program: Command, ctx: CliContext): void {
   folderOptions(program.command('inspect')
     .argument('[name]', 'a name to print as JSON (omit to list every name)')
-    .description('list every name (type, records, size, last change), or print one value as JSON'))
-    .action(action(ctx, 'inspect', async (out, name: string | undefined, options: FolderOptions) => {
+    .option('--no-check', 'list without verifying each name (STATE shows "unchecked" instead of live or DAMAGED)')
+    .description('list every name (type, records, size, last change, state: live, archived or DAMAGED, checked as verify does), or print one value as JSON'))
+    .action(action(ctx, 'inspect', async (out, name: string | undefined, options: FolderOptions & { check: boolean }) => {
       await withFolder(options.dir, async ({ store, id }) => {
         if (name === undefined) {
-          const names = await store.names()
-          out.result({ id, names }, () => names.length === 0 ? `${options.dir}: no names (replica "${id}")` : table(
-            ['NAME', 'TYPE', 'RECORDS', 'LAST SEQ', 'SIZE', 'LAST CHANGE', 'STATE'],
-            names.map((n) => [n.name, n.type, String(n.records), String(n.lastSeq), formatBytes(n.size), formatTime(n.lastChange), n.archived ? 'archived' : 'live']),
-          ))
+          const names = await listNames(store, options.check, out)
+          const damaged = names.filter((n) => n.state === 'damaged')
+          out.result({ id: id ?? null, names }, () => [
+            names.length === 0 ? `${options.dir}: no names` : table(
+              ['NAME', 'TYPE', 'RECORDS', 'LAST SEQ', 'SIZE', 'LAST CHANGE', 'STATE'],
+              names.map((n) => [n.name, n.type, String(n.records), String(n.lastSeq), formatBytes(n.size), formatTime(n.lastChange), n.state === 'damaged' ? 'DAMAGED' : n.state]),
+            ),
+            ...damaged.flatMap((n) => (n.problems ?? []).map((problem) => `${n.name}: ${problem}`)),
+            ...(damaged.length > 0 ? [repairHint(options.dir, damaged.map((n) => n.name))] : []),
+            id === undefined ? '(unclaimed: the first peer that opens this folder owns it)' : `replica "${id}"`,
+          ].join('\n'))
           return
         }
         const info = await nameInfo(store, name)

@@ -11,7 +11,7 @@ import { Command, Option } from 'commander'
 import { createPeer } from '../../peer/index.ts'
 import type { AuthOptions } from '../../peer/options.ts'
 import { checkAclIdentities, parseAcl } from '../acl.ts'
-import { action, parseInteger, type CliContext } from '../context.ts'
+import { action, dirOption, parseInteger, type CliContext } from '../context.ts'
 import { CliError, ExitCodes } from '../exit-codes.ts'
 import { storedReplicaId } from '../open-store.ts'
 import { ErrorCodes, isConcordError } from '../../crdt/errors.ts'
@@ -56,7 +56,7 @@ const collect = (value: string, all: string[]): string[] => [...all, value]
 /** Registers serve. */
 export function registerServe(program: Command, ctx: CliContext): void {
   program.command('serve')
-    .addOption(new Option('-d, --dir <dir>', 'the data folder (created if missing)').env('CONCORD_DIR').makeOptionMandatory())
+    .addOption(dirOption('the data folder (created if missing)'))
     .option('-p, --port <port>', 'TCP port (0 = any free port)', '4400')
     .option('--host <host>', 'interface to listen on', '127.0.0.1')
     .addOption(new Option('--token <token>', 'shared secret every connecting peer must present').env('CONCORD_TOKEN'))

@@ -52,7 +52,7 @@ export function registerTransferCommands(program: Command, ctx: CliContext, stdi
         } finally {
           progress.stop()
         }
-        const dump = { source: id, exported: Date.now(), entries }
+        const dump = { source: id ?? '', exported: Date.now(), entries }
         const bytes = options.format === 'binary' ? encodeBinaryDump(dump) : new TextEncoder().encode(encodeJsonlDump(dump))
         if (options.out !== undefined) {
           await writeFile(options.out, bytes)
@@ -68,9 +68,9 @@ export function registerTransferCommands(program: Command, ctx: CliContext, stdi
     .argument('[file]', 'a file written by `concord export` (JSON Lines or binary, told apart by its first byte); "-" or omitted: stdin')
     .option('--from-y-leveldb <path>', 'instead: import every document of a y-leveldb database as Concord Yjs names')
     .option('--prefix <prefix>', 'with --from-y-leveldb: prefix of the Concord names', '')
-    .option('--id <id>', 'replica id of the folder if import creates it', 'concord-cli')
+    .option('--id <id>', 'claim a new folder for this replica id (default: none; the first peer that opens the folder owns it)')
     .description('import an export (joined into existing names) or a y-leveldb database; every name is checked after (exit 5 on a mismatch)'), 'the data folder to import into (created if missing)')
-    .action(action(ctx, 'import', async (out, file: string | undefined, options: FolderOptions & { fromYLeveldb?: string; prefix: string; id: string }) => {
+    .action(action(ctx, 'import', async (out, file: string | undefined, options: FolderOptions & { fromYLeveldb?: string; prefix: string; id?: string }) => {
       if (options.fromYLeveldb !== undefined) {
         if (file !== undefined) throw new CliError(ExitCodes.USAGE, 'give either FILE or --from-y-leveldb, not both')
         const path = options.fromYLeveldb
@@ -127,7 +127,7 @@ export function registerTransferCommands(program: Command, ctx: CliContext, stdi
         const ok = mismatches.length === 0
         out.result({ ok, format, source: dump.source, names: dump.entries.length, created: created.size, mismatches },
           () => ok
-            ? `imported ${dump.entries.length} name(s) (${format}, from "${dump.source}"; ${created.size} new, ${dump.entries.length - created.size} joined into existing)`
+            ? `imported ${dump.entries.length} name(s) (${format}, from ${dump.source === '' ? 'an unclaimed folder' : `"${dump.source}"`}; ${created.size} new, ${dump.entries.length - created.size} joined into existing)`
             : `import check FAILED: the imported value differs from the exported one for ${mismatches.join(', ')}`)
         return ok ? ExitCodes.OK : ExitCodes.VERIFY_FAILED
       }, { create: true, id: options.id })

@@ -15,6 +15,7 @@
  * encoding order). Stores are mutated only by `joinStoreInto`, on the state a
  * replica owns; every other function returns new stores.
  */
+import { withArticle } from '../errors.ts'
 import type { CausalContext } from './causal-context.ts'
 import { compareDots, type Dot } from './dot.ts'
 
@@ -160,7 +161,7 @@ export function cloneStore<S extends Store>(store: S): S {
  * must be of the same kind.
  */
 export function joinStoreInto(t: Store, tctx: CausalContext, d: Store, dctx: CausalContext, track?: JoinTrack): boolean {
-  if (t.kind !== d.kind) throw new TypeError(`joinStoreInto: a ${t.kind} store cannot join a ${d.kind} store`)
+  if (t.kind !== d.kind) throw new TypeError(`joinStoreInto: ${withArticle(t.kind)} store cannot join ${withArticle(d.kind)} store`)
   switch (t.kind) {
     case 'set': return joinDotSets(t, tctx, d as DotSet, dctx, track)
     case 'fun': return joinDotFuns(t, tctx, d as DotFun, dctx, track)

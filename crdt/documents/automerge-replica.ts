@@ -39,7 +39,7 @@
  */
 import * as A from '@automerge/automerge'
 import { Emitter, type Unsubscribe } from '../emitter.ts'
-import { ConcordError, DecodeError, ErrorCodes } from '../errors.ts'
+import { ConcordError, DecodeError, ErrorCodes, withArticle } from '../errors.ts'
 import { Encoder, decodeGuarded } from '../codec.ts'
 import type { ChangeEvent, Replica, ReplicaEvents, ReplicaFactory, ReplicaId } from '../replica.ts'
 import { mergeAutomergeDeltas } from './merge-deltas.ts'
@@ -387,7 +387,7 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
 
   restore(past: Replica): Uint8Array | null {
     if (!(past instanceof AutomergeReplica)) {
-      throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `automerge restore: the past version is a ${past.type} replica`)
+      throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `automerge restore: the past version is ${withArticle(past.type)} replica`)
     }
     const wanted = past.doc as unknown as Record<string, unknown>
     return this.change((doc) => restoreObject(doc, [], doc as unknown as Record<string, unknown>, wanted), 'restore')

@@ -13,7 +13,7 @@
  * ```
  */
 import { Encoder, decodeGuarded } from '../codec.ts'
-import { DecodeError } from '../errors.ts'
+import { DecodeError, withArticle } from '../errors.ts'
 
 /** Current envelope format version. */
 export const SNAPSHOT_FORMAT_VERSION = 1
@@ -51,7 +51,7 @@ export function decodeDocumentSnapshot(bytes: Uint8Array, expected: keyof typeof
     const kindByte = decoder.readUint8()
     const kind = kindByte === DocumentKind.yjs ? 'yjs' : kindByte === DocumentKind.automerge ? 'automerge' : undefined
     if (kind === undefined) throw new DecodeError(`document snapshot: unknown document kind ${kindByte}`)
-    if (kind !== expected) throw new DecodeError(`document snapshot: holds a ${kind} document, not ${expected}`)
+    if (kind !== expected) throw new DecodeError(`document snapshot: holds ${withArticle(kind)} document, not ${withArticle(expected)} one`)
     const flags = decoder.readUint8()
     if ((flags & ~1) !== 0 || (kind === 'automerge' && flags !== 0)) throw new DecodeError(`document snapshot: unknown flags ${flags}`)
     const payload = decoder.readBytes()

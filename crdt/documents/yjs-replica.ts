@@ -39,7 +39,7 @@
  */
 import * as Y from 'yjs'
 import { Emitter, type Unsubscribe } from '../emitter.ts'
-import { ConcordError, DecodeError, ErrorCodes } from '../errors.ts'
+import { ConcordError, DecodeError, ErrorCodes, withArticle } from '../errors.ts'
 import type { ChangeEvent, LocalRun, Replica, ReplicaEvents, ReplicaFactory, ReplicaId } from '../replica.ts'
 import { mergeYjsDeltas } from './merge-deltas.ts'
 import { resolveLimits, type DocumentLimits, type YjsReplicaOptions } from './options.ts'
@@ -294,7 +294,7 @@ export class YjsReplica implements Replica {
 
   restore(past: Replica): Uint8Array | null {
     if (!(past instanceof YjsReplica)) {
-      throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `yjs restore: the past version is a ${past.type} replica`)
+      throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `yjs restore: the past version is ${withArticle(past.type)} replica`)
     }
     let delta: Uint8Array | null = null
     const capture = this.events.on('change', (event) => {

@@ -9,7 +9,7 @@
  */
 import * as Y from 'yjs'
 import { simpleDiffString } from 'lib0/diff'
-import { ConcordError, ErrorCodes } from '../errors.ts'
+import { ConcordError, ErrorCodes, withArticle } from '../errors.ts'
 import { kindOf, openTopLevel, type AnyType } from './yjs-view.ts'
 
 function jsonEqual(a: unknown, b: unknown): boolean {
@@ -118,7 +118,7 @@ export function restoreDocument(doc: Y.Doc, past: Y.Doc): void {
     const mineKind = mineRaw ? kindOf(mineRaw) : 'empty'
     const pastKind = pastRaw ? kindOf(pastRaw) : 'empty'
     if (pastKind !== 'empty' && mineKind !== 'empty' && mineKind !== pastKind) {
-      throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `yjs restore: "${name}" is a ${mineKind} here and a ${pastKind} in the past version`)
+      throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `yjs restore: "${name}" is ${withArticle(mineKind)} here and ${withArticle(pastKind)} in the past version`)
     }
     return { name, mineKind, pastKind }
   })

@@ -18,7 +18,7 @@
 import { CausalContext } from '../causal/causal-context.ts'
 import { cloneStore, isEmptyStore, joinStoreInto, restrictStore, storeDots, type JoinTrack, type Store } from '../causal/dot-store.ts'
 import { Emitter, type Unsubscribe } from '../emitter.ts'
-import { ConcordError, ErrorCodes } from '../errors.ts'
+import { ConcordError, ErrorCodes, withArticle } from '../errors.ts'
 import { HybridClock } from '../hlc.ts'
 import type { ChangeEvent, Replica, ReplicaEvents, ReplicaId, ReplicaOptions } from '../replica.ts'
 import { DotAllocator } from './dot-allocator.ts'
@@ -120,7 +120,7 @@ export class CausalReplica<S extends Store = Store> implements Replica {
   /** A local change back to `past.value()`; returns its delta, or null when already equal. */
   restore(past: Replica): Uint8Array | null {
     if (!(past instanceof CausalReplica) || past.type !== this.type) {
-      throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `restore: expected a ${this.type} replica`)
+      throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `restore: expected ${withArticle(this.type)} replica`)
     }
     const delta = this.def.restore(this.store, (past as CausalReplica<S>).store, this.allocator(), this.clock)
     return delta ? this.commit(delta) : null

@@ -3,7 +3,7 @@
  * canonical JSON text: object keys sorted (UTF-16 order), no whitespace, so
  * `{a:1,b:2}` and `{b:2,a:1}` are the same set element.
  */
-import { ConcordError, DecodeError, ErrorCodes } from '../errors.ts'
+import { ConcordError, DecodeError, ErrorCodes, withArticle } from '../errors.ts'
 
 /** A JSON-able value. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
@@ -30,7 +30,7 @@ function canonical(value: unknown, depth: number, seen: Set<object>): string {
           return '[' + value.map((item) => canonical(item, depth + 1, seen)).join(',') + ']'
         }
         const proto = Object.getPrototypeOf(value)
-        if (proto !== Object.prototype && proto !== null) throw new NotJson(`a ${proto?.constructor?.name ?? 'non-plain'} object is not JSON`)
+        if (proto !== Object.prototype && proto !== null) throw new NotJson(`${withArticle(proto?.constructor?.name ?? 'non-plain')} object is not JSON`)
         const keys = Object.keys(value).sort()
         const record = value as Record<string, unknown>
         return '{' + keys.map((key) => JSON.stringify(key) + ':' + canonical(record[key], depth + 1, seen)).join(',') + '}'
@@ -39,7 +39,7 @@ function canonical(value: unknown, depth: number, seen: Set<object>): string {
       }
     }
     default:
-      throw new NotJson(`a ${typeof value} is not JSON`)
+      throw new NotJson(`${withArticle(typeof value)} is not JSON`)
   }
 }
 

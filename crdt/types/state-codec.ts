@@ -25,7 +25,7 @@
  * {@link MAX_NESTING}.
  */
 import { decodeGuarded, Encoder, type Decoder } from '../codec.ts'
-import { DecodeError } from '../errors.ts'
+import { DecodeError, withArticle } from '../errors.ts'
 import { CausalContext, MAX_COUNTER, readContext, writeContext } from '../causal/causal-context.ts'
 import type { Dot } from '../causal/dot.ts'
 import { DotFun, DotMap, DotSet, type DotEntry, type Store } from '../causal/dot-store.ts'
@@ -186,7 +186,7 @@ export function decodeState(bytes: Uint8Array, expected?: NativeType): { type: N
   return decodeGuarded('native state', checked('native state', bytes), (decoder) => {
     decoder.readVersion(STATE_FORMAT_VERSION, 'native state')
     const type = readType(decoder)
-    if (expected && type !== expected) throw new DecodeError(`expected a ${expected} state, got a ${type} state`)
+    if (expected && type !== expected) throw new DecodeError(`expected ${withArticle(expected)} state, got ${withArticle(type)} state`)
     const ctx = readContext(decoder)
     const store = new StoreReader(decoder, ctx.replicas(), ctx).store(STORE_SPECS[type], 0)
     return { type, state: { store, ctx } }
@@ -207,7 +207,7 @@ export function decodeVersion(bytes: Uint8Array, expected?: NativeType): NativeV
   return decodeGuarded('native version', checked('native version', bytes), (decoder) => {
     decoder.readVersion(STATE_FORMAT_VERSION, 'native version')
     const type = readType(decoder)
-    if (expected && type !== expected) throw new DecodeError(`expected a ${expected} version, got a ${type} version`)
+    if (expected && type !== expected) throw new DecodeError(`expected ${withArticle(expected)} version, got ${withArticle(type)} version`)
     const seen = readContext(decoder)
     const dead = readContext(decoder)
     if (!dead.isSubsetOf(seen)) throw new DecodeError('version: dead dots outside the seen context')

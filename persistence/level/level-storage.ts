@@ -9,6 +9,7 @@ import { MemoryLevel } from 'memory-level'
 import { ConcordError, ErrorCodes, isConcordError } from '../../crdt/errors.ts'
 import type { RangeOptions, SignalOptions, Storage, StorageEntry, StorageKey, StorageOperation, WriteOptions } from '../storage.ts'
 import { decodeKey, encodeKey, rangeToBytes } from './key-codec.ts'
+import { describeLockHolder, describeThisProcess } from './lock-holder.ts'
 
 /** An abstract-level database with Uint8Array keys and values. */
 export type BytesLevel = AbstractLevel<Uint8Array, Uint8Array, Uint8Array>
@@ -176,6 +177,15 @@ export class LevelStorage implements Storage {
   }
 }
 
+/** The messages of an error and of its causes, outermost first. */
+function causeMessages(error: unknown): string[] {
+  const messages: string[] = []
+  for (let e = error as { message?: unknown; cause?: unknown } | undefined; e && messages.length < 8; e = e.cause as typeof e) {
+    if (typeof e.message === 'string') messages.push(e.message)
+  }
+  return messages
+}
+
 /** Options of {@link openLevelStorage}. */
 export interface LevelStorageOptions extends SignalOptions {
   /** LevelDB folder (classic-level); omitted -> in memory (memory-level). */
@@ -189,5 +199,15 @@ export async function openLevelStorage(options: LevelStorageOptions = {}): Promi
     ? new MemoryLevel<Uint8Array, Uint8Array>({ keyEncoding: 'view', valueEncoding: 'view' })
     : new ClassicLevel<Uint8Array, Uint8Array>(options.dir, { keyEncoding: 'view', valueEncoding: 'view' })
   const kind = options.dir === undefined ? 'memory-level' : `classic-level:${options.dir}`
-  return new LevelStorage(db as unknown as BytesLevel, kind).open()
+  try {
+    return await new LevelStorage(db as unknown as BytesLevel, kind).open()
+  } catch (error) {
+    if (options.dir === undefined || !isConcordError(error, ErrorCodes.LOCKED)) throw error
+    // Say who holds it, so the user knows what to stop. LevelDB tells a lock
+    // held in this process by its message (and, closing its descriptor of the
+    // LOCK file, drops this process's record lock: /proc/locks no longer shows it).
+    const inProcess = causeMessages(error).some((message) => /already held by process/.test(message))
+    const holder = inProcess ? describeThisProcess() : await describeLockHolder(options.dir)
+    throw new ConcordError(ErrorCodes.LOCKED, `the data folder ${options.dir} is held by ${holder}: stop it first, or work on a copy of the folder`, { cause: error })
+  }
 }

@@ -144,7 +144,7 @@ test('compact, gc, archive, restore and expire', () => withFixture(async (dir) =
 
   assert.deepEqual((await cliJson(['expire', '--dir', dir])).json.expired, [], 'no TTL: nothing expires')
   await new Promise((resolve) => setTimeout(resolve, 5))
-  const expired = await cliJson(['expire', '--dir', dir, '--ttl', '1'])
+  const expired = await cliJson(['expire', '--dir', dir, '--ttl', '1', '--yes'])
   assert.equal(expired.code, 0)
   assert.deepEqual(expired.json.expired.sort(), ['facts', 'notes', 'plan', 'seen', 'spec', 'tasks'])
   assert.deepEqual((await cliJson(['inspect', '--dir', dir])).json.names, [])

@@ -22,13 +22,16 @@ function sink(chunks: Buffer[]): Writable {
   })
 }
 
-/** Runs `concord ...argv` in this process (no TTY: no progress bars). */
-export async function cli(argv: string[], options: RunOptions & { input?: Uint8Array } = {}): Promise<CliRun> {
+/**
+ * Runs `concord ...argv` in this process (no TTY: no progress bars).
+ * `interactive`: as if a person at a terminal answers questions (`input` is what they type).
+ */
+export async function cli(argv: string[], options: RunOptions & { input?: Uint8Array | string; interactive?: boolean } = {}): Promise<CliRun> {
   const out: Buffer[] = []
   const err: Buffer[] = []
-  const code = await runCli(argv, { stdout: sink(out), stderr: sink(err), progress: false }, {
+  const code = await runCli(argv, { stdout: sink(out), stderr: sink(err), progress: false, interactive: options.interactive }, {
     ...options,
-    stdin: options.input ? () => Readable.from([Buffer.from(options.input!)]) : options.stdin,
+    stdin: options.input !== undefined ? () => Readable.from([Buffer.from(options.input!)]) : options.stdin,
   })
   const bytes = Buffer.concat(out)
   return { code, stdout: bytes.toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), bytes: new Uint8Array(bytes) }

@@ -13,7 +13,7 @@
 import { writeFile } from 'node:fs/promises'
 import { join, relative } from 'node:path'
 import { bytes, runDemo, section } from './lib/demo-runner.ts'
-import { runPartitionScenario, type Phase } from './lib/partition-scenario.ts'
+import { peakDivergence, runPartitionScenario, type Phase } from './lib/partition-scenario.ts'
 import { renderReport } from './lib/report.ts'
 
 await runDemo('start', 'Concord — agents sharing state peer-to-peer through a partition and a crash', async (cluster, options) => {
@@ -42,7 +42,9 @@ await runDemo('start', 'Concord — agents sharing state peer-to-peer through a 
   console.log(`  agents                 ${agents.length} processes, ${agents.length} LevelDB folders, WebSocket links`)
   console.log(`  writes acknowledged    ${result.ackedTotal} (${agents.map((a) => `${a} ${result.ackedBy[a]}`).join(', ')})`)
   console.log(`  final state            ${result.finalFacts} facts on every agent, digest ${Object.values(result.finalDigests)[0]}`)
-  console.log(`  most distinct states   ${Math.max(...result.samples.map((s) => s.distinct))} at once during the partitions`)
+  const peak = peakDivergence(result)
+  console.log(`  schedule               ${(result.durationMs / 1000).toFixed(1)} s (phases and final heal; the total below also counts starting and stopping the agents)`)
+  console.log(`  distinct states        up to ${peak.settled} while partitioned, once each side had settled (${peak.partitioned} at most at once; ${peak.connected} in connected phases: writes or a resync still in flight)`)
   console.log(`  bytes sent             ${bytes(result.bytesTotal)} by all agents`)
   for (const survival of result.survivals) console.log(`  after SIGKILL          ${survival.agent}'s folder held ${survival.held}/${survival.acked} of its acknowledged writes`)
   const out = options.out ?? join(options.data, 'report.html')

@@ -71,6 +71,7 @@ const lists = {
     'test/cli/habits.test.ts',
     'test/cli/folder-owner.test.ts',
     'test/demos/demos.test.ts',
+    'test/demos/report.test.ts',
   ],
   // Long suites, run on demand (npm run test:chaos, npm run test:crash).
   chaos: [

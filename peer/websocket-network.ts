@@ -16,7 +16,9 @@ import { YWebsocketBridge } from './y-websocket-bridge.ts'
 
 /** Where and how to listen. */
 export interface ListenOptions {
+  /** TCP port (default 0: any free port). */
   readonly port?: number
+  /** Interface to bind (default `127.0.0.1`: this machine only; `0.0.0.0` or `::` for every interface, with credentials). */
   readonly host?: string
   /** TLS key and certificate (PEM) for `wss://`. */
   readonly tls?: WebSocketListenOptions['tls']

@@ -10,14 +10,21 @@
  * live commits gossip carries ({@link carriesTo}); every other session (a
  * WebSocket peer, a libp2p peer whose subscription is not known yet) sends
  * them as before. So a delta goes to a peer once, not twice. A unit larger
- * than the pub/sub limit, or (with an `access` function) one that a
- * subscriber may not read, is not published: sessions carry it.
+ * than the pub/sub limit, or one that a subscriber may not read (the
+ * peer's admission decides: a subscriber no session identified may read
+ * only on a peer without credentials or access rules), is not published:
+ * sessions carry it, filtered per peer.
  *
- * Receiving. A unit is applied through the same host path as a session
- * commit (`applyRemote`: store.commit, all or none, logged with the sender
- * as agent) after the same checks: names outside this peer's filter are
- * left out, the sender must have `write` access to every other name and
- * the types must match. The sender is the Concord peer id its libp2p PeerId
+ * Relaying. gossipsub forwards what a node receives to its own neighbours;
+ * a received message is forwarded only if every subscriber this peer sees
+ * (but the one it came from and its origin) may read every name in it,
+ * otherwise it is kept here (and the sessions, filtered per peer, carry its
+ * units onward).
+ *
+ * Receiving. A unit goes through the peer's admission like a session commit
+ * (`admit`: access, type, limits, then store.commit, all or none, logged
+ * with the sender as agent); names outside this peer's filter are left out.
+ * The sender is the Concord peer id its libp2p PeerId
  * proved in a session handshake; a unit claiming another id is refused.
  * Without a session with the publisher (a relayed message in a partial
  * mesh), the claimed id is trusted only when this peer requires no
@@ -31,7 +38,7 @@
  */
 import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
 import type { Unsubscribe } from '../crdt/emitter.ts'
-import { matchesFilter, type DeltaEntry, type LocalCommit, type NameFilter, type PeerId, type SyncHost } from '../sync/index.ts'
+import type { Admission, DeltaEntry, LocalCommit, PeerId, SyncHost } from '../sync/index.ts'
 import type { PubSubChannel } from '../transports/libp2p/pubsub.ts'
 import { decodeGossipMessage, encodeGossipMessage, gossipHeaderBytes, gossipUnitBytes } from './gossip-codec.ts'
 
@@ -44,7 +51,12 @@ const MAX_MISSING = 1024
 
 /** The `origin` of commits applied from gossip (the store logs `remotePeerId` as their agent). */
 export class GossipOrigin {
-  constructor(readonly remotePeerId: string, readonly libp2pPeer: string) {}
+  constructor(
+    readonly remotePeerId: string,
+    readonly libp2pPeer: string,
+    /** Whether this node forwarded the message to its neighbours (else sessions carry it on). */
+    readonly relayed: boolean = true,
+  ) {}
 }
 
 /** True when a commit was applied from gossip. */
@@ -69,6 +81,8 @@ export interface GossipStats {
   malformed: number
   /** Units dropped: the sender may not write a name, a type mismatch, a claimed id that its PeerId did not prove, bad deltas. */
   refused: number
+  /** Messages received and not forwarded: a subscriber here may not read a name in them. */
+  kept: number
   /** Messages dropped: no session proved the publisher's id and this peer requires credentials (pulled instead). */
   unverified: number
   /** Dropped: too many units waiting to be applied (pulled instead). */
@@ -84,14 +98,12 @@ export interface GossipStats {
 export interface GossipFanoutOptions {
   readonly channel: PubSubChannel
   readonly topic: string
-  /** The peer's sync host (sessions use the same). */
-  readonly host: SyncHost
+  /** The peer's sync host (sessions use the same): its commits are published. */
+  readonly host: Pick<SyncHost, 'subscribe'>
+  /** The peer's admission: who may read what is published or relayed, and what a received unit may write. */
+  readonly admission: Admission
   /** This peer's Concord id (the `agent` of its units). */
   readonly agent: string
-  /** The names this peer syncs. */
-  readonly filter: NameFilter
-  /** An `access` function is configured: publish only what every subscriber may read. */
-  readonly restrictReads: boolean
   /** This peer requires credentials: trust only publisher ids proved by a session. */
   readonly requireVerifiedOrigin: boolean
   /** Largest message, bytes (the transport's pub/sub limit). */
@@ -113,7 +125,7 @@ interface Publisher {
 export class GossipFanout {
   readonly stats: GossipStats = {
     published: 0, messagesOut: 0, bytesOut: 0, notPublished: 0, received: 0, bytesIn: 0, applied: 0, malformed: 0,
-    refused: 0, unverified: 0, overflow: 0, gaps: 0, pulls: 0, skipped: 0,
+    refused: 0, kept: 0, unverified: 0, overflow: 0, gaps: 0, pulls: 0, skipped: 0,
   }
 
   private readonly options: GossipFanoutOptions
@@ -139,7 +151,9 @@ export class GossipFanout {
     this.options = options
     // Subscribed before any session, so a commit is published before sessions decide whether to skip it.
     this.offCommits = options.host.subscribe((commit) => { this.decide(commit) })
-    this.offMessages = options.channel.subscribe(options.topic, (data, from) => this.receive(data, from))
+    this.offMessages = options.channel.subscribe(options.topic, (data, from, relayed) => this.receive(data, from, relayed), {
+      relay: (data, from, via) => this.mayRelay(data, from, via),
+    })
   }
 
   /** Records the Concord id a session handshake proved for a libp2p PeerId. */
@@ -149,12 +163,13 @@ export class GossipFanout {
 
   /**
    * Whether gossip carries `commit` to `libp2pPeer` (so its session skips
-   * it): the commit came from gossip (the mesh relays it) or was published,
-   * and the peer is a known subscriber.
+   * it): the commit came from gossip and this node relayed it, or it was
+   * published, and the peer is a known subscriber.
    */
   carriesTo(commit: LocalCommit, libp2pPeer: string): boolean {
     if (this.stopped) return false
-    const reached = isGossipOrigin(commit.origin) ? this.subscriberSet() : this.decide(commit)
+    const origin = commit.origin
+    const reached = isGossipOrigin(origin) ? (origin.relayed ? this.subscriberSet() : null) : this.decide(commit)
     const carried = reached?.has(libp2pPeer) ?? false
     if (carried) this.stats.skipped++
     return carried
@@ -194,16 +209,10 @@ export class GossipFanout {
   }
 
   private publish(entries: readonly DeltaEntry[]): ReadonlySet<string> | null {
-    const { host } = this.options
     const subscribers = this.subscriberSet()
-    if (this.options.restrictReads) {
-      for (const peer of subscribers) {
-        const id = this.identities.get(peer)
-        if (id === undefined || entries.some((entry) => safeAccess(host, id, entry.name) === 'none')) {
-          this.stats.notPublished++
-          return null
-        }
-      }
+    if (!this.everyoneMayRead(subscribers, entries)) {
+      this.stats.notPublished++
+      return null
     }
     const header = gossipHeaderBytes(this.options.agent)
     const unitBytes = gossipUnitBytes(entries)
@@ -243,9 +252,34 @@ export class GossipFanout {
     })
   }
 
+  /** Whether every one of `subscribers` may read every name of `entries` (the admission decides; an unidentified one is anonymous). */
+  private everyoneMayRead(subscribers: Iterable<string>, entries: readonly DeltaEntry[]): boolean {
+    const { admission } = this.options
+    for (const peer of subscribers) {
+      const id = this.identities.get(peer) as PeerId | undefined
+      if (entries.some((entry) => !admission.mayRead(id, entry.name))) return false
+    }
+    return true
+  }
+
+  /** Whether this node may forward a received message to its neighbours (all but `via` and the origin `from`). */
+  private mayRelay(data: Uint8Array, from: string, via: string): boolean {
+    if (this.stopped) return false
+    let units: ReadonlyArray<readonly DeltaEntry[]>
+    try {
+      units = decodeGossipMessage(data).units
+    } catch {
+      return false // garbage is not passed on (receive counts it)
+    }
+    const downstream = [...this.subscriberSet()].filter((peer) => peer !== via && peer !== from)
+    const relay = units.every((unit) => this.everyoneMayRead(downstream, unit))
+    if (!relay) this.stats.kept++
+    return relay
+  }
+
   // ---- receiving ----------------------------------------------------------
 
-  private receive(data: Uint8Array, from: string): void {
+  private receive(data: Uint8Array, from: string, relayed = true): void {
     if (this.stopped) return
     this.stats.received++
     this.stats.bytesIn += data.byteLength
@@ -267,20 +301,17 @@ export class GossipFanout {
       return
     }
     this.track(from, message.run, message.seq)
-    for (const unit of message.units) this.accept(unit, message.agent, from)
+    for (const unit of message.units) this.accept(unit, message.agent as PeerId, from, relayed)
   }
 
-  /** Checks one unit like a session commit and queues it to be applied. */
-  private accept(unit: readonly DeltaEntry[], agent: string, from: string): void {
-    const { host, filter } = this.options
-    const entries = unit.filter((entry) => matchesFilter(filter, entry.name))
+  /** Checks one unit through the admission (as a session commit) and queues it to be admitted. */
+  private accept(unit: readonly DeltaEntry[], agent: PeerId, from: string, relayed: boolean): void {
+    const { admission } = this.options
+    const entries = unit.filter((entry) => admission.takes(entry.name))
     if (entries.length === 0) return
-    for (const entry of entries) {
-      const local = host.typeOf(entry.name)
-      if (safeAccess(host, agent, entry.name) !== 'write' || (local !== undefined && local !== entry.replicaType)) {
-        this.stats.refused++
-        return
-      }
+    if (admission.checkWrite(agent, entries)) {
+      this.stats.refused++
+      return
     }
     if (this.pending >= MAX_PENDING) {
       this.stats.overflow++
@@ -288,18 +319,17 @@ export class GossipFanout {
       return
     }
     this.pending++
-    const origin = new GossipOrigin(agent, from)
+    const origin = new GossipOrigin(agent, from, relayed)
     this.applying = this.applying.then(async () => {
       if (this.stopped) return
       try {
-        await host.applyRemote(entries, origin)
-        this.stats.applied++
+        const admitted = await admission.admit(agent, entries, origin)
+        if ('refused' in admitted) this.stats.refused++
+        else this.stats.applied++
       } catch (error) {
         if (this.stopped) return
         const code = isConcordError(error) ? error.code : undefined
-        if (code === ErrorCodes.DECODE_ERROR || code === ErrorCodes.TYPE_MISMATCH || code === ErrorCodes.FORBIDDEN || code === ErrorCodes.INVALID_ARGUMENT) {
-          this.stats.refused++
-        } else if (code !== ErrorCodes.CLOSED) {
+        if (code !== ErrorCodes.CLOSED) {
           // Not stored: anti-entropy brings it again.
           this.options.onError(isConcordError(error) ? error : new ConcordError(ErrorCodes.STORAGE_ERROR, `could not apply a gossip unit: ${(error as Error)?.message ?? String(error)}`, { cause: error }))
           this.pullSoon(from)
@@ -357,13 +387,5 @@ export class GossipFanout {
       this.options.pull(from)
     }, GAP_GRACE_MS)
     this.unverifiedPull.unref?.()
-  }
-}
-
-function safeAccess(host: SyncHost, peer: string, name: string): string {
-  try {
-    return host.access(peer as PeerId, name)
-  } catch {
-    return 'none'
   }
 }

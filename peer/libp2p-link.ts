@@ -24,7 +24,7 @@
  */
 import { Encoder } from '../crdt/codec.ts'
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
-import type { SyncHost, SyncSession } from '../sync/index.ts'
+import type { Admission, SyncHost, SyncSession } from '../sync/index.ts'
 import type { Libp2pTransport } from '../transports/libp2p/libp2p-transport.ts'
 import type { Connection } from '../transports/transport.ts'
 import { GossipFanout, type GossipStats } from './gossip-fanout.ts'
@@ -41,6 +41,8 @@ export interface Libp2pLinkContext {
   readonly host: SyncHost
   /** The host of sessions with peers this one dialed (`auth.acceptDialed`). */
   readonly dialHost: SyncHost
+  /** The peer's admission (what gossip units may write, who may read what is published or relayed). */
+  readonly admission: Admission
   /** Attaches a session to the peer. */
   attach(connection: Connection, options: { token?: string; host: SyncHost; sync?: Partial<SyncTuning>; channelBinding?: Uint8Array }): SyncSession
   /** Reports a background failure. */
@@ -211,9 +213,8 @@ export class Libp2pLink {
         channel: transport.pubsub,
         topic: gossipTopic(typeof gossip === 'object' ? gossip.group : undefined),
         host: this.ctx.host,
+        admission: this.ctx.admission,
         agent: peerOptions.id,
-        filter: peerOptions.names ?? {},
-        restrictReads: peerOptions.access !== undefined,
         requireVerifiedOrigin: auth?.accept !== undefined || auth?.token !== undefined || options.identities !== undefined,
         maxMessageBytes: transport.limits.maxPubsubMessageBytes,
         pull: (peer) => this.pull(peer),

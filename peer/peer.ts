@@ -20,7 +20,9 @@ import type { YjsReplica } from '../crdt/documents/yjs-replica.ts'
 import type { AutomergeReplica } from '../crdt/documents/automerge-replica.ts'
 import { openStore, type HistoryEntry, type NameInfo, type Store } from '../persistence/store.ts'
 import type { NameOptions } from '../persistence/options.ts'
-import { attachSession, peerId as toPeerId, type SessionStats, type SyncHost, type SyncSession } from '../sync/index.ts'
+import {
+  Admission, attachSession, peerId as toPeerId, type AdmissionStats, type SessionStats, type SyncHost, type SyncSession,
+} from '../sync/index.ts'
 import type { Connection } from '../transports/transport.ts'
 import { validatePeerOptions, type PeerOptions, type SyncTuning } from './options.ts'
 import { checkIdentities, type IdentityProof } from './identity-check.ts'
@@ -74,6 +76,8 @@ export interface PeerStats {
   readonly totals: Readonly<SessionStats>
   /** The gossipsub fan-out's counters (libp2p with `gossipsub` only). */
   readonly gossip?: Readonly<GossipStats>
+  /** What the admission decided, over every door (sessions, gossip, y-websocket). */
+  readonly admission: Readonly<AdmissionStats>
 }
 
 const TICK_MS = 500
@@ -81,6 +85,7 @@ const TICK_MS = 500
 /** How the peer attaches a session: credentials, host, tuning and channel binding (libp2p). */
 interface AttachOptions {
   readonly token?: string
+  /** The session's host; its `authenticate` is the session's credential check (accepted, dialed, identity-bound). */
   readonly host: SyncHost
   readonly sync?: Partial<SyncTuning>
   readonly channelBinding?: Uint8Array
@@ -121,6 +126,11 @@ export class Peer {
   private readonly identityProof: IdentityProof
   /** The same host, checking the credentials of peers this one dialed. */
   private readonly dialHost: SyncHost
+  /**
+   * The rules every door passes (sessions, gossip, y-websocket): credentials,
+   * access per name, type, limits, then validation, apply and persist.
+   */
+  private readonly admission: Admission
   private readonly sessions = new Set<SyncSession>()
   /** The WebSocket side: listener, connections dialed by {@link connect}, y-websocket route. */
   private readonly websocket: WebSocketNetwork
@@ -139,6 +149,12 @@ export class Peer {
       onUnreadable: (name, error) => this.events.emit('error', { name, error }),
     })
     this.dialHost = this.host.forDialedSessions()
+    const requiresCredentials = options.auth?.accept !== undefined || options.auth?.token !== undefined
+    this.admission = new Admission(this.host, {
+      filter: options.names,
+      anonymousReads: !requiresCredentials && options.access === undefined,
+      storedType: (name) => store.typeOf(name),
+    })
     store.events.on('error', (event) => this.events.emit('error', event))
     store.events.on('expired', ({ name }) => this.host.untrack(name))
     store.events.on('archived', ({ name }) => this.host.untrack(name))
@@ -413,6 +429,8 @@ export class Peer {
       channelBinding: options.channelBinding,
       filter: this.options.names,
       maxFrameBytes: this.options.maxFrameBytes,
+      // The peer's one admission, with the credential check of this session's host.
+      admission: this.admission.withCredentials((peer, presented) => options.host.authenticate(peer, presented)),
     })
     this.sessions.add(session)
     session.events.on('open', ({ peerId }) => this.events.emit('peer-connected', { peerId }))
@@ -436,7 +454,8 @@ export class Peer {
     const totals = { ...this.finishedTotals }
     for (const session of this.sessions) addStats(totals, session.stats)
     const gossip = this.link?.gossipStats
-    return gossip ? { sessions: this.sessions.size, totals, gossip } : { sessions: this.sessions.size, totals }
+    const admission = { ...this.admission.stats }
+    return gossip ? { sessions: this.sessions.size, totals, gossip, admission } : { sessions: this.sessions.size, totals, admission }
   }
 
   /**
@@ -485,6 +504,7 @@ export class Peer {
         strictIdentities: this.identityProof === 'libp2p',
         host: this.host,
         dialHost: this.dialHost,
+        admission: this.admission,
         attach: (connection, options) => this.attachWith(connection, options),
         onError: (error) => this.events.emit('error', { error }),
       }, this.options.libp2p)

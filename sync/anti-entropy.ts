@@ -5,7 +5,7 @@
  * applies all or none).
  */
 import { ErrorCodes, isConcordError } from '../crdt/errors.ts'
-import type { Access, NameInfo, SyncHost } from './host.ts'
+import type { NameInfo, SyncHost } from './host.ts'
 import { encodeMessage, type DeltaEntry, type VersionEntry } from './messages.ts'
 import { matchesFilter, type NameFilter } from './names.ts'
 import type { Outbox } from './outbound.ts'
@@ -20,11 +20,14 @@ import type { SessionStats } from './session-types.ts'
  */
 export const ANSWER_BUNDLE_BYTES = 16 * 1024 * 1024
 
-/** The versions of the local names within `filter`, for a VERSIONS message. */
-export async function listVersions(host: SyncHost, filter: NameFilter): Promise<VersionEntry[]> {
+/**
+ * The versions of the local names within `filter` that the remote may read
+ * (`readable`; a name it may not read is not listed), for a VERSIONS message.
+ */
+export async function listVersions(host: SyncHost, filter: NameFilter, readable: (name: string) => boolean): Promise<VersionEntry[]> {
   const entries: VersionEntry[] = []
   for (const { name, type } of await host.list()) {
-    if (!matchesFilter(filter, name)) continue
+    if (!matchesFilter(filter, name) || !readable(name)) continue
     entries.push({ name, replicaType: type, version: host.version(name) })
   }
   return entries
@@ -34,8 +37,8 @@ export async function listVersions(host: SyncHost, filter: NameFilter): Promise<
 export interface AnswerContext {
   /** The names the remote asked for. */
   readonly filter: NameFilter
-  /** What the remote may do with a name. */
-  readonly access: (name: string) => Access
+  /** Whether the remote may read a name (the admission's rule). */
+  readonly mayRead: (name: string) => boolean
   readonly host: SyncHost
   /** Called for a remote version that does not decode (the name is skipped). */
   readonly malformed: (why: string) => void
@@ -58,7 +61,7 @@ export function answerBundles(names: Iterable<NameInfo>, entries: readonly Versi
     bundleBytes = 0
   }
   for (const { name, type } of names) {
-    if (!matchesFilter(context.filter, name) || context.access(name) === 'none') continue
+    if (!matchesFilter(context.filter, name) || !context.mayRead(name)) continue
     const known = theirs.get(name)
     if (known && known.replicaType !== type) continue // the remote would refuse it: a type mismatch
     let delta: Uint8Array | null
@@ -86,6 +89,8 @@ export interface AntiEntropyContext {
   readonly outbox: Outbox
   readonly stats: SessionStats
   readonly now: () => number
+  /** Whether the remote may read a name: our VERSIONS lists only those (called once the session is open). */
+  readonly mayRead: (name: string) => boolean
   /** Ends the session (the names could not be listed). */
   readonly fail: (reason: string) => void
 }
@@ -125,7 +130,7 @@ export class AntiEntropy {
     this.lastVersionsAt = now
     stats.versionsSent++
     const slot = outbox.reserveControl()
-    listVersions(host, filter).then(
+    listVersions(host, filter, this.context.mayRead).then(
       (entries) => {
         slot.frame = encodeMessage({ type: 'versions', entries })
         outbox.pump()

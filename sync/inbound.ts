@@ -1,14 +1,12 @@
 /**
  * The inbound side of a sync session: decoding frames (reassembling
- * chunks), checking a remote commit before it is applied, and the ledger of
- * remote sequence numbers (duplicates, gaps, what DONE covers, when to
- * acknowledge). The session applies commits in order through its inbox.
+ * chunks) and the ledger of remote sequence numbers (duplicates, gaps, what
+ * DONE covers, when to acknowledge). The session admits commits in order
+ * through its inbox (the checks are sync/admission.ts's).
  */
-import { ConcordError, ErrorCodes, typeMismatchMessage } from '../crdt/errors.ts'
+import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import type { Reassembler } from './chunking.ts'
-import type { Access, SyncHost } from './host.ts'
-import { decodeMessage, type DecodedMessage, type DeltaEntry, type PeerId } from './messages.ts'
-import { matchesFilter, type NameFilter } from './names.ts'
+import { decodeMessage, type DecodedMessage } from './messages.ts'
 import type { SessionStats } from './session-types.ts'
 
 /**
@@ -25,57 +23,6 @@ export function readFrame(frame: Uint8Array, reassembler: Reassembler, stats: Se
     if (message.type === 'chunk') throw new ConcordError(ErrorCodes.PROTOCOL_ERROR, 'a chunk inside a chunk')
   }
   return message
-}
-
-/** Why a remote commit is refused before it is applied. */
-export interface WriteRefusal {
-  readonly name: string
-  readonly code: string
-  readonly message: string
-}
-
-/** What {@link checkWrite} needs to know about this side. */
-export interface WriteRules {
-  /** The names this side asked for. */
-  readonly filter: NameFilter
-  /** The remote peer. */
-  readonly peerId: PeerId
-  /** What the remote may do with a name. */
-  readonly access: (name: string) => Access
-  readonly host: SyncHost
-}
-
-/**
- * Checks a remote commit before it is applied: each name in the requested
- * names, writable by the remote, of its local type, and of one type within
- * the commit. Returns the first refusal, or `undefined` if it may apply.
- */
-export function checkWrite(entries: readonly DeltaEntry[], rules: WriteRules): WriteRefusal | undefined {
-  // A name may come several times (a transaction that changed it twice: its deltas apply in order), always as one type.
-  const seen = new Map<string, string>()
-  for (const entry of entries) {
-    const type = seen.get(entry.name)
-    if (type !== undefined && type !== entry.replicaType) {
-      return { name: entry.name, code: ErrorCodes.PROTOCOL_ERROR, message: `"${entry.name}" as two types in one commit` }
-    }
-    seen.set(entry.name, entry.replicaType)
-    if (!matchesFilter(rules.filter, entry.name)) {
-      return { name: entry.name, code: ErrorCodes.FORBIDDEN, message: `"${entry.name}" is outside the requested names` }
-    }
-    if (rules.access(entry.name) !== 'write') {
-      return { name: entry.name, code: ErrorCodes.FORBIDDEN, message: `peer "${rules.peerId}" may not write "${entry.name}"` }
-    }
-    const local = rules.host.typeOf(entry.name)
-    if (local !== undefined && local !== entry.replicaType) {
-      return { name: entry.name, code: ErrorCodes.TYPE_MISMATCH, message: typeMismatchMessage(entry.name, entry.replicaType, local) }
-    }
-  }
-  return undefined
-}
-
-/** Error codes of a remote commit that was refused (not applied) rather than failing to persist. */
-export function isRefusedApply(code: string | undefined): boolean {
-  return code === ErrorCodes.DECODE_ERROR || code === ErrorCodes.TYPE_MISMATCH || code === ErrorCodes.FORBIDDEN || code === ErrorCodes.INVALID_ARGUMENT
 }
 
 /** The remote sequence numbers received, covered and acknowledged. */

@@ -3,6 +3,7 @@
  * options, counters, events and state. Split from sync/session.ts so the
  * session's parts (handshake, inbound, outbound, anti-entropy) share them.
  */
+import type { Admission } from './admission.ts'
 import type { PeerId, RefuseReason } from './messages.ts'
 import type { NameFilter } from './names.ts'
 
@@ -80,6 +81,11 @@ export interface SessionOptions {
   }
   /** Time source in ms for {@link SyncSession.tick} (default `Date.now`). */
   readonly now?: () => number
+  /**
+   * The peer's admission (credentials, reads, writes: the rules every door of
+   * the peer shares); default one over `host` with `filter`.
+   */
+  readonly admission?: Admission
 }
 
 /** Counters of one session. */

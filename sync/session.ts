@@ -14,20 +14,22 @@
  * Received commits are applied in order, all or none, and acknowledged once
  * persisted.
  *
- * This class wires the parts together: sync/handshake.ts (versions,
- * credentials), sync/inbound.ts (decoding, write checks, the ledger of
- * remote sequence numbers and ACKs), sync/rate-gate.ts (inbound rate limit),
- * sync/outbound.ts (queues, window, pump, chunked sends), and
+ * This class wires the parts together: sync/handshake.ts (versions),
+ * sync/admission.ts (credentials, what the remote may read and write: the
+ * rules every door of a peer shares), sync/inbound.ts (decoding, the ledger
+ * of remote sequence numbers and ACKs), sync/rate-gate.ts (inbound rate
+ * limit), sync/outbound.ts (queues, window, pump, chunked sends), and
  * sync/anti-entropy.ts (VERSIONS, answers in bundles, DONE).
  */
 import { Emitter, type Unsubscribe } from '../crdt/emitter.ts'
-import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
+import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
+import { Admission } from './admission.ts'
 import { AntiEntropy } from './anti-entropy.ts'
 import { Reassembler, MIN_FRAME_BYTES } from './chunking.ts'
 import { newNonce } from './credentials.ts'
 import { Handshake, PROOF_VERSION, type HandshakeIo } from './handshake.ts'
-import type { Access, LocalCommit, SyncHost } from './host.ts'
-import { InboundLedger, checkWrite, isRefusedApply, readFrame } from './inbound.ts'
+import type { LocalCommit, SyncHost } from './host.ts'
+import { InboundLedger, readFrame } from './inbound.ts'
 import {
   FRAME_FORMAT, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION, encodeMessage,
   type DecodedMessage, type DeltaEntry, type Message, type PeerId, type RefuseReason,
@@ -55,6 +57,8 @@ export class SyncSession {
   private readonly reassembler: Reassembler
   private readonly rateGate: InboundRateGate | undefined
   private readonly handshake: Handshake
+  /** The rules of this peer: credentials, reads, writes (every door shares them). */
+  private readonly admission: Admission
 
   private stateValue: SessionState = 'handshake'
   private closing = false
@@ -75,6 +79,7 @@ export class SyncSession {
     private readonly options: SessionOptions,
   ) {
     this.filter = options.filter ?? ALL_NAMES
+    this.admission = options.admission ?? new Admission(host, { filter: this.filter })
     this.maxFrameBytes = Math.max(MIN_FRAME_BYTES, options.maxFrameBytes ?? DEFAULT_MAX_FRAME)
     this.window = Math.max(1, options.window ?? 256)
     this.maxMalformed = options.maxMalformed ?? 16
@@ -103,7 +108,11 @@ export class SyncSession {
       active: () => this.stateValue !== 'closed' && !this.closing,
       fail: (reason) => this.close(reason),
     }, this.startedAt)
-    this.antiEntropy = new AntiEntropy({ host, filter: this.filter, outbox: this.outbox, stats: this.stat, now: this.now, fail: (reason) => this.close(reason) })
+    this.antiEntropy = new AntiEntropy({
+      host, filter: this.filter, outbox: this.outbox, stats: this.stat, now: this.now,
+      mayRead: (name) => this.admission.mayRead(this.handshake.remote?.peerId, name),
+      fail: (reason) => this.close(reason),
+    })
   }
 
   /** Current state. */
@@ -373,7 +382,7 @@ export class SyncSession {
   private readonly handshakeIo: HandshakeIo = {
     send: (message) => this.sendControl(message),
     refuse: (reason, message) => this.refuse(reason, message),
-    authenticate: (peer, presented) => this.host.authenticate(peer, presented),
+    authenticate: (peer, presented) => this.admission.authenticate(peer, presented),
     active: () => this.stateValue !== 'closed' && !this.closing,
     unexpected: () => { this.stat.unexpected++ },
     accepted: () => this.maybeOpen(),
@@ -399,16 +408,8 @@ export class SyncSession {
   private async onVersions(entries: readonly VersionEntry[]): Promise<void> {
     const remote = this.handshake.remote!
     await this.antiEntropy.answer(entries, {
-      filter: remote.filter, access: (name) => this.access(name), host: this.host, malformed: (why) => this.malformed(why),
+      filter: remote.filter, mayRead: (name) => this.admission.mayRead(remote.peerId, name), host: this.host, malformed: (why) => this.malformed(why),
     }, () => this.stateValue === 'closed')
-  }
-
-  private access(name: string): Access {
-    try {
-      return this.host.access(this.handshake.remote!.peerId, name)
-    } catch {
-      return 'none'
-    }
   }
 
   private async onCommit(seq: number, entries: readonly DeltaEntry[]): Promise<void> {
@@ -422,29 +423,18 @@ export class SyncSession {
       this.stat.gaps++
       if (!this.antiEntropy.pending) this.antiEntropy.sendVersions()
     }
-    const refusal = checkWrite(entries, {
-      filter: this.filter,
-      peerId: this.handshake.remote!.peerId,
-      access: (name) => this.access(name),
-      host: this.host,
-    })
-    if (refusal) {
-      this.refuseWrite(seq, refusal.name, refusal.code, refusal.message)
-    } else {
-      try {
-        await this.host.applyRemote(entries, this)
-      } catch (error) {
-        if (this.stateValue === 'closed') return
-        const code = isConcordError(error) ? error.code : undefined
-        if (isRefusedApply(code)) {
-          if (code === ErrorCodes.DECODE_ERROR) this.malformed(`undecodable delta for "${entries[0].name}"`)
-          this.refuseWrite(seq, entries[0].name, code!, (error as Error).message)
-        } else {
-          // Not persisted (storage failure): do not acknowledge; the remote resyncs on reconnect.
-          this.close(`could not apply a remote commit: ${(error as Error)?.message ?? String(error)}`)
-          return
-        }
+    try {
+      const admitted = await this.admission.admit(this.handshake.remote!.peerId, entries, this)
+      if ('refused' in admitted && this.stateValue !== 'closed') {
+        const { name, code, message } = admitted.refused
+        if (code === ErrorCodes.DECODE_ERROR) this.malformed(`undecodable delta for "${name}"`)
+        this.refuseWrite(seq, name, code, message)
       }
+    } catch (error) {
+      if (this.stateValue === 'closed') return
+      // Not persisted (storage failure): do not acknowledge; the remote resyncs on reconnect.
+      this.close(`could not apply a remote commit: ${(error as Error)?.message ?? String(error)}`)
+      return
     }
     if (this.stateValue === 'closed') return
     this.ledger.markReceived(seq)
@@ -492,7 +482,7 @@ export class SyncSession {
   private onLocalCommit(commit: LocalCommit): void {
     if (this.stateValue !== 'open' || this.closing || !this.outbox.live || commit.origin === this) return
     const remote = this.handshake.remote!
-    const entries = commit.entries.filter((entry) => matchesFilter(remote.filter, entry.name) && this.access(entry.name) !== 'none')
+    const entries = this.admission.readable(remote.peerId, commit.entries.filter((entry) => matchesFilter(remote.filter, entry.name)))
     if (entries.length === 0) return
     if (!this.outbox.queueCommit(entries)) {
       // Too far behind: the queue was dropped; resync from the remote's versions instead.

@@ -32,6 +32,7 @@ import { validateLibp2pOptions, type PeerLibp2pOptions } from './libp2p-options.
 import type { Libp2pTransport } from '../transports/libp2p/libp2p-transport.ts'
 import { StoreSyncHost } from './store-sync-host.ts'
 import { WebSocketNetwork, type ConnectOptions, type ListenOptions, type ReconnectingEvent } from './websocket-network.ts'
+import type { YWebsocketStats } from './y-websocket-route.ts'
 import { flushWithAcks, type FlushOptions } from './flush.ts'
 import { addStats, emptyStats } from './session-stats.ts'
 import { multiaddrHost, openAccessWarning } from './open-access.ts'
@@ -78,6 +79,8 @@ export interface PeerStats {
   readonly gossip?: Readonly<GossipStats>
   /** What the admission decided, over every door (sessions, gossip, y-websocket). */
   readonly admission: Readonly<AdmissionStats>
+  /** The y-websocket route's counters (once `listen` serves it). */
+  readonly yWebsocket?: Readonly<YWebsocketStats>
 }
 
 const TICK_MS = 500
@@ -149,10 +152,9 @@ export class Peer {
       onUnreadable: (name, error) => this.events.emit('error', { name, error }),
     })
     this.dialHost = this.host.forDialedSessions()
-    const requiresCredentials = options.auth?.accept !== undefined || options.auth?.token !== undefined
     this.admission = new Admission(this.host, {
       filter: options.names,
-      anonymousReads: !requiresCredentials && options.access === undefined,
+      anonymousReads: !this.requiresCredentials() && options.access === undefined,
       storedType: (name) => store.typeOf(name),
     })
     store.events.on('error', (event) => this.events.emit('error', event))
@@ -167,13 +169,15 @@ export class Peer {
       }
     })
     this.websocket = new WebSocketNetwork({
+      id: options.id,
       maxFrameBytes: options.maxFrameBytes,
       store,
+      host: this.host,
+      admission: this.admission,
       attach: (connection, attachOptions) => this.attach(connection, attachOptions),
       onInbound: (connection) => {
         if (!this.closing) this.attach(connection)
       },
-      openYjs: (name) => this.yjs(name),
       onReconnecting: (event) => this.events.emit('reconnecting', event),
     })
     const tickMs = options.tickMs ?? TICK_MS
@@ -454,8 +458,11 @@ export class Peer {
     const totals = { ...this.finishedTotals }
     for (const session of this.sessions) addStats(totals, session.stats)
     const gossip = this.link?.gossipStats
-    const admission = { ...this.admission.stats }
-    return gossip ? { sessions: this.sessions.size, totals, gossip, admission } : { sessions: this.sessions.size, totals, admission }
+    const yWebsocket = this.websocket.yWebsocketStats
+    return {
+      sessions: this.sessions.size, totals, admission: { ...this.admission.stats },
+      ...(gossip ? { gossip } : {}), ...(yWebsocket ? { yWebsocket } : {}),
+    }
   }
 
   /**

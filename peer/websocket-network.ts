@@ -4,15 +4,13 @@
  * at `/yjs/<room>`. Sessions are attached by the peer (`attach`); this module
  * only moves connections to it.
  */
-import { WebSocketServer } from 'ws'
 import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
-import { isYjsRemoteOrigin, type YjsReplica } from '../crdt/documents/yjs-replica.ts'
 import type { Store } from '../persistence/store.ts'
-import type { RefuseReason, SyncSession } from '../sync/index.ts'
+import type { Admission, RefuseReason, SyncHost, SyncSession } from '../sync/index.ts'
 import type { Connection } from '../transports/transport.ts'
 import { Reconnector } from '../transports/reconnect.ts'
 import { parseWebSocketUrl, WebSocketTransport, type WebSocketListenOptions } from '../transports/websocket/index.ts'
-import { YWebsocketBridge } from './y-websocket-bridge.ts'
+import { YWebsocketRoute, type YWebsocketOptions, type YWebsocketStats } from './y-websocket-route.ts'
 
 /** Where and how to listen. */
 export interface ListenOptions {
@@ -22,8 +20,12 @@ export interface ListenOptions {
   readonly host?: string
   /** TLS key and certificate (PEM) for `wss://`. */
   readonly tls?: WebSocketListenOptions['tls']
-  /** Serve stock y-websocket clients at `/yjs/<room>` (default true). */
-  readonly yWebsocket?: boolean
+  /**
+   * Serve stock y-websocket clients at `/yjs/<room>` (default true), admitted
+   * like every peer (credentials, access with the room as the name); an
+   * object tunes the route (awareness bounds, message size).
+   */
+  readonly yWebsocket?: boolean | YWebsocketOptions
   readonly signal?: AbortSignal
 }
 
@@ -97,16 +99,20 @@ function refusalError(url: string, by: 'local' | 'remote', reason: RefuseReason,
 
 /** What the WebSocket side needs from its peer. */
 export interface WebSocketNetworkOptions {
+  /** The peer's id (a y-websocket client may not claim it). */
+  readonly id: string
   /** Largest Concord frame of the peer (the socket's payload limit is derived from it). */
   readonly maxFrameBytes?: number
-  /** The peer's store: y-websocket updates are applied through it. */
+  /** The peer's store: y-websocket rooms are its Yjs documents. */
   readonly store: Store
+  /** The peer's sync host: y-websocket clients are sent its durable commits. */
+  readonly host: Pick<SyncHost, 'subscribe'>
+  /** The peer's admission: y-websocket clients pass it like every peer. */
+  readonly admission: Admission
   /** Runs the Concord protocol over a connection (the peer's `attach`). */
   readonly attach: (connection: Connection, options: { token?: string }) => SyncSession
   /** Called for every inbound WebSocket connection. */
   readonly onInbound: (connection: Connection) => void
-  /** Opens a Yjs document of the peer (a y-websocket room). */
-  readonly openYjs: (name: string) => Promise<YjsReplica>
   /** Called when a connection that was up is being redialled. */
   readonly onReconnecting?: (event: ReconnectingEvent) => void
 }
@@ -117,7 +123,7 @@ export class WebSocketNetwork {
   private readonly reconnectors = new Map<Reconnector, { url: string; cancel: () => void }>()
   private websocket: WebSocketTransport | undefined
   private websocketWired = false
-  private bridge: YWebsocketBridge | undefined
+  private yRoute: YWebsocketRoute | undefined
 
   constructor(private readonly options: WebSocketNetworkOptions) {}
 
@@ -125,8 +131,13 @@ export class WebSocketNetwork {
   async listen(options: ListenOptions): Promise<{ url: string; port: number }> {
     const transport = this.transport()
     const url = await transport.listen({ port: options.port ?? 0, host: options.host ?? '127.0.0.1', tls: options.tls }, { signal: options.signal })
-    if (options.yWebsocket !== false) this.serveYWebsocket(transport)
+    if (options.yWebsocket !== false) this.serveYWebsocket(transport, options.yWebsocket === true || options.yWebsocket === undefined ? {} : options.yWebsocket)
     return { url, port: Number(new URL(url).port) }
+  }
+
+  /** Counters of the y-websocket route, once served. */
+  get yWebsocketStats(): YWebsocketStats | undefined {
+    return this.yRoute?.stats
   }
 
   /** Dials `url` and keeps the connection up once a first handshake succeeded; see {@link Peer.connect}. */
@@ -234,7 +245,7 @@ export class WebSocketNetwork {
 
   /** Closes the y-websocket route and stops the transport. */
   async stop(): Promise<void> {
-    this.bridge?.close()
+    this.yRoute?.close()
     await this.websocket?.stop()
   }
 
@@ -247,33 +258,11 @@ export class WebSocketNetwork {
     return this.websocket
   }
 
-  private serveYWebsocket(transport: WebSocketTransport): void {
-    if (this.bridge) return
-    const store = this.options.store
-    const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 * 1024 })
-    const bridge = new YWebsocketBridge({
-      openRoom: async (name) => {
-        const replica = await this.options.openYjs(name)
-        return {
-          doc: replica.doc,
-          applyUpdate: async (update, origin) => { await store.applyRemote(name, update, { type: 'yjs', origin }) },
-          onUpdate: (listener) => {
-            const handler = (update: Uint8Array, origin: unknown) => listener(update, isYjsRemoteOrigin(origin) ? origin.origin : origin)
-            replica.doc.on('update', handler)
-            return () => replica.doc.off('update', handler)
-          },
-        }
-      },
-    })
-    this.bridge = bridge
-    transport.route('/yjs', (request, socket, head) => {
-      const path = new URL(request.url ?? '/', 'http://localhost').pathname
-      const room = decodeURIComponent(path.slice('/yjs/'.length))
-      if (room.length === 0) {
-        socket.destroy()
-        return
-      }
-      wss.handleUpgrade(request, socket, head, (ws) => bridge.handle(ws, room))
-    })
+  private serveYWebsocket(transport: WebSocketTransport, tuning: YWebsocketOptions): void {
+    if (this.yRoute) return
+    const { id, store, host, admission } = this.options
+    const route = new YWebsocketRoute({ ...tuning, id, store, host, admission, notFound: (socket) => transport.notFound(socket) })
+    this.yRoute = route
+    transport.route('/yjs', (request, socket, head) => route.handleUpgrade(request, socket, head))
   }
 }

@@ -53,6 +53,7 @@ const lists = {
     'test/peer/gossip-codec.test.ts',
     // peer/
     'test/peer/y-websocket-bridge.test.ts',
+    'test/peer/y-websocket-peers.test.ts',
     'test/peer/peer.test.ts',
     'test/peer/sync-host.test.ts',
     'test/peer/sim-convergence.test.ts',

@@ -5,23 +5,29 @@ import type { AddressInfo } from 'node:net'
 import { WebSocket, WebSocketServer } from 'ws'
 import * as Y from 'yjs'
 import { WebsocketProvider } from 'y-websocket'
-import { YWebsocketBridge, type YjsRoom } from '../../peer/y-websocket-bridge.ts'
+import { YWebsocketBridge, type YjsRoom, type YWebsocketClient } from '../../peer/y-websocket-bridge.ts'
 
-/** A room over a plain Y.Doc that records what it was asked to persist. */
-function memoryRoom(doc: Y.Doc, persisted: Uint8Array[]): YjsRoom {
+/**
+ * A room over a plain Y.Doc that records what it was asked to persist; an
+ * update applied here (or by `edit`) is published to the room's clients at
+ * once, as the peer's durable `committed` units are.
+ */
+function memoryRoom(doc: Y.Doc, persisted: Uint8Array[], bridge: () => YWebsocketBridge, name: string): YjsRoom {
   return {
-    doc,
-    async applyUpdate(update, origin) {
+    stateVector: () => Y.encodeStateVector(doc),
+    updateSince: (stateVector) => Y.encodeStateAsUpdate(doc, stateVector),
+    durable: async () => undefined,
+    async admit(update, client) {
       persisted.push(update)
-      Y.applyUpdate(doc, update, origin)
+      Y.applyUpdate(doc, update, client)
+      bridge().publish(name, update, client)
+      return 'applied'
     },
-    onUpdate(listener) {
-      const handler = (update: Uint8Array, origin: unknown) => listener(update, origin)
-      doc.on('update', handler)
-      return () => doc.off('update', handler)
-    },
+    release() {},
   }
 }
+
+const writer: YWebsocketClient = { remotePeerId: 'writer', access: 'write' }
 
 async function startServer(bridge: YWebsocketBridge) {
   const http = createServer()
@@ -29,7 +35,7 @@ async function startServer(bridge: YWebsocketBridge) {
   http.on('upgrade', (request, socket, head) => {
     const path = new URL(request.url ?? '/', 'http://x').pathname
     if (!path.startsWith('/yjs/')) { socket.destroy(); return }
-    wss.handleUpgrade(request, socket, head, (ws) => bridge.handle(ws, decodeURIComponent(path.slice(5))))
+    wss.handleUpgrade(request, socket, head, (ws) => bridge.handle(ws, decodeURIComponent(path.slice(5)), { ...writer }))
   })
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve))
   const { port } = http.address() as AddressInfo
@@ -52,7 +58,7 @@ test('a stock y-websocket client syncs both ways through the bridge, updates per
   const serverDoc = new Y.Doc()
   serverDoc.getText('t').insert(0, 'server says hi. ')
   const persisted: Uint8Array[] = []
-  const bridge = new YWebsocketBridge({ openRoom: async (name) => { assert.equal(name, 'notes'); return memoryRoom(serverDoc, persisted) } })
+  const bridge: YWebsocketBridge = new YWebsocketBridge({ openRoom: async (name) => { assert.equal(name, 'notes'); return memoryRoom(serverDoc, persisted, () => bridge, name) } })
   const server = await startServer(bridge)
   const docA = new Y.Doc()
   const docB = new Y.Doc()
@@ -65,6 +71,7 @@ test('a stock y-websocket client syncs both ways through the bridge, updates per
     await until(() => docB.getText('t').toString().includes('A was here.'), 'B sees A')
     assert.ok(serverDoc.getText('t').toString().includes('A was here.'))
     assert.ok(persisted.length > 0)
+    serverDoc.once('update', (update: Uint8Array) => bridge.publish('notes', update))
     serverDoc.getText('t').insert(0, '>> ')
     await until(() => docA.getText('t').toString().startsWith('>> ') && docB.getText('t').toString().startsWith('>> '), 'server edit reaches both')
     // awareness relays between clients
@@ -77,7 +84,7 @@ test('a stock y-websocket client syncs both ways through the bridge, updates per
 
 test('malformed messages are counted and dropped; a client that keeps sending them is disconnected, others unaffected', async () => {
   const doc = new Y.Doc()
-  const bridge = new YWebsocketBridge({ openRoom: async () => memoryRoom(doc, []), maxBadMessages: 3 })
+  const bridge: YWebsocketBridge = new YWebsocketBridge({ openRoom: async (name) => memoryRoom(doc, [], () => bridge, name), maxBadMessages: 3 })
   const server = await startServer(bridge)
   const good = new Y.Doc()
   const provider = new WebsocketProvider(server.url, 'r', good, { WebSocketPolyfill: WebSocket as never, disableBc: true })

@@ -190,6 +190,15 @@ export class WebSocketTransport implements Transport {
         return
       }
     }
+    this.notFound(socket)
+  }
+
+  /**
+   * Answers an upgrade with this server's 404 for a path it does not serve
+   * (a mounted route refuses with it what must look like nothing there).
+   */
+  notFound(socket: Duplex): void {
+    if (socket.destroyed) return
     // Say where the protocol is, so a client that dialled the wrong path can tell its user.
     const body = `no WebSocket endpoint here; Concord peers listen at ${this.path}\n`
     socket.end(`HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Type: text/plain\r\n${CONCORD_PATH_HEADER}: ${this.path}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)

@@ -54,6 +54,7 @@ const lists = {
     // peer/
     'test/peer/y-websocket-bridge.test.ts',
     'test/peer/y-websocket-peers.test.ts',
+    'test/peer/invisible-names.test.ts',
     'test/peer/peer.test.ts',
     'test/peer/sync-host.test.ts',
     'test/peer/sim-convergence.test.ts',

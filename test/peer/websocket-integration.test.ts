@@ -13,12 +13,12 @@ import { join } from 'node:path'
 import { WebSocket } from 'ws'
 import type { Replica } from '../../crdt/replica.ts'
 import { createPeer, type Peer } from '../../peer/index.ts'
-import { decodeMessage, encodeMessage, peerId, type DecodedMessage } from '../../sync/messages.ts'
 import { Prng } from '../../transports/memory/index.ts'
 import { tempDir } from '../helpers/temp-dir.ts'
 import { until } from '../helpers/wait.ts'
 import { firstDifference } from './helpers/compare.ts'
 import { NAMES, mutate } from './helpers/peer-scenario.ts'
+import { rawClient, sendFrame } from './helpers/raw-concord-client.ts'
 
 const SEED = Number(process.env.CONCORD_SEED ?? 42)
 
@@ -177,26 +177,7 @@ test('transact is atomic across SIGKILLs of the receiver: after every restart no
 
 // ------------------------------------------------------------ malformed and oversized frames
 
-/** A raw ws client on a peer's /concord endpoint, recording decoded frames and the close. */
-async function rawClient(url: string, handshake: boolean): Promise<{ ws: WebSocket; received: DecodedMessage[]; closed: Promise<number> }> {
-  const ws = new WebSocket(url)
-  const received: DecodedMessage[] = []
-  ws.on('message', (data: Buffer) => {
-    try { received.push(decodeMessage(new Uint8Array(data))) } catch { /* not ours to judge */ }
-  })
-  ws.on('error', () => { /* the close follows */ })
-  const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)))
-  await new Promise<void>((resolve, reject) => { ws.once('open', () => resolve()); ws.once('error', reject) })
-  if (handshake) {
-    ws.send(encodeMessage({ type: 'hello', minVersion: 1, maxVersion: 1, peerId: peerId('raw'), token: '', filter: {}, maxFrameBytes: 1 << 20, window: 64, extensions: [] }))
-    ws.send(encodeMessage({ type: 'hello-ok', version: 1 }))
-    await until(() => received.some((m) => m.type === 'hello-ok'), 'the peer accepts the raw client')
-  }
-  return { ws, received, closed }
-}
-
-const send = (ws: WebSocket, frame: Uint8Array): Promise<void> =>
-  new Promise((resolve, reject) => ws.send(frame, (error) => (error ? reject(error) : resolve())))
+const send = sendFrame
 
 test('malformed and oversized frames from a raw ws client: counted and dropped, the peer stays up, others are unaffected, a persistent sender is cut off', { timeout: 60_000 }, async () => {
   const dir = await tempDir('concord-bad-frames-')

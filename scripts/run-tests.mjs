@@ -44,6 +44,7 @@ const lists = {
     'test/sync/websocket-sync.test.ts',
     'test/sync/answer-bundles.test.ts',
     'test/sync/handshake.test.ts',
+    'test/sync/admission.test.ts',
     // transports/libp2p
     'test/transports/libp2p-codec.test.ts',
     'test/transports/libp2p.test.ts',

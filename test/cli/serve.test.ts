@@ -8,6 +8,8 @@ import { ErrorCodes, isConcordError } from '../../crdt/errors.ts'
 import { parseAcl } from '../../cli/acl.ts'
 import { tempDir } from '../helpers/temp-dir.ts'
 import { until } from '../helpers/wait.ts'
+import * as Y from 'yjs'
+import { yClient } from '../peer/helpers/y-websocket-clients.ts'
 import { cli, cliJson, runConcord, spawnConcord } from './helpers.ts'
 import { selfSignedCertificate } from '../helpers/tls.ts'
 
@@ -54,6 +56,47 @@ test('the real `concord serve` process: prints its URL, holds the folder (others
   } finally {
     if (server.exitCode === null) server.kill('SIGKILL')
     await client.close()
+    await root.remove()
+  }
+})
+
+test('the real `concord serve --token T` process: a y-websocket client without the token is refused at the upgrade; with it, its edit is persisted under its own agent id', async () => {
+  const root = await tempDir('concord-serve-yws-')
+  const dir = join(root.path, 'relay')
+  const server = spawnConcord(['serve', '--dir', dir, '--port', '0', '--json', '--id', 'relay', '--token', 'T'])
+  let stderr = ''
+  server.stderr!.on('data', (chunk) => { stderr += chunk })
+  const exited = once(server, 'exit')
+  const docs = [new Y.Doc(), new Y.Doc(), new Y.Doc()]
+  const clients: Array<ReturnType<typeof yClient>> = []
+  try {
+    let stdout = ''
+    server.stdout!.on('data', (chunk) => { stdout += chunk })
+    await until(() => stdout.includes('\n'), 'serve prints its address', 20_000)
+    const base = JSON.parse(stdout.split('\n')[0]).yWebsocket.replace(/\/<room>$/, '')
+    const anonymous = yClient(base, 'notes', docs[0])
+    clients.push(anonymous)
+    docs[0].getText('t').insert(0, 'anonymous')
+    await until(() => anonymous.log.errors.some((message) => message.includes('401')), 'refused with 401')
+    const member = yClient(base, 'notes', docs[1], { params: { token: 'T' } })
+    const watcher = yClient(base, 'notes', docs[2], { headers: { Authorization: 'Bearer T' } })
+    clients.push(member, watcher)
+    await until(() => member.provider.synced && watcher.provider.synced, 'the clients with the token sync')
+    docs[1].getText('t').insert(0, 'from the browser')
+    // the server sends on only what is durable: once the watcher has it, it is logged
+    await until(() => docs[2].getText('t').toString() === 'from the browser', 'the edit reaches the other client')
+    assert.equal(docs[0].getText('t').toString(), 'anonymous', 'the refused client read nothing')
+    server.kill('SIGTERM')
+    const [code] = await exited
+    assert.equal(code, 0, stderr)
+    const history = await cliJson(['history', '--dir', dir, 'notes'])
+    const agents = (history.json as Array<{ agent: string }>).map((record) => record.agent)
+    assert.ok(agents.length >= 1 && agents.every((agent) => /^yws-[0-9a-f]{12}$/.test(agent)), `agents: ${agents}`)
+    assert.deepEqual((await cliJson(['inspect', '--dir', dir, 'notes'])).json.value, { t: 'from the browser' }, 'nothing of the refused client')
+  } finally {
+    for (const c of clients) c.provider.destroy()
+    for (const doc of docs) doc.destroy()
+    if (server.exitCode === null) server.kill('SIGKILL')
     await root.remove()
   }
 })

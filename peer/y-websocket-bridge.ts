@@ -28,6 +28,7 @@
  */
 import type { WebSocket } from 'ws'
 import { Encoder, decodeGuarded, type Decoder } from '../crdt/codec.ts'
+import { TokenBucket } from '../sync/token-bucket.ts'
 import { RoomAwareness, type AwarenessClient, type AwarenessLimits } from './y-websocket-awareness.ts'
 
 const messageSync = 0
@@ -42,6 +43,12 @@ const syncUpdate = 2
 const MAX_QUEUED_MESSAGES = 64
 /** Bytes of one client's messages waiting to be handled before its socket is paused. */
 const MAX_QUEUED_BYTES = 32 * 1024 * 1024
+/**
+ * Sync step 1 requests a client may send per second (bursts of twice that):
+ * each costs an encoding of what it lacks and a flush. A stock client sends
+ * one per connection, and one per `resyncInterval` if it set one.
+ */
+const SYNC_REQUESTS_PER_SECOND = 4
 
 /** A y-websocket client, as the route admitted it. */
 export interface YWebsocketClient {
@@ -97,12 +104,15 @@ export interface YWebsocketBridgeStats {
   malformedDropped: number
   /** Awareness states dropped: over a bound, over the rate, someone else's. */
   awarenessDropped: number
+  /** Sync step 1 requests dropped: over the rate (4 per second per client, bursts of 8). */
+  requestsDropped: number
   clientsDisconnected: number
 }
 
 interface Member {
   readonly client: YWebsocketClient
   readonly awareness: AwarenessClient
+  readonly requests: TokenBucket
 }
 
 interface RoomState {
@@ -121,15 +131,17 @@ interface RoomEntry {
 export class YWebsocketBridge {
   readonly stats: YWebsocketBridgeStats = {
     connections: 0, messagesReceived: 0, updatesApplied: 0, updatesDropped: 0, updatesRefused: 0,
-    malformedDropped: 0, awarenessDropped: 0, clientsDisconnected: 0,
+    malformedDropped: 0, awarenessDropped: 0, requestsDropped: 0, clientsDisconnected: 0,
   }
 
   private readonly rooms = new Map<string, RoomEntry>()
   private readonly maxBadMessages: number
   private readonly maxMessageBytes: number
   private closed = false
+  private readonly now: () => number
 
   constructor(private readonly options: YWebsocketBridgeOptions) {
+    this.now = options.now ?? Date.now
     this.maxBadMessages = options.maxBadMessages ?? 16
     this.maxMessageBytes = options.maxMessageBytes ?? 16 * 1024 * 1024
   }
@@ -193,7 +205,10 @@ export class YWebsocketBridge {
         this.releaseIfEmpty(roomName, entry, state)
         return
       }
-      const member: Member = { client, awareness: state.awareness.join() }
+      const member: Member = {
+        client, awareness: state.awareness.join(),
+        requests: new TokenBucket(SYNC_REQUESTS_PER_SECOND, 2 * SYNC_REQUESTS_PER_SECOND, this.now()),
+      }
       state.members.set(socket, member)
       joined = { state, member }
       this.greet(state, socket)
@@ -273,6 +288,10 @@ export class YWebsocketBridge {
     const message = decodeGuarded('y-websocket message', bytes, readMessage)
     switch (message.type) {
       case 'step1': {
+        if (!member.requests.tryTake(1, this.now())) {
+          this.stats.requestsDropped++
+          return true
+        }
         const answer = syncMessage(syncStep2, state.room.updateSince(message.payload))
         // Only what is durable leaves this peer: the answer waits for everything it holds to be logged.
         await state.room.durable()

@@ -5,6 +5,9 @@
 // - transports/ import only transports/ and the base utilities of crdt/
 //   (errors, codec, emitter): they move bytes and know no CRDT;
 // - persistence/ imports no sync/, transports/ or peer/ (it knows no network);
+// - testing/ (the conformance suites of concord/testing) imports only the
+//   interfaces it checks and what it checks them with: crdt/, persistence/,
+//   transports/ (no peer/, sync/ or cli/);
 // - crdt/ and sync/ use no Node-only API (node: modules, Buffer, process, timers).
 // Import cycles are checked separately by dpdm (npm run cycles).
 import { readFileSync, readdirSync, statSync } from 'node:fs'
@@ -17,6 +20,7 @@ const rules = {
   sync: { allow: ['sync', 'crdt'], pure: true },
   transports: { allow: ['transports'], allowFiles: baseUtilities, pure: false },
   persistence: { allow: ['persistence', 'crdt'], pure: false },
+  testing: { allow: ['testing', 'crdt', 'persistence', 'transports'], pure: false },
 }
 const nodeOnlyPackages = /^(node:|fs$|net$|path$|os$|child_process$|ws$|classic-level$|level$)/
 const nodeOnlyGlobals = /\b(Buffer|process\.|setTimeout|setInterval|setImmediate|require\()/

@@ -78,7 +78,7 @@ const lists = {
   ],
   // Long suites, run on demand (npm run test:chaos, npm run test:crash).
   chaos: [
-    // crdt/ (the law suite runs 300 cases per property in this list)
+    // crdt/ (the law suite runs 300 cases per property in this list: CONCORD_LAW_RUNS below)
     'test/crdt/native-laws.test.ts',
     // crdt/ documents (laws at 300 cases; whole Automerge traces)
     'test/crdt/documents/document-laws.test.ts',
@@ -122,7 +122,14 @@ const child = spawn(process.execPath, [
   // default list (the slowest take seconds), 30 in the long lists.
   `--test-timeout=${listName === 'default' ? 180_000 : 1_800_000}`,
   ...files,
-], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, CONCORD_TEST_LIST: listName } })
+], {
+  stdio: ['ignore', 'pipe', 'inherit'],
+  env: {
+    ...(listName === 'chaos' ? { CONCORD_LAW_RUNS: '300' } : {}),
+    ...process.env,
+    CONCORD_TEST_LIST: listName,
+  },
+})
 
 let tail = ''
 child.stdout.on('data', (chunk) => {

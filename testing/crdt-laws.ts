@@ -1,16 +1,25 @@
 /**
- * The shared law suite: one set of property tests run against every
- * replicated type, native CRDT or document, through the {@link Replica}
- * interface only.
+ * The CRDT law suite: one set of property tests run against every
+ * replicated type, native CRDT or document, ours or a third party's,
+ * through the {@link Replica} interface only, under any test runner:
  *
- * Usage (in a `*.test.ts` file):
  * ```ts
- * lawSuite({ type: 'orset', create: (id) => createReplica('orset', { replicaId: replicaId(id) }), randomOp })
+ * import { describe, it } from 'node:test'
+ * import fc from 'fast-check'
+ * import { createReplica, replicaId } from 'concord/crdt'
+ * import { runCrdtLaws } from 'concord/testing'
+ *
+ * runCrdtLaws({ describe, it }, {
+ *   type: 'orset',
+ *   create: (id) => createReplica('orset', { replicaId: replicaId(id) }),
+ *   randomOp: fc.string().map((s) => (r) => (r as ORSetReplica<string>).add(s)),
+ * })
  * ```
  *
- * Laws checked (fast-check, fixed seed; the seed is printed, and
- * `CONCORD_SEED=<n>` replays a run; `CONCORD_LAW_RUNS=<n>` changes the
- * number of runs):
+ * Laws checked (fast-check, a fixed seed shown in the suite's title;
+ * `CONCORD_SEED=<n>` or `seed` replays a run, `CONCORD_LAW_RUNS=<n>` or
+ * `numRuns` changes the number of runs; needs the `fast-check` package, a
+ * peer dependency of `concord/testing`):
  * - join (a replica pulling another's `deltaSince(own version)`) is
  *   idempotent, commutative and associative;
  * - a local mutation's delta (its `change` event) applied elsewhere gives the
@@ -29,12 +38,13 @@
  * "Full join of B into A" is `A.applyDelta(B.deltaSince(A.version()))`; the
  * "full state" of B is `B.deltaSince(fresh.version())` for a fresh replica.
  */
-import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
-import { bytesEqual } from '../../crdt/codec.ts'
-import { ErrorCodes, isConcordError } from '../../crdt/errors.ts'
-import type { Replica, ReplicaType } from '../../crdt/replica.ts'
+import { bytesEqual } from '../crdt/codec.ts'
+import { ErrorCodes, isConcordError } from '../crdt/errors.ts'
+import { createReplica } from '../crdt/registry.ts'
+import { replicaId, type Replica, type ReplicaType } from '../crdt/replica.ts'
+import type { TestRunner } from './runner.ts'
 
 /** A random local mutation of a replica. */
 export type RandomOp = (replica: Replica) => void
@@ -57,8 +67,10 @@ export interface LawSpec {
    * by default, from crdt/registry.ts). Must throw DecodeError on bad bytes.
    */
   load?(snapshot: Uint8Array, replicaId: string): Replica
-  /** Runs per property (default 30, or 300 in the `chaos` list; env `CONCORD_LAW_RUNS` overrides). */
+  /** Runs per property (default 30; env `CONCORD_LAW_RUNS` overrides). */
   readonly numRuns?: number
+  /** The fast-check seed (default {@link LAW_SEED}). */
+  readonly seed?: number
   /**
    * When true (default), every truncation of a valid delta, snapshot or
    * version must be rejected. Set false for formats where a prefix can be a
@@ -75,7 +87,7 @@ export interface LawSpec {
   readonly maxOps?: number
 }
 
-/** The seed used by every law suite in this process (env `CONCORD_SEED`, else fixed). */
+/** The seed of every law suite in this process that names none (env `CONCORD_SEED`, else fixed). */
 export const LAW_SEED: number = (() => {
   const raw = process.env.CONCORD_SEED
   if (raw !== undefined && raw !== '') {
@@ -87,10 +99,13 @@ export const LAW_SEED: number = (() => {
 })()
 
 function defaultRuns(spec: LawSpec): number {
-  const env = process.env.CONCORD_LAW_RUNS
-  if (env) return Number(env)
-  if (spec.numRuns !== undefined) return spec.numRuns
-  return process.env.CONCORD_TEST_LIST === 'chaos' ? 300 : 30
+  const raw = process.env.CONCORD_LAW_RUNS
+  if (raw) {
+    const parsed = Number(raw)
+    if (!Number.isSafeInteger(parsed) || parsed < 1) throw new Error(`CONCORD_LAW_RUNS must be a positive integer, got ${raw}`)
+    return parsed
+  }
+  return spec.numRuns ?? 30
 }
 
 /** Default equality: deep-equal values and byte-equal snapshots. */
@@ -135,24 +150,22 @@ function describeReplica(r: Replica): string {
   return `${r.type}@${r.replicaId} ${value}`
 }
 
-/** Registers the law tests of one type with node:test. */
-export function lawSuite(spec: LawSpec): void {
+/** Registers the law tests of one type with `runner`. */
+export function runCrdtLaws(runner: TestRunner, spec: LawSpec): void {
+  const { describe } = runner
+  const it = (name: string, body: () => void | Promise<void>): void => {
+    runner.it(name, async () => { await body() })
+  }
+  const seed = spec.seed ?? LAW_SEED
   const equal = spec.equal ?? defaultEqual
   const runs = defaultRuns(spec)
   const maxOps = spec.maxOps ?? 8
   const truncationStrict = spec.truncationAlwaysInvalid ?? true
   const corruptionStrict = spec.corruptionAlwaysDetected ?? false
-  let registryLoad: ((snapshot: Uint8Array, id: string) => Replica) | undefined
-  const load = async (): Promise<(snapshot: Uint8Array, id: string) => Replica> => {
-    if (spec.load) return spec.load.bind(spec)
-    if (!registryLoad) {
-      const { createReplica } = await import('../../crdt/registry.ts')
-      const { replicaId } = await import('../../crdt/replica.ts')
-      registryLoad = (snapshot, id) => createReplica(spec.type, { replicaId: replicaId(id), snapshot })
-    }
-    return registryLoad
-  }
-  const params = { seed: LAW_SEED, numRuns: runs }
+  const loadSnapshot: (snapshot: Uint8Array, id: string) => Replica = spec.load
+    ? spec.load.bind(spec)
+    : (snapshot, id) => createReplica(spec.type, { replicaId: replicaId(id), snapshot })
+  const params = { seed, numRuns: runs }
   const ops = fc.array(spec.randomOp, { maxLength: maxOps })
   const nonEmptyOps = fc.array(spec.randomOp, { minLength: 1, maxLength: maxOps })
 
@@ -175,11 +188,7 @@ export function lawSuite(spec: LawSpec): void {
   const full = (r: Replica): Uint8Array | null => r.deltaSince(spec.create('fresh').version())
   const apply = (target: Replica, delta: Uint8Array | null): boolean => (delta === null ? false : target.applyDelta(delta))
 
-  describe(`law suite: ${spec.type}`, () => {
-    it(`prints the seed`, (t) => {
-      t.diagnostic(`lawSuite(${spec.type}): seed ${LAW_SEED}, ${runs} runs (replay with CONCORD_SEED=${LAW_SEED})`)
-    })
-
+  describe(`law suite: ${spec.type} (seed ${seed}, ${runs} runs)`, () => {
     it('join is idempotent', () => {
       fc.assert(fc.property(scenario, nonEmptyOps, (s, more) => {
         const [a, b] = diverge(s)
@@ -272,8 +281,7 @@ export function lawSuite(spec: LawSpec): void {
       }), params)
     })
 
-    it('codec round-trip: snapshot -> load -> snapshot is byte-equal', async () => {
-      const loadSnapshot = await load()
+    it('codec round-trip: snapshot -> load -> snapshot is byte-equal', () => {
       fc.assert(fc.property(scenario, (s) => {
         for (const r of diverge(s)) {
           const snap = r.snapshot()
@@ -321,8 +329,7 @@ export function lawSuite(spec: LawSpec): void {
       }), params)
     })
 
-    it('bad input: typed error, state unchanged, never another exception', async () => {
-      const loadSnapshot = await load()
+    it('bad input: typed error, state unchanged, never another exception', () => {
       const expectRejected = (what: string, fn: () => unknown): void => {
         try {
           fn()

@@ -1,26 +1,53 @@
 /**
  * The storage conformance suite: every {@link Storage} implementation must
- * pass it (DESIGN convention 3). Call {@link storageConformance} from a test
- * file with a factory for the implementation under test.
+ * pass it (DESIGN convention 3), ours (classic-level, memory-level) and a
+ * third party's, under any test runner:
+ *
+ * ```ts
+ * import { describe, it } from 'node:test'
+ * import { runStorageTests } from 'concord/testing'
+ *
+ * runStorageTests({ describe, it }, 'my storage', async () => {
+ *   const storage = await openMyStorage()
+ *   return { storage, teardown: () => storage.close() }
+ * })
+ * ```
+ *
+ * Checked: get/put/del and batches in order; iteration in path order
+ * (segment by segment, UTF-8 bytes, a prefix before its extensions), prefix
+ * ranges, bounds, reverse and limit; an iteration reads the snapshot taken
+ * when it starts; flushed and synced writes survive a reopen (when the setup
+ * gives `reopen`); an aborted signal rejects with `CONCORD_ABORTED` and
+ * changes nothing; after `close` everything rejects with `CONCORD_CLOSED`.
+ * Needs the `fast-check` package (a peer dependency of `concord/testing`).
  */
 import assert from 'node:assert/strict'
-import { describe, it } from 'node:test'
 import fc from 'fast-check'
-import { isConcordError } from '../../crdt/errors.ts'
-import type { Storage, StorageKey } from '../../persistence/storage.ts'
+import { isConcordError } from '../crdt/errors.ts'
+import type { Storage, StorageKey } from '../persistence/storage.ts'
+import { DEFAULT_TEST_TIMEOUT_MS, timedTest, type TestRunner } from './runner.ts'
 
-/** Creates a fresh, empty storage; `reopen` (if given) closes it and opens the same data again. */
-export interface StorageHarness {
+/** A fresh, empty storage for one test, and how to dispose of it. */
+export interface StorageSetup {
+  /** The storage under test, open and empty. */
   readonly storage: Storage
+  /** Closes the storage and opens the same data again (omit if the storage keeps nothing across a close). */
   readonly reopen?: () => Promise<Storage>
-  readonly cleanup: () => Promise<void>
+  /** Closes whatever is still open and deletes the data (called after every test, pass or fail). */
+  readonly teardown: () => Promise<void>
+}
+
+/** Options of {@link runStorageTests}. */
+export interface StorageTestOptions {
+  /** Per-test timeout (default 60 s). */
+  readonly timeoutMs?: number
 }
 
 const utf8 = new TextEncoder()
 const bytes = (text: string): Uint8Array => utf8.encode(text)
 
 /** Reference order: segment by segment, UTF-8 bytes, prefix first. */
-export function compareKeys(a: StorageKey, b: StorageKey): number {
+function compareKeys(a: StorageKey, b: StorageKey): number {
   const n = Math.min(a.length, b.length)
   for (let i = 0; i < n; i++) {
     const x = utf8.encode(a[i])
@@ -44,15 +71,20 @@ const segment = fc.oneof(
 )
 const key = fc.array(segment, { minLength: 1, maxLength: 4 })
 
-/** Registers the conformance tests for one implementation. */
-export function storageConformance(label: string, create: () => Promise<StorageHarness>): void {
-  describe(`storage conformance: ${label}`, () => {
-    const withStorage = (fn: (storage: Storage, harness: StorageHarness) => Promise<void>) => async () => {
-      const harness = await create()
+/**
+ * Registers the storage conformance tests for one implementation with
+ * `runner`; `setup` is called once per test.
+ */
+export function runStorageTests(runner: TestRunner, label: string, setup: () => Promise<StorageSetup>, options: StorageTestOptions = {}): void {
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TEST_TIMEOUT_MS
+  const it = (name: string, body: () => Promise<void>): void => timedTest(runner, name, timeoutMs, body)
+  runner.describe(`storage conformance: ${label}`, () => {
+    const withStorage = (fn: (storage: Storage, harness: StorageSetup) => Promise<void>) => async () => {
+      const harness = await setup()
       try {
         await fn(harness.storage, harness)
       } finally {
-        await harness.cleanup()
+        await harness.teardown()
       }
     }
 

@@ -1,36 +1,53 @@
 /**
  * The transport conformance suite: one set of checks every transport
- * (memory, WebSocket, libp2p) must pass. Call {@link transportConformance}
- * from a test file with a setup that returns a listening transport, its
- * address and a dialing transport.
+ * (memory, WebSocket, libp2p, a third party's) must pass, under any test
+ * runner:
  *
- * Ordering and exactly-once checks assume a fault-free link (the simulated
- * network runs with faults off here).
+ * ```ts
+ * import { describe, it } from 'node:test'
+ * import { runTransportTests } from 'concord/testing'
+ *
+ * runTransportTests({ describe, it }, 'my transport', async () => {
+ *   const server = new MyTransport()
+ *   const address = await server.listen()
+ *   const client = new MyTransport()
+ *   return { server, address, client, teardown: async () => { await client.stop(); await server.stop() } }
+ * })
+ * ```
+ *
+ * Checked: both ends of a dial get an open connection with the right
+ * direction; frames (empty ones included) arrive whole and in order both
+ * ways; a large frame arrives whole; a close is seen once by each end and
+ * a send after it rejects with `CONCORD_CLOSED`; many connections each carry
+ * their own frames; `stop` closes every connection on both ends. Ordering
+ * and exactly-once checks assume a fault-free link.
  */
-import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
-import { ErrorCodes, isConcordError } from '../../crdt/errors.ts'
-import type { Connection, Transport } from '../../transports/transport.ts'
-import { Prng } from '../../transports/memory/prng.ts'
+import { ErrorCodes, isConcordError } from '../crdt/errors.ts'
+import type { Connection, Transport } from '../transports/transport.ts'
+import { Prng } from '../transports/memory/prng.ts'
+import { DEFAULT_TEST_TIMEOUT_MS, timedTest, type TestRunner } from './runner.ts'
 
-/** What a conformance run needs: a listening transport and a dialer. */
-export interface ConformanceSetup {
+/** What one test needs: a listening transport, its address and a dialer. */
+export interface TransportSetup {
   /** A transport that listens at `address`. */
   readonly server: Transport
   /** The address to dial. */
   readonly address: string
   /** A transport that dials (may be the same object as `server` for some transports). */
   readonly client: Transport
-  /** Stops everything the setup created. */
+  /** Stops everything the setup created (called after every test, pass or fail). */
   teardown(): Promise<void>
 }
 
-/** Options of a conformance run. */
-export interface ConformanceOptions {
+/** Options of {@link runTransportTests}. */
+export interface TransportTestOptions {
   /** Size of the large-frame check (default 1 MiB). */
   readonly largeFrameBytes?: number
   /** Connections opened at once by the many-connections check (default 20). */
   readonly connections?: number
+  /** Per-test timeout (default 60 s). */
+  readonly timeoutMs?: number
 }
 
 /** Resolves with the next `event` payload of an emitter-like object. */
@@ -54,7 +71,7 @@ function collect(connection: Connection, count: number): Promise<Uint8Array[]> {
 }
 
 /** Dials and waits for both ends. */
-async function connect(setup: ConformanceSetup): Promise<{ outbound: Connection; inbound: Connection }> {
+async function connect(setup: TransportSetup): Promise<{ outbound: Connection; inbound: Connection }> {
   const accepted = next<Connection>(setup.server.events as never, 'connection')
   const outbound = await setup.client.dial(setup.address)
   const inbound = await accepted
@@ -68,12 +85,17 @@ function frame(random: Prng, maxBytes: number, tag: number): Uint8Array {
   return bytes
 }
 
-/** Registers the conformance tests for one transport. */
-export function transportConformance(name: string, makeSetup: () => Promise<ConformanceSetup>, options: ConformanceOptions = {}): void {
+/**
+ * Registers the transport conformance tests for one transport with
+ * `runner`; `makeSetup` is called once per test.
+ */
+export function runTransportTests(runner: TestRunner, name: string, makeSetup: () => Promise<TransportSetup>, options: TransportTestOptions = {}): void {
   const largeBytes = options.largeFrameBytes ?? 1024 * 1024
   const many = options.connections ?? 20
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TEST_TIMEOUT_MS
+  const test = (title: string, body: () => Promise<void>): void => timedTest(runner, title, timeoutMs, body)
 
-  describe(`transport conformance: ${name}`, { timeout: 60_000 }, () => {
+  runner.describe(`transport conformance: ${name}`, () => {
     test('connect: both ends get an open connection with the right direction', async () => {
       const setup = await makeSetup()
       try {

@@ -15,7 +15,7 @@ import { decodeState, decodeVersion, MAX_NESTING } from '../../crdt/types/state-
 import { typeCode, type NativeType } from '../../crdt/types/store-spec.ts'
 import { ORMapReplica, ORSetReplica } from '../../crdt/types/replicas.ts'
 import { replicaId } from '../../crdt/replica.ts'
-import { LAW_SEED, pull } from './law-suite.ts'
+import { LAW_SEED, pull } from '../../testing/index.ts'
 import { createNative, nativeOp } from './native-ops.ts'
 import { CausalReplica, joinStates } from '../../crdt/types/causal-replica.ts'
 import { encodeState } from '../../crdt/types/state-codec.ts'

@@ -20,7 +20,7 @@ import { replicaId, type Replica, type ReplicaType } from '../../crdt/replica.ts
 import { NATIVE_TYPES } from '../../crdt/types/store-spec.ts'
 import { automergeOp, opsInitial, yjsOp } from './documents/document-ops.ts'
 import { createNative, nativeOp } from './native-ops.ts'
-import type { RandomOp } from './law-suite.ts'
+import type { RandomOp } from '../../testing/index.ts'
 
 const SEED = 20_251_129
 

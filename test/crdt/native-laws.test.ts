@@ -1,13 +1,14 @@
 /**
- * The shared law suite run against the eight native delta-state types
+ * The CRDT law suite (concord/testing) run against the eight native delta-state types
  * (nested ORMap operations included), with a deterministic clock.
  */
+import { describe, it } from 'node:test'
 import { NATIVE_TYPES } from '../../crdt/types/store-spec.ts'
-import { lawSuite } from './law-suite.ts'
+import { runCrdtLaws } from '../../testing/index.ts'
 import { createNative, nativeOp } from './native-ops.ts'
 
 for (const type of NATIVE_TYPES) {
-  lawSuite({
+  runCrdtLaws({ describe, it }, {
     type,
     create: (id) => createNative(type, id),
     load: (snapshot, id) => createNative(type, id, snapshot),

@@ -13,7 +13,7 @@ import type {
   EWFlagReplica, GCounterReplica, GSetReplica, LWWRegisterReplica, MVRegisterReplica, ORMapReplica, ORSetReplica, PNCounterReplica,
 } from '../../crdt/types/replicas.ts'
 import type { ORMapView } from '../../crdt/types/views.ts'
-import type { RandomOp } from './law-suite.ts'
+import type { RandomOp } from '../../testing/index.ts'
 
 /** A native replica with a deterministic clock (physical time frozen, so order comes from the logical part and replica ids). */
 export function createNative(type: NativeType, id: string, snapshot?: Uint8Array): Replica {

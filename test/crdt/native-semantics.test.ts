@@ -21,7 +21,7 @@ import { NATIVE_TYPES, type NativeType } from '../../crdt/types/store-spec.ts'
 import {
   EWFlagReplica, GCounterReplica, GSetReplica, LWWRegisterReplica, MVRegisterReplica, ORMapReplica, ORSetReplica, PNCounterReplica,
 } from '../../crdt/types/replicas.ts'
-import { LAW_SEED, pull } from './law-suite.ts'
+import { LAW_SEED, pull } from '../../testing/index.ts'
 import { createNative, nativeOp } from './native-ops.ts'
 
 const opts = (id: string, wall = 1_000) => ({ replicaId: replicaId(id), clock: new HybridClock(() => wall) })

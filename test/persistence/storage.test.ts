@@ -3,19 +3,19 @@ import assert from 'node:assert/strict'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { it } from 'node:test'
+import { describe, it } from 'node:test'
 import { isConcordError } from '../../crdt/errors.ts'
 import { FaultStorage } from '../../persistence/fault-storage.ts'
 import { openLevelStorage } from '../../persistence/level/index.ts'
 import type { Storage } from '../../persistence/storage.ts'
-import { storageConformance } from './storage-conformance.ts'
+import { runStorageTests } from '../../testing/index.ts'
 
-storageConformance('memory-level', async () => {
+runStorageTests({ describe, it }, 'memory-level', async () => {
   const storage = await openLevelStorage()
-  return { storage, cleanup: () => storage.close() }
+  return { storage, teardown: () => storage.close() }
 })
 
-storageConformance('classic-level', async () => {
+runStorageTests({ describe, it }, 'classic-level', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'concord-storage-'))
   let current: Storage = await openLevelStorage({ dir })
   return {
@@ -25,16 +25,16 @@ storageConformance('classic-level', async () => {
       current = await openLevelStorage({ dir })
       return current
     },
-    cleanup: async () => {
+    teardown: async () => {
       await current.close()
       await rm(dir, { recursive: true, force: true })
     },
   }
 })
 
-storageConformance('fault-storage (no faults)', async () => {
+runStorageTests({ describe, it }, 'fault-storage (no faults)', async () => {
   const storage = await FaultStorage.create()
-  return { storage, cleanup: () => storage.close() }
+  return { storage, teardown: () => storage.close() }
 })
 
 it('classic-level: a folder held by another open storage is CONCORD_LOCKED', async () => {

@@ -1,11 +1,11 @@
-import { test } from 'node:test'
+import { describe, it, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { ErrorCodes, isConcordError } from '../../crdt/errors.ts'
 import { Network } from '../../transports/memory/index.ts'
 import type { Connection } from '../../transports/transport.ts'
-import { transportConformance } from './transport-conformance.ts'
+import { runTransportTests } from '../../testing/index.ts'
 
-transportConformance('memory', async () => {
+runTransportTests({ describe, it }, 'memory', async () => {
   const network = new Network({ seed: 1, auto: true })
   const server = network.transport('server')
   const address = await server.listen()

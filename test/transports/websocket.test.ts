@@ -1,4 +1,4 @@
-import { test } from 'node:test'
+import { describe, it, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { connect as netConnect } from 'node:net'
 import { WebSocket, WebSocketServer } from 'ws'
@@ -6,11 +6,11 @@ import { ErrorCodes, isConcordError } from '../../crdt/errors.ts'
 import { Reconnector, backoffDelay } from '../../transports/reconnect.ts'
 import type { Connection } from '../../transports/transport.ts'
 import { WebSocketTransport } from '../../transports/websocket/index.ts'
-import { transportConformance } from './transport-conformance.ts'
+import { runTransportTests } from '../../testing/index.ts'
 import { tempDir } from '../helpers/temp-dir.ts'
 import { selfSignedCertificate } from '../helpers/tls.ts'
 
-transportConformance('websocket', async () => {
+runTransportTests({ describe, it }, 'websocket', async () => {
   const server = new WebSocketTransport()
   const address = await server.listen({ port: 0, host: '127.0.0.1' })
   const client = new WebSocketTransport()

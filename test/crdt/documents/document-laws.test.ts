@@ -1,5 +1,5 @@
 /**
- * The shared law suite (test/crdt/law-suite.ts) run against both document
+ * The CRDT law suite (testing/crdt-laws.ts, `concord/testing`) run against both document
  * types through the replica interface.
  *
  * Equality: equal `value()` and equal versions (Yjs: equal state vectors and
@@ -8,16 +8,17 @@
  * their structs differently, so their encodings differ although their state
  * is the same.
  */
+import { describe, it } from 'node:test'
 import * as Y from 'yjs'
 import { YjsReplica } from '../../../crdt/documents/yjs-replica.ts'
 import { AutomergeReplica } from '../../../crdt/documents/automerge-replica.ts'
 import { bytesEqual } from '../../../crdt/codec.ts'
 import { replicaId, type Replica } from '../../../crdt/replica.ts'
 import { isDeepStrictEqual } from 'node:util'
-import { lawSuite } from '../law-suite.ts'
+import { runCrdtLaws } from '../../../testing/index.ts'
 import { automergeOp, opsInitial, yjsOp, type OpsDoc } from './document-ops.ts'
 
-lawSuite({
+runCrdtLaws({ describe, it }, {
   type: 'yjs',
   create: (id) => new YjsReplica({ replicaId: replicaId(id) }),
   load: (snapshot, id) => new YjsReplica({ replicaId: replicaId(id), snapshot }),
@@ -27,7 +28,7 @@ lawSuite({
     Y.equalSnapshots(Y.snapshot((a as YjsReplica).doc), Y.snapshot((b as YjsReplica).doc)),
 })
 
-lawSuite({
+runCrdtLaws({ describe, it }, {
   type: 'automerge',
   create: (id) => new AutomergeReplica<OpsDoc>({ replicaId: replicaId(id), initial: opsInitial() }),
   load: (snapshot, id) => new AutomergeReplica<OpsDoc>({ replicaId: replicaId(id), snapshot }),

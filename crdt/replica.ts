@@ -118,9 +118,9 @@ export interface ReplicaOptions {
   /** The id of the holding replica (agent). */
   readonly replicaId: ReplicaId
   /** Clock for types ordered by time (LWW); one per agent, shared by its replicas. */
-  readonly clock?: HybridClock
+  readonly clock?: HybridClock | undefined
   /** A snapshot to load (from `snapshot()`); throws DecodeError if malformed. */
-  readonly snapshot?: Uint8Array
+  readonly snapshot?: Uint8Array | undefined
 }
 
 /** Creates replicas of one type. */

@@ -21,16 +21,16 @@ export interface FlushProgress {
 /** Options of {@link Peer.flush}. */
 export interface FlushOptions {
   /** Also wait until this many peers have persisted everything written before the call (default 0). */
-  readonly acks?: number
+  readonly acks?: number | undefined
   /**
    * Give up after this many ms with `CONCORD_TIMEOUT` (a {@link FlushTimeoutError}
    * listing who acknowledged), default 30 000. With `acks` and no peer
    * connected, the flush waits that long for peers to connect.
    */
-  readonly timeoutMs?: number
+  readonly timeoutMs?: number | undefined
   /** Called when a peer acknowledges and when a newly connected peer is waited for. */
-  readonly onProgress?: (progress: FlushProgress) => void
-  readonly signal?: AbortSignal
+  readonly onProgress?: ((progress: FlushProgress) => void) | undefined
+  readonly signal?: AbortSignal | undefined
 }
 
 /** Default of {@link FlushOptions.timeoutMs}. */

@@ -14,9 +14,9 @@ export interface PeerGossipOptions {
    * (default `default`). Peers in other groups still sync over direct
    * streams; only the fan-out is per group.
    */
-  readonly group?: string
+  readonly group?: string | undefined
   /** Gossipsub heartbeat (mesh upkeep), ms (default 1 000). */
-  readonly heartbeatIntervalMs?: number
+  readonly heartbeatIntervalMs?: number | undefined
   /**
    * Periodic anti-entropy of libp2p sessions while gossipsub is on, ms
    * (default 5 000; `sync.antiEntropyIntervalMs` wins when set). Gossipsub
@@ -24,19 +24,19 @@ export interface PeerGossipOptions {
    * and the anti-entropy of every (re)connection are what guarantee that
    * nothing is missed.
    */
-  readonly antiEntropyIntervalMs?: number
+  readonly antiEntropyIntervalMs?: number | undefined
 }
 
 /** libp2p options of a peer. */
 export interface PeerLibp2pOptions {
   /** Multiaddrs to listen on (default `/ip4/127.0.0.1/tcp/0`); used by `listen`. */
-  readonly addresses?: readonly string[]
+  readonly addresses?: readonly string[] | undefined
   /** Multiaddrs ending in `/p2p/<PeerId>`: dialled at start and redialled when they go away. */
-  readonly bootstrap?: readonly string[]
+  readonly bootstrap?: readonly string[] | undefined
   /** mDNS discovery on the local network (default off). */
-  readonly mdns?: boolean | { readonly intervalMs?: number; readonly serviceTag?: string }
+  readonly mdns?: boolean | { readonly intervalMs?: number; readonly serviceTag?: string } | undefined
   /** PeerIds admitted (a connection gater; default: anyone who completes Noise). */
-  readonly allow?: Iterable<string>
+  readonly allow?: Iterable<string> | undefined
   /**
    * Concord ids bound to libp2p PeerIds, `{ concordId: PeerId }`: a libp2p
    * session that claims a listed id must come from its PeerId (Noise proves
@@ -45,15 +45,15 @@ export interface PeerLibp2pOptions {
    * that is not listed is then refused, and WebSocket is refused at
    * `listen` (it carries no PeerId). Give them to `createPeer({ libp2p })`.
    */
-  readonly identities?: Readonly<Record<string, string>>
+  readonly identities?: Readonly<Record<string, string>> | undefined
   /** Fan live deltas out with gossipsub (default off: live deltas go over the direct streams). */
-  readonly gossipsub?: boolean | PeerGossipOptions
+  readonly gossipsub?: boolean | PeerGossipOptions | undefined
   /** The libp2p key (default: kept in `<dir>/libp2p-key`, ephemeral for an in-memory peer). */
-  readonly privateKey?: PrivateKey
+  readonly privateKey?: PrivateKey | undefined
   /** Backoff of reconnections (see transports/libp2p/README.md). */
-  readonly redial?: RedialOptions | false
+  readonly redial?: RedialOptions | false | undefined
   /** Connection, stream and frame limits (see transports/libp2p/README.md). */
-  readonly limits?: Partial<Libp2pLimits>
+  readonly limits?: Partial<Libp2pLimits> | undefined
 }
 
 /** Default gossip group. */

@@ -28,24 +28,24 @@ export type CredentialCheck =
 /** Credentials: what this peer proves, and what it accepts. */
 export interface AuthOptions {
   /** The secret this peer proves in every handshake (it never travels, nor goes in a URL). */
-  readonly token?: string
+  readonly token?: string | undefined
   /**
    * What peers that connect to this one must prove. Default: the shared
    * secret `token` when one is set, otherwise anyone is accepted.
    */
-  readonly accept?: CredentialCheck
+  readonly accept?: CredentialCheck | undefined
   /**
    * What peers this one connects to must prove (default: anyone; the
    * address the agent dialed names them, and TLS can prove it).
    */
-  readonly acceptDialed?: CredentialCheck
+  readonly acceptDialed?: CredentialCheck | undefined
   /**
    * Speak protocol 1's bearer tokens too: send `token` in the clear in HELLO
    * (a protocol-1 remote checks it there) and accept a protocol-1 remote's
    * clear token. Default false: a clear token is replayable by anyone who
    * sees it. For a migration from protocol 1, over `wss://` only.
    */
-  readonly legacyBearer?: boolean
+  readonly legacyBearer?: boolean | undefined
   /**
    * Trust the id a peer claims although no per-peer credential proves it.
    * `createPeer` refuses an `access` function with credentials that cannot
@@ -53,7 +53,7 @@ export interface AuthOptions {
    * claim another's id and get its access; set this only when `access` does
    * not depend on the peer id.
    */
-  readonly trustClaimedIds?: boolean
+  readonly trustClaimedIds?: boolean | undefined
 }
 
 /** Options of {@link createPeer}. */
@@ -61,53 +61,53 @@ export interface PeerOptions {
   /** Stable replica (agent) id, persisted with the data and sent in the handshake. */
   readonly id: string
   /** LevelDB folder; omitted -> an in-memory store. */
-  readonly dir?: string
+  readonly dir?: string | undefined
   /** `sync` (default; RPO 0) or `async` with `rpoMs`. */
-  readonly durability?: Durability
+  readonly durability?: Durability | undefined
   /** Checkpoint policy of every name (see persistence/). */
-  readonly checkpoint?: CheckpointPolicy
+  readonly checkpoint?: CheckpointPolicy | undefined
   /** Retention of every name (default: the latest 2 checkpoints). */
-  readonly retention?: Retention
+  readonly retention?: Retention | undefined
   /** Time to live of untouched names, ms. */
-  readonly ttlMs?: number
+  readonly ttlMs?: number | undefined
   /** Archive names untouched for this long, ms. */
-  readonly archiveAfterMs?: number
+  readonly archiveAfterMs?: number | undefined
   /** Application schema and migrations, applied on hydration. */
-  readonly schema?: Schema
+  readonly schema?: Schema | undefined
   /** Names kept hydrated in memory by the store (default 1000). */
-  readonly cacheSize?: number
+  readonly cacheSize?: number | undefined
   /** Credentials (default: none required, none presented). */
-  readonly auth?: AuthOptions
+  readonly auth?: AuthOptions | undefined
   /** Per-name access of remote peers (default: everyone may write everything). */
-  readonly access?: AccessFunction
+  readonly access?: AccessFunction | undefined
   /** The names this peer syncs (default: all). */
-  readonly names?: NameFilter
+  readonly names?: NameFilter | undefined
   /**
    * libp2p defaults (`bootstrap`, `mdns`, `allow`, `gossipsub`, ...), used when
    * `listen({ libp2p })` or `connect(multiaddr)` starts the node; see
    * README, "libp2p".
    */
-  readonly libp2p?: PeerLibp2pOptions
+  readonly libp2p?: PeerLibp2pOptions | undefined
   /** Largest sync frame, bytes (default 1 MiB; larger messages are chunked). */
-  readonly maxFrameBytes?: number
+  readonly maxFrameBytes?: number | undefined
   /**
    * A storage engine to use instead of `dir` (e.g. a memory-level kept
    * across a simulated crash and restart). The peer does not close it.
    */
-  readonly storage?: Storage
+  readonly storage?: Storage | undefined
   /** Creates replicas (default: the crdt registry); tests fix Yjs client ids and Automerge actors with it. */
-  readonly createReplica?: ReplicaCreator
+  readonly createReplica?: ReplicaCreator | undefined
   /**
    * Period of the sync sessions' tick (handshake timeout, resync retries),
    * ms (default 500). 0: no timer; call `peer.tick()` (a simulation drives
    * it in virtual time).
    */
-  readonly tickMs?: number
+  readonly tickMs?: number | undefined
   /** Tuning of every sync session: timeouts, periodic anti-entropy, window, and its clock (`now`). */
-  readonly sync?: SyncTuning
+  readonly sync?: SyncTuning | undefined
   /** Wall clock, ms (tests inject one). */
-  readonly now?: () => number
-  readonly signal?: AbortSignal
+  readonly now?: (() => number) | undefined
+  readonly signal?: AbortSignal | undefined
 }
 
 /** The session options a peer lets its user tune (see `SessionOptions` in sync/session.ts). */

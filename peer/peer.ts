@@ -49,7 +49,7 @@ export interface Libp2pListenOptions {
    * over `createPeer({ libp2p })`).
    */
   readonly libp2p: PeerLibp2pOptions
-  readonly signal?: AbortSignal
+  readonly signal?: AbortSignal | undefined
 }
 
 /** Events of a peer (`peer.on(event, listener)`; README, "Events"). */

@@ -15,37 +15,37 @@ import { YWebsocketRoute, type YWebsocketOptions, type YWebsocketStats } from '.
 /** Where and how to listen. */
 export interface ListenOptions {
   /** TCP port (default 0: any free port). */
-  readonly port?: number
+  readonly port?: number | undefined
   /** Interface to bind (default `127.0.0.1`: this machine only; `0.0.0.0` or `::` for every interface, with credentials). */
-  readonly host?: string
+  readonly host?: string | undefined
   /** TLS key and certificate (PEM) for `wss://`. */
-  readonly tls?: WebSocketListenOptions['tls']
+  readonly tls?: WebSocketListenOptions['tls'] | undefined
   /**
    * Serve stock y-websocket clients at `/yjs/<room>` (default true), admitted
    * like every peer (credentials, access with the room as the name); an
    * object tunes the route (awareness bounds, message size).
    */
-  readonly yWebsocket?: boolean | YWebsocketOptions
-  readonly signal?: AbortSignal
+  readonly yWebsocket?: boolean | YWebsocketOptions | undefined
+  readonly signal?: AbortSignal | undefined
 }
 
 /** Options of {@link Peer.connect}. */
 export interface ConnectOptions {
   /** The secret to prove (default: the peer's `auth.token`). */
-  readonly token?: string
+  readonly token?: string | undefined
   /**
    * How a `wss://` server's certificate is checked: `ca` (PEM) trusts a
    * private CA or a self-signed server instead of the system's CAs (the
    * certificate must still name the URL's host).
    */
-  readonly tls?: { readonly ca?: string | Buffer | ReadonlyArray<string | Buffer> }
+  readonly tls?: { readonly ca?: string | Buffer | ReadonlyArray<string | Buffer> } | undefined
   /**
    * The first attempt (dial and Concord handshake) fails with
    * `CONCORD_TIMEOUT` after this many ms (default 15 000).
    */
-  readonly timeoutMs?: number
+  readonly timeoutMs?: number | undefined
   /** Stops waiting (and reconnecting) when aborted. */
-  readonly signal?: AbortSignal
+  readonly signal?: AbortSignal | undefined
 }
 
 /** OpenSSL's verdicts on a certificate chain it does not trust (Node's `error.code`). */
@@ -102,7 +102,7 @@ export interface WebSocketNetworkOptions {
   /** The peer's id (a y-websocket client may not claim it). */
   readonly id: string
   /** Largest Concord frame of the peer (the socket's payload limit is derived from it). */
-  readonly maxFrameBytes?: number
+  readonly maxFrameBytes?: number | undefined
   /** The peer's store: y-websocket rooms are its Yjs documents. */
   readonly store: Store
   /** The peer's sync host: y-websocket clients are sent its durable commits. */
@@ -114,7 +114,7 @@ export interface WebSocketNetworkOptions {
   /** Called for every inbound WebSocket connection. */
   readonly onInbound: (connection: Connection) => void
   /** Called when a connection that was up is being redialled. */
-  readonly onReconnecting?: (event: ReconnectingEvent) => void
+  readonly onReconnecting?: ((event: ReconnectingEvent) => void) | undefined
 }
 
 /** The WebSocket transport of a peer, its dialed connections and its y-websocket route. */

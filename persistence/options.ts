@@ -24,13 +24,13 @@ export type Retention = 'full' | { readonly checkpoints: number }
 /** When to write a checkpoint of a name (whichever comes first). */
 export interface CheckpointPolicy {
   /** After this many records since the last checkpoint (default 1000; 0 = never). */
-  readonly everyRecords?: number
+  readonly everyRecords?: number | undefined
   /** After this many bytes of records since the last checkpoint (default 1 MiB; 0 = never). */
-  readonly everyBytes?: number
+  readonly everyBytes?: number | undefined
   /** After this many ms with changes not in a checkpoint (default 60000; 0 = never). */
-  readonly everyMs?: number
+  readonly everyMs?: number | undefined
   /** On `close()` (default true). */
-  readonly onClose?: boolean
+  readonly onClose?: boolean | undefined
 }
 
 /**
@@ -61,9 +61,9 @@ export type DeltaMerger = (type: ReplicaType) => ((deltas: readonly Uint8Array[]
 /** Options of {@link openStore}. */
 export interface StoreOptions {
   /** LevelDB folder; omitted (and no `storage`) -> in memory. */
-  readonly dir?: string
+  readonly dir?: string | undefined
   /** A storage to use instead of opening one (e.g. a fault-injecting one in tests). */
-  readonly storage?: Storage
+  readonly storage?: Storage | undefined
   /** The agent's replica id, persisted with the data. */
   readonly replicaId: ReplicaId | string
   /**
@@ -73,15 +73,15 @@ export interface StoreOptions {
    */
   readonly claim?: boolean
   /** Default durability of every name (default `{ mode: 'sync' }`). */
-  readonly durability?: Durability
+  readonly durability?: Durability | undefined
   /** Default checkpoint policy. */
-  readonly checkpoint?: CheckpointPolicy
+  readonly checkpoint?: CheckpointPolicy | undefined
   /** Default retention (default `{ checkpoints: 2 }`). */
-  readonly retention?: Retention
+  readonly retention?: Retention | undefined
   /** Names kept hydrated in memory (default 1000). */
-  readonly cacheSize?: number
+  readonly cacheSize?: number | undefined
   /** Time to live of names untouched that long, in ms (default: none). */
-  readonly ttlMs?: number
+  readonly ttlMs?: number | undefined
   /** Archival of cold names. */
   readonly archive?: {
     /** Folder of the archive files (default: `<dir>.archive`). */
@@ -90,38 +90,38 @@ export interface StoreOptions {
     readonly afterMs?: number
   }
   /** Period of the background sweep (TTL, archival, timed checkpoints), ms (default 10000; 0 = off). */
-  readonly sweepMs?: number
+  readonly sweepMs?: number | undefined
   /** Default application schema (default version 0, no migrations). */
-  readonly schema?: Schema
+  readonly schema?: Schema | undefined
   /** Creates replicas (default: the crdt registry). */
-  readonly createReplica?: ReplicaCreator
+  readonly createReplica?: ReplicaCreator | undefined
   /**
    * Merges deltas, by type (default: the crdt registry's `mergeDeltas`).
    * In `async` mode, the local changes of a name queued together are logged
    * and announced as one merged record; `() => undefined` turns that off
    * (one record per change).
    */
-  readonly deltaMerger?: DeltaMerger
+  readonly deltaMerger?: DeltaMerger | undefined
   /** The agent's clock, shared with its replicas. */
-  readonly clock?: HybridClock
+  readonly clock?: HybridClock | undefined
   /** Wall clock in ms (TTL, archival, timed checkpoints). */
-  readonly now?: () => number
+  readonly now?: (() => number) | undefined
   /** Timers (async flushes, sweeps); injectable for tests. */
-  readonly timers?: Timers
-  readonly signal?: AbortSignal
+  readonly timers?: Timers | undefined
+  readonly signal?: AbortSignal | undefined
 }
 
 /** Per-name overrides, given when opening the name. */
 export interface NameOptions {
-  readonly durability?: Durability
-  readonly checkpoint?: CheckpointPolicy
-  readonly retention?: Retention
+  readonly durability?: Durability | undefined
+  readonly checkpoint?: CheckpointPolicy | undefined
+  readonly retention?: Retention | undefined
   /** Time to live in ms (persisted with the name). */
-  readonly ttlMs?: number
-  readonly schema?: Schema
+  readonly ttlMs?: number | undefined
+  readonly schema?: Schema | undefined
   /** Do not create the name if it does not exist (`CONCORD_NOT_FOUND`). */
-  readonly mustExist?: boolean
-  readonly signal?: AbortSignal
+  readonly mustExist?: boolean | undefined
+  readonly signal?: AbortSignal | undefined
 }
 
 /** Default checkpoint policy. */

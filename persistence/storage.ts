@@ -34,13 +34,13 @@ export interface StorageEntry {
 /** Options every async operation takes. */
 export interface SignalOptions {
   /** Aborts the operation (rejects with `CONCORD_ABORTED`). */
-  readonly signal?: AbortSignal
+  readonly signal?: AbortSignal | undefined
 }
 
 /** Options of a write. */
 export interface WriteOptions extends SignalOptions {
   /** fsync before resolving (the batch and every write before it). */
-  readonly sync?: boolean
+  readonly sync?: boolean | undefined
 }
 
 /**
@@ -50,14 +50,14 @@ export interface WriteOptions extends SignalOptions {
 export interface RangeOptions extends SignalOptions {
   /** Only keys strictly under this path. */
   readonly prefix: StorageKey
-  readonly gt?: StorageKey
-  readonly gte?: StorageKey
-  readonly lt?: StorageKey
-  readonly lte?: StorageKey
+  readonly gt?: StorageKey | undefined
+  readonly gte?: StorageKey | undefined
+  readonly lt?: StorageKey | undefined
+  readonly lte?: StorageKey | undefined
   /** Newest (greatest) keys first. */
-  readonly reverse?: boolean
+  readonly reverse?: boolean | undefined
   /** At most this many entries. */
-  readonly limit?: number
+  readonly limit?: number | undefined
 }
 
 /** A key-value storage engine behind Concord's persistence. */

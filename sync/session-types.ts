@@ -23,49 +23,49 @@ export interface SessionOptions {
    * This side's secret (empty by default). Protocol 2 proves it (AUTH: an
    * HMAC over both sides' fresh nonces); it travels only as a legacy bearer.
    */
-  readonly token?: string
+  readonly token?: string | undefined
   /**
    * Protocol-1 bearer tokens: present `token` in the clear in HELLO (so a
    * protocol-1 remote can check it) and accept a protocol-1 remote's clear
    * token. Default false: a captured clear token authenticates whoever
    * replays it (true for a session limited to protocol 1 by `versions`).
    */
-  readonly legacyBearer?: boolean
+  readonly legacyBearer?: boolean | undefined
   /**
    * Which end of the connection this side is (attachSession takes the
    * connection's). The dialer (`outbound`, the default) proves first; the
    * other end proves only once it accepted the dialer's proof, so that a
    * stranger who connects cannot make it prove anything.
    */
-  readonly direction?: 'inbound' | 'outbound'
+  readonly direction?: 'inbound' | 'outbound' | undefined
   /**
    * Bytes both ends of the connection see alike and a relay cannot forge
    * (libp2p: both PeerIds, proved by Noise); bound into both proofs, so a
    * proof relayed from another connection fails. Both ends must give the same.
    */
-  readonly channelBinding?: Uint8Array
+  readonly channelBinding?: Uint8Array | undefined
   /** The names this side wants to receive (default: all). */
-  readonly filter?: NameFilter
+  readonly filter?: NameFilter | undefined
   /** Largest frame accepted and sent; bigger messages are chunked (default 1 MiB). */
-  readonly maxFrameBytes?: number
+  readonly maxFrameBytes?: number | undefined
   /** Largest reassembled message accepted (default 64 MiB). */
-  readonly maxMessageBytes?: number
+  readonly maxMessageBytes?: number | undefined
   /** Unacknowledged commits the remote may have in flight to us (default 256). */
-  readonly window?: number
+  readonly window?: number | undefined
   /** Queued outgoing commits beyond which the queue is replaced by a resync (default 4096). */
-  readonly maxQueuedCommits?: number
+  readonly maxQueuedCommits?: number | undefined
   /** Malformed frames tolerated before the peer is refused with `protocol` (default 16). */
-  readonly maxMalformed?: number
+  readonly maxMalformed?: number | undefined
   /** Acknowledge at least every this many commits (default 32). */
-  readonly ackEvery?: number
+  readonly ackEvery?: number | undefined
   /** {@link SyncSession.tick}: close if the handshake is not done within this (default 10 s). */
-  readonly handshakeTimeoutMs?: number
+  readonly handshakeTimeoutMs?: number | undefined
   /** {@link SyncSession.tick}: repeat a resync or ask for one when nothing moved within this (default 5 s). */
-  readonly resyncTimeoutMs?: number
+  readonly resyncTimeoutMs?: number | undefined
   /** {@link SyncSession.tick}: send VERSIONS this often (default 0: only on connect and on gaps). */
-  readonly antiEntropyIntervalMs?: number
+  readonly antiEntropyIntervalMs?: number | undefined
   /** Protocol versions offered (tests use it to check refusals; default this code's range). */
-  readonly versions?: { readonly min: number; readonly max: number }
+  readonly versions?: { readonly min: number; readonly max: number } | undefined
   /**
    * Inbound rate limit of this connection (default: none). Frames beyond the
    * rate wait (they are processed as the bucket refills, on later frames and
@@ -80,12 +80,12 @@ export interface SessionOptions {
     readonly maxDeferredBytes?: number
   }
   /** Time source in ms for {@link SyncSession.tick} (default `Date.now`). */
-  readonly now?: () => number
+  readonly now?: (() => number) | undefined
   /**
    * The peer's admission (credentials, reads, writes: the rules every door of
    * the peer shares); default one over `host` with `filter`.
    */
-  readonly admission?: Admission
+  readonly admission?: Admission | undefined
 }
 
 /** Counters of one session. */

@@ -9,13 +9,13 @@ import type { Connection, Transport } from './transport.ts'
 /** Backoff settings. */
 export interface BackoffOptions {
   /** First delay in ms (default 100). */
-  readonly initialMs?: number
+  readonly initialMs?: number | undefined
   /** Largest delay in ms (default 10 000). */
-  readonly maxMs?: number
+  readonly maxMs?: number | undefined
   /** Growth per failed attempt (default 2). */
-  readonly factor?: number
+  readonly factor?: number | undefined
   /** Fraction of the delay drawn at random, 0..1 (default 0.5: delay in [d/2, d]). */
-  readonly jitter?: number
+  readonly jitter?: number | undefined
 }
 
 /**
@@ -46,14 +46,14 @@ const globalTimers: Timers = {
 export interface ReconnectOptions {
   readonly transport: Pick<Transport, 'dial'>
   readonly address: string
-  readonly backoff?: BackoffOptions
+  readonly backoff?: BackoffOptions | undefined
   /** Random source for the jitter (default `Math.random`; pass a seeded one in simulations). */
-  readonly random?: () => number
-  readonly timers?: Timers
+  readonly random?: (() => number) | undefined
+  readonly timers?: Timers | undefined
   /** Time source (default `Date.now`). */
-  readonly now?: () => number
+  readonly now?: (() => number) | undefined
   /** A connection that lived this long resets the backoff (default 5 000 ms); a flapping one keeps backing off. */
-  readonly stableMs?: number
+  readonly stableMs?: number | undefined
 }
 
 /** Events of a {@link Reconnector}. */

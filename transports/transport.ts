@@ -51,7 +51,7 @@ export interface TransportEvents extends Record<string, unknown> {
 
 /** Options common to async transport operations. */
 export interface AbortOptions {
-  readonly signal?: AbortSignal
+  readonly signal?: AbortSignal | undefined
 }
 
 /** A way to open connections (`dial`) and, optionally, accept them (`listen`). */

@@ -34,22 +34,22 @@ export interface YjsReplicaOptions extends ReplicaOptions {
    * when you need Yjs snapshots of past versions). Stored in the snapshot: a
    * replica loaded from a snapshot keeps its setting unless this overrides it.
    */
-  readonly gc?: boolean
+  readonly gc?: boolean | undefined
   /**
    * Declared top-level types, by name. They are created at once with their
    * Yjs class, so `value()` and `restore()` read them exactly. Top-level
    * types that arrive only through remote updates and were never declared
    * or opened locally are read by inference (see `YjsReplica.value`).
    */
-  readonly types?: Readonly<Record<string, YjsTopLevelKind>>
+  readonly types?: Readonly<Record<string, YjsTopLevelKind>> | undefined
   /** Limits enforced on every delta and snapshot this replica accepts. */
-  readonly limits?: Partial<DocumentLimits>
+  readonly limits?: Partial<DocumentLimits> | undefined
   /**
    * The Yjs client id (default: random, as Yjs does). Only for reproducible
    * tests and trace replays: concurrent inserts at one place are ordered by
    * client id. Two sessions that edit must never share a client id.
    */
-  readonly clientId?: number
+  readonly clientId?: number | undefined
 }
 
 /** Options of an Automerge replica. */
@@ -59,12 +59,12 @@ export interface AutomergeReplicaOptions<T = unknown> extends ReplicaOptions {
    * by one change with a fixed actor, so that every replica created with the
    * same initial value shares it instead of conflicting.
    */
-  readonly initial?: T
+  readonly initial?: T | undefined
   /** Limits enforced on every delta and snapshot this replica accepts. */
-  readonly limits?: Partial<DocumentLimits>
+  readonly limits?: Partial<DocumentLimits> | undefined
   /**
    * The Automerge actor id, hex (default: random). Only for reproducible
    * tests and trace replays; two sessions that edit must never share one.
    */
-  readonly actor?: string
+  readonly actor?: string | undefined
 }

@@ -189,7 +189,7 @@ function causeMessages(error: unknown): string[] {
 /** Options of {@link openLevelStorage}. */
 export interface LevelStorageOptions extends SignalOptions {
   /** LevelDB folder (classic-level); omitted -> in memory (memory-level). */
-  readonly dir?: string
+  readonly dir?: string | undefined
 }
 
 /** Opens classic-level in `dir`, or memory-level without one. */

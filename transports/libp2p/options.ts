@@ -71,9 +71,9 @@ export const DEFAULT_LIMITS: Libp2pLimits = {
 /** Reconnection to known peers: exponential backoff with jitter. */
 export interface RedialOptions {
   /** First delay after a connection ended, in ms (default 250). */
-  readonly minDelayMs?: number
+  readonly minDelayMs?: number | undefined
   /** Largest delay between two attempts, in ms (default 15 000); attempts go on while the transport runs. */
-  readonly maxDelayMs?: number
+  readonly maxDelayMs?: number | undefined
 }
 
 /** Options of {@link createLibp2pTransport}. */
@@ -83,23 +83,23 @@ export interface Libp2pTransportOptions {
    * (created on first use, mode 0600) so the PeerId is stable across
    * restarts. Omitted (and no `privateKey`): a new identity each run.
    */
-  readonly dir?: string
+  readonly dir?: string | undefined
   /** A private key to use instead of the key file. */
-  readonly privateKey?: PrivateKey
+  readonly privateKey?: PrivateKey | undefined
   /**
    * Multiaddrs to listen on when the node starts (also settable by the first
    * `listen()`); default: none before `listen()`.
    */
-  readonly addresses?: readonly string[]
+  readonly addresses?: readonly string[] | undefined
   /** Bootstrap peers: multiaddrs ending in `/p2p/<PeerId>`, dialled at start and redialled when they go away. */
-  readonly bootstrap?: readonly string[]
+  readonly bootstrap?: readonly string[] | undefined
   /** mDNS discovery on the local network (off by default). */
-  readonly mdns?: boolean | { readonly intervalMs?: number; readonly serviceTag?: string }
+  readonly mdns?: boolean | { readonly intervalMs?: number; readonly serviceTag?: string } | undefined
   /**
    * PeerIds admitted (enforced by a connection gater); omitted: every peer
    * that completes the Noise handshake.
    */
-  readonly allow?: Iterable<string>
+  readonly allow?: Iterable<string> | undefined
   /** Gossipsub side channel for live deltas (off by default); see `Libp2pTransport.pubsub`. */
   readonly gossipsub?: boolean | {
     /** Gossipsub heartbeat (mesh upkeep), in ms (default 1 000). */
@@ -117,9 +117,9 @@ export interface Libp2pTransportOptions {
    * connections are announced with the transport's `connection` event.
    * `false`: only `dial()` and inbound streams make connections.
    */
-  readonly autoConnect?: boolean
+  readonly autoConnect?: boolean | undefined
   /** Backoff of reconnections; `false` turns them off (and dials of mDNS-found peers; bootstrap peers are still dialled once at start). */
-  readonly redial?: RedialOptions | false
+  readonly redial?: RedialOptions | false | undefined
   /** Limits; see {@link Libp2pLimits} for the defaults. */
-  readonly limits?: Partial<Libp2pLimits>
+  readonly limits?: Partial<Libp2pLimits> | undefined
 }

@@ -18,13 +18,13 @@ import { Scheduler, type ScheduledEvent } from './scheduler.ts'
 /** Fault settings; probabilities are per frame. */
 export interface FaultOptions {
   /** One-way latency range in virtual ms (default [1, 10]). */
-  readonly latency?: readonly [number, number]
+  readonly latency?: readonly [number, number] | undefined
   /** Probability a frame is lost. */
-  readonly drop?: number
+  readonly drop?: number | undefined
   /** Probability a frame is delivered twice. */
-  readonly duplicate?: number
+  readonly duplicate?: number | undefined
   /** Probability a frame may overtake the frames sent before it. */
-  readonly reorder?: number
+  readonly reorder?: number | undefined
 }
 
 /** Options of a {@link Network}. */
@@ -32,7 +32,7 @@ export interface NetworkOptions extends FaultOptions {
   /** Seed of every random choice. */
   readonly seed: number
   /** Run events in the background as they are scheduled (default false: the test steps). */
-  readonly auto?: boolean
+  readonly auto?: boolean | undefined
 }
 
 /** Counters of a network. */

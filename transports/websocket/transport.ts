@@ -19,17 +19,17 @@ import { CONCORD_PATH_HEADER, listenError, parseWebSocketUrl, socketError, unexp
 /** Options of a {@link WebSocketTransport}. */
 export interface WebSocketTransportOptions {
   /** Path of the Concord protocol on the server (default `/concord`). */
-  readonly path?: string
+  readonly path?: string | undefined
   /** Largest frame accepted, in bytes (default 1 MiB + 1 KiB: a 1 MiB sync frame and headroom). */
-  readonly maxPayload?: number
+  readonly maxPayload?: number | undefined
   /** Heartbeat: ping every this many ms, drop a peer silent since the last ping (default 15 000; 0: off). */
-  readonly heartbeatIntervalMs?: number
+  readonly heartbeatIntervalMs?: number | undefined
   /** `send` waits while more than this many bytes are buffered (default 4 MiB). */
-  readonly highWaterMark?: number
+  readonly highWaterMark?: number | undefined
   /** Dial: give up when the WebSocket handshake takes longer (default 10 000 ms). */
-  readonly dialTimeoutMs?: number
+  readonly dialTimeoutMs?: number | undefined
   /** Dial: TLS options for `wss://` (for example a `ca` for a self-signed server). */
-  readonly tls?: WebSocketDialTls
+  readonly tls?: WebSocketDialTls | undefined
 }
 
 /** How a `wss://` dial checks the server's certificate. */
@@ -43,19 +43,19 @@ export interface WebSocketDialTls {
 /** Options of {@link WebSocketTransport.dial}. */
 export interface WebSocketDialOptions extends AbortOptions {
   /** TLS of this dial (default: the transport's `tls`). */
-  readonly tls?: WebSocketDialTls
+  readonly tls?: WebSocketDialTls | undefined
 }
 
 /** Where and how to listen. */
 export interface WebSocketListenOptions {
   /** Port (0: any free port). */
-  readonly port?: number
+  readonly port?: number | undefined
   /** Interface (default `127.0.0.1`; `0.0.0.0` to accept from other machines). */
-  readonly host?: string
+  readonly host?: string | undefined
   /** Serve `wss://` with this certificate. */
-  readonly tls?: { readonly key: string | Buffer; readonly cert: string | Buffer }
+  readonly tls?: { readonly key: string | Buffer; readonly cert: string | Buffer } | undefined
   /** Use this existing HTTP(S) server instead of creating one (it must already listen, or listen later). */
-  readonly server?: HttpServer | HttpsServer
+  readonly server?: HttpServer | HttpsServer | undefined
 }
 
 /** Handles an HTTP upgrade for a mounted path (another WebSocket protocol). */

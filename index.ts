@@ -6,24 +6,40 @@
  * const peer = await createPeer({ id: 'planner', dir: './state/planner' })
  * ```
  *
- * The public API is `createPeer()` and what it returns; the layers beneath
- * (crdt/, persistence/, sync/, transports/) are exported for embedding and
- * for custom transports and storage.
+ * This entry is `createPeer()` and everything its API takes or returns (as
+ * types where users never construct them). The layers beneath have entries
+ * of their own: `concord/crdt`, `concord/persistence`, `concord/sync`,
+ * `concord/transports` (and `/memory`, `/websocket`, `/libp2p`) and
+ * `concord/testing` (the conformance suites).
  */
 export { createPeer, Peer, FlushTimeoutError } from './peer/index.ts'
 export type {
-  PeerOptions, AuthOptions, AccessFunction, CredentialCheck, ListenOptions, ConnectOptions, ReconnectingEvent, FlushOptions, FlushProgress, PeerEvents, PeerStats,
+  PeerOptions, AuthOptions, AccessFunction, CredentialCheck, SyncTuning, ListenOptions, ConnectOptions, ReconnectingEvent, FlushOptions, FlushProgress,
+  PeerEvents, PeerStats,
 } from './peer/index.ts'
 export type { Libp2pListenOptions, Libp2pListening, PeerLibp2pOptions, PeerGossipOptions, GossipStats } from './peer/index.ts'
 export {
   ConcordError, DecodeError, TypeMismatchError, ErrorCodes, isConcordError, type ErrorCode,
 } from './crdt/errors.ts'
-export type { Replica, ReplicaType, ChangeEvent } from './crdt/replica.ts'
+export type { Emitter, Unsubscribe } from './crdt/emitter.ts'
+export type { HybridClock, HlcTimestamp } from './crdt/hlc.ts'
+export type { Replica, ReplicaId, ReplicaType, ReplicaOptions, ReplicaEvents, ReplicaFactory, ChangeEvent, LocalRun } from './crdt/replica.ts'
 export type { Json } from './crdt/types/json.ts'
 export {
   GCounterReplica, PNCounterReplica, GSetReplica, ORSetReplica, LWWRegisterReplica, MVRegisterReplica, EWFlagReplica, ORMapReplica,
 } from './crdt/types/replicas.ts'
+export type { GCounterView, PNCounterView, GSetView, ORSetView, EWFlagView, MVRegisterView, LWWRegisterView, ORMapView } from './crdt/types/views.ts'
+export type { NativeType } from './crdt/types/store-spec.ts'
 export { YjsReplica } from './crdt/documents/yjs-replica.ts'
 export { AutomergeReplica } from './crdt/documents/automerge-replica.ts'
-export type { Durability, Retention, CheckpointPolicy, Schema, Migration } from './persistence/options.ts'
-export type { HistoryEntry, NameInfo } from './persistence/store.ts'
+export type { DocumentLimits, YjsReplicaOptions, YjsTopLevelKind, AutomergeReplicaOptions } from './crdt/documents/options.ts'
+export type { Store, StoreEvents, HistoryEntry, NameInfo, VerifyReport, GcReport, ApplyResult } from './persistence/store.ts'
+export type { RepairReport } from './persistence/repair.ts'
+export type { StoreOptions, NameOptions, Durability, Retention, CheckpointPolicy, Schema, Migration, ReplicaCreator } from './persistence/options.ts'
+export type { Storage, StorageKey, StorageEntry, StorageOperation, RangeOptions, WriteOptions, SignalOptions } from './persistence/storage.ts'
+export type { SyncSession, SessionStats, SessionEvents, SessionState, SessionOptions, PeerId, RefuseReason, NameFilter, Access } from './sync/index.ts'
+export type { Transport, TransportEvents, Connection, ConnectionEvents, AbortOptions } from './transports/transport.ts'
+export type { WebSocketListenOptions } from './transports/websocket/index.ts'
+export type {
+  Libp2pTransport, Libp2pTransportOptions, Libp2pTransportStats, Libp2pListenAddress, Libp2pLimits, RedialOptions, PubSubChannel, PubSubHandler,
+} from './transports/libp2p/index.ts'

@@ -14,7 +14,7 @@
 import { fork, type ChildProcess } from 'node:child_process'
 import { closeSync, fsyncSync, openSync, writeSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { dirname, join } from 'node:path'
+import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { ClassicLevel } from 'classic-level'
 import { LeveldbPersistence } from 'y-leveldb'
@@ -199,14 +199,12 @@ function localContender(spec: ContenderSpec): LocalContender {
   }
 }
 
-const here = dirname(fileURLToPath(import.meta.url))
 const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
-const SHIM = pathToFileURL(join(here, '..', 'shim', 'node20.ts')).href
 
 /** A contender running in a child process of its own (this module as its main). */
 export function isolatedContender(spec: ContenderSpec): Contender {
   const child: ChildProcess = fork(fileURLToPath(import.meta.url), [JSON.stringify(spec)], {
-    execArgv: ['--import', TSX, '--import', SHIM],
+    execArgv: ['--import', TSX],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
   let exited = false

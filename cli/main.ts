@@ -1,6 +1,9 @@
+#!/usr/bin/env node
 /**
- * Entry point of the `concord` command (run by cli/bin.mjs through tsx,
- * with shim/node20.ts loaded first).
+ * Entry point of the `concord` command: the package's bin runs the compiled
+ * dist/cli/main.js with plain Node; in this repository `npm run concord --`
+ * runs this file through tsx. Signals reach the command directly (serve
+ * shuts down cleanly).
  */
 import { runCli } from './program.ts'
 

@@ -8,10 +8,13 @@
  * first checked here: it must exist and must not be held by another process.
  * Note that `getYDoc` of a document with more than 500 stored updates
  * compacts them in the source database (y-leveldb's own behaviour).
+ *
+ * `y-leveldb` is an optional peer dependency of concord (it brings a second
+ * LevelDB binding, for one migration command): it is loaded only here, and
+ * a missing package is a clear error saying what to install.
  */
 import { ClassicLevel } from 'classic-level'
 import * as Y from 'yjs'
-import { LeveldbPersistence } from 'y-leveldb'
 import { documentValue } from '../crdt/documents/index.ts'
 import type { YjsReplica } from '../crdt/documents/yjs-replica.ts'
 import type { Store } from '../persistence/store.ts'
@@ -40,6 +43,22 @@ export interface YLeveldbImportOptions {
   readonly onDoc?: (report: YLeveldbDocReport, index: number, total: number) => void
   /** Called once the document count is known. */
   readonly onCount?: (total: number) => void
+}
+
+/** The y-leveldb version range concord's import is written and tested against. */
+export const Y_LEVELDB_RANGE = '^0.2.0'
+
+/** Loads y-leveldb, or fails with what to install. */
+async function loadYLeveldb(): Promise<typeof import('y-leveldb')> {
+  try {
+    return await import('y-leveldb')
+  } catch (error) {
+    const code = (error as { code?: string }).code
+    if (code === 'ERR_MODULE_NOT_FOUND' && /'y-leveldb'/.test(String((error as Error).message))) {
+      throw new CliError(ExitCodes.FAILURE, `--from-y-leveldb needs the y-leveldb package (an optional peer dependency of concord): npm i y-leveldb@${Y_LEVELDB_RANGE}`, { cause: error })
+    }
+    throw error
+  }
 }
 
 /** Throws "not found" / "locked" before y-leveldb gets to swallow the error. */
@@ -71,6 +90,7 @@ function contains(outer: Y.Doc, inner: Y.Doc): boolean {
 
 /** Imports every document of the y-leveldb database at `path` into `store`. */
 export async function importFromYLeveldb(store: Store, path: string, options: YLeveldbImportOptions = {}): Promise<YLeveldbDocReport[]> {
+  const { LeveldbPersistence } = await loadYLeveldb()
   await checkSource(path)
   const source = new LeveldbPersistence(path, { levelOptions: { createIfMissing: false } })
   const reports: YLeveldbDocReport[] = []

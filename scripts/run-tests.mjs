@@ -115,7 +115,6 @@ if (missing.length > 0) {
 
 const child = spawn(process.execPath, [
   '--import', 'tsx',
-  '--import', './shim/node20.ts',
   '--test',
   '--test-reporter=spec',
   // A hung test fails instead of blocking the run: 3 minutes per test in the

@@ -1,10 +1,11 @@
 /**
- * sync/: the Concord sync protocol, pure over bytes (wire grammar in
- * sync/PROTOCOL.md).
+ * sync/ (`concord/sync`): the Concord sync protocol, pure over bytes (wire
+ * grammar in sync/PROTOCOL.md): the session, the host interface a store
+ * implements for it, and the message codec. Chunking stays internal.
  */
 export {
   FRAME_FORMAT, PROTOCOL_VERSION, MIN_PROTOCOL_VERSION, MessageType, KNOWN_TYPES, WIRE_LIMITS,
-  peerId, encodeMessage, decodeMessage, writeMessage, readMessage, isHandshakeMessage, isCommitMessage, isChunkMessage,
+  peerId, encodeMessage, decodeMessage, isHandshakeMessage, isCommitMessage, isChunkMessage,
 } from './messages.ts'
 export type {
   PeerId, RefuseReason, Message, DecodedMessage, HelloMessage, HelloOkMessage, RefuseMessage, VersionsMessage,
@@ -15,8 +16,6 @@ export { provesSecret, secretsEqual, constantTimeEqual, handshakeProof, NONCE_BY
 export type { PresentedCredentials, ProofInput } from './credentials.ts'
 export { ALL_NAMES, MAX_NAME_LENGTH, isAllNames, matchesFilter, isValidName } from './names.ts'
 export type { NameFilter } from './names.ts'
-export { Reassembler, splitIntoChunks, CHUNK_OVERHEAD, MIN_FRAME_BYTES } from './chunking.ts'
-export type { ReassemblyLimits } from './chunking.ts'
 export type { SyncHost, Access, NameInfo, LocalCommit, ApplyResult, MaybePromise } from './host.ts'
 export { Admission, DEFAULT_MAX_UNIT_BYTES, isRefusedApply, newAdmissionStats } from './admission.ts'
 export type { AdmissionHost, AdmissionOptions, AdmissionStats, Admitted, CredentialCheck as AdmissionCredentialCheck, Opened, WriteRefusal } from './admission.ts'

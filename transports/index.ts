@@ -1,5 +1,11 @@
-/** transports/: the transport interface, its implementations and the reconnect helper. */
+/**
+ * transports/ (`concord/transports`): the transport interface, the reconnect
+ * helper, the seeded simulated network (also `concord/transports/memory`) and
+ * the WebSocket transport (also `concord/transports/websocket`). The libp2p
+ * transport is `concord/transports/libp2p` (it loads libp2p; this entry does not).
+ */
 export type { Transport, Connection, ConnectionEvents, TransportEvents, AbortOptions } from './transport.ts'
+export { ConnectionEmitter } from './connection-events.ts'
 export { Reconnector, backoffDelay } from './reconnect.ts'
 export type { BackoffOptions, ReconnectOptions, ReconnectEvents, Timers } from './reconnect.ts'
 export * from './memory/index.ts'

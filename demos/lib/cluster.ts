@@ -14,7 +14,6 @@ import type { AgentConfig, Command, ReadyEvent, Requests, ResponseMessage } from
 
 const here = fileURLToPath(new URL('.', import.meta.url))
 const AGENT = join(here, 'agent.ts')
-const SHIM = pathToFileURL(join(here, '..', '..', 'shim', 'node20.ts')).href
 const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
 
 /** Every child of every cluster in this process, killed on exit. */
@@ -86,7 +85,7 @@ export class Cluster {
     const dir = join(this.options.root, id)
     const config: AgentConfig = { id, dir, port: existing?.port ?? 0 }
     const child = fork(AGENT, [JSON.stringify(config)], {
-      execArgv: ['--import', TSX, '--import', SHIM],
+      execArgv: ['--import', TSX],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       serialization: 'advanced',
     })

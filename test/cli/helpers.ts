@@ -43,9 +43,9 @@ export async function cliJson<T = any>(argv: string[]): Promise<{ code: number; 
   return { code: run.code, json: JSON.parse(run.stdout) as T, stderr: run.stderr }
 }
 
-/** Starts the real `concord` launcher (cli/bin.mjs) as a child process. */
+/** Starts the real `concord` command (cli/main.ts, through tsx) as a child process. */
 export function spawnConcord(args: string[]): ChildProcess {
-  return spawn(process.execPath, ['cli/bin.mjs', ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+  return spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
 }
 
 /** Runs the real `concord` to completion. */

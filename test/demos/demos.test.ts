@@ -7,7 +7,7 @@ import { tempDir } from '../helpers/temp-dir.ts'
 
 /** Runs a demo in --short mode as its own process (as `npm run demo:*` would). */
 async function runDemo(file: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', '--import', './shim/node20.ts', file, '--short', ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, ['--import', 'tsx', file, '--short', ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', (chunk) => { stdout += chunk })

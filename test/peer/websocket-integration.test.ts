@@ -84,7 +84,7 @@ interface ReceiverState { a: number; b: number; c: number }
 /** Starts the receiver child; resolves with its `opened` state (read from disk before any sync). */
 function startReceiver(dir: string, url: string, dieAfter: number, onState: (state: ReceiverState) => void): Promise<{ child: ChildProcess; opened: ReceiverState; exited: Promise<void> }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', '--import', './shim/node20.ts', 'test/peer/fixtures/transact-receiver.ts', dir, url, String(dieAfter)], {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/peer/fixtures/transact-receiver.ts', dir, url, String(dieAfter)], {
       stdio: ['ignore', 'pipe', 'pipe'],
     })
     let buffer = ''

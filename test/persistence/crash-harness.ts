@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process'
 /** Runs `fixture` with `args` until killed; resolves with every acknowledged number, in order. Rejects if it exits by itself. */
 export function runAndKill(fixture: string, args: readonly string[], delayMs: number, armsOn: (line: string) => boolean): Promise<number[]> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', '--import', './shim/node20.ts', fixture, ...args], {
+    const child = spawn(process.execPath, ['--import', 'tsx', fixture, ...args], {
       stdio: ['ignore', 'pipe', 'pipe'],
     })
     const acked: number[] = []

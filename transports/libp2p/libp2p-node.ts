@@ -3,6 +3,7 @@
  * transports, Noise, Yamux, Identify, the connection gater, limits, and the
  * optional bootstrap, mDNS and gossipsub, per {@link Libp2pTransportOptions}.
  */
+import './node20-shim.ts'
 import { noise } from '@chainsafe/libp2p-noise'
 import { yamux } from '@chainsafe/libp2p-yamux'
 import { bootstrap } from '@libp2p/bootstrap'

@@ -1,7 +1,7 @@
 /**
- * Types for the y-leveldb baseline: its package.json `exports` map does not
- * expose the declarations it ships, so the part the benchmarks use is
- * declared here.
+ * Types for y-leveldb (`concord import --from-y-leveldb`, and the benchmarks'
+ * baseline): its package.json `exports` map does not expose the declarations
+ * it ships, so the part we use is declared here.
  */
 declare module 'y-leveldb' {
   import type * as Y from 'yjs'

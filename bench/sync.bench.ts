@@ -10,8 +10,6 @@
  * both ways, the dialer first: one more round trip and two HMACs) against
  * protocol 1's bearer token, over real WebSocket connections on 127.0.0.1.
  */
-import { readFileSync } from 'node:fs'
-import { gunzipSync } from 'node:zlib'
 import * as Y from 'yjs'
 import type { Benchmark, Measurement } from './harness.ts'
 import { Network } from '../transports/memory/index.ts'
@@ -21,16 +19,7 @@ import { attachSession } from '../sync/attach.ts'
 import { peerId } from '../sync/messages.ts'
 import { WebSocketTransport } from '../transports/websocket/index.ts'
 import { timeMs } from './harness.ts'
-
-interface Trace {
-  readonly endContent: string
-  readonly txns: ReadonlyArray<{ readonly patches: ReadonlyArray<readonly [number, number, string]> }>
-}
-
-function loadTrace(): Trace {
-  const file = new URL('../../shared/data/editing-traces/automerge-paper.json.gz', import.meta.url)
-  return JSON.parse(gunzipSync(readFileSync(file)).toString('utf8')) as Trace
-}
+import { loadTrace, type SequentialTrace as Trace } from '../test/crdt/documents/traces.ts'
 
 /** Replays the trace; returns the update of the whole document and of the first `fraction` of it. */
 function states(trace: Trace, missing: number): { full: Uint8Array; partial: Uint8Array } {
@@ -128,7 +117,7 @@ export const benchmarks: Benchmark[] = [
   {
     name: 'sync/yjs-resync-bytes',
     async run(): Promise<Measurement[]> {
-      const trace = loadTrace()
+      const trace = loadTrace('automerge-paper')
       const out: Measurement[] = []
       for (const missing of [0.01, 0.5]) {
         const { full, partial } = states(trace, missing)

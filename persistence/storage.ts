@@ -1,6 +1,6 @@
 /**
  * The storage interface: what the log and the store need of a key-value
- * engine, and nothing more. Adapters move bytes only (DESIGN convention 2):
+ * engine, and nothing more. Adapters move bytes only (docs/design-sketch.md, convention 2):
  * keys are paths of strings, values are `Uint8Array`s.
  *
  * Contract, for every implementation (checked by

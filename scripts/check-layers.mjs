@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Enforces the layer rules of DESIGN.md on import statements:
+// Enforces the layer rules of docs/design-sketch.md on import statements:
 // - crdt/ imports only crdt/ (and npm packages that run in a browser);
 // - sync/ imports only sync/ and crdt/;
 // - transports/ import only transports/ and the base utilities of crdt/
@@ -60,7 +60,7 @@ for (const [layer, rule] of Object.entries(rules)) {
   }
 }
 if (problems.length > 0) {
-  console.error('layer rules broken (see DESIGN.md):\n  ' + problems.join('\n  '))
+  console.error('layer rules broken (see docs/design-sketch.md):\n  ' + problems.join('\n  '))
   process.exit(1)
 }
 console.log('layers: ok')

@@ -1,6 +1,6 @@
 /**
  * The storage conformance suite: every {@link Storage} implementation must
- * pass it (DESIGN convention 3), ours (classic-level, memory-level) and a
+ * pass it (docs/design-sketch.md, convention 3), ours (classic-level, memory-level) and a
  * third party's, under any test runner:
  *
  * ```ts

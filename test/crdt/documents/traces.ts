@@ -1,6 +1,7 @@
 /**
- * Loads the real editing traces in ../shared/data/editing-traces/ (see its
- * README) and replays them through any text editor abstraction.
+ * Loads the real editing traces in test/data/editing-traces/ (see its
+ * README and LICENSE.md: Joseph Gentle's josephg/editing-traces, CC BY 4.0)
+ * and replays them through any text editor abstraction.
  */
 import { readFileSync } from 'node:fs'
 import { gunzipSync } from 'node:zlib'
@@ -26,7 +27,7 @@ export interface ConcurrentTrace {
   readonly txns: ReadonlyArray<{ readonly parents: readonly number[]; readonly agent: number; readonly patches: readonly Patch[] }>
 }
 
-const TRACE_DIR = fileURLToPath(new URL('../../../../shared/data/editing-traces/', import.meta.url))
+const TRACE_DIR = fileURLToPath(new URL('../../data/editing-traces/', import.meta.url))
 
 /** Reads and parses one trace file by name (without `.json.gz`). */
 export function loadTrace<T = SequentialTrace>(name: string): T {

@@ -12,6 +12,7 @@ import type { CliContext } from './context.ts'
 import { ErrorCodes } from '../crdt/errors.ts'
 import { writeJsonError } from './context.ts'
 import { codeOf, EXIT_CODES_HELP, ExitCodes, exitCodeOf, messageOf } from './exit-codes.ts'
+import { packageVersion } from './package-version.ts'
 import { processIo, type Io } from './output.ts'
 
 /** Options of {@link runCli}. */
@@ -28,7 +29,7 @@ export interface RunOptions {
 export function createProgram(ctx: CliContext, stdin?: () => Readable): Command {
   const program = new Command('concord')
     .description('Concord: inspect, maintain, export/import and serve Concord data folders (LevelDB).')
-    .version('0.1.0', '-V, --version')
+    .version(packageVersion(), '-V, --version')
     .showHelpAfterError('(run with --help for usage)')
     .addHelpText('after', `\nThe data folder can also be given as $CONCORD_DIR.\n\n${EXIT_CODES_HELP}\n`)
   program.configureOutput({

@@ -75,6 +75,10 @@ const lists = {
     'test/cli/folder-owner.test.ts',
     'test/demos/demos.test.ts',
     'test/demos/report.test.ts',
+    // testing/ (the conformance suites can fail) and the npm package (pack,
+    // install, use it as a user; Node 20 and 24)
+    'test/testing/suites.test.ts',
+    'test/package/package.test.ts',
   ],
   // Long suites, run on demand (npm run test:chaos, npm run test:crash).
   chaos: [

@@ -71,7 +71,7 @@ export interface StoreOptions {
    * `false` (maintenance tools): a new store is created unclaimed, an
    * unclaimed one stays so, and the first opener that claims it owns it.
    */
-  readonly claim?: boolean
+  readonly claim?: boolean | undefined
   /** Default durability of every name (default `{ mode: 'sync' }`). */
   readonly durability?: Durability | undefined
   /** Default checkpoint policy. */

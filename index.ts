@@ -18,6 +18,7 @@ export type {
   PeerEvents, PeerStats,
 } from './peer/index.ts'
 export type { Libp2pListenOptions, Libp2pListening, PeerLibp2pOptions, PeerGossipOptions, GossipStats } from './peer/index.ts'
+export type { YWebsocketOptions, YWebsocketStats, YWebsocketBridgeStats, AwarenessLimits } from './peer/index.ts'
 export {
   ConcordError, DecodeError, TypeMismatchError, ErrorCodes, isConcordError, type ErrorCode,
 } from './crdt/errors.ts'
@@ -37,7 +38,9 @@ export type { Store, StoreEvents, HistoryEntry, NameInfo, VerifyReport, GcReport
 export type { RepairReport } from './persistence/repair.ts'
 export type { StoreOptions, NameOptions, Durability, Retention, CheckpointPolicy, Schema, Migration, ReplicaCreator } from './persistence/options.ts'
 export type { Storage, StorageKey, StorageEntry, StorageOperation, RangeOptions, WriteOptions, SignalOptions } from './persistence/storage.ts'
-export type { SyncSession, SessionStats, SessionEvents, SessionState, SessionOptions, PeerId, RefuseReason, NameFilter, Access } from './sync/index.ts'
+export type {
+  SyncSession, SessionStats, SessionEvents, SessionState, SessionOptions, PeerId, RefuseReason, NameFilter, Access, AdmissionStats,
+} from './sync/index.ts'
 export type { Transport, TransportEvents, Connection, ConnectionEvents, AbortOptions } from './transports/transport.ts'
 export type { WebSocketListenOptions } from './transports/websocket/index.ts'
 export type {

@@ -40,9 +40,9 @@ import type { AwarenessLimits } from './y-websocket-awareness.ts'
 /** Tuning of the y-websocket route (`listen({ yWebsocket: { ... } })`). */
 export interface YWebsocketOptions {
   /** Bounds of each room's awareness (states per room and per client, bytes per state, messages per second). */
-  readonly awareness?: AwarenessLimits
+  readonly awareness?: AwarenessLimits | undefined
   /** Largest message accepted from a client, bytes (default 16 MiB). */
-  readonly maxMessageBytes?: number
+  readonly maxMessageBytes?: number | undefined
 }
 
 /** Counters of the y-websocket route (`peer.stats().yWebsocket`). */

@@ -168,14 +168,22 @@ export class Decoder {
     return out
   }
 
-  /** Length-prefixed bytes (a view, not a copy). */
-  readBytes(): Uint8Array {
-    return this.readRaw(this.readVarUint())
+  /**
+   * Length-prefixed bytes (a view, not a copy). With `maxBytes`, a longer
+   * length is a DecodeError before anything is read.
+   */
+  readBytes(maxBytes = Number.MAX_SAFE_INTEGER): Uint8Array {
+    const length = this.readVarUint()
+    if (length > maxBytes) throw new DecodeError(`a length of ${length} bytes is over the limit of ${maxBytes} at offset ${this.offset}`)
+    return this.readRaw(length)
   }
 
-  /** Length-prefixed UTF-8 string; invalid UTF-8 is a DecodeError. */
-  readString(): string {
-    const raw = this.readBytes()
+  /**
+   * Length-prefixed UTF-8 string; invalid UTF-8 is a DecodeError. With
+   * `maxBytes`, a longer string is refused before it is decoded.
+   */
+  readString(maxBytes = Number.MAX_SAFE_INTEGER): string {
+    const raw = this.readBytes(maxBytes)
     try {
       return textDecoder.decode(raw)
     } catch (cause) {
@@ -189,6 +197,7 @@ export class Decoder {
    * drive a huge loop or allocation.
    */
   readCount(minItemBytes = 1): number {
+    if (!(minItemBytes >= 1)) throw new RangeError('readCount: every item takes at least one byte')
     const count = this.readVarUint()
     if (count * minItemBytes > this.remaining) {
       throw new DecodeError(`count ${count} cannot fit in the ${this.remaining} remaining bytes`)

@@ -16,6 +16,9 @@ import type { AccessFunction, AuthOptions, CredentialCheck } from './options.ts'
 
 type ApplyResultOfStore = Awaited<ReturnType<Store['commit']>>[number]
 
+/** `list()` yields a turn after hydrating this many names. */
+const LIST_SLICE = 256
+
 /** Options of a {@link StoreSyncHost}. */
 export interface StoreSyncHostOptions {
   readonly store: Store
@@ -45,6 +48,8 @@ export class StoreSyncHost implements SyncHost {
   private readonly opened = new Map<string, Replica>()
   /** Replicas hydrated by `list()`, held until the end of the turn it resolved in. */
   private readonly listed = new Map<string, Replica>()
+  /** Replicas a session holds across turns while it answers (`hold`), with how many holds each. */
+  private readonly leased = new Map<string, { readonly replica: Replica; holds: number }>()
   private releaseScheduled = false
   private readonly types = new Map<string, ReplicaType>()
   private readonly emptyVersions = new Map<ReplicaType, Uint8Array>()
@@ -83,11 +88,12 @@ export class StoreSyncHost implements SyncHost {
     this.offCommitted()
   }
 
-  /** How many replicas this host holds in memory (opened ones, and those of the current anti-entropy turn). */
+  /** How many replicas this host holds in memory (opened ones, and those of the anti-entropy work under way). */
   get heldReplicas(): number {
-    let held = this.opened.size
-    for (const name of this.listed.keys()) if (!this.opened.has(name)) held++
-    return held
+    const held = new Set(this.opened.keys())
+    for (const name of this.listed.keys()) held.add(name)
+    for (const name of this.leased.keys()) held.add(name)
+    return held.size
   }
 
   async list(): Promise<Iterable<NameInfo>> {
@@ -99,8 +105,14 @@ export class StoreSyncHost implements SyncHost {
     // Versions are read synchronously after this resolves: hydrate every name
     // first, and publish them all at once, after the last await.
     const hydrated: Array<[string, Replica]> = []
+    let sinceYield = 0
     for (const [name, type] of [...this.types]) {
-      const replica = this.opened.get(name) ?? this.listed.get(name) ?? await this.hydrate(name, type)
+      // Names the store holds hydrate in microtasks only: let other work run now and then.
+      if (++sinceYield > LIST_SLICE) {
+        await this.yieldTurn()
+        sinceYield = 0
+      }
+      const replica = this.opened.get(name) ?? this.listed.get(name) ?? this.leased.get(name)?.replica ?? await this.hydrate(name, type)
       if (replica !== undefined) hydrated.push([name, replica])
     }
     for (const [name, replica] of hydrated) if (this.types.has(name)) this.listed.set(name, replica)
@@ -132,6 +144,35 @@ export class StoreSyncHost implements SyncHost {
       this.releaseScheduled = false
       this.listed.clear()
     })
+  }
+
+  /** Keeps the replicas of `names` (just listed) readable until the returned function is called. */
+  hold(names: readonly string[]): () => void {
+    const held: string[] = []
+    for (const name of names) {
+      const lease = this.leased.get(name)
+      if (lease) lease.holds++
+      else {
+        const replica = this.opened.get(name) ?? this.listed.get(name)
+        if (!replica) continue
+        this.leased.set(name, { replica, holds: 1 })
+      }
+      held.push(name)
+    }
+    let released = false
+    return () => {
+      if (released) return
+      released = true
+      for (const name of held) {
+        const lease = this.leased.get(name)
+        if (lease && --lease.holds === 0) this.leased.delete(name)
+      }
+    }
+  }
+
+  /** A turn of the event loop (other sessions, I/O). */
+  yieldTurn(): Promise<void> {
+    return new Promise((resolve) => setImmediate(resolve))
   }
 
   typeOf(name: string): ReplicaType | undefined {
@@ -207,7 +248,7 @@ export class StoreSyncHost implements SyncHost {
   }
 
   private replica(name: string): Replica {
-    const replica = this.opened.get(name) ?? this.listed.get(name)
+    const replica = this.opened.get(name) ?? this.listed.get(name) ?? this.leased.get(name)?.replica
     if (!replica) throw new ConcordError(ErrorCodes.NOT_FOUND, `"${name}" is not held by this peer's sync host (read versions right after list())`)
     return replica
   }

@@ -5,8 +5,9 @@
  * applies all or none).
  */
 import { ErrorCodes, isConcordError } from '../crdt/errors.ts'
+import type { ReplicaType } from '../crdt/replica.ts'
 import type { NameInfo, SyncHost } from './host.ts'
-import { encodeMessage, type DeltaEntry, type VersionEntry } from './messages.ts'
+import { WIRE_LIMITS, encodeMessage, type DeltaEntry, type VersionEntry } from './messages.ts'
 import { matchesFilter, type NameFilter } from './names.ts'
 import type { Outbox } from './outbound.ts'
 import type { SessionStats } from './session-types.ts'
@@ -21,16 +22,48 @@ import type { SessionStats } from './session-types.ts'
 export const ANSWER_BUNDLE_BYTES = 16 * 1024 * 1024
 
 /**
+ * Expensive work (our VERSIONS, an answer) is done in slices of this many
+ * names, or of {@link SLICE_BYTES} delta bytes, with a turn of the event
+ * loop between slices (`SyncHost.yieldTurn`), so one peer's anti-entropy
+ * never holds the loop for long.
+ */
+export const SLICE_NAMES = 64
+/** See {@link SLICE_NAMES}. */
+export const SLICE_BYTES = 4 * 1024 * 1024
+
+/**
+ * Lists the local names (`host.list()`), keeps them readable while `work`
+ * runs (`host.hold`, across yields), and releases them after.
+ */
+async function withListedNames<T>(host: SyncHost, work: (names: readonly NameInfo[]) => Promise<T>): Promise<T> {
+  const names = [...await host.list()]
+  const release = host.hold?.(names.map((info) => info.name))
+  try {
+    return await work(names)
+  } finally {
+    release?.()
+  }
+}
+
+/**
  * The versions of the local names within `filter` that the remote may read
- * (`readable`; a name it may not read is not listed), for a VERSIONS message.
+ * (`readable`; a name it may not read is not listed), for a VERSIONS message
+ * (built in slices).
  */
 export async function listVersions(host: SyncHost, filter: NameFilter, readable: (name: string) => boolean): Promise<VersionEntry[]> {
-  const entries: VersionEntry[] = []
-  for (const { name, type } of await host.list()) {
-    if (!matchesFilter(filter, name) || !readable(name)) continue
-    entries.push({ name, replicaType: type, version: host.version(name) })
-  }
-  return entries
+  return withListedNames(host, async (names) => {
+    const entries: VersionEntry[] = []
+    let inSlice = 0
+    for (const { name, type } of names) {
+      if (!matchesFilter(filter, name) || !readable(name)) continue
+      if (++inSlice > SLICE_NAMES && host.yieldTurn) {
+        await host.yieldTurn()
+        inSlice = 1
+      }
+      entries.push({ name, replicaType: type, version: host.version(name) })
+    }
+    return entries
+  })
 }
 
 /** What {@link answerBundles} needs to know about the remote. */
@@ -44,41 +77,116 @@ export interface AnswerContext {
   readonly malformed: (why: string) => void
 }
 
+/** One name of an answer: the remote's version of it (`null`: it lacks the name). */
+interface Wanted {
+  readonly name: string
+  readonly type: ReplicaType
+  readonly since: Uint8Array | null
+}
+
+/** The names of `names` the remote may read and could take (not held there as another type). */
+function wantedNames(names: Iterable<NameInfo>, entries: readonly VersionEntry[], context: AnswerContext): Wanted[] {
+  const theirs = new Map<string, VersionEntry>()
+  for (const entry of entries) theirs.set(entry.name, entry)
+  const wanted: Wanted[] = []
+  for (const { name, type } of names) {
+    if (!matchesFilter(context.filter, name) || !context.mayRead(name)) continue
+    const known = theirs.get(name)
+    if (known && known.replicaType !== type) continue // the remote would refuse it: a type mismatch
+    wanted.push({ name, type, since: known ? known.version : null })
+  }
+  return wanted
+}
+
+/** What the remote lacks of one name, or null; a remote version that does not decode skips the name. */
+function deltaOf(wanted: Wanted, context: AnswerContext): Uint8Array | null {
+  try {
+    return context.host.deltaSince(wanted.name, wanted.since)
+  } catch (error) {
+    if (!isConcordError(error, ErrorCodes.DECODE_ERROR)) throw error
+    context.malformed(`bad version for "${wanted.name}"`)
+    return null
+  }
+}
+
+/**
+ * Groups deltas, in order, into bundles of up to {@link ANSWER_BUNDLE_BYTES}
+ * delta bytes and at most `WIRE_LIMITS.maxEntries` entries.
+ */
+function bundle(deltas: readonly DeltaEntry[]): DeltaEntry[][] {
+  const answer: DeltaEntry[][] = []
+  let current: DeltaEntry[] = []
+  let bytes = 0
+  for (const entry of deltas) {
+    if (current.length > 0 && (bytes + entry.delta.length > ANSWER_BUNDLE_BYTES || current.length >= WIRE_LIMITS.maxEntries)) {
+      answer.push(current)
+      current = []
+      bytes = 0
+    }
+    current.push(entry)
+    bytes += entry.delta.length
+  }
+  if (current.length > 0) answer.push(current)
+  return answer
+}
+
 /**
  * The answer to a remote VERSIONS: the deltas of the local `names` that the
  * remote may read and lacks (skipping names it holds as another type), in
  * bundles of up to {@link ANSWER_BUNDLE_BYTES} delta bytes, in list order.
  */
 export function answerBundles(names: Iterable<NameInfo>, entries: readonly VersionEntry[], context: AnswerContext): DeltaEntry[][] {
-  const theirs = new Map<string, VersionEntry>()
-  for (const entry of entries) theirs.set(entry.name, entry)
-  const answer: DeltaEntry[][] = []
-  let bundle: DeltaEntry[] = []
-  let bundleBytes = 0
-  const closeBundle = (): void => {
-    if (bundle.length > 0) answer.push(bundle)
-    bundle = []
-    bundleBytes = 0
+  const deltas: DeltaEntry[] = []
+  for (const wanted of wantedNames(names, entries, context)) {
+    const delta = deltaOf(wanted, context)
+    if (delta) deltas.push({ name: wanted.name, replicaType: wanted.type, delta })
   }
-  for (const { name, type } of names) {
-    if (!matchesFilter(context.filter, name) || !context.mayRead(name)) continue
-    const known = theirs.get(name)
-    if (known && known.replicaType !== type) continue // the remote would refuse it: a type mismatch
-    let delta: Uint8Array | null
-    try {
-      delta = context.host.deltaSince(name, known ? known.version : null)
-    } catch (error) {
-      if (!isConcordError(error, ErrorCodes.DECODE_ERROR)) throw error
-      context.malformed(`bad version for "${name}"`)
-      continue
+  return bundle(deltas)
+}
+
+/**
+ * {@link answerBundles}, computed in slices with a turn of the event loop
+ * between them (when the host can yield). The result is still one snapshot:
+ * a name committed to after its delta was computed (a local transaction
+ * that also touched a name computed later, say) is computed again at the
+ * end, in the same turn as the last slice, so a multi-name commit is never
+ * half in the answer.
+ */
+export async function answerInSlices(names: readonly NameInfo[], entries: readonly VersionEntry[], context: AnswerContext): Promise<DeltaEntry[][]> {
+  const { host } = context
+  if (!host.yieldTurn) return answerBundles(names, entries, context)
+  const wanted = wantedNames(names, entries, context)
+  const deltas: Array<DeltaEntry | null> = []
+  const index = new Map<string, number>()
+  const stale = new Set<string>()
+  const off = host.subscribe((commit) => {
+    for (const entry of commit.entries) if (index.has(entry.name)) stale.add(entry.name)
+  })
+  try {
+    let sliceNames = 0
+    let sliceBytes = 0
+    for (const item of wanted) {
+      if (sliceNames >= SLICE_NAMES || sliceBytes >= SLICE_BYTES) {
+        await host.yieldTurn()
+        sliceNames = 0
+        sliceBytes = 0
+      }
+      const delta = deltaOf(item, context)
+      index.set(item.name, deltas.length)
+      deltas.push(delta ? { name: item.name, replicaType: item.type, delta } : null)
+      sliceNames++
+      sliceBytes += delta?.length ?? 0
     }
-    if (!delta) continue
-    if (bundle.length > 0 && bundleBytes + delta.length > ANSWER_BUNDLE_BYTES) closeBundle()
-    bundle.push({ name, replicaType: type, delta })
-    bundleBytes += delta.length
+    for (const name of stale) {
+      const at = index.get(name)!
+      const item = wanted[at]
+      const delta = deltaOf(item, context)
+      deltas[at] = delta ? { name: item.name, replicaType: item.type, delta } : null
+    }
+  } finally {
+    off()
   }
-  closeBundle()
-  return answer
+  return bundle(deltas.filter((entry): entry is DeltaEntry => entry !== null))
 }
 
 /** What an {@link AntiEntropy} needs of its session. */
@@ -104,6 +212,8 @@ export class AntiEntropy {
   private pendingSince: number | undefined
   private lastVersionsAt = 0
   private syncedOnce = false
+  /** VERSIONS of ours being built. */
+  private buildingCount = 0
 
   constructor(private readonly context: AntiEntropyContext) {}
 
@@ -130,13 +240,23 @@ export class AntiEntropy {
     this.lastVersionsAt = now
     stats.versionsSent++
     const slot = outbox.reserveControl()
+    this.buildingCount++
     listVersions(host, filter, this.context.mayRead).then(
       (entries) => {
+        this.buildingCount--
         slot.frame = encodeMessage({ type: 'versions', entries })
         outbox.pump()
       },
-      (error) => this.context.fail(`could not list names: ${(error as Error)?.message ?? String(error)}`),
+      (error) => {
+        this.buildingCount--
+        this.context.fail(`could not list names: ${(error as Error)?.message ?? String(error)}`)
+      },
     )
+  }
+
+  /** Whether a VERSIONS of ours is being built (a REQUEST now is answered by it). */
+  get building(): boolean {
+    return this.buildingCount > 0
   }
 
   /** Records a DONE (the answer to our VERSIONS); true the first time (the session is then synced). */
@@ -154,8 +274,11 @@ export class AntiEntropy {
    */
   async answer(entries: readonly VersionEntry[], remote: AnswerContext, closed: () => boolean): Promise<void> {
     const marks = this.context.outbox.beginAnswer()
-    const names = await this.context.host.list()
-    if (closed()) return
-    this.context.outbox.queueAnswer(answerBundles(names, entries, remote), marks)
+    const bundles = await withListedNames(this.context.host, async (names) => {
+      if (closed()) return undefined
+      return answerInSlices(names, entries, remote)
+    })
+    if (closed() || !bundles) return
+    this.context.outbox.queueAnswer(bundles, marks)
   }
 }

@@ -94,14 +94,17 @@ export class Handshake {
     return Math.min(this.options.maxVersion, this.received!.maxVersion)
   }
 
-  /** The HELLO this side sends: a fresh nonce from protocol 2 on; the token only as a legacy bearer. */
-  hello(filter: NameFilter, maxFrameBytes: number, window: number): Message {
+  /**
+   * The HELLO this side sends: a fresh nonce from protocol 2 on; the token
+   * only as a legacy bearer; then `extensions` (the byte window, ...).
+   */
+  hello(filter: NameFilter, maxFrameBytes: number, window: number, extensions: HelloMessage['extensions'] = []): Message {
     const { minVersion, maxVersion, peerId, token, legacyBearer, nonce } = this.options
     return {
       type: 'hello', minVersion, maxVersion, peerId,
       token: legacyBearer ? token : '',
       filter, maxFrameBytes, window,
-      extensions: maxVersion >= PROOF_VERSION ? [{ key: NONCE_EXTENSION, value: nonce }] : [],
+      extensions: [...(maxVersion >= PROOF_VERSION ? [{ key: NONCE_EXTENSION, value: nonce }] : []), ...extensions],
     }
   }
 

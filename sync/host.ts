@@ -76,4 +76,17 @@ export interface SyncHost {
   authenticate(peer: PeerId, presented: PresentedCredentials): MaybePromise<boolean>
   /** What `peer` may do with `name`: `read` (receive) or `write` (also send changes). */
   access(peer: PeerId, name: string): Access
+  /**
+   * Optional, for hosts that keep what {@link list} read only for the turn it
+   * resolved in: keeps `names` readable ({@link version}, {@link deltaSince})
+   * until the returned function is called, across {@link yieldTurn}s. Called
+   * right after `list()` resolves, in the same turn.
+   */
+  hold?(names: readonly string[]): () => void
+  /**
+   * Optional: lets other work run (a macrotask). A session calls it between
+   * slices of an expensive answer, so one peer's anti-entropy never holds
+   * the event loop for long; without it the answer is built in one go.
+   */
+  yieldTurn?(): Promise<void>
 }

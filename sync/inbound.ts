@@ -11,18 +11,18 @@ import type { SessionStats } from './session-types.ts'
 
 /**
  * Decodes one frame; a CHUNK goes to `reassembler` and yields the whole
- * message once complete (`undefined` until then). Throws on bad bytes.
+ * message once complete (`undefined` until then), with the bytes it took.
+ * Throws on bad bytes (`CONCORD_LIMIT_EXCEEDED` over the reassembly budget).
  */
-export function readFrame(frame: Uint8Array, reassembler: Reassembler, stats: SessionStats): DecodedMessage | undefined {
-  let message = decodeMessage(frame)
-  if (message.type === 'chunk') {
-    stats.chunksIn++
-    const whole = reassembler.add(message)
-    if (!whole) return undefined
-    message = decodeMessage(whole)
-    if (message.type === 'chunk') throw new ConcordError(ErrorCodes.PROTOCOL_ERROR, 'a chunk inside a chunk')
-  }
-  return message
+export function readFrame(frame: Uint8Array, reassembler: Reassembler, stats: SessionStats): { readonly message: DecodedMessage; readonly bytes: number } | undefined {
+  const message = decodeMessage(frame)
+  if (message.type !== 'chunk') return { message, bytes: frame.length }
+  stats.chunksIn++
+  const whole = reassembler.add(message)
+  if (!whole) return undefined
+  const inner = decodeMessage(whole)
+  if (inner.type === 'chunk') throw new ConcordError(ErrorCodes.PROTOCOL_ERROR, 'a chunk inside a chunk')
+  return { message: inner, bytes: whole.length }
 }
 
 /** The remote sequence numbers received, covered and acknowledged. */

@@ -21,5 +21,6 @@ export { Admission, DEFAULT_MAX_UNIT_BYTES, isRefusedApply, newAdmissionStats } 
 export type { AdmissionHost, AdmissionOptions, AdmissionStats, Admitted, CredentialCheck as AdmissionCredentialCheck, Opened, WriteRefusal } from './admission.ts'
 export { SyncSession } from './session.ts'
 export type { SyncChannel, SessionOptions, SessionStats, SessionEvents, SessionState } from './session.ts'
+export { newSessionStats } from './session-types.ts'
 export { attachSession } from './attach.ts'
 export type { SyncConnection } from './attach.ts'

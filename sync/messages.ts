@@ -209,35 +209,63 @@ export function isChunkMessage(m: DecodedMessage): m is ChunkMessage {
   return m.type === 'chunk'
 }
 
-/** Limits on decoded fields. */
+/**
+ * Limits on decoded fields. Every length and count read from the wire is
+ * checked against these (and against the bytes that remain) before anything
+ * is decoded or allocated for it.
+ */
 export const WIRE_LIMITS = {
   maxTokenBytes: 4096,
   maxFilterItems: 4096,
   maxExtensions: 64,
+  maxExtensionKeyBytes: 256,
+  maxExtensionValueBytes: 64 * 1024,
   maxMessageLength: 4096,
+  /** A peer id is at most 256 UTF-16 code units: at most 3 UTF-8 bytes each. */
+  maxPeerIdBytes: 3 * 256,
+  /** A name is at most {@link MAX_NAME_LENGTH} UTF-16 code units: at most 3 UTF-8 bytes each. */
+  maxNameBytes: 3 * MAX_NAME_LENGTH,
+  /** The longest type tag (`lww-register`), with room. */
+  maxTypeBytes: 32,
+  /** Entries of one VERSIONS or TRANSACTION: the protocol's ceiling on the names one peer syncs (answers are split below it). */
+  maxEntries: 1 << 20,
 } as const
+
+/**
+ * The fewest bytes one VERSIONS or TRANSACTION entry takes: a name of one
+ * byte (2), the shortest type tag `yjs` (4), an empty version or delta (1).
+ */
+const MIN_ENTRY_BYTES = 7
 
 function writeType(encoder: Encoder, type: ReplicaType): void {
   encoder.writeString(type)
 }
 
 function readType(decoder: Decoder): ReplicaType {
-  const type = decoder.readString()
+  const type = decoder.readString(WIRE_LIMITS.maxTypeBytes)
   if (!(KNOWN_TYPES as readonly string[]).includes(type)) throw new DecodeError(`unknown replica type "${type.slice(0, 40)}"`)
   return type as ReplicaType
 }
 
 function readName(decoder: Decoder): string {
-  const name = decoder.readString()
+  const name = decoder.readString(WIRE_LIMITS.maxNameBytes)
   if (!isValidName(name)) throw new DecodeError(`invalid name (empty or longer than ${MAX_NAME_LENGTH})`)
   return name
 }
 
 function readLimitedString(decoder: Decoder, maxBytes: number, what: string): string {
-  const start = decoder.position
-  const value = decoder.readString()
-  if (decoder.position - start > maxBytes + 3) throw new DecodeError(`${what} longer than ${maxBytes} bytes`)
-  return value
+  try {
+    return decoder.readString(maxBytes)
+  } catch (error) {
+    throw new DecodeError(`${what}: ${(error as Error).message}`, { cause: error })
+  }
+}
+
+/** A count of VERSIONS or TRANSACTION entries: within the remaining bytes and {@link WIRE_LIMITS}.maxEntries. */
+function readEntryCount(decoder: Decoder, what: string): number {
+  const count = decoder.readCount(MIN_ENTRY_BYTES)
+  if (count > WIRE_LIMITS.maxEntries) throw new DecodeError(`${what}: ${count} entries, over the limit of ${WIRE_LIMITS.maxEntries}`)
+  return count
 }
 
 function readPositive(decoder: Decoder, what: string): number {
@@ -335,7 +363,7 @@ export function readMessage(decoder: Decoder): DecodedMessage {
       const minVersion = decoder.readVarUint()
       const maxVersion = decoder.readVarUint()
       if (minVersion > maxVersion) throw new DecodeError('hello: minVersion > maxVersion')
-      const id = decoder.readString()
+      const id = readLimitedString(decoder, WIRE_LIMITS.maxPeerIdBytes, 'hello: peer id')
       if (id.length === 0 || id.length > 256) throw new DecodeError('hello: invalid peer id')
       const token = readLimitedString(decoder, WIRE_LIMITS.maxTokenBytes, 'hello: token')
       const kind = decoder.readUint8()
@@ -351,7 +379,7 @@ export function readMessage(decoder: Decoder): DecodedMessage {
         if (prefixCount > WIRE_LIMITS.maxFilterItems) throw new DecodeError('hello: too many filter prefixes')
         const prefixes: string[] = []
         for (let i = 0; i < prefixCount; i++) {
-          const prefix = decoder.readString()
+          const prefix = readLimitedString(decoder, WIRE_LIMITS.maxNameBytes, 'hello: prefix')
           if (prefix.length > MAX_NAME_LENGTH) throw new DecodeError('hello: prefix too long')
           prefixes.push(prefix)
         }
@@ -364,7 +392,10 @@ export function readMessage(decoder: Decoder): DecodedMessage {
       const extensionCount = decoder.readCount(2)
       if (extensionCount > WIRE_LIMITS.maxExtensions) throw new DecodeError('hello: too many extensions')
       const extensions: Array<{ key: string; value: Uint8Array }> = []
-      for (let i = 0; i < extensionCount; i++) extensions.push({ key: decoder.readString(), value: decoder.readBytes() })
+      for (let i = 0; i < extensionCount; i++) {
+        const key = readLimitedString(decoder, WIRE_LIMITS.maxExtensionKeyBytes, 'hello: extension key')
+        extensions.push({ key, value: decoder.readBytes(WIRE_LIMITS.maxExtensionValueBytes) })
+      }
       return { type: 'hello', minVersion, maxVersion, peerId: id as PeerId, token, filter, maxFrameBytes, window, extensions }
     }
     case MessageType.helloOk:
@@ -375,7 +406,7 @@ export function readMessage(decoder: Decoder): DecodedMessage {
       return { type: 'refuse', reason, message, minVersion: decoder.readVarUint(), maxVersion: decoder.readVarUint() }
     }
     case MessageType.versions: {
-      const count = decoder.readCount(3)
+      const count = readEntryCount(decoder, 'versions')
       const entries: VersionEntry[] = []
       for (let i = 0; i < count; i++) entries.push({ name: readName(decoder), replicaType: readType(decoder), version: decoder.readBytes() })
       return { type: 'versions', entries }
@@ -384,7 +415,7 @@ export function readMessage(decoder: Decoder): DecodedMessage {
       return { type: 'delta', seq: readPositive(decoder, 'delta: seq'), entry: readEntry(decoder) }
     case MessageType.transaction: {
       const seq = readPositive(decoder, 'transaction: seq')
-      const count = decoder.readCount(3)
+      const count = readEntryCount(decoder, 'transaction')
       if (count === 0) throw new DecodeError('transaction: no entries')
       const entries: DeltaEntry[] = []
       for (let i = 0; i < count; i++) entries.push(readEntry(decoder))

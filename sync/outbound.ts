@@ -13,6 +13,13 @@ import type { SessionStats, SyncChannel } from './session-types.ts'
 /** Frame size assumed of a remote that did not say (and the default limit). */
 export const DEFAULT_MAX_FRAME = 1024 * 1024
 
+/** The bytes a commit takes on the wire, about (its deltas, names and headers). */
+export function commitBytes(entries: readonly DeltaEntry[]): number {
+  let bytes = 16
+  for (const entry of entries) bytes += entry.delta.length + 3 * entry.name.length + 24
+  return bytes
+}
+
 /** An item of the data queue: a commit to send, a DONE, or a whenAcked mark. */
 export type DataItem =
   /** `answer`: part of an anti-entropy answer (see `ANSWER_BUNDLE_BYTES`). */
@@ -35,6 +42,8 @@ export interface OutboxContext {
   readonly maxQueued: number
   /** The remote's HELLO, once accepted (its window and frame size). */
   readonly remote: () => HelloMessage | undefined
+  /** The commit bytes the remote accepts in flight (its `window-bytes` HELLO extension), if it said. */
+  readonly remoteWindowBytes: () => number | undefined
   /** Whether frames may still be sent (not closed or closing). */
   readonly active: () => boolean
   /** Ends the session (a send failed). */
@@ -55,6 +64,9 @@ export class Outbox {
   private lastSeq = 0
   private acked = 0
   private windowBase = 0
+  /** Commits sent beyond `max(acked, windowBase)`, oldest first, with their estimated bytes. */
+  private readonly inflight: Array<{ readonly seq: number; readonly bytes: number }> = []
+  private inflightBytes = 0
   /** When acknowledgements last moved (or the session opened). */
   lastAckProgressAt: number
   private nextChunkId = 0
@@ -81,7 +93,7 @@ export class Outbox {
 
   /** Whether sending is stuck on acknowledgements (commits in flight, or queued behind a shut window). */
   get stalled(): boolean {
-    return this.lastSeq > this.acked || (this.queued > 0 && !this.windowOpen())
+    return this.lastSeq > this.acked || (this.queued > 0 && !this.windowOpen(0))
   }
 
   /** Queues a control frame. */
@@ -107,6 +119,7 @@ export class Outbox {
     this.data = []
     this.queued = 0
     this.windowBase = this.lastSeq
+    this.clearInflight()
     this.live = true
     // Live commits made while the answer is computed (listing names may be
     // async) are queued but held: they must not overtake the answer, or the
@@ -177,6 +190,7 @@ export class Outbox {
     if (seq > this.lastSeq) return 'unexpected'
     if (seq <= this.acked) return 'stale'
     this.acked = seq
+    while (this.inflight.length > 0 && this.inflight[0].seq <= seq) this.inflightBytes -= this.inflight.shift()!.bytes
     for (const bundled of this.bundles.keys()) if (bundled <= seq) this.bundles.delete(bundled)
     this.lastAckProgressAt = now()
     return 'advanced'
@@ -219,13 +233,22 @@ export class Outbox {
     this.queued = 0
     this.control.length = 0
     this.bundles.clear()
+    this.clearInflight()
     for (const reject of [...this.rejecters]) reject(error)
     this.waiters.length = 0
   }
 
-  private windowOpen(): boolean {
+  /** Whether a commit of `bytes` may go now: within the remote's window count and byte window. */
+  private windowOpen(bytes: number): boolean {
     const remoteWindow = this.context.remote()?.window ?? 1
-    return this.lastSeq - Math.max(this.acked, this.windowBase) < remoteWindow
+    if (this.lastSeq - Math.max(this.acked, this.windowBase) >= remoteWindow) return false
+    const windowBytes = this.context.remoteWindowBytes()
+    return windowBytes === undefined || this.inflightBytes === 0 || this.inflightBytes + bytes <= windowBytes
+  }
+
+  private clearInflight(): void {
+    this.inflight.length = 0
+    this.inflightBytes = 0
   }
 
   private nextFrames(): Uint8Array[] | undefined {
@@ -252,10 +275,13 @@ export class Outbox {
         this.data.shift()
         return [encodeMessage({ type: 'done', seq: this.lastSeq })]
       }
-      if (!this.windowOpen()) return undefined
+      const bytes = commitBytes(item.entries)
+      if (!this.windowOpen(bytes)) return undefined
       this.data.shift()
       this.queued--
       const seq = ++this.lastSeq
+      this.inflight.push({ seq, bytes })
+      this.inflightBytes += bytes
       this.context.stats.commitsOut++
       if (item.kind === 'commit' && item.answer && item.entries.length > 1) this.bundles.set(seq, item.entries)
       const message: Message = item.entries.length === 1

@@ -50,6 +50,36 @@ export interface SessionOptions {
   readonly maxFrameBytes?: number | undefined
   /** Largest reassembled message accepted (default 64 MiB). */
   readonly maxMessageBytes?: number | undefined
+  /**
+   * Memory the remote's partial (chunked) messages may hold here: their bytes
+   * plus 128 bytes per part (default: one `maxMessageBytes` message in parts
+   * of the smallest frames, about 104 MiB for 64 MiB). Over it the remote is
+   * refused with `limit`.
+   */
+  readonly maxReassemblyBytes?: number | undefined
+  /**
+   * Bytes of the remote's messages waiting here to be handled (the receive
+   * queue), the one being handled included (default 2 x `maxMessageBytes`,
+   * 128 MiB). This side asks the remote, in its HELLO, to keep at most an
+   * eighth of it in flight; a remote that sends more is refused with `limit`.
+   */
+  readonly maxInboxBytes?: number | undefined
+  /**
+   * Largest HELLO accepted (default 64 KiB). Before the remote is accepted
+   * it may send only that one HELLO (and one AUTH, HELLO-OK or REFUSE, each
+   * small); anything else closes the connection, counted in
+   * `handshakeViolations`, and nothing else is decoded.
+   */
+  readonly maxHelloBytes?: number | undefined
+  /**
+   * Expensive requests of the remote (REQUEST, answered with our VERSIONS;
+   * VERSIONS, answered with what it lacks): at most `burst` at once, then
+   * `perSecond` (default 4 per second, a burst of 16). One beyond the rate
+   * waits (a newer one replaces it) and is served as the bucket refills, on
+   * later frames and on {@link SyncSession.tick}; a REQUEST that arrives
+   * while our VERSIONS is being built is already answered by it.
+   */
+  readonly requestRate?: { readonly perSecond: number; readonly burst?: number | undefined } | undefined
   /** Unacknowledged commits the remote may have in flight to us (default 256). */
   readonly window?: number | undefined
   /** Queued outgoing commits beyond which the queue is replaced by a resync (default 4096). */
@@ -118,6 +148,12 @@ export interface SessionStats {
   overflows: number
   /** Frames that waited for the inbound rate limit. */
   deferred: number
+  /** Connections closed before the remote HELLO was accepted: a frame other than one bounded HELLO, or the handshake timeout. */
+  handshakeViolations: number
+  /** REQUESTs and VERSIONS of the remote that waited for the request rate (a newer one replaces a waiting one). */
+  deferredRequests: number
+  /** REQUESTs answered by a VERSIONS of ours that was already being built. */
+  coalescedRequests: number
 }
 
 /** Events of a {@link SyncSession}. */
@@ -147,5 +183,6 @@ export function newSessionStats(): SessionStats {
     framesIn: 0, framesOut: 0, bytesIn: 0, bytesOut: 0, malformed: 0, unknown: 0, unexpected: 0,
     commitsIn: 0, commitsOut: 0, duplicates: 0, gaps: 0, refusedWrites: 0, rejectedByRemote: 0,
     chunksIn: 0, chunksOut: 0, versionsSent: 0, overflows: 0, deferred: 0,
+    handshakeViolations: 0, deferredRequests: 0, coalescedRequests: 0,
   }
 }

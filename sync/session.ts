@@ -18,26 +18,31 @@
  * sync/admission.ts (credentials, what the remote may read and write: the
  * rules every door of a peer shares), sync/inbound.ts (decoding, the ledger
  * of remote sequence numbers and ACKs), sync/rate-gate.ts (inbound rate
- * limit), sync/outbound.ts (queues, window, pump, chunked sends), and
- * sync/anti-entropy.ts (VERSIONS, answers in bundles, DONE).
+ * limit), sync/intake.ts (what may come before the handshake, reassembly,
+ * the receive queue and its budgets), sync/request-gate.ts (the rate of
+ * expensive requests), sync/outbound.ts (queues, windows, pump, chunked
+ * sends), and sync/anti-entropy.ts (VERSIONS, answers in bundles, DONE).
  */
 import { Emitter, type Unsubscribe } from '../crdt/emitter.ts'
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import { Admission } from './admission.ts'
 import { AntiEntropy } from './anti-entropy.ts'
-import { Reassembler, MIN_FRAME_BYTES } from './chunking.ts'
+import { MIN_FRAME_BYTES } from './chunking.ts'
 import { newNonce } from './credentials.ts'
+import { windowBytesExtension, windowBytesOf } from './extensions.ts'
 import { Handshake, PROOF_VERSION, type HandshakeIo } from './handshake.ts'
 import type { LocalCommit, SyncHost } from './host.ts'
-import { InboundLedger, readFrame } from './inbound.ts'
+import { InboundLedger } from './inbound.ts'
+import { Intake } from './intake.ts'
 import {
-  FRAME_FORMAT, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION, encodeMessage,
+  MIN_PROTOCOL_VERSION, PROTOCOL_VERSION, encodeMessage,
   type DecodedMessage, type DeltaEntry, type Message, type PeerId, type RefuseReason,
   type VersionEntry,
 } from './messages.ts'
 import { ALL_NAMES, matchesFilter, type NameFilter } from './names.ts'
 import { DEFAULT_MAX_FRAME, Outbox } from './outbound.ts'
-import { InboundRateGate } from './rate-gate.ts'
+import { DEFAULT_MAX_HELLO_BYTES } from './pre-handshake.ts'
+import { DEFAULT_REQUEST_RATE, RequestGate } from './request-gate.ts'
 import { newSessionStats, type SessionEvents, type SessionOptions, type SessionState, type SessionStats, type SyncChannel } from './session-types.ts'
 
 export type { SyncChannel, SessionOptions, SessionStats, SessionEvents, SessionState } from './session-types.ts'
@@ -54,9 +59,11 @@ export class SyncSession {
   private readonly window: number
   private readonly maxMalformed: number
   private readonly now: () => number
-  private readonly reassembler: Reassembler
-  private readonly rateGate: InboundRateGate | undefined
   private readonly handshake: Handshake
+  /** The byte window this side announces (an eighth of its receive-queue budget). */
+  private readonly windowBytes: number
+  /** The remote's byte window, once its HELLO was accepted. */
+  private remoteWindowBytes: number | undefined
   /** The rules of this peer: credentials, reads, writes (every door shares them). */
   private readonly admission: Admission
 
@@ -66,8 +73,9 @@ export class SyncSession {
   private unsubscribe: Unsubscribe | undefined
 
   // inbound
-  private inbox: Promise<void> = Promise.resolve()
+  private readonly intake: Intake
   private readonly ledger: InboundLedger
+  private readonly requests: RequestGate
 
   // outbound
   private readonly outbox: Outbox
@@ -96,15 +104,38 @@ export class SyncSession {
       nonce: newNonce(),
     })
     this.now = options.now ?? Date.now
-    this.reassembler = new Reassembler({ maxMessageBytes: options.maxMessageBytes ?? 64 * 1024 * 1024, maxPartial: 4 })
     this.startedAt = this.now()
-    this.rateGate = options.rateLimit ? new InboundRateGate(options.rateLimit, this.startedAt) : undefined
+    const maxMessageBytes = options.maxMessageBytes ?? 64 * 1024 * 1024
+    const maxInboxBytes = options.maxInboxBytes ?? 2 * maxMessageBytes
+    this.windowBytes = Math.max(1, Math.floor(maxInboxBytes / 8))
+    this.intake = new Intake({
+      maxFrameBytes: this.maxFrameBytes,
+      maxMessageBytes,
+      maxReassemblyBytes: options.maxReassemblyBytes,
+      maxInboxBytes,
+      maxHelloBytes: options.maxHelloBytes ?? DEFAULT_MAX_HELLO_BYTES,
+      window: this.window,
+      rateLimit: options.rateLimit,
+    }, {
+      stats: this.stat,
+      ledger: this.ledger,
+      now: this.now,
+      remoteAccepted: () => this.handshake.remote !== undefined,
+      active: () => this.stateValue !== 'closed' && !this.closing,
+      refuse: (reason, message) => this.refuse(reason, message),
+      malformed: (why) => this.malformed(why),
+      handle: (message) => this.handle(message),
+      handleNow: (message) => void this.handle(message),
+      fail: (reason) => this.close(reason),
+    }, this.startedAt)
+    this.requests = new RequestGate(options.requestRate ?? DEFAULT_REQUEST_RATE, this.startedAt)
     this.outbox = new Outbox({
       channel,
       stats: this.stat,
       maxFrameBytes: this.maxFrameBytes,
       maxQueued: Math.max(1, options.maxQueuedCommits ?? 4096),
       remote: () => this.handshake.remote,
+      remoteWindowBytes: () => this.remoteWindowBytes,
       active: () => this.stateValue !== 'closed' && !this.closing,
       fail: (reason) => this.close(reason),
     }, this.startedAt)
@@ -147,7 +178,7 @@ export class SyncSession {
 
   /** Sends HELLO. Call once, right after creating the session. */
   start(): void {
-    this.sendControl(this.handshake.hello(this.filter, this.maxFrameBytes, this.window))
+    this.sendControl(this.handshake.hello(this.filter, this.maxFrameBytes, this.window, [windowBytesExtension(this.windowBytes)]))
   }
 
   /** Handles one frame from the remote. Never throws. */
@@ -155,67 +186,13 @@ export class SyncSession {
     if (this.stateValue === 'closed' || this.closing) return
     this.stat.framesIn++
     this.stat.bytesIn += frame.length
-    if (this.rateGate) {
-      this.drainDeferred(this.now())
-      if (!this.rateGate.admit(frame, this.now())) {
-        this.stat.deferred++
-        if (this.rateGate.overLimit) {
-          this.refuse('limit', `over the inbound rate limit of ${this.rateGate.ratePerSecond} bytes/s (${this.rateGate.deferredBytes} bytes waiting)`)
-        }
-        return
-      }
-    }
-    this.process(frame)
+    this.intake.receive(frame)
+    if (this.requests.waiting) this.serveWaitingRequests(this.now())
   }
 
-  /** Processes frames that waited for the rate limit, as far as the bucket allows. */
-  private drainDeferred(now: number): void {
-    this.rateGate!.drain(now, () => !this.closing && this.stateValue !== 'closed', (frame) => this.process(frame))
-  }
-
-  /** Decodes one frame (reassembling chunks) and queues it for handling, in order. */
-  private process(frame: Uint8Array): void {
-    if (frame.length > this.maxFrameBytes) {
-      this.malformed(`frame of ${frame.length} bytes over the limit of ${this.maxFrameBytes}`)
-      return
-    }
-    let message: DecodedMessage | undefined
-    try {
-      message = readFrame(frame, this.reassembler, this.stat)
-      if (!message) return
-    } catch (error) {
-      if (!this.handshake.remote && frame.length > 0 && frame[0] !== FRAME_FORMAT) {
-        this.refuse('version', `unknown frame format ${frame[0]}; this peer speaks frame format ${FRAME_FORMAT}`)
-        return
-      }
-      this.malformed((error as Error).message)
-      return
-    }
-    const decoded = message
-    if (decoded.type === 'refuse') {
-      // Handled at once, not behind the inbox: the remote closes right after
-      // sending it, and a transport may report that close before the inbox
-      // gets to the frame (the refusal would then look like a dropped link).
-      void this.handle(decoded)
-      return
-    }
-    const isCommit = decoded.type === 'delta' || decoded.type === 'transaction'
-    if (isCommit) {
-      this.ledger.inboxCommits++
-      if (this.ledger.inboxCommits > 2 * this.window + 64) {
-        this.refuse('limit', `more than ${2 * this.window + 64} unacknowledged commits queued (window ${this.window})`)
-        return
-      }
-    }
-    this.inbox = this.inbox.then(async () => {
-      if (isCommit) this.ledger.inboxCommits--
-      if (this.stateValue === 'closed' || this.closing) return
-      try {
-        await this.handle(decoded)
-      } catch (error) {
-        this.close(`internal error: ${(error as Error)?.message ?? String(error)}`)
-      }
-    })
+  /** Bytes of the remote's messages queued here, and memory held by its partial messages. */
+  get inboundBytes(): { readonly queued: number; readonly reassembly: number } {
+    return { queued: this.intake.queuedBytes, reassembly: this.intake.reassemblyBytes }
   }
 
   /**
@@ -226,12 +203,16 @@ export class SyncSession {
    */
   tick(now: number = this.now()): void {
     if (this.stateValue === 'closed' || this.closing) return
-    if (this.rateGate) this.drainDeferred(now)
+    this.intake.drain(now)
     const handshakeTimeout = this.options.handshakeTimeoutMs ?? 10_000
     if (this.stateValue === 'handshake') {
-      if (now - this.startedAt >= handshakeTimeout) this.close('handshake timeout')
+      if (now - this.startedAt >= handshakeTimeout) {
+        if (!this.handshake.remote) this.stat.handshakeViolations++
+        this.close('handshake timeout')
+      }
       return
     }
+    if (this.requests.waiting) this.serveWaitingRequests(now)
     const resyncTimeout = this.options.resyncTimeoutMs ?? 5_000
     if (this.antiEntropy.resyncOverdue(now, resyncTimeout)) this.antiEntropy.sendVersions()
     if (this.outbox.stalled && now - this.outbox.lastAckProgressAt >= resyncTimeout) {
@@ -312,7 +293,7 @@ export class SyncSession {
     this.closing = true
     this.unsubscribe?.()
     this.unsubscribe = undefined
-    this.reassembler.clear()
+    this.intake.clear()
     this.outbox.end(new ConcordError(ErrorCodes.CLOSED, `session closed${reason ? `: ${reason}` : ''}`))
     this.events.emit('close', { reason })
   }
@@ -350,7 +331,8 @@ export class SyncSession {
         this.stat.unexpected++
         return
       case 'versions':
-        await this.onVersions(message.entries)
+        if (this.requests.versions(message.entries, this.now())) await this.onVersions(message.entries)
+        else this.stat.deferredRequests++
         return
       case 'delta':
         await this.onCommit(message.seq, [message.entry])
@@ -365,7 +347,7 @@ export class SyncSession {
         this.onDone(message.seq)
         return
       case 'request':
-        this.antiEntropy.sendVersions()
+        this.onRequest()
         return
       case 'reject':
         this.stat.rejectedByRemote++
@@ -385,7 +367,10 @@ export class SyncSession {
     authenticate: (peer, presented) => this.admission.authenticate(peer, presented),
     active: () => this.stateValue !== 'closed' && !this.closing,
     unexpected: () => { this.stat.unexpected++ },
-    accepted: () => this.maybeOpen(),
+    accepted: () => {
+      this.remoteWindowBytes = windowBytesOf(this.handshake.remote!)
+      this.maybeOpen()
+    },
   }
 
   private onHelloOk(): void {
@@ -403,6 +388,25 @@ export class SyncSession {
     this.unsubscribe = this.host.subscribe((commit) => this.onLocalCommit(commit))
     this.events.emit('open', { peerId: this.handshake.remote!.peerId, version: this.handshake.version })
     this.antiEntropy.sendVersions()
+  }
+
+  /** The remote asks for our VERSIONS: one being built answers it; otherwise within the request rate. */
+  private onRequest(): void {
+    if (this.antiEntropy.building) {
+      this.stat.coalescedRequests++
+      return
+    }
+    if (this.requests.request(this.now())) this.antiEntropy.sendVersions()
+    else this.stat.deferredRequests++
+  }
+
+  /** Serves the expensive requests that waited for the rate, as far as it allows now. */
+  private serveWaitingRequests(now: number): void {
+    if (this.stateValue !== 'open' || this.closing) return
+    if (this.antiEntropy.building) this.requests.versionsSent()
+    const { sendVersions, answer } = this.requests.release(now)
+    if (sendVersions) this.antiEntropy.sendVersions()
+    if (answer) this.intake.enqueue(() => this.onVersions(answer))
   }
 
   private async onVersions(entries: readonly VersionEntry[]): Promise<void> {

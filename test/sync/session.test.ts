@@ -266,12 +266,17 @@ test('sync: data before the handshake is never applied; a transaction with one b
   const source = new Y.Doc()
   source.getText('t').insert(0, 'hello')
   const good = Y.encodeStateAsUpdate(source)
-  const { connection, received } = await rawRemote(network, b)
+  const early = await rawRemote(network, b, 'early')
   const session = b.history[0]
-  await connection.send(encodeMessage({ type: 'delta', seq: 1, entry: { name: 'early', replicaType: 'yjs', delta: good } }))
+  await early.connection.send(encodeMessage({ type: 'delta', seq: 1, entry: { name: 'early', replicaType: 'yjs', delta: good } }))
   await network.run()
   assert.equal(b.host.replicas.size, 0)
   assert.equal(session.stats.unexpected, 1)
+  // Nothing but a HELLO may come first: the connection is refused, the frame never decoded.
+  assert.equal(session.state, 'closed')
+  assert.equal(session.stats.handshakeViolations, 1)
+  assert.ok(early.received.some((m) => m.type === 'refuse' && m.reason === 'protocol'))
+  const { connection, received } = await rawRemote(network, b)
   await connection.send(hello('raw'))
   await connection.send(encodeMessage({ type: 'hello-ok', version: 1 }))
   await connection.send(encodeMessage({

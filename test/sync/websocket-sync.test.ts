@@ -98,6 +98,8 @@ test('sync over WebSocket: a peer sending garbage is disconnected; a wrong token
   await new Promise((resolve) => raw.once('open', resolve))
   raw.send(encodeMessage({ type: 'hello', minVersion: 1, maxVersion: 1, peerId: peerId('raw'), token: 'secret', filter: {}, maxFrameBytes: 1 << 20, window: 8, extensions: [] }))
   raw.send(encodeMessage({ type: 'hello-ok', version: 1 }))
+  // The handshake is complete once the server accepted our HELLO (a frame other than HELLO before that closes the connection).
+  await until(() => received.includes('hello-ok'))
   for (let i = 0; i < 10; i++) raw.send(new Uint8Array([1, 5, 0xff, 0xff]))
   await rawClosed
   assert.ok(received.includes('refuse:protocol'), received.join())

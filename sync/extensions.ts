@@ -1,0 +1,34 @@
+/**
+ * HELLO extensions this version knows (unknown keys are ignored, see
+ * sync/PROTOCOL.md).
+ *
+ * `window-bytes` (value: `varUint`): the commit bytes the sender of the
+ * HELLO accepts in flight, sent to it and not yet acknowledged, besides the
+ * `window` count. Its receive queue has a byte budget; a remote that keeps
+ * within this window never reaches it. One commit larger than the window
+ * is still sent when nothing else is in flight.
+ */
+import { Decoder, Encoder } from '../crdt/codec.ts'
+import type { HelloMessage } from './messages.ts'
+
+/** Key of the byte window extension. */
+export const WINDOW_BYTES_EXTENSION = 'window-bytes'
+
+/** The extension announcing a byte window of `bytes`. */
+export function windowBytesExtension(bytes: number): { readonly key: string; readonly value: Uint8Array } {
+  return { key: WINDOW_BYTES_EXTENSION, value: new Encoder(8).writeVarUint(Math.max(1, Math.floor(bytes))).finish() }
+}
+
+/** The byte window a HELLO announces, or `undefined` (absent or malformed: no byte window). */
+export function windowBytesOf(hello: HelloMessage): number | undefined {
+  const extension = hello.extensions.find((candidate) => candidate.key === WINDOW_BYTES_EXTENSION)
+  if (!extension) return undefined
+  try {
+    const decoder = new Decoder(extension.value)
+    const bytes = decoder.readVarUint()
+    decoder.end('window-bytes extension')
+    return bytes >= 1 ? bytes : undefined
+  } catch {
+    return undefined
+  }
+}

@@ -1,0 +1,175 @@
+/**
+ * The intake of a sync session: everything between a frame arriving and its
+ * message being handled, in order, within budgets (see sync/PROTOCOL.md,
+ * "Flow control and limits"):
+ * - before the remote HELLO is accepted, only one bounded HELLO (and small
+ *   HELLO-OK or REFUSE frames) gets past the {@link PreHandshakeGate};
+ * - the inbound rate limit, if any, holds frames back ({@link InboundRateGate});
+ * - a frame over the frame limit is malformed; chunks are reassembled within
+ *   the reassembly budget;
+ * - the receive queue (the inbox: messages waiting to be handled, and the one
+ *   being handled) is bounded in commits (`2 x window + 64`) and in bytes
+ *   (`maxInboxBytes`). Over a budget the remote is refused with `limit`.
+ */
+import { ErrorCodes, isConcordError } from '../crdt/errors.ts'
+import { Reassembler } from './chunking.ts'
+import { readFrame, type InboundLedger } from './inbound.ts'
+import type { DecodedMessage, RefuseReason } from './messages.ts'
+import { PreHandshakeGate } from './pre-handshake.ts'
+import { InboundRateGate, type RateLimit } from './rate-gate.ts'
+import type { SessionStats } from './session-types.ts'
+
+/** Limits of an {@link Intake}. */
+export interface IntakeLimits {
+  readonly maxFrameBytes: number
+  readonly maxMessageBytes: number
+  readonly maxReassemblyBytes?: number
+  readonly maxInboxBytes: number
+  readonly maxHelloBytes: number
+  /** The window this side announced (commits in flight). */
+  readonly window: number
+  readonly rateLimit?: RateLimit
+}
+
+/** What an {@link Intake} needs of its session. */
+export interface IntakeContext {
+  readonly stats: SessionStats
+  readonly ledger: InboundLedger
+  readonly now: () => number
+  /** Whether the remote HELLO was accepted. */
+  readonly remoteAccepted: () => boolean
+  /** Whether the session still takes frames (not closed or closing). */
+  readonly active: () => boolean
+  readonly refuse: (reason: RefuseReason, message: string) => void
+  readonly malformed: (why: string) => void
+  /** Handles one message, in order (the inbox awaits it). */
+  readonly handle: (message: DecodedMessage) => Promise<void>
+  /** Handles a REFUSE at once, ahead of the inbox. */
+  readonly handleNow: (message: DecodedMessage) => void
+  /** Ends the session after a handler threw. */
+  readonly fail: (reason: string) => void
+}
+
+/** Frames in, messages out to the session's handler, in order, within budgets. */
+export class Intake {
+  private readonly reassembler: Reassembler
+  private readonly rateGate: InboundRateGate | undefined
+  private readonly gate: PreHandshakeGate
+  private inbox: Promise<void> = Promise.resolve()
+  private inboxBytes = 0
+
+  constructor(private readonly limits: IntakeLimits, private readonly context: IntakeContext, startedAt: number) {
+    this.reassembler = new Reassembler({ maxMessageBytes: limits.maxMessageBytes, maxPartial: 4, maxBufferedBytes: limits.maxReassemblyBytes })
+    this.rateGate = limits.rateLimit ? new InboundRateGate(limits.rateLimit, startedAt) : undefined
+    this.gate = new PreHandshakeGate(limits.maxHelloBytes)
+  }
+
+  /** Bytes of messages waiting in the inbox (and the one being handled). */
+  get queuedBytes(): number {
+    return this.inboxBytes
+  }
+
+  /** Memory held by partial (chunked) messages. */
+  get reassemblyBytes(): number {
+    return this.reassembler.heldBytes
+  }
+
+  /** Takes one frame from the remote. */
+  receive(frame: Uint8Array): void {
+    const { stats } = this.context
+    if (!this.context.remoteAccepted()) {
+      const refusal = this.gate.screen(frame)
+      if (refusal) {
+        stats.handshakeViolations++
+        if (refusal.reason === 'protocol') stats.unexpected++
+        this.context.refuse(refusal.reason, refusal.message)
+        return
+      }
+    }
+    if (this.rateGate) {
+      this.drain(this.context.now())
+      if (!this.rateGate.admit(frame, this.context.now())) {
+        stats.deferred++
+        if (this.rateGate.overLimit) {
+          this.context.refuse('limit', `over the inbound rate limit of ${this.rateGate.ratePerSecond} bytes/s (${this.rateGate.deferredBytes} bytes waiting)`)
+        }
+        return
+      }
+    }
+    this.process(frame)
+  }
+
+  /** Processes frames that waited for the rate limit, as far as the bucket allows. */
+  drain(now: number): void {
+    this.rateGate?.drain(now, this.context.active, (frame) => this.process(frame))
+  }
+
+  /** Queues `job` behind the messages already in the inbox. */
+  enqueue(job: () => Promise<void>): void {
+    this.inbox = this.inbox.then(async () => {
+      if (!this.context.active()) return
+      try {
+        await job()
+      } catch (error) {
+        this.context.fail(`internal error: ${(error as Error)?.message ?? String(error)}`)
+      }
+    })
+  }
+
+  /** Drops partial messages (the session ended). */
+  clear(): void {
+    this.reassembler.clear()
+  }
+
+  /** Decodes one frame (reassembling chunks) and queues it for handling, in order. */
+  private process(frame: Uint8Array): void {
+    if (frame.length > this.limits.maxFrameBytes) {
+      this.context.malformed(`frame of ${frame.length} bytes over the limit of ${this.limits.maxFrameBytes}`)
+      return
+    }
+    let read: ReturnType<typeof readFrame>
+    try {
+      read = readFrame(frame, this.reassembler, this.context.stats)
+    } catch (error) {
+      if (isConcordError(error, ErrorCodes.LIMIT_EXCEEDED)) this.context.refuse('limit', (error as Error).message)
+      else this.context.malformed((error as Error).message)
+      return
+    }
+    if (!read) return
+    const { message, bytes } = read
+    if (message.type === 'refuse') {
+      // Handled at once, not behind the inbox: the remote closes right after
+      // sending it, and a transport may report that close before the inbox
+      // gets to the frame (the refusal would then look like a dropped link).
+      this.context.handleNow(message)
+      return
+    }
+    const { ledger } = this.context
+    const isCommit = message.type === 'delta' || message.type === 'transaction'
+    if (isCommit) {
+      ledger.inboxCommits++
+      if (ledger.inboxCommits > 2 * this.limits.window + 64) {
+        this.context.refuse('limit', `more than ${2 * this.limits.window + 64} unacknowledged commits queued (window ${this.limits.window})`)
+        return
+      }
+    }
+    this.inboxBytes += bytes
+    if (this.inboxBytes > this.limits.maxInboxBytes) {
+      this.context.refuse('limit', `more than ${this.limits.maxInboxBytes} bytes of messages queued (${this.inboxBytes})`)
+      return
+    }
+    this.inbox = this.inbox.then(async () => {
+      // The commit count is of commits waiting (acknowledgements go out once
+      // none waits); the bytes include the message being handled.
+      if (isCommit) ledger.inboxCommits--
+      try {
+        if (!this.context.active()) return
+        await this.context.handle(message)
+      } catch (error) {
+        this.context.fail(`internal error: ${(error as Error)?.message ?? String(error)}`)
+      } finally {
+        this.inboxBytes -= bytes
+      }
+    })
+  }
+}

@@ -1,0 +1,78 @@
+/**
+ * The rate of a remote's expensive requests: REQUEST (answered with our
+ * VERSIONS, which lists every name) and VERSIONS (answered with what the
+ * remote lacks, a delta per name). Each costs work in proportion to the
+ * names held, so one peer that sends them in a loop could otherwise take
+ * the event loop from every other. A token bucket lets `burst` through at
+ * once, then `perSecond`; one beyond it waits (a newer one of the same kind
+ * replaces it: answering the newest is answering both) and is served when
+ * the bucket refills. Pure (time is passed in), no timers: the session
+ * serves what waits on later frames and on its tick.
+ */
+import type { VersionEntry } from './messages.ts'
+import { TokenBucket } from './token-bucket.ts'
+
+/** Settings of a {@link RequestGate} (`SessionOptions.requestRate`). */
+export interface RequestRate {
+  readonly perSecond: number
+  /** Requests let through at once (default 4 x `perSecond`). */
+  readonly burst?: number
+}
+
+/** The default: 4 expensive requests per second, 16 at once. */
+export const DEFAULT_REQUEST_RATE: RequestRate = { perSecond: 4, burst: 16 }
+
+/** Expensive requests of one remote, and those waiting for the rate. */
+export class RequestGate {
+  private readonly bucket: TokenBucket
+  /** A REQUEST waits: our VERSIONS is due. */
+  private versionsWaiting = false
+  /** The newest VERSIONS waiting for its answer. */
+  private answerWaiting: readonly VersionEntry[] | undefined
+
+  constructor(rate: RequestRate, now: number) {
+    this.bucket = new TokenBucket(rate.perSecond, rate.burst ?? 4 * rate.perSecond, now)
+  }
+
+  /** Whether anything waits. */
+  get waiting(): boolean {
+    return this.versionsWaiting || this.answerWaiting !== undefined
+  }
+
+  /** A REQUEST: true to send our VERSIONS now, false when it waits. */
+  request(now: number): boolean {
+    if (this.bucket.tryTake(1, now)) return true
+    this.versionsWaiting = true
+    return false
+  }
+
+  /** A VERSIONS: true to answer it now, false when it waits (replacing any that waited). */
+  versions(entries: readonly VersionEntry[], now: number): boolean {
+    if (this.answerWaiting === undefined && this.bucket.tryTake(1, now)) return true
+    this.answerWaiting = entries
+    return false
+  }
+
+  /** Our VERSIONS went out for another reason: a waiting REQUEST is answered by it. */
+  versionsSent(): void {
+    this.versionsWaiting = false
+  }
+
+  /**
+   * What the bucket lets through of what waits, oldest kind first: whether
+   * our VERSIONS is due, and the VERSIONS to answer (if any).
+   */
+  release(now: number): { readonly sendVersions: boolean; readonly answer?: readonly VersionEntry[] } {
+    let sendVersions = false
+    if (this.versionsWaiting && this.bucket.tryTake(1, now)) {
+      this.versionsWaiting = false
+      sendVersions = true
+    }
+    let answer: readonly VersionEntry[] | undefined
+    if (this.answerWaiting !== undefined && this.bucket.tryTake(1, now)) {
+      answer = this.answerWaiting
+      this.answerWaiting = undefined
+    }
+    return { sendVersions, answer }
+  }
+}

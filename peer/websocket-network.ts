@@ -26,6 +26,12 @@ export interface ListenOptions {
    * object tunes the route (awareness bounds, message size).
    */
   readonly yWebsocket?: boolean | YWebsocketOptions | undefined
+  /** Sockets held at once, every path included (default 1024); beyond it, HTTP 503. */
+  readonly maxConnections?: number | undefined
+  /** Sockets held at once from one remote address (default 128); beyond it, HTTP 503. */
+  readonly maxConnectionsPerAddress?: number | undefined
+  /** An HTTP upgrade request (and TLS handshake) must be complete within this (default 10 000 ms). */
+  readonly upgradeTimeoutMs?: number | undefined
   readonly signal?: AbortSignal | undefined
 }
 
@@ -130,7 +136,10 @@ export class WebSocketNetwork {
   /** Serves the Concord protocol (and y-websocket unless turned off); resolves with the URL. */
   async listen(options: ListenOptions): Promise<{ url: string; port: number }> {
     const transport = this.transport()
-    const url = await transport.listen({ port: options.port ?? 0, host: options.host ?? '127.0.0.1', tls: options.tls }, { signal: options.signal })
+    const url = await transport.listen({
+      port: options.port ?? 0, host: options.host ?? '127.0.0.1', tls: options.tls,
+      maxConnections: options.maxConnections, maxConnectionsPerAddress: options.maxConnectionsPerAddress, upgradeTimeoutMs: options.upgradeTimeoutMs,
+    }, { signal: options.signal })
     if (options.yWebsocket !== false) this.serveYWebsocket(transport, options.yWebsocket === true || options.yWebsocket === undefined ? {} : options.yWebsocket)
     return { url, port: Number(new URL(url).port) }
   }

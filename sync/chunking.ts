@@ -49,7 +49,7 @@ export interface ReassemblyLimits {
    * message in parts of the smallest frames; a sender sends the parts of one
    * message back to back, so one partial message at a time is what it needs).
    */
-  readonly maxBufferedBytes?: number
+  readonly maxBufferedBytes?: number | undefined
 }
 
 /** The default reassembly budget for messages of up to `maxMessageBytes`. */

@@ -23,12 +23,12 @@ import type { SessionStats } from './session-types.ts'
 export interface IntakeLimits {
   readonly maxFrameBytes: number
   readonly maxMessageBytes: number
-  readonly maxReassemblyBytes?: number
+  readonly maxReassemblyBytes?: number | undefined
   readonly maxInboxBytes: number
   readonly maxHelloBytes: number
   /** The window this side announced (commits in flight). */
   readonly window: number
-  readonly rateLimit?: RateLimit
+  readonly rateLimit?: RateLimit | undefined
 }
 
 /** What an {@link Intake} needs of its session. */

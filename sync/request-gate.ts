@@ -16,7 +16,7 @@ import { TokenBucket } from './token-bucket.ts'
 export interface RequestRate {
   readonly perSecond: number
   /** Requests let through at once (default 4 x `perSecond`). */
-  readonly burst?: number
+  readonly burst?: number | undefined
 }
 
 /** The default: 4 expensive requests per second, 16 at once. */

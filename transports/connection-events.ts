@@ -10,10 +10,16 @@ import type { ConnectionEvents } from './transport.ts'
 
 /** Frames held for a connection nobody listens to yet. */
 const MAX_HELD_FRAMES = 1024
+/**
+ * Bytes held for a connection nobody listens to yet: the first frames of a
+ * session are a HELLO and a HELLO-OK, which fit many times over.
+ */
+const MAX_HELD_BYTES = 1024 * 1024
 
 /** A connection's emitter that holds early frames for the first listener. */
 export class ConnectionEmitter extends Emitter<ConnectionEvents> {
   private held: Uint8Array[] = []
+  private heldBytes = 0
   /** Frames dropped because nobody listened and the hold was full. */
   droppedEarlyFrames = 0
 
@@ -21,8 +27,9 @@ export class ConnectionEmitter extends Emitter<ConnectionEvents> {
   deliver(frame: Uint8Array): void {
     if (this.listenerCount('message') > 0) {
       this.emit('message', frame)
-    } else if (this.held.length < MAX_HELD_FRAMES) {
+    } else if (this.held.length < MAX_HELD_FRAMES && this.heldBytes + frame.byteLength <= MAX_HELD_BYTES) {
       this.held.push(frame)
+      this.heldBytes += frame.byteLength
     } else {
       this.droppedEarlyFrames++
     }
@@ -35,6 +42,7 @@ export class ConnectionEmitter extends Emitter<ConnectionEvents> {
       queueMicrotask(() => {
         const frames = this.held
         this.held = []
+        this.heldBytes = 0
         for (const frame of frames) this.deliver(frame)
       })
     }

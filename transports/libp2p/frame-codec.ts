@@ -11,10 +11,16 @@
  * The {@link FrameDecoder} is incremental: it takes stream chunks split at
  * any byte and returns the whole frames completed so far. A length above the
  * limit or a prefix longer than 5 bytes is rejected as soon as it is read,
- * before any byte of the body is buffered, so a hostile peer cannot make it
- * allocate more than `maxFrameBytes`.
+ * before any byte of the body is buffered. Nothing is allocated from the
+ * announced length: a partial body grows with the bytes that arrived (at
+ * most twice them, plus 64 KiB), so a hostile peer that announces 16 MiB
+ * and sends 4 bytes makes it hold 64 KiB, not 16 MiB.
  */
 import { ConcordError, DecodeError, ErrorCodes } from '../../crdt/errors.ts'
+
+const EMPTY = new Uint8Array(0)
+/** The first buffer of a partial body, at most (then it doubles). */
+const MIN_GROWTH = 64 * 1024
 
 /** Longest length prefix accepted (5 LEB128 bytes hold 35 bits). */
 export const MAX_PREFIX_BYTES = 5
@@ -57,8 +63,10 @@ export class FrameDecoder {
   /** Length being read: value so far and number of prefix bytes consumed. */
   private lengthValue = 0
   private prefixBytes = 0
-  /** Body being filled, once its length is known. */
-  private body: Uint8Array | undefined
+  /** Length of the body being read, once its prefix is read. */
+  private bodyLength: number | undefined
+  /** That body so far: a buffer grown as bytes arrive (at most twice what arrived, plus 64 KiB), and its fill. */
+  private body: Uint8Array = EMPTY
   private filled = 0
   private failed: DecodeError | undefined
 
@@ -71,7 +79,12 @@ export class FrameDecoder {
 
   /** True while a frame is partly read (a stream that ends now was cut mid-frame). */
   get midFrame(): boolean {
-    return this.prefixBytes > 0 || this.body !== undefined
+    return this.prefixBytes > 0 || this.bodyLength !== undefined
+  }
+
+  /** Bytes of the partial frame held. */
+  get bufferedBytes(): number {
+    return this.filled
   }
 
   /**
@@ -84,7 +97,7 @@ export class FrameDecoder {
     const frames: Uint8Array[] = []
     let offset = 0
     while (offset < chunk.byteLength) {
-      if (this.body === undefined) {
+      if (this.bodyLength === undefined) {
         const byte = chunk[offset++]
         this.lengthValue += (byte & 0x7f) * 2 ** (7 * this.prefixBytes)
         this.prefixBytes++
@@ -97,28 +110,29 @@ export class FrameDecoder {
         this.lengthValue = 0
         this.prefixBytes = 0
         if (length > this.maxFrameBytes) return this.fail(`frame of ${length} bytes is over the limit of ${this.maxFrameBytes} bytes`)
-        const available = chunk.byteLength - offset
-        if (available >= length) {
+        if (chunk.byteLength - offset >= length) {
           // The whole body is in this chunk: copy it out into a plain
           // Uint8Array (the chunk may be a Node Buffer, whose slice() is a
           // view, on a larger transport buffer that we must not pin).
           frames.push(new Uint8Array(chunk.subarray(offset, offset + length)))
           offset += length
-        } else {
-          this.body = new Uint8Array(length)
-          this.body.set(chunk.subarray(offset))
-          this.filled = available
-          offset = chunk.byteLength
+          continue
         }
-        continue
+        this.bodyLength = length
       }
-      const take = Math.min(this.body.byteLength - this.filled, chunk.byteLength - offset)
+      const take = Math.min(this.bodyLength - this.filled, chunk.byteLength - offset)
+      if (this.filled + take > this.body.byteLength) {
+        const grown = new Uint8Array(Math.min(this.bodyLength, Math.max(2 * this.body.byteLength, this.filled + take, MIN_GROWTH)))
+        grown.set(this.body.subarray(0, this.filled))
+        this.body = grown
+      }
       this.body.set(chunk.subarray(offset, offset + take), this.filled)
       this.filled += take
       offset += take
-      if (this.filled === this.body.byteLength) {
+      if (this.filled === this.bodyLength) {
         frames.push(this.body)
-        this.body = undefined
+        this.bodyLength = undefined
+        this.body = EMPTY
         this.filled = 0
       }
     }

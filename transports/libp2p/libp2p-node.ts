@@ -16,6 +16,7 @@ import { tcp } from '@libp2p/tcp'
 import { webSockets } from '@libp2p/websockets'
 import { createLibp2p, type Libp2pOptions } from 'libp2p'
 import { ConcordError, ErrorCodes } from '../../crdt/errors.ts'
+import { InboundAddressLimit } from './address-limit.ts'
 import { createAllowlistGater, type PeerAllowlist } from './allowlist-gater.ts'
 import { loadOrCreatePrivateKey } from './key-file.ts'
 import type { Libp2pLimits, Libp2pTransportOptions } from './options.ts'
@@ -41,6 +42,8 @@ export interface NodeSpec {
   readonly allow: PeerAllowlist
   /** Called for every peer the gater refuses. */
   readonly onDenied: () => void
+  /** The per-address cap on inbound connections (applied by the gater). */
+  readonly addressLimit: InboundAddressLimit
 }
 
 /**
@@ -93,8 +96,12 @@ export async function createNode(spec: NodeSpec): Promise<Libp2p<Services>> {
       dialTimeout: limits.dialTimeoutMs,
       inboundConnectionThreshold: limits.inboundConnectionThreshold,
       maxIncomingPendingConnections: limits.maxIncomingPendingConnections,
+      inboundUpgradeTimeout: limits.inboundUpgradeTimeoutMs,
     },
-    connectionGater: createAllowlistGater(spec.allow, spec.onDenied),
+    connectionGater: {
+      ...createAllowlistGater(spec.allow, spec.onDenied),
+      denyInboundConnection: (connection) => spec.addressLimit.deny(connection),
+    },
   }
   try {
     return await createLibp2p<Services>(config)

@@ -39,6 +39,7 @@ import { Emitter } from '../../crdt/emitter.ts'
 import { ConcordError, ErrorCodes } from '../../crdt/errors.ts'
 import type { AbortOptions, Connection, Transport, TransportEvents } from '../transport.ts'
 import { listenAddresses, parseMultiaddr, peerIdOf, raceSignal, sameAddresses, toDialError, type Libp2pListenAddress } from './addresses.ts'
+import { InboundAddressLimit } from './address-limit.ts'
 import { createAllowlist, type PeerAllowlist } from './allowlist-gater.ts'
 import { createNode, resolvePrivateKey, type Services } from './libp2p-node.ts'
 import { CONCORD_PROTOCOL, DEFAULT_LIMITS, type Libp2pLimits, type Libp2pTransportOptions } from './options.ts'
@@ -80,6 +81,8 @@ export class Libp2pTransport implements Transport {
   readonly stats: Libp2pTransportStats = { denied: 0, dialed: 0, accepted: 0, autoOpened: 0, discoveryDials: 0, redialed: 0, redialFailures: 0 }
   /** Effective limits (defaults merged with the options). */
   readonly limits: Libp2pLimits
+  /** The per-address cap on inbound connections (`limits.maxConnectionsPerAddress`). */
+  readonly addressLimit: InboundAddressLimit
 
   private readonly options: Libp2pTransportOptions
   private readonly allow: Set<string> | undefined
@@ -102,6 +105,7 @@ export class Libp2pTransport implements Transport {
   constructor(options: Libp2pTransportOptions = {}) {
     this.options = options
     this.limits = { ...DEFAULT_LIMITS, ...options.limits }
+    this.addressLimit = new InboundAddressLimit(this.limits.maxConnectionsPerAddress)
     this.allow = options.allow === undefined ? undefined : createAllowlist(options.allow)
     this.autoConnect = options.autoConnect ?? true
     this.redial = options.redial === false || this.autoConnect === false ? undefined : {
@@ -298,7 +302,7 @@ export class Libp2pTransport implements Transport {
     const limits = this.limits
     // Always gated: the allowlist (if any) and the peers blocked at run time.
     const allow = { has: (id: string) => id === self || this.admits(id) } satisfies PeerAllowlist
-    const node = await createNode({ options: this.options, limits, privateKey, addresses, allow, onDenied: () => { this.stats.denied++ } })
+    const node = await createNode({ options: this.options, limits, privateKey, addresses, allow, onDenied: () => { this.stats.denied++ }, addressLimit: this.addressLimit })
     this.localPeer = node.peerId.toString()
     await node.handle(CONCORD_PROTOCOL, (stream, connection) => this.onInboundStream(stream, connection), {
       maxInboundStreams: limits.maxConcordStreams,

@@ -33,6 +33,14 @@ export interface Libp2pLimits {
   readonly inboundConnectionThreshold: number
   /** Inbound connections still in the Noise/Yamux upgrade at once (default 32). */
   readonly maxIncomingPendingConnections: number
+  /**
+   * Inbound connections held at once from one remote address, upgrading or
+   * upgraded (default 32; beyond it a connection is dropped before Noise).
+   * libp2p itself only caps the total (`maxConnections`) and the rate per host.
+   */
+  readonly maxConnectionsPerAddress: number
+  /** An inbound connection must finish its Noise and Yamux upgrade within this, in ms (default 10 000). */
+  readonly inboundUpgradeTimeoutMs: number
   /** Time for one dial (socket + Noise + Yamux), in ms (default 10 000). */
   readonly dialTimeoutMs: number
   /**
@@ -61,6 +69,8 @@ export const DEFAULT_LIMITS: Libp2pLimits = {
   maxParallelDials: 32,
   inboundConnectionThreshold: 100,
   maxIncomingPendingConnections: 32,
+  maxConnectionsPerAddress: 32,
+  inboundUpgradeTimeoutMs: 10_000,
   dialTimeoutMs: 10_000,
   maxConcordStreams: 32,
   maxMuxedStreams: 64,

@@ -1,8 +1,10 @@
 /**
  * One WebSocket as a transport {@link Connection}: binary frames only, every
  * socket error turned into one `close` event, send backpressure through the
- * `ws` send callback, and a ping/pong heartbeat that ends a silent peer.
+ * `ws` send callback, a ping/pong heartbeat that ends a silent peer, and
+ * (inbound) a frame timeout that ends a peer sending a frame byte by byte.
  */
+import type { Duplex } from 'node:stream'
 import type { WebSocket } from 'ws'
 import { ConnectionEmitter } from '../connection-events.ts'
 import { ConcordError, ErrorCodes } from '../../crdt/errors.ts'
@@ -14,6 +16,14 @@ export interface WebSocketConnectionOptions {
   readonly heartbeatIntervalMs: number
   /** Above this many buffered bytes, `send` waits for the buffer to drain before resolving. */
   readonly highWaterMark: number
+  /**
+   * The socket under the WebSocket (inbound connections): with
+   * `frameTimeoutMs`, bytes that arrive start a timer that only a complete
+   * message (or ping, pong) stops; a frame still incomplete when it fires
+   * ends the connection.
+   */
+  readonly rawSocket?: Duplex | undefined
+  readonly frameTimeoutMs?: number | undefined
 }
 
 let nextId = 0
@@ -25,6 +35,7 @@ export class WebSocketConnection implements Connection {
   private isOpen = true
   private alive = true
   private heartbeat: ReturnType<typeof setInterval> | undefined
+  private frameTimer: ReturnType<typeof setTimeout> | undefined
 
   constructor(
     private readonly socket: WebSocket,
@@ -35,7 +46,21 @@ export class WebSocketConnection implements Connection {
     this.id = `ws-${direction}-${++nextId}`
     this.highWaterMark = options.highWaterMark
     socket.binaryType = 'nodebuffer'
+    const frameTimeoutMs = options.frameTimeoutMs ?? 0
+    if (options.rawSocket && frameTimeoutMs > 0) {
+      // Prepended: it runs before the WebSocket parser, which stops the timer for every frame the bytes complete.
+      options.rawSocket.prependListener('data', () => {
+        if (this.frameTimer || !this.isOpen) return
+        this.frameTimer = setTimeout(() => {
+          this.frameTimer = undefined
+          this.ended(`frame timeout: a frame took longer than ${frameTimeoutMs} ms to arrive`)
+          socket.terminate()
+        }, frameTimeoutMs)
+        this.frameTimer.unref?.()
+      })
+    }
     socket.on('message', (data, isBinary) => {
+      this.frameDone()
       this.alive = true
       if (!this.isOpen) return
       if (!isBinary) {
@@ -47,9 +72,11 @@ export class WebSocketConnection implements Connection {
       this.events.deliver(new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength))
     })
     socket.on('pong', () => {
+      this.frameDone()
       this.alive = true
     })
     socket.on('ping', () => {
+      this.frameDone()
       this.alive = true
     })
     socket.on('error', (error) => {
@@ -132,11 +159,18 @@ export class WebSocketConnection implements Connection {
     this.socket.terminate()
   }
 
+  /** A whole frame arrived: the frame timer stops. */
+  private frameDone(): void {
+    if (this.frameTimer) clearTimeout(this.frameTimer)
+    this.frameTimer = undefined
+  }
+
   private ended(reason?: string): void {
     if (!this.isOpen) return
     this.isOpen = false
     if (this.heartbeat) clearInterval(this.heartbeat)
     this.heartbeat = undefined
+    this.frameDone()
     this.events.emit('close', { reason })
   }
 }

@@ -4,6 +4,13 @@
  * (y-websocket at `/yjs`), and a client `dial(url)`. Frames are binary
  * WebSocket messages; `maxPayload` bounds them (an oversized or malformed
  * frame closes only that client's connection).
+ *
+ * Limits of a listener (listener-limits.ts): at most `maxConnections`
+ * sockets, `maxConnectionsPerAddress` from one address (503 beyond);
+ * an upgrade request must be complete within `upgradeTimeoutMs` (Node's
+ * headers timeout: a request trickled byte by byte, or a socket that sends
+ * nothing, is answered 408 and closed); an inbound WebSocket frame, once
+ * begun, must complete within `frameTimeoutMs`.
  */
 import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer } from 'node:http'
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https'
@@ -15,6 +22,7 @@ import { ConcordError, ErrorCodes } from '../../crdt/errors.ts'
 import type { AbortOptions, Connection, Transport, TransportEvents } from '../transport.ts'
 import { WebSocketConnection } from './connection.ts'
 import { CONCORD_PATH_HEADER, listenError, parseWebSocketUrl, socketError, unexpectedResponseError } from './dial-errors.ts'
+import { ConnectionLimiter, DEFAULT_LISTENER_LIMITS, addressOf, refuseWith503 } from './listener-limits.ts'
 
 /** Options of a {@link WebSocketTransport}. */
 export interface WebSocketTransportOptions {
@@ -30,6 +38,13 @@ export interface WebSocketTransportOptions {
   readonly dialTimeoutMs?: number | undefined
   /** Dial: TLS options for `wss://` (for example a `ca` for a self-signed server). */
   readonly tls?: WebSocketDialTls | undefined
+  /**
+   * An inbound WebSocket frame, once its first bytes arrived, must be
+   * complete within this (default 30 000 ms): a frame sent byte by byte
+   * ends the connection. (Before the sync handshake, its own timeout is
+   * shorter.)
+   */
+  readonly frameTimeoutMs?: number | undefined
 }
 
 /** How a `wss://` dial checks the server's certificate. */
@@ -56,6 +71,19 @@ export interface WebSocketListenOptions {
   readonly tls?: { readonly key: string | Buffer; readonly cert: string | Buffer } | undefined
   /** Use this existing HTTP(S) server instead of creating one (it must already listen, or listen later). */
   readonly server?: HttpServer | HttpsServer | undefined
+  /**
+   * Sockets held at once, every path included (default 1024); beyond it a
+   * connection is answered 503. With `server`, only upgrades are counted.
+   */
+  readonly maxConnections?: number | undefined
+  /** Sockets held at once from one remote address (default 128); beyond it, 503. */
+  readonly maxConnectionsPerAddress?: number | undefined
+  /**
+   * An upgrade request (or, with `tls`, the TLS handshake) must be complete
+   * within this (default 10 000 ms), else the socket is closed (408). Not
+   * applied to a `server` passed in (set its `headersTimeout`).
+   */
+  readonly upgradeTimeoutMs?: number | undefined
 }
 
 /** Handles an HTTP upgrade for a mounted path (another WebSocket protocol). */
@@ -73,6 +101,7 @@ export class WebSocketTransport implements Transport {
   private readonly maxPayload: number
   private readonly heartbeatIntervalMs: number
   private readonly highWaterMark: number
+  private readonly frameTimeoutMs: number
   private readonly routes = new Map<string, UpgradeHandler>()
   private readonly connections = new Set<WebSocketConnection>()
   private readonly wss: WebSocketServer
@@ -80,12 +109,19 @@ export class WebSocketTransport implements Transport {
   private ownsServer = false
   private detachUpgrade: (() => void) | undefined
   private stopped = false
+  private limiter: ConnectionLimiter | undefined
+  /** Sockets counted by the limiter (admitted), and sockets refused (their upgrade is dropped). */
+  private readonly counted = new WeakSet<object>()
+  private readonly refusedSockets = new WeakSet<object>()
+  /** Upgrade deadlines of our server's sockets that have not asked to upgrade yet. */
+  private readonly deadlines = new WeakMap<object, ReturnType<typeof setTimeout>>()
 
   constructor(private readonly options: WebSocketTransportOptions = {}) {
     this.path = options.path ?? '/concord'
     this.maxPayload = options.maxPayload ?? 1024 * 1024 + 1024
     this.heartbeatIntervalMs = options.heartbeatIntervalMs ?? 15_000
     this.highWaterMark = options.highWaterMark ?? 4 * 1024 * 1024
+    this.frameTimeoutMs = options.frameTimeoutMs ?? 30_000
     this.wss = new WebSocketServer({ noServer: true, maxPayload: this.maxPayload, clientTracking: false })
     this.wss.on('error', () => {
       // errors of the shared server object never take the process down
@@ -100,6 +136,12 @@ export class WebSocketTransport implements Transport {
   /** Number of open connections (inbound and outbound). */
   get connectionCount(): number {
     return this.connections.size
+  }
+
+  /** The listener's sockets held now and refused so far (by limit), once listening. */
+  get listenerStats(): { readonly open: number; readonly refusedTotal: number; readonly refusedPerAddress: number } | undefined {
+    const limiter = this.limiter
+    return limiter && { open: limiter.open, refusedTotal: limiter.refused.total, refusedPerAddress: limiter.refused.perAddress }
   }
 
   /**
@@ -123,17 +165,40 @@ export class WebSocketTransport implements Transport {
     if (options.signal?.aborted) throw new ConcordError(ErrorCodes.ABORTED, 'aborted')
     const listen = (address ?? {}) as WebSocketListenOptions
     const host = listen.host ?? '127.0.0.1'
+    this.limiter = new ConnectionLimiter({
+      maxConnections: listen.maxConnections ?? DEFAULT_LISTENER_LIMITS.maxConnections,
+      maxConnectionsPerAddress: listen.maxConnectionsPerAddress ?? DEFAULT_LISTENER_LIMITS.maxConnectionsPerAddress,
+    })
     let server: HttpServer | HttpsServer
     if (listen.server) {
       server = listen.server
     } else {
-      server = listen.tls ? createHttpsServer({ key: listen.tls.key, cert: listen.tls.cert }) : createHttpServer()
+      const upgradeTimeoutMs = listen.upgradeTimeoutMs ?? 10_000
+      const timeouts = {
+        headersTimeout: upgradeTimeoutMs,
+        requestTimeout: upgradeTimeoutMs,
+        connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(upgradeTimeoutMs / 4))),
+      }
+      server = listen.tls
+        ? createHttpsServer({ key: listen.tls.key, cert: listen.tls.cert, handshakeTimeout: upgradeTimeoutMs, ...timeouts })
+        : createHttpServer(timeouts)
       server.on('request', (_request, response) => {
         response.writeHead(426, { 'content-type': 'text/plain' }).end('WebSocket only\n')
       })
+      // Every socket of our own server is counted from the start (with TLS,
+      // once its handshake is done: a 503 must be readable).
+      server.on(listen.tls ? 'secureConnection' : 'connection', (socket: Duplex & { remoteAddress?: string }) => {
+        if (this.admitSocket(socket)) this.upgradeDeadline(socket, upgradeTimeoutMs)
+      })
       this.ownsServer = true
     }
-    server.on('clientError', (_error, socket) => socket.destroy())
+    server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
+      // As Node answers without a listener: 408 for a request not complete in time (slowloris), else 400.
+      const status = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : '400 Bad Request'
+      if (socket.writable) socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`, () => socket.destroy())
+      else socket.destroy()
+      setTimeout(() => socket.destroy(), 1_000).unref?.()
+    })
     const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer): void => this.upgrade(request, socket, head)
     server.on('upgrade', onUpgrade)
     this.detachUpgrade = () => server.off('upgrade', onUpgrade)
@@ -163,8 +228,55 @@ export class WebSocketTransport implements Transport {
     return `${scheme}://${shownHost}:${bound.port}${this.path}`
   }
 
+  /** Counts a new socket against the limits; over them it is answered 503 and closed. */
+  private admitSocket(socket: Duplex & { remoteAddress?: string }): boolean {
+    const limiter = this.limiter!
+    const address = addressOf(socket)
+    const refusal = limiter.admit(address)
+    if (refusal !== undefined) {
+      this.refusedSockets.add(socket)
+      refuseWith503(socket, refusal)
+      return false
+    }
+    this.counted.add(socket)
+    socket.once('close', () => limiter.release(address))
+    return true
+  }
+
+  /**
+   * A socket of our server must ask to upgrade within `timeoutMs`, else it
+   * is answered 408 and closed (Node's own headers timeout does not end a
+   * socket that sent part of a request line and stopped).
+   */
+  private upgradeDeadline(socket: Duplex, timeoutMs: number): void {
+    const timer = setTimeout(() => {
+      this.deadlines.delete(socket)
+      if (socket.destroyed) return
+      socket.on('error', () => socket.destroy())
+      if (socket.writable) socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n', () => socket.destroy())
+      setTimeout(() => socket.destroy(), 1_000).unref?.()
+    }, timeoutMs)
+    timer.unref?.()
+    this.deadlines.set(socket, timer)
+    socket.once('close', () => {
+      clearTimeout(timer)
+      this.deadlines.delete(socket)
+    })
+  }
+
   private upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void {
     socket.on('error', () => socket.destroy())
+    const deadline = this.deadlines.get(socket)
+    if (deadline) {
+      clearTimeout(deadline)
+      this.deadlines.delete(socket)
+    }
+    if (this.refusedSockets.has(socket)) {
+      socket.destroy()
+      return
+    }
+    // A server passed in: its sockets are counted when they ask to upgrade.
+    if (!this.counted.has(socket) && !this.admitSocket(socket as Duplex & { remoteAddress?: string })) return
     let pathname: string
     try {
       pathname = new URL(request.url ?? '/', 'http://localhost').pathname
@@ -175,7 +287,7 @@ export class WebSocketTransport implements Transport {
     if (!this.stopped && pathMatches(pathname, this.path)) {
       this.wss.handleUpgrade(request, socket, head, (ws) => {
         const remote = `ws://${request.socket.remoteAddress ?? '?'}:${request.socket.remotePort ?? 0}`
-        const connection = this.track(new WebSocketConnection(ws, 'inbound', remote, this.connectionOptions()))
+        const connection = this.track(new WebSocketConnection(ws, 'inbound', remote, { ...this.connectionOptions(), rawSocket: socket, frameTimeoutMs: this.frameTimeoutMs }))
         this.events.emit('connection', connection)
       })
       return

@@ -1,0 +1,149 @@
+/**
+ * Helpers of the adversarial suites: a real `concord serve` child process
+ * (its URL, its RSS from /proc), raw WebSocket attackers that speak as much
+ * of the protocol as an attack needs, and a pair of legitimate peers whose
+ * writes must keep flowing through the server while an attack runs.
+ */
+import type { ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
+import { readFile } from 'node:fs/promises'
+import { WebSocket } from 'ws'
+import { Encoder } from '../../crdt/codec.ts'
+import { createPeer, type Peer } from '../../peer/index.ts'
+import { decodeMessage, encodeMessage, peerId, type DecodedMessage } from '../../sync/messages.ts'
+import { until } from '../helpers/wait.ts'
+import { spawnConcord } from './helpers.ts'
+
+/** A running `concord serve`. */
+export interface Server {
+  readonly child: ChildProcess
+  readonly url: string
+  readonly port: number
+  /** What it printed on stderr so far. */
+  stderr(): string
+  /** Its resident set size now, in MiB. */
+  rssMiB(): Promise<number>
+  /** Whether it still runs. */
+  alive(): boolean
+  /** SIGTERM, then the exit code (SIGKILL if it does not stop within 20 s). */
+  stop(): Promise<number | null>
+}
+
+/** Starts `concord serve --dir DIR --port 0 --json ...args` and waits for its URL. */
+export async function startServe(dir: string, args: readonly string[] = []): Promise<Server> {
+  const child = spawnConcord(['serve', '--dir', dir, '--port', '0', '--json', ...args])
+  let stdout = ''
+  let stderr = ''
+  child.stdout!.on('data', (chunk) => { stdout += chunk })
+  child.stderr!.on('data', (chunk) => { stderr += chunk })
+  const exited = once(child, 'exit')
+  await until(() => stdout.includes('\n') || child.exitCode !== null, 'serve prints its address', 30_000)
+  if (!stdout.includes('\n')) throw new Error(`serve did not start: ${stderr}`)
+  const info = JSON.parse(stdout.split('\n')[0]) as { url: string; port: number }
+  return {
+    child,
+    url: info.url,
+    port: info.port,
+    stderr: () => stderr,
+    rssMiB: async () => Number(/VmRSS:\s+(\d+)/.exec(await readFile(`/proc/${child.pid}/status`, 'utf8'))![1]) / 1024,
+    alive: () => child.exitCode === null && child.signalCode === null,
+    stop: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode
+      child.kill('SIGTERM')
+      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000)
+      const [code] = await exited
+      clearTimeout(timer)
+      return code as number | null
+    },
+  }
+}
+
+/** A raw WebSocket to the server: frames in (decoded where they decode), frames out. */
+export interface RawClient {
+  readonly ws: WebSocket
+  readonly received: DecodedMessage[]
+  /** Resolves when the socket closes, with the close code. */
+  readonly closed: Promise<number>
+  isClosed(): boolean
+  send(frame: Uint8Array): void
+}
+
+/** Opens a raw WebSocket (`localAddress`: the loopback address to send from, e.g. 127.0.0.2). */
+export async function rawClient(url: string, options: { localAddress?: string } = {}): Promise<RawClient> {
+  const ws = new WebSocket(url, { localAddress: options.localAddress })
+  const received: DecodedMessage[] = []
+  let isClosed = false
+  ws.on('message', (data: Buffer) => {
+    try {
+      received.push(decodeMessage(new Uint8Array(data)))
+    } catch {
+      // chunks of answers, or frames of a newer peer: not needed here
+    }
+  })
+  ws.on('error', () => {})
+  const closed = new Promise<number>((resolve) => ws.once('close', (code) => { isClosed = true; resolve(code) }))
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', () => resolve())
+    ws.once('unexpected-response', (_request, response) => reject(new Error(`HTTP ${response.statusCode}`)))
+    ws.once('error', reject)
+  })
+  return {
+    ws, received, closed,
+    isClosed: () => isClosed,
+    send: (frame) => { if (ws.readyState === ws.OPEN) ws.send(frame) },
+  }
+}
+
+/** The HELLO of a raw client. */
+export function helloFrame(id: string, token: string): Uint8Array {
+  return encodeMessage({ type: 'hello', minVersion: 1, maxVersion: 1, peerId: peerId(id), token, filter: {}, maxFrameBytes: 1 << 20, window: 64, extensions: [] })
+}
+
+/** Completes the handshake on a raw client: HELLO, the server's HELLO-OK, our HELLO-OK. */
+export async function handshake(client: RawClient, id: string, token: string): Promise<void> {
+  client.send(helloFrame(id, token))
+  await until(() => client.received.some((m) => m.type === 'hello-ok') || client.isClosed(), `the server accepts ${id}`)
+  if (client.isClosed()) throw new Error(`the server refused ${id}: ${JSON.stringify(client.received)}`)
+  client.send(encodeMessage({ type: 'hello-ok', version: 1 }))
+}
+
+/** Unsigned LEB128, as the codec writes it. */
+export function varUint(value: number): number[] {
+  return [...new Encoder(10).writeVarUint(value).finish()]
+}
+
+/** A frame of `type` with a raw payload. */
+export function frame(type: number, ...payload: number[]): Uint8Array {
+  return new Uint8Array([1, type, ...payload])
+}
+
+/** Two legitimate peers connected through the server, syncing only `name`. */
+export interface LegitPair {
+  readonly writer: Peer
+  readonly reader: Peer
+  /** Writes once more on the writer and resolves when the reader holds it (fails after `timeoutMs`). */
+  roundTrip(timeoutMs?: number): Promise<void>
+  close(): Promise<void>
+}
+
+/** Connects a writer and a reader (tokens per peer, or one shared) that sync the counter `name`. */
+export async function legitPair(url: string, tokens: { writer: string; reader: string }, name = 'legit'): Promise<LegitPair> {
+  const writer = await createPeer({ id: 'writer', auth: { token: tokens.writer }, names: { names: [name] } })
+  const reader = await createPeer({ id: 'reader', auth: { token: tokens.reader }, names: { names: [name] } })
+  await writer.connect(url)
+  await reader.connect(url)
+  const mine = await writer.counter(name)
+  const theirs = await reader.counter(name)
+  let expected = 0
+  return {
+    writer, reader,
+    roundTrip: async (timeoutMs = 15_000) => {
+      mine.increment()
+      expected++
+      await until(() => theirs.value() >= expected, `the reader gets write ${expected} through the server`, timeoutMs)
+    },
+    close: async () => {
+      await Promise.all([writer.close(), reader.close()])
+    },
+  }
+}

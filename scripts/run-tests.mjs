@@ -43,6 +43,7 @@ const lists = {
     'test/sync/answer-order.test.ts',
     'test/sync/websocket-sync.test.ts',
     'test/sync/answer-bundles.test.ts',
+    'test/sync/bounds.test.ts',
     'test/sync/handshake.test.ts',
     'test/sync/admission.test.ts',
     // transports/libp2p
@@ -70,6 +71,7 @@ const lists = {
     'test/peer/peer-disconnect.test.ts',
     'test/cli/cli.test.ts',
     'test/cli/serve.test.ts',
+    'test/cli/serve-attacks.test.ts',
     'test/cli/serve-libp2p.test.ts',
     'test/cli/habits.test.ts',
     'test/cli/folder-owner.test.ts',

@@ -15,9 +15,9 @@ import { ErrorCodes, isConcordError } from '../crdt/errors.ts'
 import { Reassembler } from './chunking.ts'
 import { readFrame, type InboundLedger } from './inbound.ts'
 import type { DecodedMessage, RefuseReason } from './messages.ts'
-import { PreHandshakeGate } from './pre-handshake.ts'
+import { DEFAULT_MAX_HELLO_BYTES, PreHandshakeGate, type PreHandshakeRefusal } from './pre-handshake.ts'
 import { InboundRateGate, type RateLimit } from './rate-gate.ts'
-import type { SessionStats } from './session-types.ts'
+import type { SessionOptions, SessionStats } from './session-types.ts'
 
 /** Limits of an {@link Intake}. */
 export interface IntakeLimits {
@@ -31,6 +31,20 @@ export interface IntakeLimits {
   readonly rateLimit?: RateLimit | undefined
 }
 
+/** The limits of a session's intake, from its options (defaults in sync/session-types.ts). */
+export function intakeLimits(options: SessionOptions, maxFrameBytes: number, window: number): IntakeLimits {
+  const maxMessageBytes = options.maxMessageBytes ?? 64 * 1024 * 1024
+  return {
+    maxFrameBytes,
+    maxMessageBytes,
+    maxReassemblyBytes: options.maxReassemblyBytes,
+    maxInboxBytes: options.maxInboxBytes ?? 2 * maxMessageBytes,
+    maxHelloBytes: options.maxHelloBytes ?? DEFAULT_MAX_HELLO_BYTES,
+    window,
+    rateLimit: options.rateLimit,
+  }
+}
+
 /** What an {@link Intake} needs of its session. */
 export interface IntakeContext {
   readonly stats: SessionStats
@@ -41,6 +55,12 @@ export interface IntakeContext {
   /** Whether the session still takes frames (not closed or closing). */
   readonly active: () => boolean
   readonly refuse: (reason: RefuseReason, message: string) => void
+  /**
+   * A frame that may not come before the handshake: every later frame is
+   * dropped undecoded; the session refuses the remote once the handshake
+   * step under way (a credential check) is done.
+   */
+  readonly violation: (refusal: PreHandshakeRefusal) => void
   readonly malformed: (why: string) => void
   /** Handles one message, in order (the inbox awaits it). */
   readonly handle: (message: DecodedMessage) => Promise<void>
@@ -57,11 +77,17 @@ export class Intake {
   private readonly gate: PreHandshakeGate
   private inbox: Promise<void> = Promise.resolve()
   private inboxBytes = 0
+  private violated = false
 
   constructor(private readonly limits: IntakeLimits, private readonly context: IntakeContext, startedAt: number) {
     this.reassembler = new Reassembler({ maxMessageBytes: limits.maxMessageBytes, maxPartial: 4, maxBufferedBytes: limits.maxReassemblyBytes })
     this.rateGate = limits.rateLimit ? new InboundRateGate(limits.rateLimit, startedAt) : undefined
     this.gate = new PreHandshakeGate(limits.maxHelloBytes)
+  }
+
+  /** The byte window to announce: an eighth of the receive-queue budget (see sync/extensions.ts). */
+  get windowBytes(): number {
+    return Math.max(1, Math.floor(this.limits.maxInboxBytes / 8))
   }
 
   /** Bytes of messages waiting in the inbox (and the one being handled). */
@@ -77,12 +103,14 @@ export class Intake {
   /** Takes one frame from the remote. */
   receive(frame: Uint8Array): void {
     const { stats } = this.context
+    if (this.violated) return
     if (!this.context.remoteAccepted()) {
       const refusal = this.gate.screen(frame)
       if (refusal) {
+        this.violated = true
         stats.handshakeViolations++
         if (refusal.reason === 'protocol') stats.unexpected++
-        this.context.refuse(refusal.reason, refusal.message)
+        this.context.violation(refusal)
         return
       }
     }

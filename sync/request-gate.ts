@@ -10,6 +10,7 @@
  * serves what waits on later frames and on its tick.
  */
 import type { VersionEntry } from './messages.ts'
+import type { SessionStats } from './session-types.ts'
 import { TokenBucket } from './token-bucket.ts'
 
 /** Settings of a {@link RequestGate} (`SessionOptions.requestRate`). */
@@ -21,6 +22,16 @@ export interface RequestRate {
 
 /** The default: 4 expensive requests per second, 16 at once. */
 export const DEFAULT_REQUEST_RATE: RequestRate = { perSecond: 4, burst: 16 }
+
+/** What a {@link RequestGate} serves requests with: the session's anti-entropy. */
+export interface RequestServer {
+  readonly stats: SessionStats
+  /** Whether our VERSIONS is being built (a REQUEST now is answered by it). */
+  building(): boolean
+  sendVersions(): void
+  /** Answers a VERSIONS, in order with the messages being handled. */
+  answer(entries: readonly VersionEntry[]): void
+}
 
 /** Expensive requests of one remote, and those waiting for the rate. */
 export class RequestGate {
@@ -37,6 +48,28 @@ export class RequestGate {
   /** Whether anything waits. */
   get waiting(): boolean {
     return this.versionsWaiting || this.answerWaiting !== undefined
+  }
+
+  /** A REQUEST of the remote: a VERSIONS being built answers it; else one now, within the rate, or later. */
+  onRequest(now: number, server: RequestServer): void {
+    if (server.building()) server.stats.coalescedRequests++
+    else if (this.request(now)) server.sendVersions()
+    else server.stats.deferredRequests++
+  }
+
+  /** A VERSIONS of the remote: true to answer it now, else it waits (counted). */
+  onVersions(entries: readonly VersionEntry[], now: number, server: RequestServer): boolean {
+    if (this.versions(entries, now)) return true
+    server.stats.deferredRequests++
+    return false
+  }
+
+  /** Serves what waits, as far as the rate allows now. */
+  serve(now: number, server: RequestServer): void {
+    if (server.building()) this.versionsSent()
+    const { sendVersions, answer } = this.release(now)
+    if (sendVersions) server.sendVersions()
+    if (answer) server.answer(answer)
   }
 
   /** A REQUEST: true to send our VERSIONS now, false when it waits. */

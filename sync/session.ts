@@ -33,7 +33,7 @@ import { windowBytesExtension, windowBytesOf } from './extensions.ts'
 import { Handshake, PROOF_VERSION, type HandshakeIo } from './handshake.ts'
 import type { LocalCommit, SyncHost } from './host.ts'
 import { InboundLedger } from './inbound.ts'
-import { Intake } from './intake.ts'
+import { Intake, intakeLimits } from './intake.ts'
 import {
   MIN_PROTOCOL_VERSION, PROTOCOL_VERSION, encodeMessage,
   type DecodedMessage, type DeltaEntry, type Message, type PeerId, type RefuseReason,
@@ -41,8 +41,7 @@ import {
 } from './messages.ts'
 import { ALL_NAMES, matchesFilter, type NameFilter } from './names.ts'
 import { DEFAULT_MAX_FRAME, Outbox } from './outbound.ts'
-import { DEFAULT_MAX_HELLO_BYTES } from './pre-handshake.ts'
-import { DEFAULT_REQUEST_RATE, RequestGate } from './request-gate.ts'
+import { DEFAULT_REQUEST_RATE, RequestGate, type RequestServer } from './request-gate.ts'
 import { newSessionStats, type SessionEvents, type SessionOptions, type SessionState, type SessionStats, type SyncChannel } from './session-types.ts'
 
 export type { SyncChannel, SessionOptions, SessionStats, SessionEvents, SessionState } from './session-types.ts'
@@ -60,8 +59,6 @@ export class SyncSession {
   private readonly maxMalformed: number
   private readonly now: () => number
   private readonly handshake: Handshake
-  /** The byte window this side announces (an eighth of its receive-queue budget). */
-  private readonly windowBytes: number
   /** The remote's byte window, once its HELLO was accepted. */
   private remoteWindowBytes: number | undefined
   /** The rules of this peer: credentials, reads, writes (every door shares them). */
@@ -69,6 +66,8 @@ export class SyncSession {
 
   private stateValue: SessionState = 'handshake'
   private closing = false
+  /** The remote sent what may not come before the handshake: it is refused, never opened. */
+  private violated = false
   private readonly startedAt: number
   private unsubscribe: Unsubscribe | undefined
 
@@ -105,24 +104,18 @@ export class SyncSession {
     })
     this.now = options.now ?? Date.now
     this.startedAt = this.now()
-    const maxMessageBytes = options.maxMessageBytes ?? 64 * 1024 * 1024
-    const maxInboxBytes = options.maxInboxBytes ?? 2 * maxMessageBytes
-    this.windowBytes = Math.max(1, Math.floor(maxInboxBytes / 8))
-    this.intake = new Intake({
-      maxFrameBytes: this.maxFrameBytes,
-      maxMessageBytes,
-      maxReassemblyBytes: options.maxReassemblyBytes,
-      maxInboxBytes,
-      maxHelloBytes: options.maxHelloBytes ?? DEFAULT_MAX_HELLO_BYTES,
-      window: this.window,
-      rateLimit: options.rateLimit,
-    }, {
+    this.intake = new Intake(intakeLimits(options, this.maxFrameBytes, this.window), {
       stats: this.stat,
       ledger: this.ledger,
       now: this.now,
       remoteAccepted: () => this.handshake.remote !== undefined,
       active: () => this.stateValue !== 'closed' && !this.closing,
       refuse: (reason, message) => this.refuse(reason, message),
+      violation: (refusal) => {
+        // After the handshake step under way: a replayed capture is refused for its credentials, if they fail.
+        this.violated = true
+        this.intake.enqueue(async () => this.refuse(refusal.reason, refusal.message))
+      },
       malformed: (why) => this.malformed(why),
       handle: (message) => this.handle(message),
       handleNow: (message) => void this.handle(message),
@@ -178,7 +171,7 @@ export class SyncSession {
 
   /** Sends HELLO. Call once, right after creating the session. */
   start(): void {
-    this.sendControl(this.handshake.hello(this.filter, this.maxFrameBytes, this.window, [windowBytesExtension(this.windowBytes)]))
+    this.sendControl(this.handshake.hello(this.filter, this.maxFrameBytes, this.window, [windowBytesExtension(this.intake.windowBytes)]))
   }
 
   /** Handles one frame from the remote. Never throws. */
@@ -188,6 +181,19 @@ export class SyncSession {
     this.stat.bytesIn += frame.length
     this.intake.receive(frame)
     if (this.requests.waiting) this.serveWaitingRequests(this.now())
+  }
+
+  /** Serves the expensive requests that waited for the rate (once open). */
+  private serveWaitingRequests(now: number): void {
+    if (this.stateValue === 'open' && !this.closing) this.requests.serve(now, this.requestServer)
+  }
+
+  /** How the request gate answers: our VERSIONS, or an answer queued behind the messages being handled. */
+  private readonly requestServer: RequestServer = {
+    stats: this.stat,
+    building: () => this.antiEntropy.building,
+    sendVersions: () => this.antiEntropy.sendVersions(),
+    answer: (entries) => this.intake.enqueue(() => this.onVersions(entries)),
   }
 
   /** Bytes of the remote's messages queued here, and memory held by its partial messages. */
@@ -331,8 +337,7 @@ export class SyncSession {
         this.stat.unexpected++
         return
       case 'versions':
-        if (this.requests.versions(message.entries, this.now())) await this.onVersions(message.entries)
-        else this.stat.deferredRequests++
+        if (this.requests.onVersions(message.entries, this.now(), this.requestServer)) await this.onVersions(message.entries)
         return
       case 'delta':
         await this.onCommit(message.seq, [message.entry])
@@ -347,7 +352,7 @@ export class SyncSession {
         this.onDone(message.seq)
         return
       case 'request':
-        this.onRequest()
+        this.requests.onRequest(this.now(), this.requestServer)
         return
       case 'reject':
         this.stat.rejectedByRemote++
@@ -362,7 +367,7 @@ export class SyncSession {
 
   /** HELLO and AUTH go to the handshake, which answers (AUTH, HELLO-OK or REFUSE) through this. */
   private readonly handshakeIo: HandshakeIo = {
-    send: (message) => this.sendControl(message),
+    send: (message) => { if (!this.violated) this.sendControl(message) },
     refuse: (reason, message) => this.refuse(reason, message),
     authenticate: (peer, presented) => this.admission.authenticate(peer, presented),
     active: () => this.stateValue !== 'closed' && !this.closing,
@@ -382,31 +387,12 @@ export class SyncSession {
   }
 
   private maybeOpen(): void {
-    if (!this.handshake.complete || this.stateValue !== 'handshake') return
+    if (!this.handshake.complete || this.stateValue !== 'handshake' || this.violated) return
     this.stateValue = 'open'
     this.outbox.lastAckProgressAt = this.now()
     this.unsubscribe = this.host.subscribe((commit) => this.onLocalCommit(commit))
     this.events.emit('open', { peerId: this.handshake.remote!.peerId, version: this.handshake.version })
     this.antiEntropy.sendVersions()
-  }
-
-  /** The remote asks for our VERSIONS: one being built answers it; otherwise within the request rate. */
-  private onRequest(): void {
-    if (this.antiEntropy.building) {
-      this.stat.coalescedRequests++
-      return
-    }
-    if (this.requests.request(this.now())) this.antiEntropy.sendVersions()
-    else this.stat.deferredRequests++
-  }
-
-  /** Serves the expensive requests that waited for the rate, as far as it allows now. */
-  private serveWaitingRequests(now: number): void {
-    if (this.stateValue !== 'open' || this.closing) return
-    if (this.antiEntropy.building) this.requests.versionsSent()
-    const { sendVersions, answer } = this.requests.release(now)
-    if (sendVersions) this.antiEntropy.sendVersions()
-    if (answer) this.intake.enqueue(() => this.onVersions(answer))
   }
 
   private async onVersions(entries: readonly VersionEntry[]): Promise<void> {

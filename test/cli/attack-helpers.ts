@@ -1,16 +1,13 @@
 /**
  * Helpers of the adversarial suites: a real `concord serve` child process
- * (its URL, its RSS from /proc), raw WebSocket attackers that speak as much
- * of the protocol as an attack needs, and a pair of legitimate peers whose
- * writes must keep flowing through the server while an attack runs.
+ * (its URL, its RSS from /proc) and a pair of legitimate peers whose writes
+ * must keep flowing through the server while an attack runs. The raw
+ * attackers are in test/helpers/raw-client.ts.
  */
 import type { ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { readFile } from 'node:fs/promises'
-import { WebSocket } from 'ws'
-import { Encoder } from '../../crdt/codec.ts'
 import { createPeer, type Peer } from '../../peer/index.ts'
-import { decodeMessage, encodeMessage, peerId, type DecodedMessage } from '../../sync/messages.ts'
 import { until } from '../helpers/wait.ts'
 import { spawnConcord } from './helpers.ts'
 
@@ -56,65 +53,6 @@ export async function startServe(dir: string, args: readonly string[] = []): Pro
       return code as number | null
     },
   }
-}
-
-/** A raw WebSocket to the server: frames in (decoded where they decode), frames out. */
-export interface RawClient {
-  readonly ws: WebSocket
-  readonly received: DecodedMessage[]
-  /** Resolves when the socket closes, with the close code. */
-  readonly closed: Promise<number>
-  isClosed(): boolean
-  send(frame: Uint8Array): void
-}
-
-/** Opens a raw WebSocket (`localAddress`: the loopback address to send from, e.g. 127.0.0.2). */
-export async function rawClient(url: string, options: { localAddress?: string } = {}): Promise<RawClient> {
-  const ws = new WebSocket(url, { localAddress: options.localAddress })
-  const received: DecodedMessage[] = []
-  let isClosed = false
-  ws.on('message', (data: Buffer) => {
-    try {
-      received.push(decodeMessage(new Uint8Array(data)))
-    } catch {
-      // chunks of answers, or frames of a newer peer: not needed here
-    }
-  })
-  ws.on('error', () => {})
-  const closed = new Promise<number>((resolve) => ws.once('close', (code) => { isClosed = true; resolve(code) }))
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve())
-    ws.once('unexpected-response', (_request, response) => reject(new Error(`HTTP ${response.statusCode}`)))
-    ws.once('error', reject)
-  })
-  return {
-    ws, received, closed,
-    isClosed: () => isClosed,
-    send: (frame) => { if (ws.readyState === ws.OPEN) ws.send(frame) },
-  }
-}
-
-/** The HELLO of a raw client. */
-export function helloFrame(id: string, token: string): Uint8Array {
-  return encodeMessage({ type: 'hello', minVersion: 1, maxVersion: 1, peerId: peerId(id), token, filter: {}, maxFrameBytes: 1 << 20, window: 64, extensions: [] })
-}
-
-/** Completes the handshake on a raw client: HELLO, the server's HELLO-OK, our HELLO-OK. */
-export async function handshake(client: RawClient, id: string, token: string): Promise<void> {
-  client.send(helloFrame(id, token))
-  await until(() => client.received.some((m) => m.type === 'hello-ok') || client.isClosed(), `the server accepts ${id}`)
-  if (client.isClosed()) throw new Error(`the server refused ${id}: ${JSON.stringify(client.received)}`)
-  client.send(encodeMessage({ type: 'hello-ok', version: 1 }))
-}
-
-/** Unsigned LEB128, as the codec writes it. */
-export function varUint(value: number): number[] {
-  return [...new Encoder(10).writeVarUint(value).finish()]
-}
-
-/** A frame of `type` with a raw payload. */
-export function frame(type: number, ...payload: number[]): Uint8Array {
-  return new Uint8Array([1, type, ...payload])
 }
 
 /** Two legitimate peers connected through the server, syncing only `name`. */

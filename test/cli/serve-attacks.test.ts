@@ -17,7 +17,8 @@ import { createPeer } from '../../peer/index.ts'
 import { MessageType, encodeMessage, peerId } from '../../sync/messages.ts'
 import { tempDir } from '../helpers/temp-dir.ts'
 import { until } from '../helpers/wait.ts'
-import { frame, handshake, helloFrame, legitPair, rawClient, startServe, varUint, type RawClient } from './attack-helpers.ts'
+import { frame, handshake, helloFrame, rawClient, sendHelloAndAuth, varUint, type RawClient } from '../helpers/raw-client.ts'
+import { legitPair, startServe } from './attack-helpers.ts'
 import { cliJson } from './helpers.ts'
 
 /** RSS the server must stay under during every attack (it starts at about 115 MiB). */
@@ -60,15 +61,15 @@ test('unauthenticated floods: CHUNKs announcing 32M parts, data frames, oversize
       }
       ;(await open('a delta first')).send(encodeMessage({ type: 'delta', seq: 1, entry: { name: 'evil', replicaType: 'gcounter', delta: new Uint8Array([1, 1, 0, 0, 0, 0, 0]) } }))
       ;(await open('an oversized hello')).send(encodeMessage({
-        type: 'hello', minVersion: 1, maxVersion: 1, peerId: peerId('big'), token: 'T', window: 8, extensions: [], maxFrameBytes: 1 << 20,
+        type: 'hello', minVersion: 1, maxVersion: 2, peerId: peerId('big'), token: '', window: 8, extensions: [], maxFrameBytes: 1 << 20,
         filter: { names: Array.from({ length: 4000 }, (_, i) => `name-${i}-${'x'.repeat(20)}`) },
       }))
       const twice = await open('two hellos')
-      twice.send(helloFrame('twice', 'T'))
-      twice.send(helloFrame('twice', 'T'))
-      ;(await open('a wrong token')).send(helloFrame('wrong', 'guess'))
-      const sneaky = await open('a wrong token, then data')
-      sneaky.send(helloFrame('sneaky', 'guess'))
+      twice.send(helloFrame('twice'))
+      twice.send(helloFrame('twice'))
+      await sendHelloAndAuth(await open('a wrong secret'), 'wrong', 'guess')
+      const sneaky = await open('a wrong secret, then data')
+      await sendHelloAndAuth(sneaky, 'sneaky', 'guess')
       sneaky.send(encodeMessage({ type: 'delta', seq: 1, entry: { name: 'evil', replicaType: 'gcounter', delta: new Uint8Array([1]) } }))
     })()
     for (let i = 0; i < 5; i++) await pair.roundTrip()
@@ -86,8 +87,8 @@ test('unauthenticated floods: CHUNKs announcing 32M parts, data frames, oversize
       'a delta first': ['protocol'],
       'an oversized hello': ['limit'],
       'two hellos': ['protocol'],
-      'a wrong token': ['auth'],
-      'a wrong token, then data': ['protocol'], // the data frame comes before the credentials are checked
+      'a wrong secret': ['auth'],
+      'a wrong secret, then data': ['protocol'], // the data frame comes before the proof is checked
     }
     for (const [label, want] of Object.entries(expected)) assert.deepEqual([...reasons.get(label)!], want, label)
     assert.ok(server.alive(), server.stderr())
@@ -250,7 +251,7 @@ test('1,000 idle connections and slowloris (an upgrade request and a HELLO frame
     // A WebSocket whose HELLO frame comes one byte every 500 ms (it would take 15 s) (the frame header is the WebSocket one, masked).
     const slowHello = await rawClient(server.url, { localAddress: '127.0.0.12' })
     clients.push(slowHello)
-    const hello = helloFrame('slow', 'T')
+    const hello = helloFrame('slow')
     const raw = (slowHello.ws as unknown as { _socket: Socket })._socket
     const header = Buffer.from([0x82, 0x80 | hello.length, 0, 0, 0, 0])
     const bytes = Buffer.concat([header, Buffer.from(hello)])

@@ -1,13 +1,13 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { WebSocket } from 'ws'
 import { attachSession } from '../../sync/attach.ts'
-import { decodeMessage, encodeMessage, peerId } from '../../sync/messages.ts'
+import { peerId } from '../../sync/messages.ts'
 import type { SessionOptions, SyncSession } from '../../sync/session.ts'
 import { Prng } from '../../transports/memory/prng.ts'
 import { Reconnector } from '../../transports/reconnect.ts'
 import { WebSocketTransport } from '../../transports/websocket/index.ts'
 import { MemoryHost, mutate } from './helpers/memory-host.ts'
+import { handshake, rawClient } from '../helpers/raw-client.ts'
 
 /** Waits until `condition()` holds (polling; the test's own timeout guards against a hang). */
 async function until(condition: () => boolean): Promise<void> {
@@ -83,25 +83,13 @@ test('sync over WebSocket: a peer sending garbage is disconnected; a wrong token
   const goodSession = attachSession(await dialer.dial(address), good, { peerId: peerId('good'), token: 'secret' })
   await until(() => goodSession.state === 'open')
 
-  // a raw client that completes the handshake, then sends garbage
-  const raw = new WebSocket(address)
-  const received: string[] = []
-  raw.on('message', (data: Buffer) => {
-    try {
-      const m = decodeMessage(new Uint8Array(data))
-      received.push(m.type === 'refuse' ? `refuse:${m.reason}` : m.type)
-    } catch {
-      received.push('undecodable')
-    }
-  })
-  const rawClosed = new Promise((resolve) => raw.once('close', resolve))
-  await new Promise((resolve) => raw.once('open', resolve))
-  raw.send(encodeMessage({ type: 'hello', minVersion: 1, maxVersion: 1, peerId: peerId('raw'), token: 'secret', filter: {}, maxFrameBytes: 1 << 20, window: 8, extensions: [] }))
-  raw.send(encodeMessage({ type: 'hello-ok', version: 1 }))
-  // The handshake is complete once the server accepted our HELLO (a frame other than HELLO before that closes the connection).
-  await until(() => received.includes('hello-ok'))
+  // a raw client that completes the handshake (protocol 2: its AUTH proves the secret), then sends garbage
+  // (before the handshake, a frame other than HELLO and AUTH closes the connection undecoded)
+  const raw = await rawClient(address)
+  await handshake(raw, 'raw', 'secret')
   for (let i = 0; i < 10; i++) raw.send(new Uint8Array([1, 5, 0xff, 0xff]))
-  await rawClosed
+  await raw.closed
+  const received = raw.received.map((m) => (m.type === 'refuse' ? `refuse:${m.reason}` : m.type))
   assert.ok(received.includes('refuse:protocol'), received.join())
 
   // a wrong token: refused before any data

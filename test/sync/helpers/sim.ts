@@ -21,8 +21,8 @@ export class SimPeer {
   /** Every session this peer ever had (for stats). */
   readonly history: SyncSession[] = []
 
-  constructor(readonly network: Network, readonly name: string, hostOptions: MemoryHostOptions = {}, readonly sessionOptions: PeerSessionOptions = {}) {
-    this.host = new MemoryHost(name, hostOptions)
+  constructor(readonly network: Network, readonly name: string, hostOptions: MemoryHostOptions = {}, readonly sessionOptions: PeerSessionOptions = {}, host?: MemoryHost) {
+    this.host = host ?? new MemoryHost(name, hostOptions)
     this.transport = network.transport(name)
     this.transport.events.on('connection', (connection) => this.attach(connection))
   }

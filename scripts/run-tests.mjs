@@ -36,6 +36,7 @@ const lists = {
     // sync/ and transports/
     'test/transports/memory.test.ts',
     'test/transports/websocket.test.ts',
+    'test/transports/limits.test.ts',
     'test/sync/messages.test.ts',
     'test/sync/session.test.ts',
     'test/sync/convergence.test.ts',

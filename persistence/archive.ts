@@ -72,7 +72,8 @@ export function decodeArchiveMarker(bytes: Uint8Array): ArchiveMarker {
   }
 }
 
-function encodeArchive(name: string, entries: readonly StorageEntry[]): Uint8Array {
+/** Encodes the body of a name's archive file (before compression): its entries, checksummed. */
+export function encodeArchive(name: string, entries: readonly StorageEntry[]): Uint8Array {
   const encoder = new Encoder(1024)
   encoder.writeUint8(ARCHIVE_VERSION).writeString(name).writeVarUint(entries.length)
   for (const entry of entries) {
@@ -83,7 +84,8 @@ function encodeArchive(name: string, entries: readonly StorageEntry[]): Uint8Arr
   return sealWithChecksum(encoder.finish())
 }
 
-function decodeArchive(name: string, bytes: Uint8Array): StorageEntry[] {
+/** Decodes the body of `name`'s archive file; `CONCORD_CORRUPT_RECORD` if damaged or of another name. */
+export function decodeArchive(name: string, bytes: Uint8Array): StorageEntry[] {
   const body = openChecksummed(bytes)
   if (!body) throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `archive of "${name}": checksum mismatch`)
   try {

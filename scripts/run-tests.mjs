@@ -15,6 +15,8 @@ const lists = {
     'test/crdt/native-semantics.test.ts',
     'test/crdt/causal.test.ts',
     'test/crdt/merge-deltas.test.ts',
+    // every wire and storage decoder, fuzzed in a 128 MiB child
+    'test/fuzz/decoders.test.ts',
     'test/crdt/messages.test.ts',
     // crdt/ documents
     'test/crdt/documents/document-semantics.test.ts',

@@ -55,3 +55,25 @@ test('hlc: monotonic under a clock that goes backwards, and observes remote time
   const enc = new Encoder(); writeHlc(enc, c)
   assert.deepEqual(readHlc(new Decoder(enc.finish())), c)
 })
+
+test('codec: a length is checked against its limit before the bytes are read or decoded', () => {
+  const bytes = new Encoder().writeString('x'.repeat(5000)).finish()
+  assert.throws(() => new Decoder(bytes).readString(4096), (e) => isConcordError(e, ErrorCodes.DECODE_ERROR) && /over the limit of 4096/.test((e as Error).message))
+  assert.equal(new Decoder(bytes).readString(5000).length, 5000)
+  assert.throws(() => new Decoder(new Encoder().writeBytes(new Uint8Array(10)).finish()).readBytes(9), (e) => isConcordError(e, ErrorCodes.DECODE_ERROR))
+  assert.throws(() => new Decoder(new Uint8Array([1])).readCount(0), RangeError)
+})
+
+test('json: a value nested deeper than the limit is refused before JSON.parse builds it (a set element of 8M levels)', async () => {
+  const { parseCanonicalJson, MAX_JSON_DEPTH, canonicalJson } = await import('../../crdt/types/json.ts')
+  let deepest: unknown = 1
+  for (let i = 0; i < MAX_JSON_DEPTH; i++) deepest = [deepest]
+  assert.deepEqual(parseCanonicalJson(canonicalJson(deepest)), deepest, 'the limit itself is fine')
+  assert.equal(parseCanonicalJson('"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\\\\"'), '[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\\', 'brackets inside a string do not count')
+  const depth = 8 * 1024 * 1024
+  const before = process.memoryUsage().heapUsed
+  assert.throws(() => parseCanonicalJson(`${'['.repeat(depth)}${']'.repeat(depth)}`), (e) => isConcordError(e, ErrorCodes.DECODE_ERROR) && /deeper than 64/.test((e as Error).message))
+  const grown = (process.memoryUsage().heapUsed - before) / 2 ** 20
+  // The text itself is 16 MiB; JSON.parse of it built 8M arrays (hundreds of MiB, out of memory in a small heap).
+  assert.ok(grown < 64, `heap grew by ${grown.toFixed(0)} MiB`)
+})

@@ -20,6 +20,7 @@ const suites: Array<() => Promise<{ benchmarks: Benchmark[] }>> = [
   // sync/ and transports/
   () => import('./sync.bench.ts'),
   () => import('./peer.bench.ts'),
+  () => import('./attacks.bench.ts'),
   // libp2p
   () => import('./libp2p.bench.ts'),
 ]

@@ -20,8 +20,12 @@
 import { Decoder, Encoder } from '../crdt/codec.ts'
 import { ConcordError, DecodeError, ErrorCodes } from '../crdt/errors.ts'
 import { isRegisteredType } from '../crdt/registry.ts'
+import { MAX_JSON_DEPTH, nestingExceeds } from '../crdt/types/json.ts'
 import type { ReplicaType } from '../crdt/replica.ts'
 import { openChecksummed, sealWithChecksum } from '../persistence/checksum.ts'
+
+/** Deepest nesting of one JSON Lines line: a map of nested maps of JSON values stays well within it. */
+const MAX_LINE_NESTING = 4 * MAX_JSON_DEPTH
 
 /** Version byte of both formats. */
 export const DUMP_VERSION = 1
@@ -103,6 +107,8 @@ export function decodeJsonlDump(text: string): Dump {
   const lines = text.split('\n').map((line) => line.trim())
   const fail = (line: number, why: string): never => { throw new DecodeError(`concord export, line ${line}: ${why}`) }
   const parse = (line: number): Record<string, unknown> => {
+    // The value of a line is informative JSON; a line nested past any value a replica makes is refused before it is parsed.
+    if (nestingExceeds(lines[line - 1], MAX_LINE_NESTING)) return fail(line, `nested deeper than ${MAX_LINE_NESTING}`)
     let value: unknown
     try {
       value = JSON.parse(lines[line - 1])

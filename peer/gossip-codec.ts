@@ -23,7 +23,7 @@
 import { Encoder, decodeGuarded, type Decoder } from '../crdt/codec.ts'
 import { DecodeError } from '../crdt/errors.ts'
 import type { ReplicaType } from '../crdt/replica.ts'
-import { KNOWN_TYPES, isValidName, type DeltaEntry } from '../sync/index.ts'
+import { KNOWN_TYPES, WIRE_LIMITS, isValidName, type DeltaEntry } from '../sync/index.ts'
 
 /** Format byte of {@link GossipMessage}s. */
 export const GOSSIP_FORMAT = 1
@@ -76,9 +76,10 @@ export function decodeGossipMessage(bytes: Uint8Array): GossipMessage {
     const run = decoder.readVarUint()
     const seq = decoder.readVarUint()
     if (seq < 1) throw new DecodeError('gossip message: seq must be at least 1')
-    const agent = decoder.readString()
+    const agent = decoder.readString(WIRE_LIMITS.maxPeerIdBytes)
     if (agent.length === 0 || agent.length > 256) throw new DecodeError('gossip message: invalid agent id')
-    const count = decoder.readCount(4)
+    // A unit takes at least 8 bytes (its count and one entry), an entry at least 7 (see sync/messages.ts).
+    const count = decoder.readCount(8)
     if (count < 1) throw new DecodeError('gossip message: no units')
     const units: DeltaEntry[][] = []
     for (let i = 0; i < count; i++) units.push(readUnit(decoder))
@@ -87,13 +88,14 @@ export function decodeGossipMessage(bytes: Uint8Array): GossipMessage {
 }
 
 function readUnit(decoder: Decoder): DeltaEntry[] {
-  const count = decoder.readCount(3)
+  const count = decoder.readCount(7)
   if (count < 1) throw new DecodeError('gossip message: an empty unit')
+  if (count > WIRE_LIMITS.maxEntries) throw new DecodeError(`gossip message: a unit of ${count} entries`)
   const entries: DeltaEntry[] = []
   for (let i = 0; i < count; i++) {
-    const name = decoder.readString()
+    const name = decoder.readString(WIRE_LIMITS.maxNameBytes)
     if (!isValidName(name)) throw new DecodeError('gossip message: invalid name')
-    const type = decoder.readString()
+    const type = decoder.readString(WIRE_LIMITS.maxTypeBytes)
     if (!(KNOWN_TYPES as readonly string[]).includes(type)) throw new DecodeError(`gossip message: unknown replica type "${type.slice(0, 40)}"`)
     entries.push({ name, replicaType: type as ReplicaType, delta: decoder.readBytes() })
   }

@@ -20,6 +20,7 @@ import { promisify } from 'node:util'
 import { gunzip, gzip } from 'node:zlib'
 import { bytesEqual, Decoder, Encoder } from '../crdt/codec.ts'
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
+import { readStoredType } from './stored-type.ts'
 import type { ReplicaType } from '../crdt/replica.ts'
 import { HASH_BYTES, openChecksummed, sealWithChecksum, sha256, toHex } from './checksum.ts'
 import type { NameMeta } from './name-meta.ts'
@@ -61,7 +62,7 @@ export function decodeArchiveMarker(bytes: Uint8Array): ArchiveMarker {
     const d = new Decoder(body)
     d.readVersion(ARCHIVE_VERSION, 'archive marker')
     const marker: ArchiveMarker = {
-      name: d.readString(), type: d.readString() as ReplicaType, file: d.readString(), sha256: d.readRaw(HASH_BYTES).slice(),
+      name: d.readString(), type: readStoredType(d, 'archive marker'), file: d.readString(), sha256: d.readRaw(HASH_BYTES).slice(),
       lastSeq: d.readVarUint(), records: d.readVarUint(), schema: d.readVarUint(), touched: d.readVarUint(),
       archived: d.readVarUint(), fileSize: d.readVarUint(),
     }

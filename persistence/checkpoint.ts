@@ -9,6 +9,7 @@
  */
 import { Decoder, Encoder } from '../crdt/codec.ts'
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
+import { readStoredType } from './stored-type.ts'
 import { readHlc, writeHlc, type HlcTimestamp } from '../crdt/hlc.ts'
 import type { ReplicaType } from '../crdt/replica.ts'
 import { HASH_BYTES, openChecksummed, sealWithChecksum } from './checksum.ts'
@@ -45,7 +46,7 @@ export function decodeCheckpoint(bytes: Uint8Array): Checkpoint {
     const d = new Decoder(body)
     d.readVersion(CHECKPOINT_VERSION, 'checkpoint')
     const name = d.readString()
-    const type = d.readString() as ReplicaType
+    const type = readStoredType(d, 'checkpoint')
     const seq = d.readVarUint()
     const hash = d.readRaw(HASH_BYTES)
     const schema = d.readVarUint()

@@ -18,6 +18,7 @@
  */
 import { Decoder, Encoder } from '../crdt/codec.ts'
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
+import { readStoredType } from './stored-type.ts'
 import type { ReplicaType } from '../crdt/replica.ts'
 import { HASH_BYTES, openChecksummed, sealWithChecksum, ZERO_HASH } from './checksum.ts'
 
@@ -75,7 +76,7 @@ export function decodeMeta(bytes: Uint8Array): NameMeta {
     if (body[0] !== 1) d.readVersion(META_VERSION, 'name metadata')
     else d.readUint8()
     const name = d.readString()
-    const type = d.readString() as ReplicaType
+    const type = readStoredType(d, 'name metadata')
     const schema = d.readVarUint()
     const created = d.readVarUint()
     const touched = d.readVarUint()

@@ -58,13 +58,12 @@ export function canonicalJson(value: unknown): string {
 }
 
 /**
- * The deepest nesting of arrays and objects in JSON `text`, outside strings,
- * stopping as soon as it passes `limit`. A linear scan that allocates
- * nothing: `JSON.parse` builds every nested array before any depth check
- * could run (4 MB of `[` took 0.7 s and 110 MiB), so the depth is checked
- * first.
+ * Whether arrays and objects in JSON `text` nest deeper than `limit`
+ * (outside strings). A linear scan that allocates nothing, to run before
+ * `JSON.parse` on untrusted text: it builds every nested level before any
+ * depth check could run (4 MB of `[` took 0.7 s and 110 MiB).
  */
-function nestingExceeds(text: string, limit: number): boolean {
+export function nestingExceeds(text: string, limit: number): boolean {
   let depth = 0
   let inString = false
   for (let i = 0; i < text.length; i++) {

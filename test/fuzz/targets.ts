@@ -391,6 +391,12 @@ export const TARGETS: readonly FuzzTarget[] = [
     seeds: (random) => [utf8.encode(encodeJsonlDump({ source: 'fuzz', exported: 1_700_000_000_000, entries: NATIVE_TYPES.slice(0, 3).map((type) => ({ name: `n-${type}`, type, state: nativeSamples(type, random).states[0], value: 1 })) }))],
     decode: (bytes) => { decodeJsonlDump(text.decode(bytes)) },
     codes: [ErrorCodes.DECODE_ERROR, ErrorCodes.UNSUPPORTED_VERSION],
+    // A name whose informative value nests a million levels (JSON.parse of the line would build them all).
+    adversarial: (random) => {
+      const depth = random.int(1024, 3072) * 1024
+      const header = JSON.stringify({ format: 'concord-export', version: 1, source: 'x', names: 1 })
+      return utf8.encode(`${header}\n{"name":"n","type":"gcounter","state":"","value":${'['.repeat(depth)}${']'.repeat(depth)}}\n`)
+    },
   },
   {
     name: 'seq key',

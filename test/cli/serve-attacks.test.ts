@@ -88,7 +88,7 @@ test('unauthenticated floods: CHUNKs announcing 32M parts, data frames, oversize
       'an oversized hello': ['limit'],
       'two hellos': ['protocol'],
       'a wrong secret': ['auth'],
-      'a wrong secret, then data': ['protocol'], // the data frame comes before the proof is checked
+      'a wrong secret, then data': ['auth'], // the data frame closes it, after the proof check under way refuses it
     }
     for (const [label, want] of Object.entries(expected)) assert.deepEqual([...reasons.get(label)!], want, label)
     assert.ok(server.alive(), server.stderr())

@@ -2,7 +2,8 @@
  * The fuzzer's child process (started by decoders.test.ts with
  * `--max-old-space-size=128`): runs every target of targets.ts on inputs
  * made by mutate.ts (after an untimed warm-up on the seeds), times each
- * decode, and prints one JSON line: how many
+ * decode (an input over 20 ms by its fastest of three runs), and prints one
+ * JSON line: how many
  * cases, the slowest (target, case, mutation, ms) and every finding (a throw
  * outside the target's contract). Case `i` is decided by the seed and `i`
  * alone: `--replay i` runs that one case and prints its input in hex.
@@ -41,6 +42,8 @@ function caseOf(i: number): { target: number; mutation: string; input: Uint8Arra
 interface Finding { readonly target: string; readonly case: number; readonly mutation: string; readonly error: string }
 
 const findings: Finding[] = []
+/** Inputs slower than this are timed again (see `run`). */
+const RETIME_MS = 20
 let slowest = { target: '', case: -1, mutation: '', ms: 0, bytes: 0 }
 const perTarget: Record<string, { cases: number; maxMs: number }> = {}
 
@@ -49,15 +52,26 @@ function run(i: number): void {
   const target = TARGETS[index]
   // Progress on stderr: if the process dies (out of memory), the parent knows the case.
   process.stderr.write(`case ${i}\n`)
-  const started = performance.now()
-  try {
-    target.decode(input)
-  } catch (error) {
-    if (!allowed(target, error)) {
-      findings.push({ target: target.name, case: i, mutation, error: `${(error as Error)?.name}: ${String((error as Error)?.message ?? error).slice(0, 200)}` })
+  const once = (): number => {
+    const started = performance.now()
+    try {
+      target.decode(input)
+    } catch (error) {
+      if (!allowed(target, error)) {
+        findings.push({ target: target.name, case: i, mutation, error: `${(error as Error)?.name}: ${String((error as Error)?.message ?? error).slice(0, 200)}` })
+      }
     }
+    return performance.now() - started
   }
-  const ms = performance.now() - started
+  let ms = once()
+  // A decode is deterministic: an input that looks slow is timed twice more and
+  // judged on its fastest run, so that a GC pause or the process being
+  // descheduled on a busy machine is not taken for a slow decoder.
+  for (let retry = 0; retry < 2 && ms > RETIME_MS; retry++) {
+    const findingsBefore = findings.length
+    ms = Math.min(ms, once())
+    findings.length = findingsBefore
+  }
   const stats = (perTarget[target.name] ??= { cases: 0, maxMs: 0 })
   stats.cases++
   stats.maxMs = Math.max(stats.maxMs, ms)

@@ -53,6 +53,13 @@ export interface ChangeEvent {
   readonly local: boolean
   /** Whatever the caller passed to `applyDelta` (for example the peer it came from). */
   readonly origin?: unknown
+  /**
+   * True when the replica's holder took changes back ({@link UndoRecord.undo},
+   * {@link Replica.reset}): the value went back to an earlier one. Such an
+   * event is no change to log or send; `delta` is the whole new state
+   * (`reset`) or the compensating Yjs update (a Yjs undo).
+   */
+  readonly rollback?: boolean
 }
 
 /** Events every replica emits. */
@@ -99,6 +106,46 @@ export interface Replica {
    * listeners, every `delta` stays exact.
    */
   openLocalRun?(): LocalRun
+  /**
+   * Optional hook, set by the replica's holder (a store): called before
+   * every local mutation. When it throws, the mutation does not happen and
+   * the error reaches the mutator's caller (a closed store, a change over a
+   * limit). A Yjs document edited directly cannot refuse an edit: there the
+   * edit is taken back at once (a compensating transaction) and the error
+   * is the hook's to report.
+   */
+  guard?: (() => void) | undefined
+  /**
+   * Optional. Starts recording the changes made from now on so that they
+   * can be taken back exactly ({@link UndoRecord}); a transaction block that
+   * throws uses it. Costs nothing per change for native types and Automerge
+   * beyond the change itself; a Yjs document keeps deleted content alive
+   * until the record is released.
+   */
+  recordUndo?(): UndoRecord
+  /**
+   * Optional. Replaces the whole state, in place, with that of `snapshot`
+   * (from `snapshot()` of a replica of the same type): the holder's rollback
+   * of changes it could not persist. Not a change: nothing to log or send.
+   * Emits `change` with `rollback: true`. The replica never hands out again
+   * an id it used before the reset (native dots, Automerge actor seqs).
+   * Throws DecodeError on a malformed snapshot (the state is then unchanged).
+   */
+  reset?(snapshot: Uint8Array): void
+}
+
+/** Changes recorded by {@link Replica.recordUndo}. */
+export interface UndoRecord {
+  /**
+   * Takes back every change made since the record started, leaving the
+   * value exactly as it was then (native types and Automerge: the state
+   * too; a Yjs document: by a compensating transaction, so its struct store
+   * keeps the undone structs as deleted ones). Emits `change` with
+   * `rollback: true` when the value changed. Ends the record.
+   */
+  undo(): void
+  /** Ends the record, keeping the changes. */
+  release(): void
 }
 
 /** A run of local changes collected into one delta (see {@link Replica.openLocalRun}). */

@@ -87,6 +87,17 @@ export class CausalContext {
     return changed
   }
 
+  /** Removes every dot of `other` from this context, in place. */
+  remove(other: CausalContext): void {
+    for (const [replica, theirs] of other.byReplica) {
+      const mine = this.byReplica.get(replica)
+      if (!mine) continue
+      const rest = mine.subtract(theirs)
+      if (rest.isEmpty) this.byReplica.delete(replica)
+      else this.byReplica.set(replica, rest)
+    }
+  }
+
   /** A new context: this ∪ other. */
   union(other: CausalContext): CausalContext {
     const out = this.clone()

@@ -285,6 +285,27 @@ export function restrictStore(store: Store, exclude: CausalContext, include?: Ca
   }
 }
 
+/**
+ * A new store holding only the dots of `store` that are in `ctx` (a map
+ * visits only the keys holding them, through its index).
+ */
+export function storeWithin(store: Store, ctx: CausalContext): Store {
+  switch (store.kind) {
+    case 'set': return new DotSet(store.dots.filter((x) => ctx.has(x)))
+    case 'fun': return new DotFun(store.entries.filter((e) => ctx.has(e.dot)))
+    case 'map': {
+      const out = new DotMap()
+      const keys = new Set<string>()
+      keysTouchedBy(store, ctx, keys)
+      for (const key of keys) {
+        const child = store.entries.get(key)
+        if (child) out.setChild(key, storeWithin(child, ctx))
+      }
+      return out
+    }
+  }
+}
+
 /** Adds every dot of the store to `ctx`. */
 export function addStoreDots(ctx: CausalContext, store: Store): void {
   for (const x of storeDots(store)) ctx.add(x)

@@ -41,7 +41,7 @@ import * as A from '@automerge/automerge'
 import { Emitter, type Unsubscribe } from '../emitter.ts'
 import { ConcordError, DecodeError, ErrorCodes, withArticle } from '../errors.ts'
 import { Encoder, decodeGuarded } from '../codec.ts'
-import type { ChangeEvent, Replica, ReplicaEvents, ReplicaFactory, ReplicaId } from '../replica.ts'
+import type { ChangeEvent, Replica, ReplicaEvents, ReplicaFactory, ReplicaId, UndoRecord } from '../replica.ts'
 import { mergeAutomergeDeltas } from './merge-deltas.ts'
 import { splitAutomergeChunks } from './automerge-guard.ts'
 import { extendsLinearly } from './automerge-linear.ts'
@@ -243,10 +243,14 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
   /** The limits enforced on deltas and snapshots. */
   readonly limits: DocumentLimits
   private current: A.Doc<T>
-  /** This replica's actor (hex). */
-  private readonly actor: string
+  /** This replica's actor (hex); a rollback takes a fresh one. */
+  private actor: string
   /** The change clock, built on first use and then kept up to date (see automerge-clock.ts). */
   private clock: ChangeClock | undefined
+  /** Open undo records: the heads each started at. */
+  private readonly undoRecords = new Set<AutomergeUndoRecord>()
+  /** See {@link Replica.guard}. */
+  guard: (() => void) | undefined
 
   constructor(options: AutomergeReplicaOptions<T>) {
     this.replicaId = options.replicaId
@@ -283,20 +287,80 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
 
   /**
    * Makes one local change; emits `change` and returns its bytes, or `null`
-   * when `fn` changed nothing.
+   * when `fn` changed nothing. A change larger than `limits.maxBytes` (what
+   * `applyDelta` and a store reloading it accept) is refused with
+   * `CONCORD_LIMIT_EXCEEDED` and the document is left as it was.
    */
   change(fn: A.ChangeFn<T>, message?: string): Uint8Array | null {
+    this.guard?.()
     const before = A.getHeads(this.current)
     const next = message === undefined ? A.change(this.current, fn) : A.change(this.current, { message }, fn)
     const after = A.getHeads(next)
     if (sameHeads(before, after)) return null
+    const delta = A.getLastLocalChange(next)!
+    if (delta.length > this.limits.maxBytes) {
+      // The handle already holds the change: go back to a fork at the heads before it.
+      this.current = A.clone(A.view(next, before), { actor: this.actor })
+      A.free(next)
+      this.clock = undefined
+      throw new ConcordError(ErrorCodes.LIMIT_EXCEEDED, `automerge change of ${delta.length} bytes is over the limit of ${this.limits.maxBytes} bytes; the document is unchanged`)
+    }
     this.current = next
     // A local change depends on every head: it is the only head now.
     const clock = this.clock
     if (clock !== undefined && (after.length !== 1 || !clock.add(this.actor, clock.seq(this.actor) + 1, after[0]))) this.clock = undefined
-    const delta = A.getLastLocalChange(next)!
     this.events.emit('change', { delta, local: true })
     return delta
+  }
+
+  /**
+   * Records the changes made from now on (see {@link Replica.recordUndo}):
+   * the heads now; `undo` goes back to a fork of the document at them.
+   */
+  recordUndo(): UndoRecord {
+    const record = new AutomergeUndoRecord(this, A.getHeads(this.current))
+    this.undoRecords.add(record)
+    return record
+  }
+
+  /** @internal goes back to `heads` and ends `record`. */
+  undoTo(record: AutomergeUndoRecord, heads: A.Heads): void {
+    if (!this.undoRecords.delete(record) || sameHeads(heads, A.getHeads(this.current))) return
+    const previous = this.current
+    // A fresh actor: the changes taken back keep their (actor, seq) for good.
+    this.current = A.clone(A.view(previous, heads))
+    this.actor = A.getActorId(this.current)
+    A.free(previous)
+    this.clock = undefined
+    this.events.emit('change', { delta: A.save(this.current), local: false, rollback: true })
+  }
+
+  /** @internal ends `record` without undoing. */
+  releaseUndo(record: AutomergeUndoRecord): void {
+    this.undoRecords.delete(record)
+  }
+
+  /**
+   * Replaces the document with `snapshot`'s (see {@link Replica.reset}),
+   * under a fresh actor id so that no (actor, seq) of a change taken back
+   * is ever reused.
+   */
+  reset(snapshot: Uint8Array): void {
+    const { payload } = decodeDocumentSnapshot(snapshot, 'automerge')
+    splitAutomergeChunks(payload, this.limits, 'automerge snapshot')
+    let next: A.Doc<T>
+    try {
+      next = A.load<T>(payload)
+    } catch (cause) {
+      throw new DecodeError(`automerge snapshot: ${(cause as Error)?.message ?? cause}`, { cause })
+    }
+    const previous = this.current
+    this.current = next
+    this.actor = A.getActorId(next)
+    A.free(previous)
+    this.clock = undefined
+    this.undoRecords.clear()
+    this.events.emit('change', { delta: payload, local: false, rollback: true })
   }
 
   version(): Uint8Array {
@@ -403,6 +467,25 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
 function rematerialized<T>(doc: A.Doc<T>): A.Doc<T> {
   const handle = A.getBackend(doc)
   return handle.materialize('/', undefined, { handle, heads: undefined, freeze: false, patchCallback: undefined }) as A.Doc<T>
+}
+
+/** An undo record of an Automerge replica (see {@link AutomergeReplica.recordUndo}). */
+class AutomergeUndoRecord implements UndoRecord {
+  private done = false
+
+  constructor(private readonly replica: { undoTo(record: AutomergeUndoRecord, heads: A.Heads): void; releaseUndo(record: AutomergeUndoRecord): void }, private readonly heads: A.Heads) {}
+
+  undo(): void {
+    if (this.done) return
+    this.done = true
+    this.replica.undoTo(this, this.heads)
+  }
+
+  release(): void {
+    if (this.done) return
+    this.done = true
+    this.replica.releaseUndo(this)
+  }
 }
 
 /** Creates Automerge replicas (type `automerge`); accepts {@link AutomergeReplicaOptions}. */

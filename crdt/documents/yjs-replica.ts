@@ -33,6 +33,12 @@
  * - `value()`: `{ name: json }` of the non-empty top-level types (see
  *   yjs-view.ts for how kinds are known).
  * - `restore(past)`: one local transaction rewriting what differs.
+ * - `recordUndo()`: a Y.UndoManager over the whole document that tracks every
+ *   local transaction until the record ends; `undo()` is one compensating
+ *   transaction (Yjs cannot drop integrated structs: the undone ones stay
+ *   as deleted structs, and a store holding the document logs them with its
+ *   next change). A `guard` that refuses an edit gets the same: the edit is
+ *   undone the moment its transaction ends, and emits no `change`.
  *
  * Do not call `applyDelta` inside a transaction of `doc` (it throws
  * `CONCORD_INVALID_ARGUMENT`): the result could not be told.
@@ -40,7 +46,7 @@
 import * as Y from 'yjs'
 import { Emitter, type Unsubscribe } from '../emitter.ts'
 import { ConcordError, DecodeError, ErrorCodes, withArticle } from '../errors.ts'
-import type { ChangeEvent, LocalRun, Replica, ReplicaEvents, ReplicaFactory, ReplicaId } from '../replica.ts'
+import type { ChangeEvent, LocalRun, Replica, ReplicaEvents, ReplicaFactory, ReplicaId, UndoRecord } from '../replica.ts'
 import { mergeYjsDeltas } from './merge-deltas.ts'
 import { resolveLimits, type DocumentLimits, type YjsReplicaOptions } from './options.ts'
 import { decodeDocumentSnapshot, encodeDocumentSnapshot } from './snapshot-envelope.ts'
@@ -136,6 +142,33 @@ function checkedUpdate(update: Uint8Array, limits: DocumentLimits): Uint8Array {
   return update
 }
 
+/** A set that holds everything: a Y.UndoManager given one tracks transactions of any origin. */
+class EveryOrigin extends Set<unknown> {
+  override has(): boolean {
+    return true
+  }
+}
+
+/** Changes of a {@link YjsReplica} recorded to be undone (see {@link YjsReplica.recordUndo}). */
+class YjsUndoRecord implements UndoRecord {
+  private done = false
+
+  constructor(private readonly manager: Y.UndoManager, private readonly undone: (manager: Y.UndoManager) => void) {}
+
+  undo(): void {
+    if (this.done) return
+    this.done = true
+    this.undone(this.manager)
+  }
+
+  release(): void {
+    if (this.done) return
+    this.done = true
+    this.manager.clear()
+    this.manager.destroy()
+  }
+}
+
 /** A Y.Doc behind the replica interface. */
 export class YjsReplica implements Replica {
   readonly type = 'yjs' as const
@@ -153,10 +186,45 @@ export class YjsReplica implements Replica {
   /** The limits enforced on deltas and snapshots. */
   readonly limits: DocumentLimits
 
+  /** See {@link Replica.guard}: asked before every local transaction. */
+  guard: (() => void) | undefined
+  /** The undo managers of this replica: their transactions are rollbacks (`true`: silent, a refused edit's). */
+  private readonly undoers = new WeakMap<Y.UndoManager, boolean>()
+  /** Local transactions the guard refused, with the undo record that takes each back. */
+  private readonly refused = new Map<Y.Transaction, YjsUndoRecord>()
+
+  private readonly onBefore = (transaction: Y.Transaction): void => {
+    const guard = this.guard
+    if (guard === undefined) return
+    const origin = transaction.origin
+    if ((origin instanceof YjsRemoteOrigin && origin.replica === this) || (origin instanceof Y.UndoManager && this.undoers.has(origin))) return
+    try {
+      guard()
+    } catch {
+      // Yjs cannot refuse an edit: track it now, take it back once it is done.
+      // The local run's piece ends before it, so that the run holds none of it.
+      this.run?.endPiece()
+      this.refused.set(transaction, this.startUndo(true))
+    }
+  }
+
   private readonly onCleanup = (transaction: Y.Transaction): void => {
     const origin = transaction.origin
     if (origin instanceof YjsRemoteOrigin && origin.replica === this) {
       if (this.wantRemoteUpdate && changedBy(transaction)) this.pendingRemoteUpdate = encodeTransactionUpdate(transaction)
+      return
+    }
+    const refusal = this.refused.get(transaction)
+    if (refusal !== undefined) {
+      this.refused.delete(transaction)
+      refusal.undo()
+      return
+    }
+    if (origin instanceof Y.UndoManager && this.undoers.has(origin)) {
+      // A rollback: no change to log. A refused edit's undo is silent (nothing changed, net).
+      if (!this.undoers.get(origin) && changedBy(transaction)) {
+        this.events.emit('change', { delta: encodeTransactionUpdate(transaction), local: true, rollback: true })
+      }
       return
     }
     if (!changedBy(transaction)) return
@@ -212,7 +280,35 @@ export class YjsReplica implements Replica {
         throw new DecodeError(`yjs snapshot: ${(cause as Error)?.message ?? cause}`, { cause })
       }
     }
+    this.doc.on('beforeTransaction', this.onBefore)
     this.doc.on('afterTransactionCleanup', this.onCleanup)
+  }
+
+  /**
+   * Records the local transactions from now on (see {@link Replica.recordUndo}).
+   * While the record is open, content they delete is kept (not garbage
+   * collected) so that `undo` can bring it back.
+   */
+  recordUndo(): UndoRecord {
+    this.run?.endPiece()
+    return this.startUndo(false)
+  }
+
+  private startUndo(silent: boolean): YjsUndoRecord {
+    const manager = new Y.UndoManager(this.doc, {
+      trackedOrigins: new EveryOrigin(),
+      captureTimeout: Number.POSITIVE_INFINITY,
+      captureTransaction: (transaction) => {
+        const origin = transaction.origin
+        return transaction.local && !(origin instanceof YjsRemoteOrigin) && !(origin instanceof Y.UndoManager)
+      },
+    })
+    this.undoers.set(manager, silent)
+    return new YjsUndoRecord(manager, (undone) => {
+      undone.undo()
+      undone.clear()
+      undone.destroy()
+    })
   }
 
   /** Starts a run of local changes (see {@link Replica.openLocalRun}); ends the current one's piece. */
@@ -310,6 +406,7 @@ export class YjsReplica implements Replica {
 
   /** Stops listening to the doc and destroys it. */
   destroy(): void {
+    this.doc.off('beforeTransaction', this.onBefore)
     this.doc.off('afterTransactionCleanup', this.onCleanup)
     this.doc.destroy()
   }

@@ -16,15 +16,15 @@
  * changed, not to the state's size.
  */
 import { CausalContext } from '../causal/causal-context.ts'
-import { cloneStore, isEmptyStore, joinStoreInto, restrictStore, storeDots, type JoinTrack, type Store } from '../causal/dot-store.ts'
+import { cloneStore, emptyLike, isEmptyStore, joinStoreInto, restrictStore, storeDots, storeWithin, type JoinTrack, type Store } from '../causal/dot-store.ts'
 import { Emitter, type Unsubscribe } from '../emitter.ts'
 import { ConcordError, ErrorCodes, withArticle } from '../errors.ts'
 import { HybridClock } from '../hlc.ts'
-import type { ChangeEvent, Replica, ReplicaEvents, ReplicaId, ReplicaOptions } from '../replica.ts'
+import type { ChangeEvent, Replica, ReplicaEvents, ReplicaId, ReplicaOptions, UndoRecord } from '../replica.ts'
 import { DotAllocator } from './dot-allocator.ts'
 import type { Json } from './json.ts'
 import { TYPE_DEFS, wrapField } from './ormap.ts'
-import { decodeState, decodeVersion, encodeState, encodeVersion, type CausalState } from './state-codec.ts'
+import { decodeState, decodeVersion, encodeState, encodeVersion, MAX_NESTING, type CausalState } from './state-codec.ts'
 import { parseFieldKey, type NativeType } from './store-spec.ts'
 import type { NativeTypeDef } from './type-def.ts'
 
@@ -51,10 +51,14 @@ export class CausalReplica<S extends Store = Store> implements Replica {
   readonly clock: HybridClock
   protected readonly def: NativeTypeDef<S>
   private store: S
-  private readonly ctx: CausalContext
+  private ctx: CausalContext
   /** The dots in the store, kept in step by every join. */
-  private readonly live: CausalContext
+  private live: CausalContext
   private readonly track: JoinTrack
+  /** Open undo records (see {@link recordUndo}); each join while one is open is journaled. */
+  private readonly undoRecords = new Set<NativeUndoRecord>()
+  /** See {@link Replica.guard}. */
+  guard: (() => void) | undefined
 
   constructor(type: NativeType, options: ReplicaOptions) {
     this.type = type
@@ -122,6 +126,7 @@ export class CausalReplica<S extends Store = Store> implements Replica {
     if (!(past instanceof CausalReplica) || past.type !== this.type) {
       throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `restore: expected ${withArticle(this.type)} replica`)
     }
+    this.guard?.()
     const delta = this.def.restore(this.store, (past as CausalReplica<S>).store, this.allocator(), this.clock)
     return delta ? this.commit(delta) : null
   }
@@ -150,6 +155,9 @@ export class CausalReplica<S extends Store = Store> implements Replica {
    * mutator had nothing to do.
    */
   mutateAt<T extends Store>(path: readonly string[], mutator: (store: T, alloc: DotAllocator) => CausalState | null): Uint8Array | null {
+    this.guard?.()
+    // Deeper than the decoder reads back: the change could never be loaded again.
+    if (path.length >= MAX_NESTING) throw new ConcordError(ErrorCodes.LIMIT_EXCEEDED, `a field nested ${path.length + 1} maps deep is over the limit of ${MAX_NESTING}`)
     const delta = mutator(this.storeAt(path) as T, this.allocator())
     if (!delta) return null
     let wrapped: CausalState = delta
@@ -165,11 +173,97 @@ export class CausalReplica<S extends Store = Store> implements Replica {
     return bytes
   }
 
+  /**
+   * Records every change from now on so that it can be taken back exactly:
+   * each join journals the dots it adds to the context and the entries it
+   * may remove from the store (the store's dots the delta's context covers,
+   * found through the map indexes), so the cost is that of the changes.
+   */
+  recordUndo(): UndoRecord {
+    const record = new NativeUndoRecord(this)
+    this.undoRecords.add(record)
+    return record
+  }
+
+  /** @internal takes back journaled steps, newest first, and ends `record`. */
+  undoSteps(record: NativeUndoRecord, steps: readonly UndoStep[]): void {
+    // A record that a reset ended has nothing left to undo.
+    if (!this.undoRecords.delete(record) || steps.length === 0) return
+    for (let i = steps.length - 1; i >= 0; i--) {
+      const { added, removed } = steps[i]
+      if (!added.isEmpty) {
+        joinStoreInto(this.store, this.ctx, emptyLike(this.store), added, this.track)
+        this.ctx.remove(added)
+      }
+      if (!isEmptyStore(removed)) {
+        const dots = CausalContext.of(storeDots(removed))
+        joinStoreInto(this.store, this.ctx.subtract(dots), removed, dots, this.track)
+      }
+    }
+    this.events.emit('change', { delta: this.snapshot(), local: false, rollback: true })
+  }
+
+  /** @internal ends `record` without undoing. */
+  releaseUndo(record: NativeUndoRecord): void {
+    this.undoRecords.delete(record)
+  }
+
+  /**
+   * Replaces the state with `snapshot`'s (see {@link Replica.reset}). The
+   * dots this replica made stay in the context (seen, no longer held): they
+   * are never handed out again, and a peer that received a change taken
+   * back here is told to remove it.
+   */
+  reset(snapshot: Uint8Array): void {
+    const { state } = decodeState(snapshot, this.type)
+    this.def.validateDelta?.(state as CausalState<S>)
+    const own = this.ctx.get(this.replicaId)
+    this.store = state.store as S
+    this.ctx = state.ctx
+    if (own) this.ctx.addSet(this.replicaId, own)
+    this.live = CausalContext.of(storeDots(this.store))
+    this.def.observe?.(this.store, this.clock)
+    this.undoRecords.clear()
+    this.events.emit('change', { delta: this.snapshot(), local: false, rollback: true })
+  }
+
   /** Joins a delta into the state; true when anything changed. */
   private join(delta: CausalState<S>): boolean {
+    if (this.undoRecords.size > 0) {
+      const step: UndoStep = { added: delta.ctx.subtract(this.ctx), removed: storeWithin(this.store, delta.ctx) }
+      for (const record of this.undoRecords) record.steps.push(step)
+    }
     const grows = !delta.ctx.isSubsetOf(this.ctx)
     const changed = joinStoreInto(this.store, this.ctx, delta.store, delta.ctx, this.track)
     if (grows) this.ctx.join(delta.ctx)
     return grows || changed
+  }
+}
+
+/** What one join changed, enough to take it back. */
+interface UndoStep {
+  /** Dots the join added to the context (it may have added them to the store). */
+  readonly added: CausalContext
+  /** The entries of the store the join may have removed (every one whose dot its context covers). */
+  readonly removed: Store
+}
+
+/** An undo record of a native replica (see {@link CausalReplica.recordUndo}). */
+class NativeUndoRecord implements UndoRecord {
+  readonly steps: UndoStep[] = []
+  private done = false
+
+  constructor(private readonly replica: CausalReplica) {}
+
+  undo(): void {
+    if (this.done) return
+    this.done = true
+    this.replica.undoSteps(this, this.steps)
+  }
+
+  release(): void {
+    if (this.done) return
+    this.done = true
+    this.replica.releaseUndo(this)
   }
 }

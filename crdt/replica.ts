@@ -86,6 +86,8 @@ export interface Replica {
   applyDelta(delta: Uint8Array, origin?: unknown): boolean
   /** The whole state, encoded (version byte first). */
   snapshot(): Uint8Array
+  /** Optional: the bounds its `applyDelta` and snapshot loading enforce (documents); `maxBytes` per delta or snapshot. */
+  readonly limits?: { readonly maxBytes: number }
   /** The value as plain JSON-able data. */
   value(): unknown
   /**
@@ -141,9 +143,11 @@ export interface UndoRecord {
    * value exactly as it was then (native types and Automerge: the state
    * too; a Yjs document: by a compensating transaction, so its struct store
    * keeps the undone structs as deleted ones). Emits `change` with
-   * `rollback: true` when the value changed. Ends the record.
+   * `rollback: true` when the value changed. Ends the record. Returns true
+   * when the state is exactly as it was (false: a compensating change,
+   * which the holder must persist with the undone changes).
    */
-  undo(): void
+  undo(): boolean
   /** Ends the record, keeping the changes. */
   release(): void
 }

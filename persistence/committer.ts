@@ -38,6 +38,12 @@ export interface NameState {
   pending: number
   /** The stored metadata lags `meta` (records were appended since it was last written). */
   metaBehind: boolean
+  /**
+   * The name is not stored yet (created in memory): the first batch that
+   * touches it writes its metadata too, so a name is created together with
+   * its first records (an import killed midway leaves no empty names).
+   */
+  unborn?: boolean
 }
 
 /** A record as committed, handed to listeners. */
@@ -97,6 +103,8 @@ export class BatchBuilder {
 
   /** Appends one record to the name's log; returns it as it will be committed. */
   append(state: NameState, input: AppendInput): CommittedRecord {
+    // A name not stored yet is created in the batch of its first record.
+    if (state.unborn && !this.persist.has(state)) this.setMeta(state, this.meta(state))
     const meta = this.meta(state)
     const seq = meta.lastSeq + 1
     const kind = input.kind ?? 'delta'
@@ -104,7 +112,7 @@ export class BatchBuilder {
     const hash = sha256(bytes)
     this.ops.push({ type: 'put', key: logKey(meta.name, seq), value: bytes })
     this.bytes += bytes.length
-    if (!state.metaBehind && !this.markedSet.has(state)) {
+    if (!state.metaBehind && !this.markedSet.has(state) && !this.persist.has(state)) {
       // The first record past the stored metadata: mark the name (see tailKey).
       this.ops.push({ type: 'put', key: tailKey(meta.name), value: TAIL_MARKER })
       this.marked.push(state)
@@ -188,6 +196,12 @@ export interface Unit<T> {
   readonly late?: boolean
   /** Adds the unit's operations; runs synchronously when the batch is formed. */
   build(builder: BatchBuilder): T
+  /**
+   * The unit logs changes its names' replicas hold in memory: when it fails
+   * (a write error, or its build throws), those replicas are rolled back
+   * (see {@link Committer.onFailure}).
+   */
+  readonly changes?: boolean
 }
 
 /** Events of the pipeline. */
@@ -199,6 +213,14 @@ export interface CommitterEvents extends Record<string, unknown> {
   /** A batch failed; its units were rejected. */
   failure: { readonly error: ConcordError; readonly states: readonly NameState[] }
 }
+
+/**
+ * Called when units that log in-memory changes failed (their batch could
+ * not be written, or their build threw), with the error and the names of
+ * those units. The pipeline waits for it before the next batch: no batch
+ * runs while the store rolls those names back.
+ */
+export type FailureHandler = (error: ConcordError, states: ReadonlySet<NameState>) => Promise<void>
 
 /** Timer functions (injectable for deterministic tests). */
 export interface Timers {
@@ -269,6 +291,39 @@ export class Committer {
    * queued): the store's writes end the unit that changes were joining.
    */
   beforeEnqueue: (() => void) | undefined
+
+  /** See {@link FailureHandler}; set by the store. */
+  onFailure: FailureHandler | undefined
+
+  /**
+   * Rejects with `error` every queued unit (not yet taken into a batch)
+   * that touches one of `states`, and those touching the names of those
+   * units, and so on; returns every name they touch (`states` included).
+   * Meant for the failure handler, while no batch runs.
+   */
+  refuseQueued(states: ReadonlySet<NameState>, error: ConcordError): Set<NameState> {
+    const affected = new Set(states)
+    const refused: Queued[] = []
+    for (let grew = true; grew;) {
+      grew = false
+      const kept: Queued[] = []
+      for (const item of this.queue) {
+        if (item.states.some((state) => affected.has(state))) {
+          refused.push(item)
+          for (const state of item.states) if (!affected.has(state)) { affected.add(state); grew = true }
+        } else {
+          kept.push(item)
+        }
+      }
+      this.queue = kept
+    }
+    for (const item of refused) {
+      this.release(item)
+      if (this.deferred !== undefined) this.deferred.push(() => item.reject(error))
+      else item.reject(error)
+    }
+    return affected
+  }
 
   /** Queues a unit; resolves with what its `build` returned once written per its mode. */
   enqueue<T>(unit: Unit<T>): Promise<T> {
@@ -341,6 +396,11 @@ export class Committer {
   private async writeBatch(taken: Queued[]): Promise<void> {
     const builder = new BatchBuilder()
     const built: Array<{ item: Queued; value: unknown }> = []
+    /** Names of units that log in-memory changes and whose build threw, with the first such error. */
+    const refused = new Set<NameState>()
+    let refusal: ConcordError | undefined
+    /** Rejections of failed units: run after the failure handler, so that a caller sees its names rolled back. */
+    const rejections: Array<() => void> = []
     const build = (item: Queued): void => {
       const point = builder.savepoint()
       try {
@@ -348,7 +408,11 @@ export class Committer {
       } catch (error) {
         builder.rollback(point)
         this.release(item)
-        item.reject(error)
+        rejections.push(() => item.reject(error))
+        if (item.unit.changes) {
+          refusal ??= isConcordError(error) ? error : new ConcordError(ErrorCodes.INVALID_ARGUMENT, String(error), { cause: error })
+          for (const state of item.states) refused.add(state)
+        }
       }
     }
     const regular: Queued[] = []
@@ -379,7 +443,10 @@ export class Committer {
     } else {
       for (const item of late) build(item)
     }
-    if (built.length === 0) return
+    if (built.length === 0) {
+      await this.failed(refusal, refused, rejections)
+      return
+    }
     const sync = built.some(({ item }) => item.unit.sync)
     const touched = builder.touched()
     for (const state of builder.persisted()) {
@@ -395,9 +462,11 @@ export class Committer {
       const states = [...new Set(built.flatMap(({ item }) => item.states))]
       for (const { item } of built) {
         this.release(item)
-        item.reject(error)
+        rejections.push(() => item.reject(error))
+        if (item.unit.changes) for (const state of item.states) refused.add(state)
       }
       this.events.emit('failure', { error, states })
+      await this.failed(error, refused, rejections)
       return
     }
     this.stats.batches++
@@ -406,6 +475,7 @@ export class Committer {
     for (const [state, meta] of touched) {
       state.meta = meta
       state.metaBehind = !persisted.has(state)
+      if (persisted.has(state)) state.unborn = false
       this.unsynced.add(state)
     }
     if (sync) this.markDurable()
@@ -415,7 +485,29 @@ export class Committer {
     builder.runAfterCommit()
     if (builder.records.length > 0 && this.events.listenerCount('commit') > 0) this.events.emit('commit', { records: builder.records })
     for (const { item, value } of built) item.resolve(value)
+    await this.failed(refusal, refused, rejections)
   }
+
+  /**
+   * Runs the failure handler (no batch runs meanwhile; its own failure is
+   * reported by it, never thrown), then rejects the failed units and the
+   * units it refused, so that their callers see the names rolled back.
+   */
+  private async failed(error: ConcordError | undefined, states: ReadonlySet<NameState>, rejections: Array<() => void>): Promise<void> {
+    const outer = this.deferred
+    this.deferred = rejections
+    try {
+      if (error !== undefined && states.size > 0 && this.onFailure !== undefined) await this.onFailure(error, states)
+    } catch {
+      // The handler reports what it could not roll back.
+    } finally {
+      this.deferred = outer
+      for (const reject of rejections) reject()
+    }
+  }
+
+  /** While the failure handler runs: rejections to run once it is done. */
+  private deferred: Array<() => void> | undefined
 
   private release(item: Queued): void {
     for (const state of item.states) state.pending--

@@ -41,14 +41,19 @@ export class Hydration {
     return entry
   }
 
-  /** The entry of `name`, hydrating it if needed; `TypeMismatchError` if `type` differs. */
-  async entry(name: string, type: ReplicaType | undefined, options: NameOptions): Promise<Entry> {
+  /**
+   * The entry of `name`, hydrating it if needed; `TypeMismatchError` if
+   * `type` differs. A name it creates is stored at once, or with
+   * `deferCreation` by the first batch that writes it (a commit: the name
+   * and its first records are one batch).
+   */
+  async entry(name: string, type: ReplicaType | undefined, options: NameOptions, deferCreation = false): Promise<Entry> {
     const { cache } = this.core
     let entry = cache.use(name)
     if (!entry) {
       let pending = cache.opening.get(name)
       if (!pending) {
-        pending = this.hydrate(name, type, options).finally(() => cache.opening.delete(name))
+        pending = this.hydrate(name, type, options, deferCreation).finally(() => cache.opening.delete(name))
         cache.opening.set(name, pending)
       }
       entry = await pending
@@ -57,7 +62,17 @@ export class Hydration {
     return entry
   }
 
-  private async hydrate(name: string, type: ReplicaType | undefined, options: NameOptions): Promise<Entry> {
+  /** Stores a name created in memory and not written yet (its metadata alone), as `open` promises. */
+  async create(entry: Entry): Promise<void> {
+    const { state } = entry
+    if (!state.unborn) return
+    await this.core.committer.enqueue({
+      sync: true, states: [state],
+      build: (b) => { if (state.unborn) b.setMeta(state, b.meta(state)) },
+    })
+  }
+
+  private async hydrate(name: string, type: ReplicaType | undefined, options: NameOptions, deferCreation: boolean): Promise<Entry> {
     const { core } = this
     let meta = await core.readMeta(name, options.signal)
     if (!meta) {
@@ -74,7 +89,8 @@ export class Hydration {
     if (meta.schema > schema.version) {
       throw new ConcordError(ErrorCodes.SCHEMA_TOO_NEW, `"${name}" was written with schema version ${meta.schema}; this code knows up to ${schema.version}`)
     }
-    const state: NameState = { meta, durableSeq: meta.lastSeq, pending: 0, metaBehind: false }
+    // A new name is stored by the first batch that writes it (with its first records).
+    const state: NameState = { meta, durableSeq: meta.lastSeq, pending: 0, metaBehind: false, unborn: created }
     let replica: Replica
     if (created) {
       replica = core.newReplica(meta.type)
@@ -103,18 +119,20 @@ export class Hydration {
       durability: options.durability ?? core.options.durability ?? { mode: 'sync' },
       policy: { ...DEFAULT_CHECKPOINT, ...core.options.checkpoint, ...options.checkpoint },
       retention: options.retention ?? core.options.retention ?? DEFAULT_RETENTION,
-      repair: false, checkpointQueued: false, dirtySince: 0, detached: false,
+      repairSince: undefined, checkpointQueued: false, dirtySince: 0, detached: false,
       unsubscribe: () => undefined, last: Promise.resolve(),
     }
     if (!created && state.meta.lastSeq > (state.meta.checkpoints.at(-1)?.seq ?? 0)) entry.dirtySince = core.now()
-    const ttlChange = options.ttlMs !== undefined && options.ttlMs !== state.meta.ttlMs
-    if (created || ttlChange) {
+    const ttlChange = !created && options.ttlMs !== undefined && options.ttlMs !== state.meta.ttlMs
+    if (ttlChange) {
       await core.committer.enqueue({
         sync: true, states: [state],
         build: (b) => b.setMeta(state, { ...b.meta(state), ttlMs: options.ttlMs ?? b.meta(state).ttlMs }),
       })
     }
+    if (created && !deferCreation) await this.create(entry)
     entry.unsubscribe = replica.events.on('change', (event) => this.writes.onChange(entry, event))
+    replica.guard = this.writes.guardOf(entry)
     if (state.meta.schema < schema.version) await this.migrate(entry, schema)
     core.cache.add(entry)
     return entry

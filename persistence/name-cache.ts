@@ -11,6 +11,8 @@ import type { Entry } from './store-types.ts'
 export class NameCache {
   private readonly cache = new Map<string, Entry>()
   private readonly evicted = new Map<string, WeakRef<Entry>>()
+  /** Held names whose metadata write was queued so that they can leave (see {@link evictIfNeeded}). */
+  private readonly catchingUp = new Set<Entry>()
   /** Hydrations in flight, by name (one per name). */
   readonly opening = new Map<string, Promise<Entry>>()
   private readonly cleanup = new FinalizationRegistry<string>((name) => {
@@ -39,6 +41,8 @@ export class NameCache {
   use(name: string): Entry | undefined {
     let entry = this.cache.get(name)
     if (entry) {
+      // Used again: it stays.
+      this.catchingUp.delete(entry)
       this.cache.delete(name)
       this.cache.set(name, entry)
       return entry
@@ -70,6 +74,7 @@ export class NameCache {
     if (!entry) return
     entry.detached = true
     entry.unsubscribe()
+    this.catchingUp.delete(entry)
     this.cache.delete(name)
     this.evicted.delete(name)
   }
@@ -91,6 +96,7 @@ export class NameCache {
 
   /** Drops every entry (on close). */
   clear(): void {
+    this.catchingUp.clear()
     this.cache.clear()
     this.evicted.clear()
   }
@@ -104,16 +110,29 @@ export class NameCache {
     return entry.state.pending === 0 && entry.state.durableSeq === entry.state.meta.lastSeq && !entry.checkpointQueued
   }
 
-  /** Evicts the least recently used durable names beyond the limit. */
+  /**
+   * Evicts the least recently used durable names beyond the limit. A name
+   * whose metadata is catching up counts as leaving, so that a more recently
+   * used name is not evicted in its place.
+   */
   evictIfNeeded(): void {
-    if (this.cache.size <= this.limit) return
+    let excess = this.cache.size - this.limit
+    if (excess <= 0) return
     for (const [name, entry] of this.cache) {
-      if (this.cache.size <= this.limit) break
-      if (!this.evictable(entry)) continue
-      if (entry.state.metaBehind) {
-        this.catchUp(entry)
+      if (excess <= 0) break
+      if (this.catchingUp.has(entry) && entry.state.metaBehind) {
+        excess--
         continue
       }
+      if (!this.evictable(entry)) continue
+      if (entry.state.metaBehind) {
+        this.catchingUp.add(entry)
+        this.catchUp(entry)
+        excess--
+        continue
+      }
+      excess--
+      this.catchingUp.delete(entry)
       this.cache.delete(name)
       // Still reachable while the application holds the replica: keep using it then.
       this.evicted.set(name, new WeakRef(entry))

@@ -66,12 +66,6 @@ export class StoreCore {
       for (const item of names) this.events.emit('durable', item)
       this.cache.evictIfNeeded()
     })
-    this.committer.events.on('failure', ({ states }) => {
-      for (const state of states) {
-        const entry = this.cache.live(state.meta.name)
-        if (entry && entry.state === state) entry.repair = true
-      }
-    })
   }
 
   /** Throws `CONCORD_CLOSED` once the store is closed. */

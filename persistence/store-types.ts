@@ -73,6 +73,12 @@ export interface StoreEvents extends Record<string, unknown> {
   truncated: { readonly name: string; readonly fromSeq: number; readonly toSeq: number; readonly reason: string }
   /** A name damaged in the middle of its log was repaired (`Store.repair`). */
   repaired: { readonly name: string; readonly cutAt?: number; readonly reason?: string; readonly lostRecords?: number; readonly salvagedRecords?: number }
+  /**
+   * A refused write (`error`: a storage error, a record over a limit) rolled
+   * `name` back to what its log holds, up to `seq`: its replica emitted a
+   * `change` with the value going back (persistence/rollback.ts).
+   */
+  rolledBack: { readonly name: string; readonly seq: number; readonly error: ConcordError }
   /** A checkpoint was written. */
   checkpoint: { readonly name: string; readonly seq: number; readonly size: number }
   /** A name was expired (TTL) and its data deleted. */
@@ -119,8 +125,14 @@ export interface Entry {
   readonly durability: Durability
   readonly policy: Required<CheckpointPolicy>
   readonly retention: Retention
-  /** Write a full-state record first (a write of this name failed). */
-  repair: boolean
+  /**
+   * Set when the replica holds changes the log lacks although they are no
+   * changes to log one by one (a rollback or an undo by a compensating
+   * change, a replica that could not be rolled back): the version of what
+   * the log holds. The next write of the name logs first a `state` record
+   * of what the replica holds beyond it.
+   */
+  repairSince: Uint8Array | undefined
   checkpointQueued: boolean
   /** Wall time of the first change not in a checkpoint (0 = none). */
   dirtySince: number

@@ -23,6 +23,7 @@ import { replicaId as brandReplicaId, type Replica, type ReplicaId, type Replica
 import { Archival } from './archival.ts'
 import { Hydration } from './hydration.ts'
 import { repairName, type RepairReport } from './repair.ts'
+import { rollBack } from './rollback.ts'
 import { STORE_INFO_KEY } from './keys.ts'
 import { openLevelStorage, throwIfAborted } from './level/level-storage.ts'
 import { Lifecycle } from './lifecycle.ts'
@@ -103,6 +104,7 @@ export class Store {
     this.clock = core.clock
     this.truncations = core.truncations
     this.writes = new Writes(core)
+    core.committer.onFailure = (error, states) => rollBack(core, this.writes, error, states)
     this.archival = new Archival(core, this.writes)
     this.hydration = new Hydration(core, this.writes, this.archival)
     this.timeTravel = new TimeTravel(core, this.hydration, this.writes)
@@ -126,6 +128,7 @@ export class Store {
       throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'a name must be a non-empty string of at most 1024 characters')
     }
     const entry = await this.hydration.entry(name, type, options)
+    await this.hydration.create(entry)
     return entry.replica
   }
 
@@ -171,7 +174,8 @@ export class Store {
     }
     const entries = []
     for (const item of deltas) {
-      entries.push(this.hydration.hydrated(item.name, item.type) ?? await this.hydration.entry(item.name, item.type, { signal: options.signal }))
+      // A name the commit creates is stored with its first records, in the commit's batch.
+      entries.push(this.hydration.hydrated(item.name, item.type) ?? await this.hydration.entry(item.name, item.type, { signal: options.signal }, true))
     }
     return this.writes.commitDeltas(entries, deltas, options)
   }

@@ -25,7 +25,7 @@
  */
 import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
 import type { HlcTimestamp } from '../crdt/hlc.ts'
-import type { ChangeEvent, LocalRun, ReplicaType } from '../crdt/replica.ts'
+import type { ChangeEvent, LocalRun, ReplicaType, UndoRecord } from '../crdt/replica.ts'
 import type { BatchBuilder, CommittedRecord, Unit } from './committer.ts'
 import { encodeCheckpoint } from './checkpoint.ts'
 import { checkpointKey, logKey } from './keys.ts'
@@ -61,18 +61,63 @@ interface TakenSnapshot {
   readonly snapshot: Uint8Array
 }
 
+/** What an `atomic` block needs to take its changes back if it throws. */
+interface BlockUndo {
+  /** Per name touched: its undo record (none: the replica cannot undo) and its version before the block. */
+  readonly records: Map<Entry, { readonly record: UndoRecord | undefined; readonly before: Uint8Array }>
+}
+
+/** The largest record payload a name accepts back on reload: its replica's `limits.maxBytes`, if it has one. */
+function recordLimit(entry: Entry): number {
+  return entry.replica.limits?.maxBytes ?? Number.POSITIVE_INFINITY
+}
+
 /** @internal the store's write path. */
 export class Writes {
   private capturing: CaptureItem[] | undefined
   private merging: MergingUnit | undefined
+  /** The innermost `atomic` block running, if any. */
+  private block: BlockUndo | undefined
+  /** A name whose replica's change events are not changes to log (a rollback in progress). */
+  private silenced: Entry | undefined
 
   constructor(private readonly core: StoreCore) {
     // Anything queued after the merging unit ends it (it could not be joined any more).
     core.committer.beforeEnqueue = () => this.endMerging()
   }
 
+  /**
+   * The guard of a hydrated replica ({@link Replica.guard}): refuses local
+   * changes of a name the store no longer persists (`CONCORD_CLOSED`), and
+   * starts the undo record of a name an `atomic` block touches first.
+   */
+  guardOf(entry: Entry): () => void {
+    return () => {
+      if (entry.detached) {
+        throw new ConcordError(ErrorCodes.CLOSED, this.core.isClosed
+          ? `"${entry.name}": the store is closed; the change was refused`
+          : `"${entry.name}" was expired, archived or deleted: open it again to change it`)
+      }
+      const block = this.block
+      if (block !== undefined && !block.records.has(entry)) {
+        block.records.set(entry, { before: entry.replica.version(), record: entry.replica.recordUndo?.() })
+      }
+    }
+  }
+
+  /** Runs `fn` with the change events of `entry` not logged (the store's own rollback of it). */
+  silently<T>(entry: Entry, fn: () => T): T {
+    const previous = this.silenced
+    this.silenced = entry
+    try {
+      return fn()
+    } finally {
+      this.silenced = previous
+    }
+  }
+
   /** Ends the merging unit: it takes no more changes, and its runs are closed into deltas now. */
-  private endMerging(): void {
+  endMerging(): void {
     const open = this.merging
     if (open === undefined) return
     this.merging = undefined
@@ -105,6 +150,8 @@ export class Writes {
   /** The `change` listener of every hydrated replica. */
   onChange(entry: Entry, event: ChangeEvent): void {
     const { core } = this
+    // A rollback, or a compensating change the store makes itself: nothing to log now.
+    if (event.rollback === true || this.silenced === entry) return
     if (entry.detached) {
       core.events.emit('error', { name: entry.name, error: new ConcordError(ErrorCodes.CLOSED, `"${entry.name}" was expired, archived or the store closed: a change was not persisted`) })
       return
@@ -154,7 +201,7 @@ export class Writes {
     const merging: MergingUnit = {
       deltas, runs: new Map(), hlc: this.core.clock.now(), bytes: delta.length, settled: Promise.resolve(), taken: false,
       unit: {
-        sync: false, states: [entry.state],
+        sync: false, states: [entry.state], changes: true,
         build: (b) => {
           merging.taken = true
           // Taken into a batch: later changes go to a new unit.
@@ -223,35 +270,51 @@ export class Writes {
     for (const entry of entries) this.core.events.emit('error', { name: entry.name, error: failure })
   }
 
-  /** Adds the records of `items` to a batch (a full-state record first for a name whose last write failed). */
+  /**
+   * Adds the records of `items` to a batch: first, for a name rolled back
+   * or undone in place by a compensating change (its replica holds structs
+   * the log lacks), a `state` record of what the replica holds beyond the
+   * logged state. A payload larger than the name's replica accepts back
+   * (`limits.maxBytes`) is refused with `CONCORD_LIMIT_EXCEEDED` (the unit
+   * fails and the name is rolled back): the store never writes a record it
+   * could not load again.
+   */
   buildAppends(b: BatchBuilder, items: readonly CaptureItem[]): CommittedRecord[] {
     const { core } = this
     const now = core.now()
     const records: CommittedRecord[] = []
+    const repaired = new Map<Entry, Uint8Array>()
     for (const item of items) {
       const { entry } = item
-      if (entry.repair) {
-        // A write of this name failed: its replica may hold changes the log lacks.
-        entry.repair = false
-        const full = entry.replica.deltaSince(core.emptyVersion(entry.state.meta.type))
-        if (full) b.append(entry.state, { payload: full, hlc: item.hlc, agent: core.replicaId, kind: 'state', now })
+      const since = entry.repairSince
+      if (since !== undefined && !repaired.has(entry)) {
+        repaired.set(entry, since)
+        const beyond = entry.replica.deltaSince(since)
+        if (beyond) records.push(b.append(entry.state, { payload: checkedPayload(entry, beyond), hlc: item.hlc, agent: core.replicaId, kind: 'state', now }))
       }
-      records.push(b.append(entry.state, { payload: item.delta, hlc: item.hlc, agent: item.agent, now }))
+      records.push(b.append(entry.state, { payload: checkedPayload(entry, item.delta), hlc: item.hlc, agent: item.agent, now }))
     }
     const entries = new Set(items.map((item) => item.entry))
     b.onCommit(() => {
+      for (const [entry, since] of repaired) if (entry.repairSince === since) entry.repairSince = undefined
       for (const entry of entries) this.afterWrite(entry)
     })
     return records
   }
 
   /** Writes `items` as one unit; resolves once durable per the names' modes, then emits `committed`. */
-  enqueueItems(items: readonly CaptureItem[], origin?: unknown): Promise<CommittedRecord[]> {
-    const entries = [...new Set(items.map((item) => item.entry))]
+  enqueueItems(items: readonly CaptureItem[], origin?: unknown, create: readonly Entry[] = []): Promise<CommittedRecord[]> {
+    const entries = [...new Set([...items.map((item) => item.entry), ...create])]
     return this.enqueueUnit({
       sync: entries.some((entry) => entry.durability.mode === 'sync'),
       states: entries.map((entry) => entry.state),
-      build: (b) => this.buildAppends(b, items),
+      changes: true,
+      build: (b) => {
+        const records = this.buildAppends(b, items)
+        // Names the unit creates without a record of theirs (a delta that added nothing).
+        for (const entry of create) if (entry.state.unborn) b.setMeta(entry.state, b.meta(entry.state))
+        return records
+      },
     }, () => entries, origin)
   }
 
@@ -373,18 +436,61 @@ export class Writes {
       }
     })
     const stamped = items.map((item) => ({ ...item, agent }))
-    const records = stamped.length > 0 ? await this.enqueueItems(stamped, options.origin) : []
+    // A name this commit creates is stored in the commit's batch, with its first records.
+    const created = entries.filter((entry) => entry.state.unborn)
+    const records = stamped.length > 0 || created.length > 0 ? await this.enqueueItems(stamped, options.origin, created) : []
     return entries.map((entry, i) => {
       const last = records.filter((r) => r.name === entry.name).at(-1)
       return { changed: changed[i], seq: last?.seq ?? entry.state.meta.lastSeq }
     })
   }
 
-  /** Runs `fn` (local mutations) and logs its changes as one unit. */
+  /**
+   * Runs `fn` (local mutations) and logs its changes as one unit. When `fn`
+   * throws, every change it made is taken back (each name it touched undoes
+   * them: exactly for native types and Automerge, by a compensating
+   * transaction for a Yjs document, whose undone structs are logged with
+   * its next change), nothing is logged or sent, and the error is rethrown.
+   */
   async atomic(fn: () => void): Promise<ReadonlyArray<{ name: string; seq: number }>> {
-    const items = this.capture(() => fn())
+    const block: BlockUndo = { records: new Map() }
+    const outer = this.block
+    this.block = block
+    let items: CaptureItem[]
+    try {
+      items = this.capture(() => fn())
+    } catch (error) {
+      this.block = outer
+      this.undoBlock(block)
+      throw error
+    }
+    this.block = outer
+    for (const { record } of block.records.values()) record?.release()
     if (items.length === 0) return []
     const records = await this.enqueueItems(items)
     return records.map((r) => ({ name: r.name, seq: r.seq }))
   }
+
+  /** Takes back the changes of a block that threw, newest name first. */
+  private undoBlock(block: BlockUndo): void {
+    for (const [entry, { record, before }] of [...block.records].reverse()) {
+      if (record === undefined) {
+        // A replica that cannot undo: its changes stay, and are logged with its next change.
+        entry.repairSince ??= before
+        continue
+      }
+      const exact = record.undo()
+      // A compensating change: the replica holds structs the log lacks, logged with the next change.
+      if (!exact) entry.repairSince ??= before
+    }
+  }
+}
+
+/** `payload`, if the name's replica accepts it back on reload; else `CONCORD_LIMIT_EXCEEDED`. */
+function checkedPayload(entry: Entry, payload: Uint8Array): Uint8Array {
+  const limit = recordLimit(entry)
+  if (payload.length > limit) {
+    throw new ConcordError(ErrorCodes.LIMIT_EXCEEDED, `"${entry.name}": a change of ${payload.length} bytes is over the limit of ${limit} bytes its replica loads back (limits.maxBytes); it was refused and the name rolled back`)
+  }
+  return payload
 }

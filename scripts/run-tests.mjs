@@ -35,6 +35,7 @@ const lists = {
     'test/persistence/merge.test.ts',
     'test/persistence/local-runs.test.ts',
     'test/persistence/crash-async.test.ts',
+    'test/persistence/full-disk.test.ts',
     // sync/ and transports/
     'test/transports/memory.test.ts',
     'test/transports/websocket.test.ts',

@@ -475,10 +475,12 @@ class AutomergeUndoRecord implements UndoRecord {
 
   constructor(private readonly replica: { undoTo(record: AutomergeUndoRecord, heads: A.Heads): void; releaseUndo(record: AutomergeUndoRecord): void }, private readonly heads: A.Heads) {}
 
-  undo(): void {
-    if (this.done) return
-    this.done = true
-    this.replica.undoTo(this, this.heads)
+  undo(): boolean {
+    if (!this.done) {
+      this.done = true
+      this.replica.undoTo(this, this.heads)
+    }
+    return true
   }
 
   release(): void {

@@ -155,10 +155,13 @@ class YjsUndoRecord implements UndoRecord {
 
   constructor(private readonly manager: Y.UndoManager, private readonly undone: (manager: Y.UndoManager) => void) {}
 
-  undo(): void {
-    if (this.done) return
-    this.done = true
-    this.undone(this.manager)
+  /** A compensating transaction: false (the document keeps the undone structs, deleted). */
+  undo(): boolean {
+    if (!this.done) {
+      this.done = true
+      this.undone(this.manager)
+    }
+    return false
   }
 
   release(): void {

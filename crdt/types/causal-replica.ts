@@ -255,10 +255,12 @@ class NativeUndoRecord implements UndoRecord {
 
   constructor(private readonly replica: CausalReplica) {}
 
-  undo(): void {
-    if (this.done) return
-    this.done = true
-    this.replica.undoSteps(this, this.steps)
+  undo(): boolean {
+    if (!this.done) {
+      this.done = true
+      this.replica.undoSteps(this, this.steps)
+    }
+    return true
   }
 
   release(): void {

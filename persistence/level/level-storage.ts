@@ -3,6 +3,8 @@
  * database with `view` (Uint8Array) keys and values. `classic-level`
  * (LevelDB) on disk and `memory-level` in memory both go through it.
  */
+import { open as openFile, readdir, rm, stat } from 'node:fs/promises'
+import { join } from 'node:path'
 import type { AbstractLevel } from 'abstract-level'
 import { ClassicLevel } from 'classic-level'
 import { MemoryLevel } from 'memory-level'
@@ -13,6 +15,9 @@ import { describeLockHolder, describeThisProcess } from './lock-holder.ts'
 
 /** An abstract-level database with Uint8Array keys and values. */
 export type BytesLevel = AbstractLevel<Uint8Array, Uint8Array, Uint8Array>
+
+/** A file written (then removed) in the folder to check there is room to reopen after a write error. */
+const SPACE_PROBE = 'concord-space-probe'
 
 /** Reserved key (outside the path key space) written with `sync: true` by `flush()`. */
 const SYNC_KEY = Uint8Array.of(0xff, 0x73, 0x79, 0x6e, 0x63)
@@ -43,15 +48,36 @@ function toView(bytes: Uint8Array): Uint8Array {
   return bytes.constructor === Uint8Array ? bytes : new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength)
 }
 
-/** {@link Storage} over an abstract-level database. */
+/**
+ * {@link Storage} over an abstract-level database.
+ *
+ * A failed write leaves a LevelDB handle unfit for more writes: LevelDB
+ * records no error for a failed (non-sync) append to its log, but its log
+ * writer has already advanced past the partial record, so the records it
+ * appends next are misplaced and the next open drops them (measured on a
+ * full 2 MiB tmpfs: a write acknowledged after space was freed was missing
+ * from a copy of the folder and after a clean reopen). A failed fsync makes
+ * LevelDB refuse every later write. So after a failed write (classic-level,
+ * given its `dir`) the handle is closed and opened again before the next
+ * write: the reopen recovers the log up to the last whole record and starts
+ * a new one. Until there is room for a reopen ({@link probeSpace}) every
+ * write fails with `CONCORD_STORAGE_ERROR`; reads keep using the old
+ * handle, which holds exactly the writes that succeeded.
+ */
 export class LevelStorage implements Storage {
   private isClosed = false
+  /** Set by a failed write: the handle is reopened before the next write. */
+  private writeError: ConcordError | undefined
+  /** Set when a reopen failed: the database is closed until one succeeds. */
+  private down = false
+  private reopening: Promise<void> | undefined
 
   /**
    * @param db an abstract-level database opened (or openable) with `view` encodings
    * @param kind description for messages
+   * @param dir the LevelDB folder (classic-level): the handle is reopened after a failed write (see the class comment)
    */
-  constructor(readonly db: BytesLevel, readonly kind: string) {}
+  constructor(readonly db: BytesLevel, readonly kind: string, private readonly dir?: string) {}
 
   get closed(): boolean {
     return this.isClosed
@@ -60,6 +86,73 @@ export class LevelStorage implements Storage {
   private check(what: string, signal?: AbortSignal): void {
     if (this.isClosed) throw new ConcordError(ErrorCodes.CLOSED, `${what}: storage is closed`)
     throwIfAborted(signal)
+  }
+
+  /** Before a write: reopens the handle after a failed write (see the class comment). */
+  private async writable(what: string): Promise<void> {
+    if (this.writeError === undefined && !this.down) return
+    if (this.dir === undefined) return
+    if (!this.down) await this.probeSpace(what, this.dir)
+    await this.reopen(what)
+  }
+
+  /**
+   * Checks, before closing the handle, that a reopen has room: it writes
+   * out what LevelDB's logs hold (as a level-0 table) and starts a new log
+   * and manifest. So a file as large as the logs plus 64 KiB must fit
+   * (written, fsynced, removed); else the write fails and the old handle
+   * stays open for reads (the store rolls refused changes back from it).
+   */
+  private async probeSpace(what: string, dir: string): Promise<void> {
+    let bytes = 64 * 1024
+    for (const file of await readdir(dir).catch(() => [] as string[])) {
+      if (file.endsWith('.log')) bytes += (await stat(join(dir, file)).catch(() => ({ size: 0 }))).size
+    }
+    const path = join(dir, SPACE_PROBE)
+    let handle
+    try {
+      handle = await openFile(path, 'w')
+      const chunk = Buffer.alloc(Math.min(bytes, 1 << 20))
+      for (let written = 0; written < bytes; written += chunk.length) await handle.write(chunk, 0, Math.min(chunk.length, bytes - written))
+      await handle.sync()
+    } catch (error) {
+      throw new ConcordError(ErrorCodes.STORAGE_ERROR, `${what}: still failing after an earlier write error${this.writeError ? ` (${this.writeError.message})` : ''}: no room to reopen the database (${(error as Error)?.message ?? String(error)})`, { cause: error })
+    } finally {
+      await handle?.close().catch(() => undefined)
+      await rm(path, { force: true }).catch(() => undefined)
+    }
+  }
+
+  /** Before a read: opens the database again if a reopen failed. */
+  private async readable(what: string): Promise<void> {
+    if (this.down) await this.reopen(what)
+  }
+
+  private reopen(what: string): Promise<void> {
+    this.reopening ??= (async () => {
+      try {
+        if (!this.down) {
+          this.down = true
+          await this.db.close()
+        }
+        await this.db.open()
+        this.down = false
+        this.writeError = undefined
+      } catch (error) {
+        const cause = this.writeError
+        throw new ConcordError(ErrorCodes.STORAGE_ERROR, `${what}: the database could not be reopened after a failed write${cause ? ` (${cause.message})` : ''}: ${(error as Error)?.message ?? String(error)}`, { cause: error })
+      } finally {
+        this.reopening = undefined
+      }
+    })()
+    return this.reopening
+  }
+
+  /** Records a failed write and returns its error. */
+  private failedWrite(error: unknown, what: string): ConcordError {
+    const failure = storageError(error, what)
+    if (failure.code === ErrorCodes.STORAGE_ERROR) this.writeError = failure
+    return failure
   }
 
   /** Opens the underlying database (maps a held lock to `CONCORD_LOCKED`). */
@@ -74,6 +167,7 @@ export class LevelStorage implements Storage {
 
   async get(key: StorageKey, options?: SignalOptions): Promise<Uint8Array | undefined> {
     this.check('get', options?.signal)
+    await this.readable('get')
     try {
       const value = await this.db.get(encodeKey(key))
       return value === undefined ? undefined : toView(value)
@@ -88,6 +182,7 @@ export class LevelStorage implements Storage {
       if (options?.sync) await this.flush(options)
       return
     }
+    await this.writable('batch')
     const sync = options?.sync === true
     if (operations.length === 1) {
       // One operation is atomic by itself; put/del skip the batch object.
@@ -96,7 +191,7 @@ export class LevelStorage implements Storage {
         if (op.type === 'put') await this.db.put(encodeKey(op.key), op.value, { sync } as never)
         else await this.db.del(encodeKey(op.key), { sync } as never)
       } catch (error) {
-        throw storageError(error, 'batch')
+        throw this.failedWrite(error, 'batch')
       }
       return
     }
@@ -116,16 +211,17 @@ export class LevelStorage implements Storage {
     try {
       await batch.write({ sync } as never)
     } catch (error) {
-      throw storageError(error, 'batch')
+      throw this.failedWrite(error, 'batch')
     }
   }
 
   async flush(options?: SignalOptions): Promise<void> {
     this.check('flush', options?.signal)
+    await this.writable('flush')
     try {
       await this.db.put(SYNC_KEY, EMPTY, { sync: true } as never)
     } catch (error) {
-      throw storageError(error, 'flush')
+      throw this.failedWrite(error, 'flush')
     }
   }
 
@@ -139,6 +235,7 @@ export class LevelStorage implements Storage {
 
   private async *scan(range: RangeOptions, values: boolean): AsyncGenerator<[string[], Uint8Array | undefined]> {
     this.check('iterate', range.signal)
+    await this.readable('iterate')
     const limit = range.limit ?? -1
     if (limit === 0) return
     let iterator
@@ -169,6 +266,8 @@ export class LevelStorage implements Storage {
   async close(): Promise<void> {
     if (this.isClosed) return
     this.isClosed = true
+    await this.reopening?.catch(() => undefined)
+    if (this.down) return
     try {
       await this.db.close()
     } catch (error) {
@@ -200,7 +299,7 @@ export async function openLevelStorage(options: LevelStorageOptions = {}): Promi
     : new ClassicLevel<Uint8Array, Uint8Array>(options.dir, { keyEncoding: 'view', valueEncoding: 'view' })
   const kind = options.dir === undefined ? 'memory-level' : `classic-level:${options.dir}`
   try {
-    return await new LevelStorage(db as unknown as BytesLevel, kind).open()
+    return await new LevelStorage(db as unknown as BytesLevel, kind, options.dir).open()
   } catch (error) {
     if (options.dir === undefined || !isConcordError(error, ErrorCodes.LOCKED)) throw error
     // Say who holds it, so the user knows what to stop. LevelDB tells a lock

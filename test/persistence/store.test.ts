@@ -87,7 +87,7 @@ describe('store', () => {
     await store.close()
   })
 
-  it('an I/O error rejects the append; the next write repairs the log with a full-state record', async () => {
+  it('an I/O error rejects the append and rolls the document back; the next write logs what the compensation left (a state record)', async () => {
     const storage = await FaultStorage.create()
     const store = await openStore({ storage, replicaId: 'a', sweepMs: 0 })
     const errors: unknown[] = []
@@ -97,13 +97,16 @@ describe('store', () => {
     await store.flush()
     storage.fault = (op) => (op === 'batch' ? new Error('ENOSPC: injected') : undefined)
     await assert.rejects(store.applyRemote('doc', remoteDelta('lost? ')), hasCode('CONCORD_STORAGE_ERROR'))
+    assert.equal(textOf(doc), 'one ')
     typeText(doc, 'two ')
     await settle()
     assert.ok(errors.some((e) => isConcordError(e, 'CONCORD_STORAGE_ERROR')))
     assert.equal(store.persistedSeq('doc'), 1)
+    assert.equal(textOf(doc), 'one ')
     storage.fault = undefined
     typeText(doc, 'three')
     await store.flush()
+    assert.equal(textOf(doc), 'one three')
     const history = await store.history('doc')
     assert.deepEqual(history.map((h) => [h.seq, h.kind]), [[1, 'delta'], [2, 'state'], [3, 'delta']])
     const restored = await store.at('doc', 3)

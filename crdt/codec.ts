@@ -10,6 +10,19 @@
 import { DecodeError } from './errors.ts'
 
 const textEncoder = new TextEncoder()
+
+const nativeIsWellFormed = (String.prototype as { isWellFormed?: () => boolean }).isWellFormed
+/** A lone surrogate: a high one not followed by a low one, or a low one not preceded by a high one. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+
+/**
+ * True when `value` is well-formed Unicode (no lone surrogate), so that its
+ * UTF-8 encoding gives it back. `'x\uD800'` and `'x\uDBFF'` are not: both
+ * encode as `'x\uFFFD'`.
+ */
+export function isWellFormed(value: string): boolean {
+  return nativeIsWellFormed !== undefined ? nativeIsWellFormed.call(value) : !LONE_SURROGATE.test(value)
+}
 const textDecoder = new TextDecoder('utf-8', { fatal: true })
 
 /** Writes values into a growing byte buffer. */

@@ -3,11 +3,14 @@
  * target seq, then replay of the records after it, checking every record's
  * checksum, seq and hash chain on the way.
  *
- * A damaged record (bad checksum, missing, broken chain, undecodable payload)
- * is classified by what follows it: if no intact record comes after it, it is
- * a torn tail (reported, and truncated by the caller); otherwise it is a
- * corrupt record in the middle of the log, and the name fails with
- * `CONCORD_CORRUPT_RECORD`. A damaged record is never applied.
+ * A damaged record (bad checksum, missing, broken chain) is classified by
+ * what follows it: if no intact record comes after it, it is a torn tail
+ * (reported, and truncated by the caller); otherwise it is a corrupt record
+ * in the middle of the log, and the name fails with
+ * `CONCORD_CORRUPT_RECORD`. A damaged record is never applied. An intact
+ * record whose payload does not apply (over the replica's limits, or a code
+ * change) fails the name (`CONCORD_LIMIT_EXCEEDED` or
+ * `CONCORD_CORRUPT_RECORD`) and is never deleted: the store wrote it.
  */
 import { bytesEqual } from '../crdt/codec.ts'
 import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
@@ -160,8 +163,13 @@ export async function rebuild(input: RebuildInput): Promise<Rebuilt> {
     try {
       replica.applyDelta(record.payload)
     } catch (error) {
-      damage = { seq: expected, reason: `payload does not apply: ${(error as Error).message}`, cause: error }
-      continue
+      // The record is intact (checksum, seq and hash chain hold): the store
+      // wrote it, so it is no torn tail and is never deleted for this.
+      const limit = replica.limits?.maxBytes
+      if (limit !== undefined && record.payload.length > limit) {
+        throw new ConcordError(ErrorCodes.LIMIT_EXCEEDED, `"${name}": record ${expected} holds a change of ${record.payload.length} bytes, over the limit of ${limit} bytes this code loads (limits.maxBytes); nothing was deleted: open it with a higher limit`, { cause: error })
+      }
+      throw corrupt(name, `record ${expected} is intact but its payload does not apply (${(error as Error).message}); nothing was deleted`, error)
     }
     seq = expected
     hash = record.hash

@@ -16,6 +16,7 @@
  * writes.ts (appends, checkpoints), time-travel.ts, archival.ts and
  * lifecycle.ts. See FORMAT.md for the key layout and value formats.
  */
+import { isWellFormed } from '../crdt/codec.ts'
 import type { Emitter } from '../crdt/emitter.ts'
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import type { HybridClock } from '../crdt/hlc.ts'
@@ -36,6 +37,17 @@ import { TimeTravel } from './time-travel.ts'
 import { Writes } from './writes.ts'
 
 export type { ApplyResult, CommittedUnitRecord, GcReport, HistoryEntry, NameInfo, StoreEvents, VerifyReport } from './store-types.ts'
+
+/**
+ * Throws `CONCORD_INVALID_ARGUMENT` unless `name` is a non-empty string of
+ * at most 1024 characters that is well-formed Unicode: a lone surrogate
+ * would not survive UTF-8 (`'x\uD800'` and `'x\uDBFF'` would share a key).
+ */
+function checkName(name: unknown): asserts name is string {
+  if (typeof name !== 'string' || name.length === 0 || name.length > 1024 || !isWellFormed(name)) {
+    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'a name must be a non-empty, well-formed (no lone surrogate) string of at most 1024 characters')
+  }
+}
 
 /** Opens a store (see {@link StoreOptions}). */
 export async function openStore(options: StoreOptions): Promise<Store> {
@@ -124,9 +136,7 @@ export class Store {
   async open(name: string, type: ReplicaType, options: NameOptions = {}): Promise<Replica> {
     this.core.checkOpen()
     throwIfAborted(options.signal)
-    if (typeof name !== 'string' || name.length === 0 || name.length > 1024) {
-      throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'a name must be a non-empty string of at most 1024 characters')
-    }
+    checkName(name)
     const entry = await this.hydration.entry(name, type, options)
     await this.hydration.create(entry)
     return entry.replica
@@ -166,6 +176,7 @@ export class Store {
     // Deltas that would create a name are validated before any name is created,
     // so a refused commit leaves no empty name behind.
     for (const item of deltas) {
+      checkName(item.name)
       if (!(item.delta instanceof Uint8Array)) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'a delta must be a Uint8Array')
       if (item.type !== undefined && !this.hydration.hydrated(item.name, item.type) &&
         (await this.typeOf(item.name, { signal: options.signal })) === undefined) {

@@ -387,6 +387,11 @@ export class Writes {
         // A snapshot of another seq cannot be labelled with this one.
         if (taken && taken.seq !== meta.lastSeq) return newest
         const { hlc, snapshot } = taken ?? this.takeSnapshot(entry)
+        if (snapshot.length > recordLimit(entry)) {
+          // A checkpoint the replica would not load back is not written: the name keeps its log (each record within the limit).
+          b.onCommit(() => this.core.events.emit('error', { name: meta.name, error: new ConcordError(ErrorCodes.LIMIT_EXCEEDED, `"${meta.name}": its state of ${snapshot.length} bytes is over the limit of ${recordLimit(entry)} bytes a checkpoint loads back (limits.maxBytes): no checkpoint was written, the log is kept whole`) }))
+          return newest
+        }
         const bytes = encodeCheckpoint({
           name: meta.name, type: meta.type, seq: meta.lastSeq, hash: meta.lastHash, schema: meta.schema, hlc, snapshot,
         })

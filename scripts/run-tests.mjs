@@ -36,6 +36,8 @@ const lists = {
     'test/persistence/local-runs.test.ts',
     'test/persistence/crash-async.test.ts',
     'test/persistence/full-disk.test.ts',
+    'test/persistence/rollback.test.ts',
+    'test/persistence/names.test.ts',
     // sync/ and transports/
     'test/transports/memory.test.ts',
     'test/transports/websocket.test.ts',

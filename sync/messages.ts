@@ -9,7 +9,7 @@
  * compatibility).
  */
 import { Decoder, Encoder, decodeGuarded } from '../crdt/codec.ts'
-import { DecodeError } from '../crdt/errors.ts'
+import { ConcordError, DecodeError, ErrorCodes } from '../crdt/errors.ts'
 import type { ReplicaType } from '../crdt/replica.ts'
 import { PROOF_BYTES } from './credentials.ts'
 import { MAX_NAME_LENGTH, isAllNames, isValidName, type NameFilter } from './names.ts'
@@ -253,6 +253,12 @@ function readName(decoder: Decoder): string {
   return name
 }
 
+/** Writes a name; one the decoder would refuse (empty, too long, a lone surrogate) is `CONCORD_INVALID_ARGUMENT`. */
+function writeName(encoder: Encoder, name: string): void {
+  if (!isValidName(name)) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `cannot send the name ${JSON.stringify(String(name).slice(0, 40))}: not a non-empty, well-formed string of at most ${MAX_NAME_LENGTH} characters`)
+  encoder.writeString(name)
+}
+
 function readLimitedString(decoder: Decoder, maxBytes: number, what: string): string {
   try {
     return decoder.readString(maxBytes)
@@ -275,7 +281,7 @@ function readPositive(decoder: Decoder, what: string): number {
 }
 
 function writeEntry(encoder: Encoder, entry: DeltaEntry): void {
-  encoder.writeString(entry.name)
+  writeName(encoder, entry.name)
   writeType(encoder, entry.replicaType)
   encoder.writeBytes(entry.delta)
 }
@@ -299,7 +305,7 @@ export function writeMessage(encoder: Encoder, message: Message): void {
         const names = message.filter.names ?? []
         const prefixes = message.filter.prefixes ?? []
         encoder.writeVarUint(names.length)
-        for (const name of names) encoder.writeString(name)
+        for (const name of names) writeName(encoder, name)
         encoder.writeVarUint(prefixes.length)
         for (const prefix of prefixes) encoder.writeString(prefix)
       }
@@ -318,7 +324,7 @@ export function writeMessage(encoder: Encoder, message: Message): void {
     case 'versions':
       encoder.writeUint8(MessageType.versions).writeVarUint(message.entries.length)
       for (const entry of message.entries) {
-        encoder.writeString(entry.name)
+        writeName(encoder, entry.name)
         writeType(encoder, entry.replicaType)
         encoder.writeBytes(entry.version)
       }
@@ -345,7 +351,8 @@ export function writeMessage(encoder: Encoder, message: Message): void {
       encoder.writeUint8(MessageType.request)
       return
     case 'reject':
-      encoder.writeUint8(MessageType.reject).writeVarUint(message.seq).writeString(message.name)
+      encoder.writeUint8(MessageType.reject).writeVarUint(message.seq)
+      writeName(encoder, message.name)
       encoder.writeString(message.code).writeString(message.message.slice(0, 1000))
       return
     case 'auth':

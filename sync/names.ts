@@ -2,6 +2,7 @@
  * Name filters: which names a peer asks to sync (all, a set of names, or
  * names under prefixes), and the validation rules for names on the wire.
  */
+import { isWellFormed } from '../crdt/codec.ts'
 
 /** The names a peer wants: every name, or the union of `names` and `prefixes`. */
 export interface NameFilter {
@@ -29,7 +30,10 @@ export function matchesFilter(filter: NameFilter, name: string): boolean {
   return filter.prefixes?.some((prefix) => name.startsWith(prefix)) ?? false
 }
 
-/** True when `name` is a usable name: a non-empty string of at most {@link MAX_NAME_LENGTH} characters. */
+/**
+ * True when `name` is a usable name: a non-empty, well-formed (no lone
+ * surrogate) string of at most {@link MAX_NAME_LENGTH} characters.
+ */
 export function isValidName(name: unknown): name is string {
-  return typeof name === 'string' && name.length > 0 && name.length <= MAX_NAME_LENGTH
+  return typeof name === 'string' && name.length > 0 && name.length <= MAX_NAME_LENGTH && isWellFormed(name)
 }

@@ -24,7 +24,7 @@ import type { ChangeEvent, Replica, ReplicaEvents, ReplicaId, ReplicaOptions, Un
 import { DotAllocator } from './dot-allocator.ts'
 import type { Json } from './json.ts'
 import { TYPE_DEFS, wrapField } from './ormap.ts'
-import { decodeState, decodeVersion, encodeState, encodeVersion, MAX_NESTING, type CausalState } from './state-codec.ts'
+import { decodeState, decodeVersion, encodeState, encodeVersion, type CausalState } from './state-codec.ts'
 import { parseFieldKey, type NativeType } from './store-spec.ts'
 import type { NativeTypeDef } from './type-def.ts'
 
@@ -59,6 +59,8 @@ export class CausalReplica<S extends Store = Store> implements Replica {
   private readonly undoRecords = new Set<NativeUndoRecord>()
   /** See {@link Replica.guard}. */
   guard: (() => void) | undefined
+  /** Highest own dot counter used before a reset that could not keep it seen: never handed out again. */
+  private dotFloor = 0
 
   constructor(type: NativeType, options: ReplicaOptions) {
     this.type = type
@@ -133,7 +135,17 @@ export class CausalReplica<S extends Store = Store> implements Replica {
 
   /** A dot allocator for a local mutation. */
   protected allocator(): DotAllocator {
-    return new DotAllocator(this.replicaId, this.ctx)
+    return new DotAllocator(this.replicaId, this.ctx, this.dotFloor)
+  }
+
+  /** Whether a delta that only removes the dots of `ctx` is valid for this type. */
+  private acceptsRemoval(ctx: CausalContext): boolean {
+    try {
+      this.def.validateDelta?.({ store: this.def.empty(), ctx })
+      return true
+    } catch {
+      return false
+    }
   }
 
   /** The nested store at `path` (field keys from the root), or an empty store of the field's type. */
@@ -156,8 +168,6 @@ export class CausalReplica<S extends Store = Store> implements Replica {
    */
   mutateAt<T extends Store>(path: readonly string[], mutator: (store: T, alloc: DotAllocator) => CausalState | null): Uint8Array | null {
     this.guard?.()
-    // Deeper than the decoder reads back: the change could never be loaded again.
-    if (path.length >= MAX_NESTING) throw new ConcordError(ErrorCodes.LIMIT_EXCEEDED, `a field nested ${path.length + 1} maps deep is over the limit of ${MAX_NESTING}`)
     const delta = mutator(this.storeAt(path) as T, this.allocator())
     if (!delta) return null
     let wrapped: CausalState = delta
@@ -220,7 +230,12 @@ export class CausalReplica<S extends Store = Store> implements Replica {
     const own = this.ctx.get(this.replicaId)
     this.store = state.store as S
     this.ctx = state.ctx
-    if (own) this.ctx.addSet(this.replicaId, own)
+    if (own) {
+      const taken = new CausalContext(new Map([[this.replicaId, own]])).subtract(this.ctx)
+      if (this.acceptsRemoval(taken)) this.ctx.join(taken)
+      // A grow-only set cannot say its dots went away: it only never hands them out again.
+      else this.dotFloor = Math.max(this.dotFloor, own.max)
+    }
     this.live = CausalContext.of(storeDots(this.store))
     this.def.observe?.(this.store, this.clock)
     this.undoRecords.clear()

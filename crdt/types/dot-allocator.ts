@@ -10,9 +10,12 @@ import type { Dot } from '../causal/dot.ts'
 export class DotAllocator {
   private counter: number
 
-  /** @param replica the replica that creates the dots. @param ctx its causal context (read only). */
-  constructor(readonly replica: string, ctx: CausalContext) {
-    this.counter = ctx.next(replica).counter - 1
+  /**
+   * @param replica the replica that creates the dots. @param ctx its causal context (read only).
+   * @param floor a counter already used (dots up to it are never handed out)
+   */
+  constructor(readonly replica: string, ctx: CausalContext, floor = 0) {
+    this.counter = Math.max(ctx.next(replica).counter - 1, floor)
   }
 
   /** A new dot, never handed out before. */

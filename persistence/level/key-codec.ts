@@ -8,7 +8,8 @@
  * `(enc(P), enc(P) + 0xFF)`. A UTF-8 encoding never contains `0xFF`, so keys
  * starting with `0xFF` are reserved for the adapter itself.
  */
-import { DecodeError } from '../../crdt/errors.ts'
+import { isWellFormed } from '../../crdt/codec.ts'
+import { ConcordError, DecodeError, ErrorCodes } from '../../crdt/errors.ts'
 import type { RangeOptions, StorageKey } from '../storage.ts'
 
 const textEncoder = new TextEncoder()
@@ -46,6 +47,10 @@ export function encodeKey(key: StorageKey): Uint8Array {
   }
   let simple = true
   for (const segment of key) {
+    // Two names differing in a lone surrogate would share one key (both encode as U+FFFD).
+    if (typeof segment === 'string' && !isWellFormed(segment)) {
+      throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'storage key: a segment is not well-formed Unicode (it has a lone surrogate)')
+    }
     if (typeof segment !== 'string' || /[\u0000\u0001]/.test(segment)) {
       simple = false
       break

@@ -1,6 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createPeer, type Peer } from '../../peer/index.ts'
+import { isConcordError } from '../../crdt/errors.ts'
 import { until } from '../helpers/wait.ts'
 
 test('a transaction that changes one name twice reaches every peer, through a relay, as one commit', async () => {
@@ -32,4 +33,67 @@ test('a transaction that changes one name twice reaches every peer, through a re
   } finally {
     await Promise.all(peers.map((peer) => peer.close()))
   }
+})
+
+test('a transaction that throws changes nothing: not here, not in the log, not on a connected peer', async () => {
+  const peers: Peer[] = []
+  try {
+    for (const id of ['a', 'b']) peers.push(await createPeer({ id }))
+    const [a, b] = peers
+    const { url } = await b.listen()
+    await a.connect(url)
+    const counter = await a.counter('count')
+    const tags = await a.set<string>('tags')
+    const doc = await a.yjs('doc')
+    const spec = await a.automerge<{ step?: number }>('spec')
+    await a.transact(() => {
+      counter.increment()
+      tags.add('kept')
+      doc.doc.getText('t').insert(0, 'kept')
+      spec.change((d) => { d.step = 1 })
+    })
+    await a.flush({ acks: 1 })
+    const commitsBefore = a.stats().totals.commitsOut
+    const historyBefore = (await a.history('tags')).length
+    await assert.rejects(a.transact(() => {
+      counter.increment(5)
+      tags.add('refused')
+      tags.delete('kept')
+      doc.doc.getText('t').insert(4, ' refused')
+      spec.change((d) => { d.step = 2 })
+      throw new Error('the block failed')
+    }), /the block failed/)
+    assert.equal(counter.value(), 1)
+    assert.deepEqual(tags.values(), ['kept'])
+    assert.equal(doc.doc.getText('t').toString(), 'kept')
+    assert.deepEqual(spec.value(), { step: 1 })
+    await a.flush({ acks: 1 })
+    assert.equal(a.stats().totals.commitsOut, commitsBefore, 'nothing sent')
+    assert.equal((await a.history('tags')).length, historyBefore, 'nothing logged')
+    const far = await b.set<string>('tags')
+    const farCount = await b.counter('count')
+    const farDoc = await b.yjs('doc')
+    assert.deepEqual(far.values(), ['kept'])
+    assert.equal(farCount.value(), 1)
+    assert.equal(farDoc.doc.getText('t').toString(), 'kept')
+    // The next transaction goes through as usual, the compensated Yjs structs with it.
+    await a.transact(() => { tags.add('next'); doc.doc.getText('t').insert(4, '!') })
+    await until(() => far.size === 2 && farDoc.doc.getText('t').toString() === 'kept!', 'the next transaction reaches b')
+  } finally {
+    await Promise.all(peers.map((peer) => peer.close()))
+  }
+})
+
+test('after close, a peer\'s replicas refuse changes with CONCORD_CLOSED', async () => {
+  const peer = await createPeer({ id: 'closing' })
+  const counter = await peer.counter('count')
+  const map = await peer.map('facts')
+  counter.increment()
+  map.set('owner', 'ana')
+  await peer.close()
+  assert.throws(() => counter.increment(), (e) => isConcordError(e, 'CONCORD_CLOSED'))
+  assert.throws(() => map.set('owner', 'bo'), (e) => isConcordError(e, 'CONCORD_CLOSED'))
+  assert.throws(() => map.counter('visits').increment(), (e) => isConcordError(e, 'CONCORD_CLOSED'))
+  assert.equal(counter.value(), 1)
+  assert.deepEqual(map.value(), { owner: 'ana' })
 })

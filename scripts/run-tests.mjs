@@ -76,6 +76,7 @@ const lists = {
     // cli/ and demos/
     'test/peer/peer-disconnect.test.ts',
     'test/cli/cli.test.ts',
+    'test/cli/import-kill.test.ts',
     'test/cli/serve.test.ts',
     'test/cli/serve-attacks.test.ts',
     'test/cli/serve-libp2p.test.ts',

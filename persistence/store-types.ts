@@ -79,6 +79,12 @@ export interface StoreEvents extends Record<string, unknown> {
    * `change` with the value going back (persistence/rollback.ts).
    */
   rolledBack: { readonly name: string; readonly seq: number; readonly error: ConcordError }
+  /**
+   * Found on open: records of `name` written before the last clean close
+   * that the store no longer holds (persistence/seal.ts); `fromSeq` 1: the
+   * whole name. Emitted right after the store opens.
+   */
+  lost: { readonly name: string; readonly fromSeq: number; readonly toSeq: number; readonly closedAt: number; readonly foundAt: number }
   /** A checkpoint was written. */
   checkpoint: { readonly name: string; readonly seq: number; readonly size: number }
   /** A name was expired (TTL) and its data deleted. */

@@ -25,6 +25,7 @@ import { Archival } from './archival.ts'
 import { Hydration } from './hydration.ts'
 import { repairName, type RepairReport } from './repair.ts'
 import { rollBack } from './rollback.ts'
+import { acceptLoss, checkSeal, readLosses, writeSeal, type Loss } from './seal.ts'
 import { STORE_INFO_KEY } from './keys.ts'
 import { openLevelStorage, throwIfAborted } from './level/level-storage.ts'
 import { Lifecycle } from './lifecycle.ts'
@@ -36,6 +37,7 @@ import type { ApplyResult, GcReport, HistoryEntry, NameInfo, StoreEvents, Verify
 import { TimeTravel } from './time-travel.ts'
 import { Writes } from './writes.ts'
 
+export type { Loss } from './seal.ts'
 export type { ApplyResult, CommittedUnitRecord, GcReport, HistoryEntry, NameInfo, StoreEvents, VerifyReport } from './store-types.ts'
 
 /**
@@ -69,7 +71,14 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     const defaults = options.createReplica === undefined || options.deltaMerger === undefined ? await import('./default-replicas.ts') : undefined
     const createReplica = options.createReplica ?? defaults!.defaultCreateReplica
     const deltaMerger = options.deltaMerger ?? defaults!.defaultDeltaMerger
-    return new Store(storage, ownsStorage, id, createReplica, { ...options, deltaMerger })
+    const store = new Store(storage, ownsStorage, id, createReplica, { ...options, deltaMerger })
+    try {
+      await store.checkSeal()
+    } catch (error) {
+      await store.close().catch(() => undefined)
+      throw error
+    }
+    return store
   } catch (error) {
     if (ownsStorage) await storage.close().catch(() => undefined)
     throw error
@@ -92,6 +101,14 @@ export class Store {
   readonly clock: HybridClock
   /** Reports of damaged tails dropped since the store opened. */
   readonly truncations: Array<{ name: string; fromSeq: number; toSeq: number; reason: string }>
+  /**
+   * Records acknowledged before the last clean close that LevelDB no longer
+   * held when this store opened (its newest log was truncated or damaged;
+   * persistence/seal.ts). Each is also reported by a `lost` event right
+   * after the store opens, fails `verify`, and stays recorded until
+   * `repair(name)` accepts it ({@link recordedLosses}).
+   */
+  readonly losses: Loss[] = []
   private readonly core: StoreCore
   private readonly writes: Writes
   private readonly hydration: Hydration
@@ -126,6 +143,35 @@ export class Store {
   }
 
   // ---------------------------------------------------------------- opening
+
+  /** The folder of a store on disk that opened its own storage: where its seal lives. */
+  private get sealDir(): string | undefined {
+    return this.ownsStorage ? this.core.options.dir : undefined
+  }
+
+  /** @internal on open: compares the seal with what LevelDB holds (persistence/seal.ts). */
+  async checkSeal(): Promise<void> {
+    const dir = this.sealDir
+    if (dir === undefined) return
+    const found = await checkSeal(this.core, dir)
+    if (found.length === 0) return
+    this.losses.push(...found)
+    // Reported once the caller holds the store (it subscribes right after open resolves).
+    setImmediate(() => {
+      for (const loss of found) {
+        this.events.emit('lost', loss)
+        const what = loss.fromSeq === 1 ? 'the whole name is missing' : `records ${loss.fromSeq}..${loss.toSeq} are missing`
+        this.events.emit('error', { name: loss.name, error: new ConcordError(ErrorCodes.CORRUPT_RECORD, `"${loss.name}": ${what}, although they were written before the last clean close (LevelDB lost the end of its log); peers resend what they hold, or restore the folder from a backup; \`concord repair\` accepts the loss`) })
+      }
+    })
+  }
+
+  /** Every loss found on an open ({@link losses}) and not yet accepted by `repair`. */
+  async recordedLosses(options: SignalOptions = {}): Promise<Loss[]> {
+    this.core.checkOpen()
+    throwIfAborted(options.signal)
+    return readLosses(this.storage)
+  }
 
   /**
    * Opens (creating it if needed) the replica `name` of `type`. Throws
@@ -276,8 +322,17 @@ export class Store {
    * anew (persistence/repair.ts). A healthy name gives `repaired: false`;
    * a damaged name open in this store `CONCORD_LOCKED`.
    */
-  repair(name: string, options: SignalOptions = {}): Promise<RepairReport> {
-    return repairName(this.core, name, options)
+  async repair(name: string, options: SignalOptions = {}): Promise<RepairReport> {
+    this.core.checkOpen()
+    // A recorded loss (persistence/seal.ts) is accepted: verify stops failing for it.
+    const loss = await acceptLoss(this.storage, name)
+    if (loss !== undefined && await this.typeOf(name, options) === undefined) {
+      return { name, repaired: true, reason: `accepted the loss of the whole name (records 1..${loss.toSeq})`, lostRecords: loss.toSeq }
+    }
+    const report = await repairName(this.core, name, options)
+    if (loss === undefined) return report
+    const reason = `accepted the loss of records ${loss.fromSeq}..${loss.toSeq}`
+    return { ...report, repaired: true, reason: report.reason ? `${report.reason}; ${reason}` : reason, lostRecords: (report.lostRecords ?? 0) + loss.toSeq - loss.fromSeq + 1 }
   }
 
   /** Every stored name (archived ones included), in name order. */
@@ -370,6 +425,11 @@ export class Store {
     core.isClosed = true
     for (const wake of core.waiters) wake()
     await core.committer.close()
+    const dir = this.sealDir
+    if (dir !== undefined) {
+      // Everything is written: the seal records it (a failure leaves a stale seal, which says nothing).
+      await writeSeal(core, dir).catch(() => undefined)
+    }
     for (const entry of live) {
       entry.detached = true
       entry.unsubscribe()

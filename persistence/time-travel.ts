@@ -13,6 +13,7 @@ import { logKey, logPrefix, parseSeqKey } from './keys.ts'
 import { throwIfAborted } from './level/level-storage.ts'
 import { decodeRecord } from './record.ts'
 import { loadCheckpoint, rebuild } from './replay.ts'
+import { lossProblem, readLosses } from './seal.ts'
 import type { SignalOptions } from './storage.ts'
 import type { StoreCore } from './store-core.ts'
 import { sameState, toHistoryEntry, type HistoryEntry, type VerifyReport } from './store-types.ts'
@@ -210,6 +211,8 @@ export class TimeTravel {
     if (problems.length === 0 && live && live.state.pending === 0 && !sameState(replica, live.replica)) {
       problems.push('replaying the log differs from the live state')
     }
+    const loss = (await readLosses(this.core.storage).catch(() => [])).find((l) => l.name === name)
+    if (loss) problems.push(lossProblem(loss))
     return { name, ok: problems.length === 0, firstSeq: meta.firstSeq, lastSeq: meta.lastSeq, records, checkpoints: meta.checkpoints.length, problems }
   }
 }

@@ -38,6 +38,7 @@ const lists = {
     'test/persistence/full-disk.test.ts',
     'test/persistence/rollback.test.ts',
     'test/persistence/names.test.ts',
+    'test/persistence/seal.test.ts',
     // sync/ and transports/
     'test/transports/memory.test.ts',
     'test/transports/websocket.test.ts',

@@ -8,6 +8,7 @@ import { isAbsolute, join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { Command } from 'commander'
 import type { RepairReport } from '../../persistence/index.ts'
+import { lossProblem } from '../../persistence/seal.ts'
 import type { VerifyReport } from '../../persistence/store.ts'
 import { action, folderOptions, parseInteger, type CliContext, type FolderOptions } from '../context.ts'
 import { CliError, ExitCodes } from '../exit-codes.ts'
@@ -23,7 +24,8 @@ export function registerMaintenanceCommands(program: Command, ctx: CliContext): 
     .action(action(ctx, 'verify', async (out, name: string | undefined, options: FolderOptions) => {
       return withFolder(options.dir, async ({ store }) => {
         const all = await store.names()
-        const targets = name === undefined ? all.filter((n) => !n.archived) : [await nameInfo(store, name)]
+        const lostWhole = name !== undefined && !all.some((n) => n.name === name) && (await store.recordedLosses()).some((l) => l.name === name)
+        const targets = name === undefined ? all.filter((n) => !n.archived) : lostWhole ? [] : [await nameInfo(store, name)]
         const skipped = name === undefined ? all.filter((n) => n.archived).map((n) => n.name) : []
         const reports: VerifyReport[] = []
         const progress = out.progress(targets.length, 'verify')
@@ -38,6 +40,12 @@ export function registerMaintenanceCommands(program: Command, ctx: CliContext): 
           }
         } finally {
           progress.stop()
+        }
+        // Names lost whole since the last clean close (persistence/seal.ts) are listed nowhere else.
+        for (const loss of await store.recordedLosses()) {
+          if ((name === undefined || name === loss.name) && !reports.some((r) => r.name === loss.name)) {
+            reports.push({ name: loss.name, ok: false, firstSeq: 0, lastSeq: 0, records: 0, checkpoints: 0, problems: [lossProblem(loss)] })
+          }
         }
         const ok = reports.every((report) => report.ok)
         // Archived names are restored, not repaired; every other failure is what repair fixes.
@@ -62,7 +70,10 @@ export function registerMaintenanceCommands(program: Command, ctx: CliContext): 
     .description('repair names whose log is damaged in the middle: keep the intact records before the damage, drop the damaged ones, write the intact ones after it again (renumbered, chained anew); peers resend what was lost'))
     .action(action(ctx, 'repair', async (out, name: string | undefined, options: FolderOptions) => {
       return withFolder(options.dir, async ({ store }) => {
-        const targets = name === undefined ? (await store.names()).filter((n) => !n.archived) : [await nameInfo(store, name)]
+        const lost = (await store.recordedLosses()).map((loss) => loss.name)
+        const targets: Array<{ name: string }> = name === undefined
+          ? [...new Set([...(await store.names()).filter((n) => !n.archived).map((n) => n.name), ...lost])].map((n) => ({ name: n }))
+          : [lost.includes(name) ? { name } : await nameInfo(store, name)]
         const reports: RepairReport[] = []
         const progress = out.progress(targets.length, 'repair')
         try {

@@ -1,0 +1,281 @@
+/**
+ * The seal: what a store on disk holds at its last clean close, kept
+ * outside LevelDB so that losses inside it are seen (FORMAT.md, "Seal").
+ *
+ * LevelDB recovers a damaged or truncated newest `.log` silently: it keeps
+ * the batches before the damage and drops the rest, and every name's own
+ * checks then see a shorter, consistent log (a truncated `.log` of a cleanly
+ * closed store opened with 2 to 94 of 121 names missing, no error). So:
+ *
+ * - on a clean close, the last batch writes the seal key `s / seal`
+ *   (generation G, closed) and then the file `<dir>/concord-seal` lists, for
+ *   generation G, every name with its last seq (written to a temp file,
+ *   fsynced, renamed, folder fsynced);
+ * - on open, the seal key is read: the same G as the file means LevelDB
+ *   holds everything up to the close (its log loses suffixes, and the key was
+ *   the last write); a lower G or none means it lost the end of its log, and
+ *   every name of the file is checked against what the store holds: a name
+ *   missing or with a shorter log is a loss, recorded under `s / losses`
+ *   (kept until `repair` accepts it), reported (`lost` events after open,
+ *   `Store.losses`) and failing `verify`. A higher G means the store was
+ *   opened after that close and not closed cleanly: the file says nothing.
+ * - then the key is written with G + 1 (open), synced.
+ *
+ * A folder from before the seal has neither; it opens unchanged, and its
+ * first clean close writes both.
+ */
+import { open, readFile, rename, rm } from 'node:fs/promises'
+import { join } from 'node:path'
+import { Decoder, Encoder } from '../crdt/codec.ts'
+import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
+import { decodeArchiveMarker } from './archive.ts'
+import { openChecksummed, sealWithChecksum } from './checksum.ts'
+import { ARCHIVE_PREFIX, META_PREFIX } from './keys.ts'
+import { decodeMeta } from './name-meta.ts'
+import type { Storage, StorageKey } from './storage.ts'
+import type { StoreCore } from './store-core.ts'
+
+/** The seal file's name, in the store's folder (LevelDB ignores files it does not know). */
+export const SEAL_FILE = 'concord-seal'
+/** The seal key. */
+export const SEAL_KEY: StorageKey = ['s', 'seal']
+/** Losses found on open and not yet accepted by `repair`. */
+export const LOSSES_KEY: StorageKey = ['s', 'losses']
+/** Format version of the seal file, the seal key and the losses value. */
+export const SEAL_VERSION = 1
+
+/** Every name at a clean close: its last seq (the archived ones: as archived). */
+export interface SealFile {
+  readonly replicaId: string
+  readonly generation: number
+  readonly closedAt: number
+  readonly names: ReadonlyArray<{ readonly name: string; readonly lastSeq: number }>
+}
+
+/** The seal key: the generation of the last open or close, and which. */
+export interface SealKey {
+  readonly generation: number
+  readonly closed: boolean
+}
+
+/** Records acknowledged before a clean close that the store no longer holds. */
+export interface Loss {
+  readonly name: string
+  /** First missing seq (1: the whole name is missing). */
+  readonly fromSeq: number
+  /** Last seq at the clean close. */
+  readonly toSeq: number
+  /** When the close was (ms). */
+  readonly closedAt: number
+  /** When the loss was found (ms). */
+  readonly foundAt: number
+}
+
+function decodeWith<T>(bytes: Uint8Array, what: string, read: (d: Decoder) => T): T {
+  const body = openChecksummed(bytes)
+  if (!body) throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `${what}: checksum mismatch or truncated`)
+  if (body[0] > SEAL_VERSION) throw new ConcordError(ErrorCodes.UNSUPPORTED_VERSION, `${what}: format version ${body[0]} is newer than this code`)
+  try {
+    const d = new Decoder(body)
+    d.readVersion(SEAL_VERSION, what)
+    const value = read(d)
+    d.end(what)
+    return value
+  } catch (error) {
+    throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `${what}: ${(error as Error).message}`, { cause: error })
+  }
+}
+
+/** `u8 1 | string replicaId | varuint generation | varuint closedAt | count, (string name, varuint lastSeq)* | u32 crc` */
+export function encodeSealFile(seal: SealFile): Uint8Array {
+  const e = new Encoder().writeUint8(SEAL_VERSION).writeString(seal.replicaId).writeVarUint(seal.generation).writeVarUint(seal.closedAt)
+  e.writeVarUint(seal.names.length)
+  for (const { name, lastSeq } of seal.names) e.writeString(name).writeVarUint(lastSeq)
+  return sealWithChecksum(e.finish())
+}
+
+export function decodeSealFile(bytes: Uint8Array): SealFile {
+  return decodeWith(bytes, 'seal file', (d) => {
+    const replicaId = d.readString()
+    const generation = d.readVarUint()
+    const closedAt = d.readVarUint()
+    const count = d.readCount(2)
+    const names: Array<{ name: string; lastSeq: number }> = []
+    for (let i = 0; i < count; i++) names.push({ name: d.readString(), lastSeq: d.readVarUint() })
+    return { replicaId, generation, closedAt, names }
+  })
+}
+
+/** `u8 1 | varuint generation | u8 closed | u32 crc` */
+export function encodeSealKey(key: SealKey): Uint8Array {
+  return sealWithChecksum(new Encoder().writeUint8(SEAL_VERSION).writeVarUint(key.generation).writeUint8(key.closed ? 1 : 0).finish())
+}
+
+export function decodeSealKey(bytes: Uint8Array): SealKey {
+  return decodeWith(bytes, 'seal key', (d) => ({ generation: d.readVarUint(), closed: d.readUint8() === 1 }))
+}
+
+/** `u8 1 | count, (string name, varuint fromSeq, varuint toSeq, varuint closedAt, varuint foundAt)* | u32 crc` */
+export function encodeLosses(losses: readonly Loss[]): Uint8Array {
+  const e = new Encoder().writeUint8(SEAL_VERSION).writeVarUint(losses.length)
+  for (const l of losses) e.writeString(l.name).writeVarUint(l.fromSeq).writeVarUint(l.toSeq).writeVarUint(l.closedAt).writeVarUint(l.foundAt)
+  return sealWithChecksum(e.finish())
+}
+
+export function decodeLosses(bytes: Uint8Array): Loss[] {
+  return decodeWith(bytes, 'losses', (d) => {
+    const count = d.readCount(5)
+    const out: Loss[] = []
+    for (let i = 0; i < count; i++) {
+      out.push({ name: d.readString(), fromSeq: d.readVarUint(), toSeq: d.readVarUint(), closedAt: d.readVarUint(), foundAt: d.readVarUint() })
+    }
+    return out
+  })
+}
+
+/** The recorded losses (none: empty). */
+export async function readLosses(storage: Storage): Promise<Loss[]> {
+  const bytes = await storage.get(LOSSES_KEY)
+  return bytes ? decodeLosses(bytes) : []
+}
+
+/** The seal file of `dir`, or undefined when there is none (or it does not decode: it then says nothing). */
+async function readSealFile(dir: string): Promise<SealFile | undefined> {
+  let bytes: Uint8Array
+  try {
+    bytes = new Uint8Array(await readFile(join(dir, SEAL_FILE)))
+  } catch {
+    return undefined
+  }
+  try {
+    return decodeSealFile(bytes)
+  } catch {
+    return undefined
+  }
+}
+
+/** Writes a file atomically and durably: temp file, fsync, rename, folder fsync. */
+async function writeDurably(dir: string, file: string, bytes: Uint8Array): Promise<void> {
+  const temp = join(dir, `${file}.tmp`)
+  const handle = await open(temp, 'w')
+  try {
+    await handle.writeFile(bytes)
+    await handle.sync()
+  } finally {
+    await handle.close()
+  }
+  await rename(temp, join(dir, file))
+  const folder = await open(dir, 'r')
+  try {
+    await folder.sync()
+  } finally {
+    await folder.close()
+  }
+}
+
+/** Every stored name with its last seq (the log tail included), then the archived ones. */
+async function sealedNames(core: StoreCore): Promise<Array<{ name: string; lastSeq: number }>> {
+  const tails = await core.tailNames()
+  const names: Array<{ name: string; lastSeq: number }> = []
+  for await (const entry of core.storage.iterate({ prefix: META_PREFIX })) {
+    let meta
+    try {
+      meta = decodeMeta(entry.value)
+    } catch {
+      continue
+    }
+    names.push({ name: meta.name, lastSeq: (tails.has(meta.name) ? await core.withTail(meta) : meta).lastSeq })
+  }
+  for await (const entry of core.storage.iterate({ prefix: ARCHIVE_PREFIX })) {
+    try {
+      const marker = decodeArchiveMarker(entry.value)
+      names.push({ name: marker.name, lastSeq: marker.lastSeq })
+    } catch {
+      continue
+    }
+  }
+  return names
+}
+
+/** The last seq the store holds for `name` (archived: as archived), or undefined when it has no such name. */
+async function heldSeq(core: StoreCore, name: string): Promise<number | undefined> {
+  const meta = await core.storedMeta(name).catch(() => undefined)
+  if (meta) return meta.lastSeq
+  const marker = await core.storage.get(['a', name])
+  if (!marker) return undefined
+  try {
+    return decodeArchiveMarker(marker).lastSeq
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * On open (see the module comment): compares the seal with what LevelDB
+ * holds, records the losses it finds, and marks the store open. Returns the
+ * losses found now.
+ */
+export async function checkSeal(core: StoreCore, dir: string): Promise<Loss[]> {
+  const { storage } = core
+  const file = await readSealFile(dir)
+  const keyBytes = await storage.get(SEAL_KEY)
+  let key: SealKey | undefined
+  try {
+    key = keyBytes ? decodeSealKey(keyBytes) : undefined
+  } catch {
+    key = undefined
+  }
+  const found: Loss[] = []
+  if (file !== undefined && file.replicaId === core.replicaId && (key === undefined || key.generation < file.generation)) {
+    const now = core.now()
+    for (const { name, lastSeq } of file.names) {
+      if (lastSeq === 0) continue
+      const held = await heldSeq(core, name)
+      if (held === undefined) found.push({ name, fromSeq: 1, toSeq: lastSeq, closedAt: file.closedAt, foundAt: now })
+      else if (held < lastSeq) found.push({ name, fromSeq: held + 1, toSeq: lastSeq, closedAt: file.closedAt, foundAt: now })
+    }
+  }
+  const generation = Math.max(file?.generation ?? 0, key?.generation ?? 0) + 1
+  const ops = [{ type: 'put' as const, key: SEAL_KEY, value: encodeSealKey({ generation, closed: false }) }]
+  if (found.length > 0) {
+    const known = await readLosses(storage).catch(() => [])
+    const merged = new Map(known.map((loss) => [loss.name, loss]))
+    for (const loss of found) {
+      const earlier = merged.get(loss.name)
+      merged.set(loss.name, earlier ? { ...loss, fromSeq: Math.min(earlier.fromSeq, loss.fromSeq), toSeq: Math.max(earlier.toSeq, loss.toSeq) } : loss)
+    }
+    ops.push({ type: 'put', key: LOSSES_KEY, value: encodeLosses([...merged.values()]) })
+  }
+  await storage.batch(ops, { sync: true })
+  return found
+}
+
+/**
+ * On a clean close, once everything is written: the seal key (the last
+ * batch), then the seal file. Failures leave the previous file, which the
+ * next open then takes for stale (its generation is lower than the key's).
+ */
+export async function writeSeal(core: StoreCore, dir: string): Promise<void> {
+  const key = await core.storage.get(SEAL_KEY)
+  const generation = (key ? decodeSealKey(key).generation : 0) + 1
+  const names = await sealedNames(core)
+  await core.storage.batch([{ type: 'put', key: SEAL_KEY, value: encodeSealKey({ generation, closed: true }) }], { sync: true })
+  await writeDurably(dir, SEAL_FILE, encodeSealFile({ replicaId: core.replicaId, generation, closedAt: core.now(), names }))
+  await rm(join(dir, `${SEAL_FILE}.tmp`), { force: true })
+}
+
+/** How `verify` states a loss, and what to do about it. */
+export function lossProblem(loss: Loss): string {
+  const what = loss.fromSeq === 1 ? `the whole name (records 1..${loss.toSeq}) is missing` : `records ${loss.fromSeq}..${loss.toSeq} are missing`
+  return `${what}, although written before the clean close of ${new Date(loss.closedAt).toISOString()} (LevelDB lost the end of its log): sync with a peer that holds them (anti-entropy resends them), or restore the folder from a backup; then \`concord repair --dir DIR ${JSON.stringify(loss.name)}\` accepts the loss`
+}
+
+/** Removes the recorded loss of `name` (accepted); returns it, if there was one. */
+export async function acceptLoss(storage: Storage, name: string): Promise<Loss | undefined> {
+  const losses = await readLosses(storage)
+  const loss = losses.find((l) => l.name === name)
+  if (!loss) return undefined
+  const rest = losses.filter((l) => l.name !== name)
+  await storage.batch([rest.length > 0 ? { type: 'put', key: LOSSES_KEY, value: encodeLosses(rest) } : { type: 'del', key: LOSSES_KEY }], { sync: true })
+  return loss
+}

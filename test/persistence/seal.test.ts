@@ -1,0 +1,168 @@
+/**
+ * The seal (persistence/seal.ts): records lost inside LevelDB are detected.
+ *
+ * A cleanly closed store whose data lives only in its newest `.log`, with
+ * that file truncated at a random point: LevelDB recovers the batches before
+ * the cut without a word, so names went missing (2 to 94 of 121 in the
+ * issue) and `concord verify` exited 0. Now every loss is found on open
+ * (`lost` events, `Store.losses`), recorded until `repair` accepts it, and
+ * `verify` exits 5 saying what to do. A crash (SIGKILL, no clean close) and
+ * a deletion are no loss; a folder written before the seal opens unchanged.
+ */
+import assert from 'node:assert/strict'
+import { cp, readdir, stat, truncate } from 'node:fs/promises'
+import { join } from 'node:path'
+import { it } from 'node:test'
+import type { ReplicaType } from '../../crdt/replica.ts'
+import { openStore, type Store } from '../../persistence/index.ts'
+import { Prng } from '../../transports/memory/prng.ts'
+import { cli } from '../cli/helpers.ts'
+import { mutate } from '../sync/helpers/memory-host.ts'
+import { runAndKill } from './crash-harness.ts'
+import { settle, tempDir } from './helpers.ts'
+
+const TYPES: ReplicaType[] = ['orset', 'pncounter', 'yjs', 'automerge', 'ormap', 'lww-register']
+const NAMES = 121
+
+/** The newest LevelDB log of `dir` and its size. */
+async function newestLog(dir: string): Promise<{ path: string; size: number }> {
+  const logs = (await readdir(dir)).filter((f) => /^\d+\.log$/.test(f)).sort()
+  assert.ok(logs.length > 0, 'no .log file')
+  const path = join(dir, logs.at(-1)!)
+  return { path, size: (await stat(path)).size }
+}
+
+/** Writes NAMES names (several records each) and closes cleanly; returns each name's last seq. */
+async function writeAndClose(dir: string): Promise<Map<string, { type: ReplicaType; lastSeq: number }>> {
+  const random = new Prng(3)
+  const store = await openStore({ dir, replicaId: 'sealed', sweepMs: 0, checkpoint: { onClose: false } })
+  for (let i = 0; i < NAMES; i++) {
+    const type = TYPES[i % TYPES.length]
+    const replica = await store.open(`name-${String(i).padStart(3, '0')}`, type)
+    for (let j = 0; j < 1 + (i % 4); j++) mutate(replica, random, `v${i}.${j}`)
+  }
+  await store.flush()
+  const seqs = new Map((await store.names()).map((n) => [n.name, { type: n.type, lastSeq: n.lastSeq }]))
+  await store.close()
+  return seqs
+}
+
+async function open(dir: string): Promise<Store> {
+  return openStore({ dir, replicaId: 'sealed', sweepMs: 0 })
+}
+
+it('a truncated newest .log of a cleanly closed store: every lost name and record is found, reported, counted, and verify fails until repair accepts it', { timeout: 120_000 }, async () => {
+  const { dir: root, remove } = await tempDir('concord-seal-')
+  try {
+    const original = join(root, 'original')
+    const written = await writeAndClose(original)
+    assert.equal(written.size, NAMES)
+    const { size } = await newestLog(original)
+    const random = new Prng(Number(process.env.CONCORD_SEED ?? 12))
+    let trialsWithLosses = 0
+    for (let trial = 0; trial < 4; trial++) {
+      const dir = join(root, `trial-${trial}`)
+      await cp(original, dir, { recursive: true })
+      const log = await newestLog(dir)
+      assert.equal(log.size, size)
+      const cut = Math.floor(size * (0.05 + 0.9 * random.next()))
+      await truncate(log.path, cut)
+
+      const store = await open(dir)
+      const events: Array<{ name: string; fromSeq: number; toSeq: number }> = []
+      store.events.on('lost', (loss) => events.push(loss))
+      await settle()
+      // The truth: what the store holds against what was written before the close.
+      const held = new Map((await store.names()).map((n) => [n.name, n.lastSeq]))
+      const expected = [...written].filter(([name, { lastSeq }]) => (held.get(name) ?? 0) < lastSeq)
+        .map(([name, { lastSeq }]) => ({ name, fromSeq: (held.get(name) ?? 0) + 1, toSeq: lastSeq }))
+      const context = `trial ${trial}, cut at ${cut} of ${size} bytes`
+      assert.deepEqual(store.losses.map(({ name, fromSeq, toSeq }) => ({ name, fromSeq, toSeq })), expected, `${context}: Store.losses`)
+      assert.deepEqual(events.map(({ name, fromSeq, toSeq }) => ({ name, fromSeq, toSeq })), expected, `${context}: lost events`)
+      if (expected.length === 0) {
+        await store.close()
+        continue
+      }
+      trialsWithLosses++
+      const shortened = expected.find((loss) => loss.fromSeq > 1)
+      if (shortened) {
+        const report = await store.verify(shortened.name)
+        assert.equal(report.ok, false)
+        assert.match(report.problems.join('\n'), /missing.*concord repair/s)
+      }
+      await store.close()
+
+      // The CLI: verify fails (exit 5) and says what to do, also after more clean closes.
+      for (let round = 0; round < 2; round++) {
+        const verify = await cli(['verify', '--dir', dir])
+        assert.equal(verify.code, 5, `${context}: verify exits 5 (round ${round})\n${verify.stdout}${verify.stderr}`)
+        assert.match(verify.stdout, /concord repair/)
+        for (const loss of expected) assert.ok(verify.stdout.includes(loss.name), `${context}: verify names ${loss.name}`)
+      }
+      // repair accepts the losses; then verify passes.
+      const repair = await cli(['repair', '--dir', dir])
+      assert.equal(repair.code, 0, repair.stdout + repair.stderr)
+      const after = await cli(['verify', '--dir', dir])
+      assert.equal(after.code, 0, after.stdout + after.stderr)
+    }
+    assert.ok(trialsWithLosses > 0, 'no trial lost anything')
+  } finally {
+    await remove()
+  }
+})
+
+it('no false loss: an intact clean close, a deletion before the close, a SIGKILL with no close', { timeout: 60_000 }, async () => {
+  const { dir, remove } = await tempDir('concord-seal-')
+  try {
+    await writeAndClose(dir)
+    let store = await open(dir)
+    assert.deepEqual(store.losses, [])
+    await store.delete('name-000')
+    await store.close()
+    store = await open(dir)
+    assert.deepEqual(store.losses, [])
+    assert.equal((await store.names()).length, NAMES - 1)
+    await store.close()
+    assert.equal((await cli(['verify', '--dir', dir])).code, 0)
+
+    // A writer killed with SIGKILL (its store never closes), then again after a clean close.
+    const crash = await tempDir('concord-seal-crash-')
+    try {
+      for (let round = 0; round < 2; round++) {
+        await runAndKill('test/persistence/fixtures/crash-writer.ts', [crash.dir, '4'], 30, (line) => line === 'ready')
+        const crashed = await openStore({ dir: crash.dir, replicaId: 'crash-writer', sweepMs: 0 })
+        assert.deepEqual(crashed.losses, [], `round ${round}: a crash is no loss`)
+        await crashed.close()
+      }
+    } finally {
+      await crash.remove()
+    }
+  } finally {
+    await remove()
+  }
+})
+
+it('a folder written before the seal (test/persistence/fixtures/store-before-seal, by the code of the previous commit) opens unchanged, and is sealed by its first clean close', async () => {
+  const { dir: root, remove } = await tempDir('concord-seal-')
+  try {
+    const dir = join(root, 'folder')
+    await cp(new URL('./fixtures/store-before-seal', import.meta.url).pathname, dir, { recursive: true })
+    const expected: Record<string, unknown> = {
+      tasks: 5, seen: ['b'], plan: { step: 2 }, notes: { t: 'hello' }, spec: { items: ['x'] }, facts: { hits: 4, k: 'v' },
+    }
+    for (let round = 0; round < 2; round++) {
+      const store = await openStore({ dir, replicaId: 'fixture', sweepMs: 0 })
+      assert.deepEqual(store.losses, [])
+      const names = await store.names()
+      assert.deepEqual(names.map((n) => n.name).sort(), Object.keys(expected).sort())
+      for (const info of names) {
+        assert.deepEqual((await store.open(info.name, info.type)).value(), expected[info.name], `round ${round}: ${info.name}`)
+        assert.deepEqual((await store.verify(info.name)).problems, [])
+      }
+      await store.close()
+    }
+    assert.ok((await readdir(dir)).includes('concord-seal'), 'the first clean close wrote the seal')
+  } finally {
+    await remove()
+  }
+})

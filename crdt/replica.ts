@@ -141,8 +141,8 @@ export interface UndoRecord {
   /**
    * Takes back every change made since the record started, leaving the
    * value exactly as it was then (native types and Automerge: the state
-   * too; a Yjs document: by a compensating transaction, so its struct store
-   * keeps the undone structs as deleted ones). Emits `change` with
+   * too; a Yjs document: its local transactions, by a compensating one, so
+   * its struct store keeps the undone structs as deleted ones). Emits `change` with
    * `rollback: true` when the value changed. Ends the record. Returns true
    * when the state is exactly as it was (false: a compensating change,
    * which the holder must persist with the undone changes).

@@ -18,6 +18,7 @@ const lists = {
     // every wire and storage decoder, fuzzed in a 128 MiB child
     'test/fuzz/decoders.test.ts',
     'test/crdt/messages.test.ts',
+    'test/crdt/undo-reset.test.ts',
     // crdt/ documents
     'test/crdt/documents/document-semantics.test.ts',
     'test/crdt/documents/automerge-view.test.ts',

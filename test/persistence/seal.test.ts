@@ -142,7 +142,7 @@ it('no false loss: an intact clean close, a deletion before the close, a SIGKILL
   }
 })
 
-it('a folder written before the seal (test/persistence/fixtures/store-before-seal, by the code of the previous commit) opens unchanged, and is sealed by its first clean close', async () => {
+it('a folder written before the seal (test/persistence/fixtures/store-before-seal, written by main at 68408ed) opens unchanged, and is sealed by its first clean close', async () => {
   const { dir: root, remove } = await tempDir('concord-seal-')
   try {
     const dir = join(root, 'folder')

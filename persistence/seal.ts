@@ -19,7 +19,9 @@
  *   (kept until `repair` accepts it), reported (`lost` events after open,
  *   `Store.losses`) and failing `verify`. A higher G means the store was
  *   opened after that close and not closed cleanly: the file says nothing.
- * - then the key is written with G + 1 (open), synced.
+ * - then the key is written with G + 1 (open); not synced by itself: every
+ *   later synced write covers it, and if it is lost, so is all that came
+ *   after it (LevelDB loses suffixes), and the store is as the seal says.
  *
  * A folder from before the seal has neither; it opens unchanged, and its
  * first clean close writes both.
@@ -94,11 +96,16 @@ export function encodeSealFile(seal: SealFile): Uint8Array {
   return sealWithChecksum(e.finish())
 }
 
-export function decodeSealFile(bytes: Uint8Array): SealFile {
+/** Decodes a seal file; with `names: false`, its header only (no name list: the intact case reads no more). */
+export function decodeSealFile(bytes: Uint8Array, options: { names?: boolean } = {}): SealFile {
   return decodeWith(bytes, 'seal file', (d) => {
     const replicaId = d.readString()
     const generation = d.readVarUint()
     const closedAt = d.readVarUint()
+    if (options.names === false) {
+      d.readRaw(d.remaining)
+      return { replicaId, generation, closedAt, names: [] }
+    }
     const count = d.readCount(2)
     const names: Array<{ name: string; lastSeq: number }> = []
     for (let i = 0; i < count; i++) names.push({ name: d.readString(), lastSeq: d.readVarUint() })
@@ -139,16 +146,19 @@ export async function readLosses(storage: Storage): Promise<Loss[]> {
   return bytes ? decodeLosses(bytes) : []
 }
 
-/** The seal file of `dir`, or undefined when there is none (or it does not decode: it then says nothing). */
-async function readSealFile(dir: string): Promise<SealFile | undefined> {
-  let bytes: Uint8Array
+/** The seal file of `dir` (bytes), or undefined when there is none. */
+async function readSealFile(dir: string): Promise<Uint8Array | undefined> {
   try {
-    bytes = new Uint8Array(await readFile(join(dir, SEAL_FILE)))
+    return new Uint8Array(await readFile(join(dir, SEAL_FILE)))
   } catch {
     return undefined
   }
+}
+
+/** Decodes, or undefined: a seal that does not decode says nothing. */
+function tryDecode(bytes: Uint8Array | undefined, names: boolean): SealFile | undefined {
   try {
-    return decodeSealFile(bytes)
+    return bytes === undefined ? undefined : decodeSealFile(bytes, { names })
   } catch {
     return undefined
   }
@@ -217,7 +227,8 @@ async function heldSeq(core: StoreCore, name: string): Promise<number | undefine
  */
 export async function checkSeal(core: StoreCore, dir: string): Promise<Loss[]> {
   const { storage } = core
-  const file = await readSealFile(dir)
+  const fileBytes = await readSealFile(dir)
+  const file = tryDecode(fileBytes, false)
   const keyBytes = await storage.get(SEAL_KEY)
   let key: SealKey | undefined
   try {
@@ -226,13 +237,16 @@ export async function checkSeal(core: StoreCore, dir: string): Promise<Loss[]> {
     key = undefined
   }
   const found: Loss[] = []
-  if (file !== undefined && file.replicaId === core.replicaId && (key === undefined || key.generation < file.generation)) {
+  const sealed = file !== undefined && file.replicaId === core.replicaId && (key === undefined || key.generation < file.generation)
+    ? tryDecode(fileBytes, true)
+    : undefined
+  if (sealed !== undefined) {
     const now = core.now()
-    for (const { name, lastSeq } of file.names) {
+    for (const { name, lastSeq } of sealed.names) {
       if (lastSeq === 0) continue
       const held = await heldSeq(core, name)
-      if (held === undefined) found.push({ name, fromSeq: 1, toSeq: lastSeq, closedAt: file.closedAt, foundAt: now })
-      else if (held < lastSeq) found.push({ name, fromSeq: held + 1, toSeq: lastSeq, closedAt: file.closedAt, foundAt: now })
+      if (held === undefined) found.push({ name, fromSeq: 1, toSeq: lastSeq, closedAt: sealed.closedAt, foundAt: now })
+      else if (held < lastSeq) found.push({ name, fromSeq: held + 1, toSeq: lastSeq, closedAt: sealed.closedAt, foundAt: now })
     }
   }
   const generation = Math.max(file?.generation ?? 0, key?.generation ?? 0) + 1
@@ -246,7 +260,9 @@ export async function checkSeal(core: StoreCore, dir: string): Promise<Loss[]> {
     }
     ops.push({ type: 'put', key: LOSSES_KEY, value: encodeLosses([...merged.values()]) })
   }
-  await storage.batch(ops, { sync: true })
+  // Not synced by itself: a later synced write covers it (LevelDB's log is sequential), and if it
+  // is lost, so is everything after it, and the store is as the seal says. Recorded losses are synced.
+  await storage.batch(ops, { sync: found.length > 0 })
   return found
 }
 

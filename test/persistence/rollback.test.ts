@@ -195,6 +195,27 @@ describe('changes over the limit a replica loads back', () => {
     }
   })
 
+  it('async mode: a merged Yjs unit over the limit is refused whole and taken back; what was logged before stays', async () => {
+    const limited = (type: ReplicaType, options: Parameters<typeof createReplica>[1]): Replica => createReplica(type, { ...options, limits: { maxBytes: 100_000 } } as never)
+    const store = await openStore({ replicaId: 'a', sweepMs: 0, durability: { mode: 'async', rpoMs: 20 }, createReplica: limited })
+    const doc = await store.open('doc', 'yjs')
+    const errors: unknown[] = []
+    store.events.on('error', ({ error }) => errors.push(error))
+    for (let i = 0; i < 20; i++) typeText(doc, `${i} `)
+    await store.flush()
+    const logged = textOf(doc)
+    typeText(doc, 'z'.repeat(150_000))
+    await store.flush()
+    await settle()
+    assert.ok(errors.some((e) => isConcordError(e, 'CONCORD_LIMIT_EXCEEDED')))
+    assert.equal(textOf(doc), logged)
+    typeText(doc, 'end')
+    await store.flush()
+    assert.equal(textOf(await store.at('doc', store.committedSeq('doc'))), `${logged}end`)
+    assert.deepEqual((await store.verify('doc')).problems, [])
+    await store.close()
+  })
+
   it('an intact record over a lowered limit fails the name with CONCORD_LIMIT_EXCEEDED and is never deleted', async () => {
     const { dir, remove } = await tempDir()
     try {

@@ -237,7 +237,8 @@ export async function checkSeal(core: StoreCore, dir: string): Promise<Loss[]> {
     key = undefined
   }
   const found: Loss[] = []
-  const sealed = file !== undefined && file.replicaId === core.replicaId && (key === undefined || key.generation < file.generation)
+  // The file belongs to the folder, whoever opens it (a maintenance tool works under its own id).
+  const sealed = file !== undefined && (key === undefined || key.generation < file.generation)
     ? tryDecode(fileBytes, true)
     : undefined
   if (sealed !== undefined) {

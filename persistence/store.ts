@@ -144,6 +144,8 @@ export class Store {
 
   // ---------------------------------------------------------------- opening
 
+  private sealChecked = false
+
   /** The folder of a store on disk that opened its own storage: where its seal lives. */
   private get sealDir(): string | undefined {
     return this.ownsStorage ? this.core.options.dir : undefined
@@ -154,6 +156,8 @@ export class Store {
     const dir = this.sealDir
     if (dir === undefined) return
     const found = await checkSeal(this.core, dir)
+    // Only a store whose seal was checked writes one on close: else it could cover up a loss not yet recorded.
+    this.sealChecked = true
     if (found.length === 0) return
     this.losses.push(...found)
     // Reported once the caller holds the store (it subscribes right after open resolves).
@@ -426,7 +430,7 @@ export class Store {
     for (const wake of core.waiters) wake()
     await core.committer.close()
     const dir = this.sealDir
-    if (dir !== undefined) {
+    if (dir !== undefined && this.sealChecked) {
       // Everything is written: the seal records it (a failure leaves a stale seal, which says nothing).
       await writeSeal(core, dir).catch(() => undefined)
     }

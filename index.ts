@@ -24,7 +24,7 @@ export {
 } from './crdt/errors.ts'
 export type { Emitter, Unsubscribe } from './crdt/emitter.ts'
 export type { HybridClock, HlcTimestamp } from './crdt/hlc.ts'
-export type { Replica, ReplicaId, ReplicaType, ReplicaOptions, ReplicaEvents, ReplicaFactory, ChangeEvent, LocalRun } from './crdt/replica.ts'
+export type { Replica, ReplicaId, ReplicaType, ReplicaOptions, ReplicaEvents, ReplicaFactory, ChangeEvent, LocalRun, UndoRecord } from './crdt/replica.ts'
 export type { Json } from './crdt/types/json.ts'
 export {
   GCounterReplica, PNCounterReplica, GSetReplica, ORSetReplica, LWWRegisterReplica, MVRegisterReplica, EWFlagReplica, ORMapReplica,
@@ -34,7 +34,7 @@ export type { NativeType } from './crdt/types/store-spec.ts'
 export { YjsReplica } from './crdt/documents/yjs-replica.ts'
 export { AutomergeReplica } from './crdt/documents/automerge-replica.ts'
 export type { DocumentLimits, YjsReplicaOptions, YjsTopLevelKind, AutomergeReplicaOptions } from './crdt/documents/options.ts'
-export type { Store, StoreEvents, HistoryEntry, NameInfo, VerifyReport, GcReport, ApplyResult } from './persistence/store.ts'
+export type { Store, StoreEvents, HistoryEntry, NameInfo, VerifyReport, GcReport, ApplyResult, Loss } from './persistence/store.ts'
 export type { RepairReport } from './persistence/repair.ts'
 export type { StoreOptions, NameOptions, Durability, Retention, CheckpointPolicy, Schema, Migration, ReplicaCreator } from './persistence/options.ts'
 export type { Storage, StorageKey, StorageEntry, StorageOperation, RangeOptions, WriteOptions, SignalOptions } from './persistence/storage.ts'

@@ -14,6 +14,7 @@ export { Emitter, type Unsubscribe } from './emitter.ts'
 export {
   replicaId, type Replica, type ReplicaId, type ReplicaType, type ReplicaOptions, type ReplicaFactory, type ReplicaEvents, type ChangeEvent,
   type LocalRun,
+  type UndoRecord,
 } from './replica.ts'
 export { createReplica, replicaFactories, isRegisteredType, deltaMerger, mergeDeltas } from './registry.ts'
 export {

@@ -6,7 +6,7 @@
  */
 export type { Storage, StorageKey, StorageEntry, StorageOperation, RangeOptions, WriteOptions, SignalOptions } from './storage.ts'
 export { LevelStorage, openLevelStorage, type LevelStorageOptions, type BytesLevel } from './level/index.ts'
-export { openStore, Store, type HistoryEntry, type NameInfo, type VerifyReport, type StoreEvents, type ApplyResult, type GcReport, type CommittedUnitRecord } from './store.ts'
+export { openStore, Store, type HistoryEntry, type NameInfo, type VerifyReport, type StoreEvents, type ApplyResult, type GcReport, type CommittedUnitRecord, type Loss } from './store.ts'
 export type { StoreOptions, NameOptions, Durability, Retention, CheckpointPolicy, Schema, Migration, ReplicaCreator, DeltaMerger } from './options.ts'
 export type { Timers } from './committer.ts'
 export type { RepairReport } from './repair.ts'

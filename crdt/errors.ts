@@ -46,6 +46,8 @@ export const ErrorCodes = {
   UNREACHABLE: 'CONCORD_UNREACHABLE',
   /** A listen found its address taken (another process listens on that port). */
   ADDRESS_IN_USE: 'CONCORD_ADDRESS_IN_USE',
+  /** A document library failed inside an operation (Automerge's wasm trapped); the operation had no effect. */
+  LIBRARY_FAILED: 'CONCORD_LIBRARY_FAILED',
 } as const
 
 /** One of the stable error codes. */

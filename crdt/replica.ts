@@ -18,6 +18,8 @@
  * - `snapshot()` is the whole state; `createReplica(type, { snapshot })`
  *   restores an equal replica.
  */
+import type { DocumentLimits } from './documents/options.ts'
+import type { WaitingBudget } from './documents/waiting-room.ts'
 import type { Emitter, Unsubscribe } from './emitter.ts'
 import type { HybridClock } from './hlc.ts'
 
@@ -172,6 +174,10 @@ export interface ReplicaOptions {
   readonly clock?: HybridClock | undefined
   /** A snapshot to load (from `snapshot()`); throws DecodeError if malformed. */
   readonly snapshot?: Uint8Array | undefined
+  /** Limits on untrusted input of the document types (Yjs, Automerge); other types ignore them. */
+  readonly limits?: Partial<DocumentLimits> | undefined
+  /** The per-sender budget of document updates waiting for a dependency, shared by many replicas (documents only). */
+  readonly waitingBudget?: WaitingBudget | undefined
 }
 
 /** Creates replicas of one type. */

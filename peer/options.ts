@@ -1,6 +1,7 @@
 /**
  * Options of {@link createPeer}, with their defaults and validation.
  */
+import type { DocumentLimits } from '../crdt/documents/options.ts'
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import type { Access } from '../sync/host.ts'
 import type { PeerId } from '../sync/messages.ts'
@@ -88,6 +89,12 @@ export interface PeerOptions {
    * README, "libp2p".
    */
   readonly libp2p?: PeerLibp2pOptions | undefined
+  /**
+   * Limits on the Yjs and Automerge deltas remote peers send (bytes,
+   * decoded operations and content, updates waiting for a dependency);
+   * see README, "Sync and security", for the defaults.
+   */
+  readonly documentLimits?: Partial<DocumentLimits> | undefined
   /** Largest sync frame, bytes (default 1 MiB; larger messages are chunked). */
   readonly maxFrameBytes?: number | undefined
   /**

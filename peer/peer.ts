@@ -110,6 +110,7 @@ export async function createPeer(options: PeerOptions): Promise<Peer> {
     ttlMs: options.ttlMs,
     archive: options.archiveAfterMs !== undefined ? { afterMs: options.archiveAfterMs } : undefined,
     schema: options.schema,
+    documentLimits: options.documentLimits,
     now: options.now,
     signal: options.signal,
   })

@@ -1,6 +1,7 @@
 /**
  * Options of a store and of a name, with their defaults.
  */
+import type { DocumentLimits } from '../crdt/documents/options.ts'
 import type { HybridClock } from '../crdt/hlc.ts'
 import type { Replica, ReplicaId, ReplicaOptions, ReplicaType } from '../crdt/replica.ts'
 import type { Timers } from './committer.ts'
@@ -58,6 +59,9 @@ export type ReplicaCreator = (type: ReplicaType, options: ReplicaOptions) => Rep
  */
 export type DeltaMerger = (type: ReplicaType) => ((deltas: readonly Uint8Array[]) => Uint8Array) | undefined
 
+/** Checks a remote delta of a type against limits before it is applied; throws a ConcordError. */
+export type DeltaChecker = (type: ReplicaType, delta: Uint8Array, limits: Partial<DocumentLimits> | undefined) => void
+
 /** Options of {@link openStore}. */
 export interface StoreOptions {
   /** LevelDB folder; omitted (and no `storage`) -> in memory. */
@@ -102,6 +106,18 @@ export interface StoreOptions {
    * (one record per change).
    */
   readonly deltaMerger?: DeltaMerger | undefined
+  /**
+   * Limits on the documents' remote deltas (`commit`, `applyRemote`): bytes,
+   * decoded operations and content, updates waiting for a dependency (see
+   * `DocumentLimits`; defaults in `DEFAULT_DOCUMENT_LIMITS`). The store's
+   * own log and checkpoints are replayed without the decoded-size bounds.
+   */
+  readonly documentLimits?: Partial<DocumentLimits> | undefined
+  /**
+   * Checks a remote delta's decoded size against the limits before anything
+   * applies it (default: the crdt documents' `checkDocumentDelta`).
+   */
+  readonly checkDelta?: DeltaChecker | undefined
   /** The agent's clock, shared with its replicas. */
   readonly clock?: HybridClock | undefined
   /** Wall clock in ms (TTL, archival, timed checkpoints). */

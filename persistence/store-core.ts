@@ -6,6 +6,7 @@
  */
 import { Emitter } from '../crdt/emitter.ts'
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
+import { trustedLimits } from '../crdt/documents/options.ts'
 import { HybridClock } from '../crdt/hlc.ts'
 import type { Replica, ReplicaId, ReplicaType } from '../crdt/replica.ts'
 import { Committer, realTimers, type Timers } from './committer.ts'
@@ -33,12 +34,21 @@ export class StoreCore {
   private readonly emptyVersions = new Map<ReplicaType, Uint8Array>()
   private readonly mergers = new Map<ReplicaType, ((deltas: readonly Uint8Array[]) => Uint8Array) | undefined>()
 
+  /**
+   * Creates a replica of a type for this store: with the store's document
+   * limits, less the decoded-size bounds (its replicas replay the store's
+   * own log; remote deltas are checked by {@link checkDelta} first).
+   */
+  readonly createReplica: ReplicaCreator
+
   constructor(
     readonly storage: Storage,
     readonly replicaId: ReplicaId,
-    readonly createReplica: ReplicaCreator,
+    createReplica: ReplicaCreator,
     readonly options: StoreOptions,
   ) {
+    const limits = trustedLimits(options.documentLimits)
+    this.createReplica = (type, replicaOptions) => createReplica(type, { limits, ...replicaOptions })
     this.now = options.now ?? Date.now
     // The clock follows the store's wall clock: the HLC of the newest record is a name's last touch (FORMAT.md).
     this.clock = options.clock ?? new HybridClock(this.now)
@@ -71,6 +81,11 @@ export class StoreCore {
   /** Throws `CONCORD_CLOSED` once the store is closed. */
   checkOpen(): void {
     if (this.isClosed) throw new ConcordError(ErrorCodes.CLOSED, 'the store is closed')
+  }
+
+  /** Checks a remote delta of `type` against the store's document limits (throws `CONCORD_LIMIT_EXCEEDED`, DecodeError). */
+  checkDelta(type: ReplicaType, delta: Uint8Array): void {
+    this.options.checkDelta?.(type, delta, this.options.documentLimits)
   }
 
   /** A replica of `type` bound to the store's id and clock. */

@@ -68,10 +68,13 @@ export async function openStore(options: StoreOptions): Promise<Store> {
       const replicaId = claim ? id : UNCLAIMED
       await storage.batch([{ type: 'put', key: STORE_INFO_KEY, value: encodeStoreInfo({ replicaId, created: info?.created ?? now() }) }], { sync: true })
     }
-    const defaults = options.createReplica === undefined || options.deltaMerger === undefined ? await import('./default-replicas.ts') : undefined
+    const defaults = options.createReplica === undefined || options.deltaMerger === undefined || options.checkDelta === undefined
+      ? await import('./default-replicas.ts')
+      : undefined
     const createReplica = options.createReplica ?? defaults!.defaultCreateReplica
     const deltaMerger = options.deltaMerger ?? defaults!.defaultDeltaMerger
-    const store = new Store(storage, ownsStorage, id, createReplica, { ...options, deltaMerger })
+    const checkDelta = options.checkDelta ?? defaults!.defaultDeltaChecker
+    const store = new Store(storage, ownsStorage, id, createReplica, { ...options, deltaMerger, checkDelta })
     try {
       await store.checkSeal()
     } catch (error) {
@@ -217,7 +220,8 @@ export class Store {
 
   /**
    * Applies deltas to several names and logs them as one atomic unit: after
-   * a crash, either every record is there or none. Every delta is validated
+   * a crash, either every record is there or none. Every delta is checked
+   * against the document limits (`CONCORD_LIMIT_EXCEEDED`) and validated
    * (on a scratch replica) before any is applied.
    */
   async commit(deltas: ReadonlyArray<{ name: string; delta: Uint8Array; type?: ReplicaType }>, options: { origin?: unknown; agent?: string } & SignalOptions = {}): Promise<ApplyResult[]> {
@@ -230,6 +234,7 @@ export class Store {
       if (!(item.delta instanceof Uint8Array)) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'a delta must be a Uint8Array')
       if (item.type !== undefined && !this.hydration.hydrated(item.name, item.type) &&
         (await this.typeOf(item.name, { signal: options.signal })) === undefined) {
+        this.core.checkDelta(item.type, item.delta)
         this.core.newReplica(item.type).applyDelta(item.delta)
       }
     }

@@ -427,6 +427,7 @@ export class Writes {
     options: { origin?: unknown; agent?: string },
   ): Promise<ApplyResult[]> {
     const { core } = this
+    for (const [i, item] of deltas.entries()) core.checkDelta(entries[i].state.meta.type, item.delta)
     if (deltas.length > 1) {
       // Validate all before applying any, so a bad delta cannot leave a partial change.
       for (const [i, item] of deltas.entries()) core.newReplica(entries[i].state.meta.type).applyDelta(item.delta)

@@ -20,7 +20,7 @@ import { readUleb, type AutomergeChunk } from './automerge-guard.ts'
 const HASH_BYTES = 32
 
 /** The dependency hashes of a change chunk (views into its bytes), or null when they cannot be read. */
-function dependencies(chunk: AutomergeChunk): Uint8Array[] | null {
+export function dependencies(chunk: AutomergeChunk): Uint8Array[] | null {
   const bytes = chunk.bytes
   const read = readUleb(bytes, chunk.payloadOffset, 5)
   if (read === undefined) return null

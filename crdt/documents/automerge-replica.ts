@@ -39,15 +39,23 @@
  */
 import * as A from '@automerge/automerge'
 import { Emitter, type Unsubscribe } from '../emitter.ts'
-import { ConcordError, DecodeError, ErrorCodes, withArticle } from '../errors.ts'
+import { ConcordError, DecodeError, ErrorCodes, isConcordError, withArticle } from '../errors.ts'
 import { Encoder, decodeGuarded } from '../codec.ts'
 import type { ChangeEvent, Replica, ReplicaEvents, ReplicaFactory, ReplicaId, UndoRecord } from '../replica.ts'
 import { mergeAutomergeDeltas } from './merge-deltas.ts'
-import { splitAutomergeChunks } from './automerge-guard.ts'
+import { splitAutomergeChunks, type AutomergeChunk } from './automerge-guard.ts'
+import { AutomergeJournal } from './automerge-journal.ts'
+import { automergeError, automergeFailed, automergeGeneration } from './automerge-runtime.ts'
+import { changeHashes, missingDependencies } from './automerge-waiting.ts'
+import { WaitingRoom, type WaitingStats } from './waiting-room.ts'
+import { checkAutomergeDeltaSize } from './delta-size.ts'
 import { extendsLinearly } from './automerge-linear.ts'
 import { ChangeClock, hexOf, writeHashBytes } from './automerge-clock.ts'
 import { resolveLimits, type AutomergeReplicaOptions, type DocumentLimits } from './options.ts'
 import { decodeDocumentSnapshot, encodeDocumentSnapshot } from './snapshot-envelope.ts'
+import { insertable, plainValue, restoreObject } from './automerge-value.ts'
+
+export { plainValue }
 
 /** Version format: heads and change clock. */
 const VERSION_FORMAT = 2
@@ -138,98 +146,6 @@ function sameHeads(a: A.Heads, b: A.Heads): boolean {
   return a.length === b.length && a.every((head, i) => head === b[i])
 }
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date) &&
-    !(value instanceof Uint8Array) && !A.isCounter(value) && !A.isImmutableString(value)
-}
-
-/** An Automerge value as plain data (see the module comment). */
-export function plainValue(value: unknown): unknown {
-  if (A.isCounter(value)) return (value as A.Counter).value
-  if (A.isImmutableString(value)) return (value as A.ImmutableString).val
-  if (value instanceof Date) return value.toISOString()
-  if (value instanceof Uint8Array) return new Uint8Array(value)
-  if (Array.isArray(value)) return value.map(plainValue)
-  if (typeof value === 'object' && value !== null) {
-    const out: Record<string, unknown> = {}
-    for (const key of Object.keys(value).sort()) out[key] = plainValue((value as Record<string, unknown>)[key])
-    return out
-  }
-  return value
-}
-
-/** A fresh copy of a value of a past document, ready to assign inside a change. */
-function insertable(value: unknown): unknown {
-  if (A.isCounter(value)) return new A.Counter((value as A.Counter).value)
-  if (A.isImmutableString(value)) return new A.ImmutableString((value as A.ImmutableString).val)
-  if (value instanceof Date) return new Date(value.getTime())
-  if (value instanceof Uint8Array) return new Uint8Array(value)
-  if (Array.isArray(value)) return value.map(insertable)
-  if (typeof value === 'object' && value !== null) {
-    const out: Record<string, unknown> = {}
-    for (const key of Object.keys(value)) out[key] = insertable((value as Record<string, unknown>)[key])
-    return out
-  }
-  return value
-}
-
-function plainEqual(a: unknown, b: unknown): boolean {
-  return deepEqual(plainValue(a), plainValue(b)) && A.isCounter(a) === A.isCounter(b) && A.isImmutableString(a) === A.isImmutableString(b)
-}
-
-function deepEqual(a: unknown, b: unknown): boolean {
-  if (a === b) return true
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false
-  if (a instanceof Uint8Array || b instanceof Uint8Array) {
-    return a instanceof Uint8Array && b instanceof Uint8Array && a.length === b.length && a.every((x, i) => x === b[i])
-  }
-  if (Array.isArray(a) !== Array.isArray(b)) return false
-  const ka = Object.keys(a)
-  const kb = Object.keys(b)
-  return ka.length === kb.length && ka.every((k) => Object.hasOwn(b, k) && deepEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]))
-}
-
-/** Rewrites the object `target` (inside a change, at `path` of `root`) to equal `past`. */
-function restoreObject(root: unknown, path: A.Prop[], target: Record<string, unknown>, past: Record<string, unknown>): void {
-  for (const key of Object.keys(target)) if (!Object.hasOwn(past, key)) delete target[key]
-  for (const key of Object.keys(past)) restoreSlot(root, [...path, key], target, key, past[key])
-}
-
-/** Rewrites `container[key]` to equal `wanted`, in place where the kinds match. */
-function restoreSlot(root: unknown, path: A.Prop[], container: Record<string | number, unknown>, key: string | number, wanted: unknown): void {
-  const current = container[key]
-  if (key in container && plainEqual(current, wanted)) return
-  if (typeof current === 'string' && typeof wanted === 'string') {
-    A.updateText(root as A.Doc<unknown>, path, wanted)
-  } else if (A.isCounter(current) && A.isCounter(wanted)) {
-    (current as A.Counter).increment((wanted as A.Counter).value - (current as A.Counter).value)
-  } else if (Array.isArray(current) && Array.isArray(wanted)) {
-    restoreList(root, path, current, wanted)
-  } else if (isPlainObject(current) && isPlainObject(wanted)) {
-    restoreObject(root, path, current, wanted)
-  } else {
-    container[key] = insertable(wanted)
-  }
-}
-
-function restoreList(root: unknown, path: A.Prop[], current: unknown[], wanted: unknown[]): void {
-  let start = 0
-  while (start < current.length && start < wanted.length && plainEqual(current[start], wanted[start])) start++
-  let endC = current.length
-  let endW = wanted.length
-  while (endC > start && endW > start && plainEqual(current[endC - 1], wanted[endW - 1])) {
-    endC--
-    endW--
-  }
-  // Same length in the middle: rewrite element by element (keeps nested objects and texts).
-  if (endC - start === endW - start) {
-    for (let i = start; i < endC; i++) restoreSlot(root, [...path, i], current as unknown as Record<number, unknown>, i, wanted[i])
-    return
-  }
-  if (endC > start) A.deleteAt(current, start, endC - start)
-  if (endW > start) A.insertAt(current, start, ...wanted.slice(start, endW).map(insertable))
-}
-
 /** An Automerge document behind the replica interface. */
 export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
   readonly type = 'automerge' as const
@@ -247,6 +163,12 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
   private actor: string
   /** The change clock, built on first use and then kept up to date (see automerge-clock.ts). */
   private clock: ChangeClock | undefined
+  /** The wasm generation `current` lives in (automerge-runtime.ts). */
+  private generation = automergeGeneration()
+  /** What the document is rebuilt from after the wasm module failed. */
+  private readonly journal: AutomergeJournal
+  /** Deltas waiting for a missing dependency, keyed by missing change hash (their own hashes kept). */
+  private readonly waiting: WaitingRoom<string, string[]>
   /** Open undo records: the heads each started at. */
   private readonly undoRecords = new Set<AutomergeUndoRecord>()
   /** See {@link Replica.guard}. */
@@ -255,24 +177,47 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
   constructor(options: AutomergeReplicaOptions<T>) {
     this.replicaId = options.replicaId
     this.limits = resolveLimits(options.limits)
-    if (options.snapshot !== undefined) {
-      const { payload } = decodeDocumentSnapshot(options.snapshot, 'automerge')
-      splitAutomergeChunks(payload, this.limits, 'automerge snapshot')
-      try {
-        this.current = options.actor === undefined ? A.load<T>(payload) : A.load<T>(payload, { actor: options.actor })
-      } catch (cause) {
-        throw new DecodeError(`automerge snapshot: ${(cause as Error)?.message ?? cause}`, { cause })
+    this.waiting = new WaitingRoom(this.limits, options.waitingBudget)
+    try {
+      if (options.snapshot !== undefined) {
+        const { payload } = decodeDocumentSnapshot(options.snapshot, 'automerge')
+        splitAutomergeChunks(payload, this.limits, 'automerge snapshot')
+        try {
+          this.current = options.actor === undefined ? A.load<T>(payload) : A.load<T>(payload, { actor: options.actor })
+        } catch (cause) {
+          throw automergeError('automerge snapshot', cause)
+        }
+        this.journal = new AutomergeJournal(payload.slice())
+      } else if (options.initial !== undefined) {
+        const initial = options.initial
+        const seeded = A.change(A.init<T>({ actor: INITIAL_ACTOR }), { time: 0 }, (doc) => {
+          Object.assign(doc as object, insertable(initial))
+        })
+        this.current = options.actor === undefined ? A.clone(seeded) : A.clone(seeded, { actor: options.actor })
+        this.journal = new AutomergeJournal(A.save(seeded))
+      } else {
+        this.current = options.actor === undefined ? A.init<T>() : A.init<T>({ actor: options.actor })
+        this.journal = new AutomergeJournal()
       }
-    } else if (options.initial !== undefined) {
-      const initial = options.initial
-      const seeded = A.change(A.init<T>({ actor: INITIAL_ACTOR }), { time: 0 }, (doc) => {
-        Object.assign(doc as object, insertable(initial))
-      })
-      this.current = options.actor === undefined ? A.clone(seeded) : A.clone(seeded, { actor: options.actor })
-    } else {
-      this.current = options.actor === undefined ? A.init<T>() : A.init<T>({ actor: options.actor })
+    } catch (cause) {
+      throw automergeError('automerge replica', cause, false)
     }
     this.actor = A.getActorId(this.current)
+  }
+
+  /**
+   * Rebuilds the document from its journal when the wasm module was
+   * reloaded since it was built (another document's delta trapped it).
+   */
+  private live(): void {
+    if (this.generation === automergeGeneration()) return
+    try {
+      this.current = this.journal.rebuild<T>(this.actor)
+    } catch (cause) {
+      throw automergeError('automerge rebuild', cause, false)
+    }
+    this.clock = undefined
+    this.generation = automergeGeneration()
   }
 
   /** The change clock (built from the document's change metadata on first use). */
@@ -282,6 +227,7 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
 
   /** The current document (an immutable Automerge view; replaced by every change). */
   get doc(): A.Doc<T> {
+    this.live()
     return this.current
   }
 
@@ -289,12 +235,22 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
    * Makes one local change; emits `change` and returns its bytes, or `null`
    * when `fn` changed nothing. A change larger than `limits.maxBytes` (what
    * `applyDelta` and a store reloading it accept) is refused with
-   * `CONCORD_LIMIT_EXCEEDED` and the document is left as it was.
+   * `CONCORD_LIMIT_EXCEEDED` and the document is left as it was. A failure
+   * of Automerge itself (a wasm trap) is `CONCORD_LIBRARY_FAILED` and
+   * changes nothing.
    */
   change(fn: A.ChangeFn<T>, message?: string): Uint8Array | null {
     this.guard?.()
+    this.live()
     const before = A.getHeads(this.current)
-    const next = message === undefined ? A.change(this.current, fn) : A.change(this.current, { message }, fn)
+    let next: A.Doc<T>
+    try {
+      next = message === undefined ? A.change(this.current, fn) : A.change(this.current, { message }, fn)
+    } catch (cause) {
+      // An exception of `fn` itself leaves the module usable and is the caller's: rethrown as it is.
+      if (!automergeFailed(cause)) throw cause
+      throw automergeError('automerge change', cause, false)
+    }
     const after = A.getHeads(next)
     if (sameHeads(before, after)) return null
     const delta = A.getLastLocalChange(next)!
@@ -309,6 +265,7 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
     // A local change depends on every head: it is the only head now.
     const clock = this.clock
     if (clock !== undefined && (after.length !== 1 || !clock.add(this.actor, clock.seq(this.actor) + 1, after[0]))) this.clock = undefined
+    this.journal.add(delta, next)
     this.events.emit('change', { delta, local: true })
     return delta
   }
@@ -318,6 +275,7 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
    * the heads now; `undo` goes back to a fork of the document at them.
    */
   recordUndo(): UndoRecord {
+    this.live()
     const record = new AutomergeUndoRecord(this, A.getHeads(this.current))
     this.undoRecords.add(record)
     return record
@@ -325,6 +283,7 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
 
   /** @internal goes back to `heads` and ends `record`. */
   undoTo(record: AutomergeUndoRecord, heads: A.Heads): void {
+    this.live()
     if (!this.undoRecords.delete(record) || sameHeads(heads, A.getHeads(this.current))) return
     const previous = this.current
     // A fresh actor: the changes taken back keep their (actor, seq) for good.
@@ -332,7 +291,9 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
     this.actor = A.getActorId(this.current)
     A.free(previous)
     this.clock = undefined
-    this.events.emit('change', { delta: A.save(this.current), local: false, rollback: true })
+    const saved = A.save(this.current)
+    this.journal.reset(saved)
+    this.events.emit('change', { delta: saved, local: false, rollback: true })
   }
 
   /** @internal ends `record` without undoing. */
@@ -352,23 +313,36 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
     try {
       next = A.load<T>(payload)
     } catch (cause) {
-      throw new DecodeError(`automerge snapshot: ${(cause as Error)?.message ?? cause}`, { cause })
+      throw automergeError('automerge snapshot', cause)
     }
     const previous = this.current
     this.current = next
     this.actor = A.getActorId(next)
-    A.free(previous)
+    // A document of an older wasm generation is not freed: its module is gone.
+    if (this.generation === automergeGeneration()) A.free(previous)
+    this.generation = automergeGeneration()
     this.clock = undefined
     this.undoRecords.clear()
+    this.journal.reset(payload.slice())
     this.events.emit('change', { delta: payload, local: false, rollback: true })
   }
 
   version(): Uint8Array {
+    this.live()
     return encodeAutomergeVersion(A.getHeads(this.current), this.changeClock().entries())
   }
 
   deltaSince(version: Uint8Array): Uint8Array | null {
     const { heads, clock: theirs } = decodeAutomergeVersion(version)
+    this.live()
+    try {
+      return this.deltaSinceVersion(heads, theirs)
+    } catch (cause) {
+      throw automergeError('automerge deltaSince', cause, false)
+    }
+  }
+
+  private deltaSinceVersion(heads: A.Heads, theirs: ReadonlyMap<string, number> | null): Uint8Array | null {
     if (A.getHeads(this.current).length === 0) return null
     if (theirs === null) return this.deltaSinceHeads(heads)
     // For every actor, the last of our changes the version also holds: the
@@ -397,11 +371,49 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
 
   applyDelta(delta: Uint8Array, origin?: unknown): boolean {
     const chunks = splitAutomergeChunks(delta, this.limits, 'automerge delta')
+    checkAutomergeDeltaSize(chunks, this.limits)
+    this.live()
     const documents = chunks.filter((chunk) => chunk.type === 0)
     const changeChunks = chunks.filter((chunk) => chunk.type !== 0)
-    const changes = changeChunks.map((chunk) => chunk.bytes)
     const before = A.getHeads(this.current)
-    // Changes that arrived before their dependencies wait inside Automerge.
+    const own = changeHashes(changeChunks)
+    if (documents.length === 0) {
+      // Changes whose dependencies are missing wait outside Automerge (bounded; dropped and counted when full).
+      const missing = missingDependencies(this.current, before, changeChunks, own)
+      if (missing !== undefined) {
+        this.waiting.hold(delta, origin, missing.map((hash) => [hash, 1] as const), own)
+        return false
+      }
+    }
+    const released = this.release(own, documents.length > 0)
+    try {
+      return this.integrate(delta, origin, documents, changeChunks, before, released)
+    } catch (error) {
+      if (released.length === 0 || !isConcordError(error, ErrorCodes.DECODE_ERROR) || this.generation !== automergeGeneration()) throw error
+      // A released delta broke the batch: apply this one alone (the released ones are dropped; anti-entropy brings them again).
+      return this.integrate(delta, origin, documents, changeChunks, before, [])
+    }
+  }
+
+  /** Takes the waiting deltas that applying changes `own` (and, after a document chunk, anything now known) makes ready. */
+  private release(own: readonly string[], hadDocument: boolean): Uint8Array[] {
+    const waiting = this.waiting
+    if (waiting.size === 0) return []
+    for (const hash of own) waiting.advance(hash, 1)
+    if (hadDocument) for (const hash of [...waiting.keys()]) waiting.advance(hash, 1)
+    const released: Uint8Array[] = []
+    for (let next = waiting.next(); next !== undefined; next = waiting.next()) {
+      released.push(next.bytes)
+      for (const hash of next.context) waiting.advance(hash, 1)
+    }
+    return released
+  }
+
+  /** Applies a checked delta (and waiting ones it released) in one Automerge call; emits `change`. */
+  private integrate(delta: Uint8Array, origin: unknown, documents: AutomergeChunk[], changeChunks: AutomergeChunk[], before: A.Heads, released: Uint8Array[]): boolean {
+    if (released.length > 0) changeChunks = [...changeChunks, ...released.flatMap((bytes) => splitAutomergeChunks(bytes, this.limits, 'automerge delta'))]
+    const changes = changeChunks.map((chunk) => chunk.bytes)
+    // Changes that arrived before their dependencies inside a document's delta wait inside Automerge.
     const hadPending = A.getMissingDeps(this.current, []).length > 0
     // The whole document into an empty replica: its strict parse is the result.
     const wholeIntoEmpty = before.length === 0 && !hadPending && changes.length === 0 && documents.length === 1
@@ -415,7 +427,8 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
         for (const chunk of documents) next = A.loadIncremental(next, chunk.bytes)
       }
     } catch (cause) {
-      throw new DecodeError(`automerge delta rejected: ${(cause as Error)?.message ?? cause}`, { cause })
+      // A trap reloads the module: this document is rebuilt from its journal on its next use.
+      throw automergeError('automerge delta rejected', cause)
     }
     if (sameHeads(before, A.getHeads(next))) {
       this.current = next
@@ -437,15 +450,31 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
     // When this delta completed waiting changes, the change event carries them
     // too: a store logs what the event carries, and a replay of the log must
     // give this state (the waiting changes were never logged on their own).
-    this.events.emit('change', { delta: hadPending ? A.saveSince(next, before) : delta, local: false, origin })
+    const event = hadPending ? A.saveSince(next, before) : released.length > 0 ? mergeAutomergeDeltas([delta, ...released]) : delta
+    if (wholeIntoEmpty) this.journal.reset(documents[0].bytes.slice())
+    else this.journal.add(event, next)
+    this.events.emit('change', { delta: event, local: false, origin })
     return true
   }
 
+  /** Deltas waiting for a missing dependency: held now, dropped over budget, released since creation. */
+  waitingStats(): WaitingStats {
+    return this.waiting.stats()
+  }
+
   snapshot(): Uint8Array {
-    return encodeDocumentSnapshot({ kind: 'automerge', gc: false, payload: A.save(this.current) })
+    this.live()
+    let payload: Uint8Array
+    try {
+      payload = A.save(this.current)
+    } catch (cause) {
+      throw automergeError('automerge snapshot', cause, false)
+    }
+    return encodeDocumentSnapshot({ kind: 'automerge', gc: false, payload })
   }
 
   value(): unknown {
+    this.live()
     return plainValue(this.current)
   }
 

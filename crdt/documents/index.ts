@@ -4,11 +4,14 @@
  * that reject malformed updates and snapshots before the libraries see them.
  */
 export { YjsReplica, YjsRemoteOrigin, isYjsRemoteOrigin, yjsReplicaFactory } from './yjs-replica.ts'
-export { validateYjsUpdate, validateYjsStateVector, type YjsUpdateSummary } from './yjs-guard.ts'
+export { validateYjsUpdate, validateYjsStateVector, checkYjsDeltaSize, type YjsUpdateSummary } from './yjs-guard.ts'
+export { checkDocumentDelta } from './delta-size.ts'
+export { checkAutomergeSize, type DecodedSize } from './automerge-size.ts'
 export { documentValue, kindOf, type ObservedKind } from './yjs-view.ts'
 export {
   DEFAULT_DOCUMENT_LIMITS,
   resolveLimits,
+  trustedLimits,
   type DocumentLimits,
   type YjsReplicaOptions,
   type YjsTopLevelKind,

@@ -11,13 +11,46 @@ export interface DocumentLimits {
   readonly maxBytes: number
   /** Deepest nesting of arrays/objects inside one Yjs `ContentAny` value (default 64). */
   readonly maxNesting: number
+  /**
+   * Most operations one delta may decode to (default 1,000,000): Yjs structs
+   * plus delete ranges; Automerge op rows (one per inserted character), plus
+   * change rows in a document chunk. Read from the bytes before the library
+   * runs; over it, `CONCORD_LIMIT_EXCEEDED`. Snapshots are not bounded by it.
+   */
+  readonly maxOperations: number
+  /**
+   * Most bytes of content (strings, values, binaries) one delta may decode
+   * to (default 64 MiB), Automerge's deflated document columns inflated.
+   */
+  readonly maxInsertedBytes: number
+  /**
+   * Most updates of one document held while they wait for a missing
+   * dependency (default 1,000); more are dropped (counted in `waitingStats`)
+   * and come again by anti-entropy.
+   */
+  readonly maxWaitingUpdates: number
+  /** Most bytes of such waiting updates of one document (default 8 MiB). */
+  readonly maxWaitingBytes: number
 }
 
 /** The limits used when none are given. */
 export const DEFAULT_DOCUMENT_LIMITS: DocumentLimits = Object.freeze({
   maxBytes: 64 * 1024 * 1024,
   maxNesting: 64,
+  maxOperations: 1_000_000,
+  maxInsertedBytes: 64 * 1024 * 1024,
+  maxWaitingUpdates: 1000,
+  maxWaitingBytes: 8 * 1024 * 1024,
 })
+
+/**
+ * Limits for bytes this process wrote itself (its own log and checkpoints):
+ * the framing limits as given, no bound on the decoded size (a local change
+ * or a logged state may be larger than what a peer may send in one delta).
+ */
+export function trustedLimits(limits?: Partial<DocumentLimits>): DocumentLimits {
+  return { ...resolveLimits(limits), maxOperations: Infinity, maxInsertedBytes: Infinity }
+}
 
 /** Fills the limits not given with the defaults. */
 export function resolveLimits(limits?: Partial<DocumentLimits>): DocumentLimits {

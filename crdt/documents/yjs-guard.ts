@@ -52,7 +52,7 @@
  * would stall and a snapshot would not load. Only the same-character case
  * is both cheap and never present in honest output.
  */
-import { DecodeError } from '../errors.ts'
+import { ConcordError, DecodeError, ErrorCodes } from '../errors.ts'
 import type { DocumentLimits } from './options.ts'
 
 /** What the validator learned about an accepted update. */
@@ -61,6 +61,27 @@ export interface YjsUpdateSummary {
   readonly structs: number
   /** Number of delete ranges in the update's delete set. */
   readonly deleteRanges: number
+  /** Bytes of item content (strings, JSON, binaries, embeds, formats, any values). */
+  readonly insertedBytes: number
+}
+
+/**
+ * Told, while an update is validated, what it needs to exist before Yjs
+ * can integrate it (see yjs-waiting.ts): every struct it references and
+ * every clock it deletes, and where each client's structs start and end.
+ */
+export interface YjsDependencyCollector {
+  /**
+   * The update references (or deletes) `client`'s clocks below `clock`: they
+   * must exist. (A struct's references to its own client precede it, and
+   * exist once its run attaches: they are not reported.)
+   */
+  need(client: number, clock: number): void
+  /**
+   * The update holds structs of `client` over `[start, end)`; those after
+   * its last skip range attach only once the document holds `attach`.
+   */
+  run(client: number, start: number, attach: number, end: number): void
 }
 
 const MAX_CLOCK = Number.MAX_SAFE_INTEGER
@@ -248,10 +269,12 @@ function readAny(reader: YjsUpdateReader, depth: number, maxNesting: number): { 
 }
 
 /** Reads an ID that, when it names `client`, must name a clock before `clock`. */
-function readReference(reader: YjsUpdateReader, client: number, clock: number, what: string): void {
+function readReference(reader: YjsUpdateReader, client: number, clock: number, what: string, deps: YjsDependencyCollector | undefined): void {
   const refClient = reader.varUint()
   const refClock = reader.varUint()
   if (refClient === client && refClock >= clock) reader.fail(`${what} ${refClient}:${refClock} does not precede the struct ${client}:${clock}`)
+  // A reference to the struct's own client precedes it: met once its run attaches.
+  if (refClient !== client) deps?.need(refClient, refClock + 1)
 }
 
 /** Reads one item's content; returns the item's length (clock units). */
@@ -307,7 +330,7 @@ function readContent(reader: YjsUpdateReader, ref: number, limits: DocumentLimit
  * and content, or a GC or skip range), checked; returns its length in clock
  * units.
  */
-export function readStruct(reader: YjsUpdateReader, client: number, clock: number, limits: DocumentLimits): number {
+export function readStruct(reader: YjsUpdateReader, client: number, clock: number, limits: DocumentLimits, deps?: YjsDependencyCollector): number {
   const info = reader.uint8()
   const ref = info & 0x1f
   if (ref === 0 || ref === 10) { // GC or Skip
@@ -322,6 +345,7 @@ export function readStruct(reader: YjsUpdateReader, client: number, clock: numbe
     originClient = reader.varUint()
     originClock = reader.varUint()
     if (originClient === client && originClock >= clock) reader.fail(`origin ${originClient}:${originClock} does not precede the struct ${client}:${clock}`)
+    if (originClient !== client) deps?.need(originClient, originClock + 1)
   }
   if ((info & 0x40) !== 0) {
     const rightClient = reader.varUint()
@@ -329,26 +353,34 @@ export function readStruct(reader: YjsUpdateReader, client: number, clock: numbe
     if (rightClient === client && rightClock >= clock) reader.fail(`right origin ${rightClient}:${rightClock} does not precede the struct ${client}:${clock}`)
     // The left and right neighbours of an insertion are two characters.
     if (rightClient === originClient && rightClock === originClock) reader.fail(`origin and right origin are both ${rightClient}:${rightClock}`)
+    if (rightClient !== client) deps?.need(rightClient, rightClock + 1)
   }
   if ((info & 0xc0) === 0) {
     const parentInfo = reader.varUint()
     if (parentInfo === 1) reader.string('parent key')
-    else if (parentInfo === 0) readReference(reader, client, clock, 'parent')
+    else if (parentInfo === 0) readReference(reader, client, clock, 'parent', deps)
     else reader.fail(`parent info ${parentInfo}`)
     if ((info & 0x20) !== 0) reader.string('parent sub')
   }
-  return readContent(reader, ref, limits)
+  const contentStart = reader.pos
+  const length = readContent(reader, ref, limits)
+  if (ref !== 1 && ref !== 7) contentBytes += reader.pos - contentStart
+  return length
 }
+
+/** Content bytes read by {@link readStruct} since the last reset (one counter: the walk is synchronous). */
+let contentBytes = 0
 
 /**
  * Validates a Yjs v1 update (see the module comment for the guarantees).
  * Throws {@link DecodeError} on anything Yjs could choke on.
  */
-export function validateYjsUpdate(bytes: Uint8Array, limits: DocumentLimits): YjsUpdateSummary {
+export function validateYjsUpdate(bytes: Uint8Array, limits: DocumentLimits, deps?: YjsDependencyCollector): YjsUpdateSummary {
   if (!(bytes instanceof Uint8Array)) throw new DecodeError('yjs update: expected a Uint8Array')
   if (bytes.length < 2) throw new DecodeError(`yjs update: ${bytes.length} bytes is too short (an empty update has 2)`)
   if (bytes.length > limits.maxBytes) throw new DecodeError(`yjs update: ${bytes.length} bytes exceeds the limit of ${limits.maxBytes}`)
   const reader = new YjsUpdateReader(bytes)
+  contentBytes = 0
   let structs = 0
   // Struct section: per client, its structs from a start clock.
   const numClients = reader.count(3, 'client')
@@ -360,19 +392,24 @@ export function validateYjsUpdate(bytes: Uint8Array, limits: DocumentLimits): Yj
       if (seen.has(client)) reader.fail(`client ${client} appears twice`)
       seen.add(client)
     }
-    let clock = reader.varUint()
+    const start = reader.varUint()
+    let clock = start
+    let attach = start
     for (let s = 0; s < numStructs; s++) {
-      const length = readStruct(reader, client, clock, limits)
+      const skip = deps !== undefined && reader.bytes[reader.pos] === 10
+      const length = readStruct(reader, client, clock, limits, deps)
       clock += length
+      if (skip) attach = clock
       if (clock > MAX_CLOCK) reader.fail(`clock of client ${client} exceeds 2^53`)
       structs++
     }
+    if (numStructs > 0) deps?.run(client, start, attach, clock)
   }
   // Delete set: per client, ranges [clock, clock + len).
   let deleteRanges = 0
   const dsClients = reader.count(2, 'delete set client')
   for (let c = 0; c < dsClients; c++) {
-    reader.varUint() // client
+    const client = reader.varUint()
     const numDeletes = reader.count(2, 'delete range')
     for (let d = 0; d < numDeletes; d++) {
       const clock = reader.varUint()
@@ -380,11 +417,27 @@ export function validateYjsUpdate(bytes: Uint8Array, limits: DocumentLimits): Yj
       // Yjs throws re-encoding a pending delete range of length 0 (v2 writes len - 1).
       if (len === 0) reader.fail('delete range of length 0')
       if (clock + len > MAX_CLOCK) reader.fail('delete range exceeds 2^53')
+      deps?.need(client, clock + len)
       deleteRanges++
     }
   }
   if (reader.remaining !== 0) reader.fail(`${reader.remaining} trailing bytes`)
-  return { structs, deleteRanges }
+  return { structs, deleteRanges, insertedBytes: contentBytes }
+}
+
+/**
+ * Checks the decoded size of an accepted update against the delta limits
+ * (`maxOperations`: structs plus delete ranges; `maxInsertedBytes`).
+ * Throws `CONCORD_LIMIT_EXCEEDED`.
+ */
+export function checkYjsDeltaSize(summary: YjsUpdateSummary, limits: DocumentLimits): void {
+  const operations = summary.structs + summary.deleteRanges
+  if (operations > limits.maxOperations) {
+    throw new ConcordError(ErrorCodes.LIMIT_EXCEEDED, `yjs update: ${operations} structs and delete ranges exceed the limit of ${limits.maxOperations}`)
+  }
+  if (summary.insertedBytes > limits.maxInsertedBytes) {
+    throw new ConcordError(ErrorCodes.LIMIT_EXCEEDED, `yjs update: ${summary.insertedBytes} bytes of content exceed the limit of ${limits.maxInsertedBytes}`)
+  }
 }
 
 /** Validates an encoded Yjs state vector (`Y.encodeStateVector`). Throws {@link DecodeError}. */

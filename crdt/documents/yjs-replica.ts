@@ -50,15 +50,18 @@ import type { ChangeEvent, LocalRun, Replica, ReplicaEvents, ReplicaFactory, Rep
 import { mergeYjsDeltas } from './merge-deltas.ts'
 import { resolveLimits, type DocumentLimits, type YjsReplicaOptions } from './options.ts'
 import { decodeDocumentSnapshot, encodeDocumentSnapshot } from './snapshot-envelope.ts'
-import { validateYjsStateVector, validateYjsUpdate } from './yjs-guard.ts'
+import { checkYjsDeltaSize, validateYjsStateVector, validateYjsUpdate } from './yjs-guard.ts'
 import { restoreDocument } from './yjs-restore.ts'
 import { encodeTransactionUpdate, encodeUpdateSince, mergeDeleteSetsOf } from './yjs-transaction-update.ts'
 import { documentValue, openTopLevel } from './yjs-view.ts'
+import { WaitingRoom, type WaitingStats } from './waiting-room.ts'
+import { YjsDependencies } from './yjs-waiting.ts'
 
 // Read once: a namespace member access goes through a getter on every call
 // in the CommonJS interop, and applyDelta runs once per remote update.
 const applyUpdate = Y.applyUpdate
 const transact = Y.transact
+const getState = Y.getState
 
 /** The Yjs transaction origin of deltas applied through `applyDelta`. */
 export class YjsRemoteOrigin {
@@ -213,10 +216,7 @@ export class YjsReplica implements Replica {
 
   private readonly onCleanup = (transaction: Y.Transaction): void => {
     const origin = transaction.origin
-    if (origin instanceof YjsRemoteOrigin && origin.replica === this) {
-      if (this.wantRemoteUpdate && changedBy(transaction)) this.pendingRemoteUpdate = encodeTransactionUpdate(transaction)
-      return
-    }
+    if (origin instanceof YjsRemoteOrigin && origin.replica === this) return
     const refusal = this.refused.get(transaction)
     if (refusal !== undefined) {
       this.refused.delete(transaction)
@@ -245,15 +245,34 @@ export class YjsReplica implements Replica {
 
   /** The open local run, if any. */
   private run: YjsLocalRun | undefined
-  /** Set while a remote delta that may complete pending structs is applied. */
-  private wantRemoteUpdate = false
-  private pendingRemoteUpdate: Uint8Array | undefined
   /** The origin of the last remote apply, reused while the caller's origin is the same. */
   private lastRemote: YjsRemoteOrigin | undefined
-  /** The delta being applied (read by the transaction callback, made once). */
+  /** The dependencies of the delta being validated (reused). */
+  private readonly dependencies: YjsDependencies
+  /** Updates waiting for a missing dependency, held outside Yjs (see waiting-room.ts). */
+  private readonly waiting: WaitingRoom<number, number[]>
+  /** Updates Yjs itself left pending although every dependency was there (a hostile update), dropped. */
+  private unresolvable = 0
+  /** The delta being applied and, when updates wait, the clients it moves on (read by the transaction callback). */
   private applying: Uint8Array | undefined
+  private applyingClients: number[] | undefined
+  /** Waiting updates applied with the current delta. */
+  private released: Uint8Array[] = []
   private readonly applyInTransaction = (transaction: Y.Transaction): Y.Transaction => {
-    applyUpdate(this.doc, this.applying!, transaction.origin)
+    const doc = this.doc
+    applyUpdate(doc, this.applying!, transaction.origin)
+    const clients = this.applyingClients
+    if (clients === undefined) return transaction
+    // Updates that waited for what this delta brought: each applied once, in the same transaction.
+    const waiting = this.waiting
+    for (let moved: number[] | undefined = clients; moved !== undefined;) {
+      for (const client of moved) waiting.advance(client, getState(doc.store, client))
+      const next = waiting.next()
+      if (next === undefined) break
+      applyUpdate(doc, next.bytes, transaction.origin)
+      this.released.push(next.bytes)
+      moved = next.context
+    }
     return transaction
   }
 
@@ -284,6 +303,8 @@ export class YjsReplica implements Replica {
       }
     }
     this.doc.on('beforeTransaction', this.onBefore)
+    this.dependencies = new YjsDependencies(this.doc)
+    this.waiting = new WaitingRoom(this.limits, options.waitingBudget)
     this.doc.on('afterTransactionCleanup', this.onCleanup)
   }
 
@@ -337,21 +358,25 @@ export class YjsReplica implements Replica {
   }
 
   applyDelta(delta: Uint8Array, origin?: unknown): boolean {
-    validateYjsUpdate(delta, this.limits)
+    const dependencies = this.dependencies
+    dependencies.reset()
+    checkYjsDeltaSize(validateYjsUpdate(delta, this.limits, dependencies), this.limits)
     const doc = this.doc
     if (doc._transaction !== null) {
       throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'yjs replica: applyDelta inside a transaction of its doc')
     }
-    // The transaction's own update is only needed when the delta may complete
-    // structs Yjs held as pending; otherwise the delta as received is the change.
-    const completesPending = doc.store.pendingStructs !== null || doc.store.pendingDs !== null
+    const unmet = dependencies.unmet()
+    if (unmet !== undefined) {
+      // Not integrable yet: held outside Yjs (bounded; dropped and counted when full).
+      this.waiting.hold(delta, origin, unmet, dependencies.clients())
+      return false
+    }
     // The local run's changes so far are encoded before this delta touches the store.
     this.run?.endPiece()
     let remote = this.lastRemote
     if (remote === undefined || remote.origin !== origin) this.lastRemote = remote = new YjsRemoteOrigin(this, origin)
-    this.pendingRemoteUpdate = undefined
-    this.wantRemoteUpdate = completesPending
     this.applying = delta
+    this.applyingClients = this.waiting.size > 0 ? dependencies.clients() : undefined
     let transaction: Y.Transaction
     try {
       // Our own transaction (remote: local = false, as Y.applyUpdate makes it),
@@ -361,15 +386,29 @@ export class YjsReplica implements Replica {
       // Not reachable for a validated update as far as we know; report it typed.
       throw new DecodeError(`yjs update rejected by Yjs: ${(cause as Error)?.message ?? cause}`, { cause })
     } finally {
-      this.wantRemoteUpdate = false
       this.applying = undefined
+      this.applyingClients = undefined
     }
-    const encoded = this.pendingRemoteUpdate
-    this.pendingRemoteUpdate = undefined
+    const released = this.released
+    if (released.length > 0) this.released = []
+    if (doc.store.pendingStructs !== null || doc.store.pendingDs !== null) {
+      // Every reference was there, yet Yjs parked structs (a hostile update
+      // whose structs reference each other in a cycle): dropped, not retried
+      // on every later update.
+      doc.store.pendingStructs = null
+      doc.store.pendingDs = null
+      this.unresolvable++
+    }
     if (!changedBy(transaction)) return false
-    const event = completesPending && encoded !== undefined ? encoded : delta
+    // The change carries the waiting updates this delta completed: a store logs what it carries.
+    const event = released.length > 0 ? mergeYjsDeltas([delta, ...released]) : delta
     this.events.emit('change', { delta: event, local: false, origin })
     return true
+  }
+
+  /** Updates waiting for a missing dependency: held now, dropped over budget, released since creation. */
+  waitingStats(): WaitingStats & { readonly unresolvable: number } {
+    return { ...this.waiting.stats(), unresolvable: this.unresolvable }
   }
 
   snapshot(): Uint8Array {
@@ -410,6 +449,7 @@ export class YjsReplica implements Replica {
   /** Stops listening to the doc and destroys it. */
   destroy(): void {
     this.doc.off('beforeTransaction', this.onBefore)
+    this.waiting.clear()
     this.doc.off('afterTransactionCleanup', this.onCleanup)
     this.doc.destroy()
   }

@@ -95,6 +95,12 @@ export interface PeerOptions {
    * see README, "Sync and security", for the defaults.
    */
   readonly documentLimits?: Partial<DocumentLimits> | undefined
+  /**
+   * Delta bytes from which a remote commit is heavy: heavy commits are
+   * applied one at a time, each after a macrotask turn, so that the small
+   * commits other sessions already sent go first (default 64 KiB; 0: off).
+   */
+  readonly heavyApplyBytes?: number | undefined
   /** Largest sync frame, bytes (default 1 MiB; larger messages are chunked). */
   readonly maxFrameBytes?: number | undefined
   /**

@@ -10,6 +10,7 @@
  * store.commit (validate all, apply, log, all or none) -> acknowledged.
  */
 import { Emitter, type Unsubscribe } from '../crdt/emitter.ts'
+import type { WaitingStats } from '../crdt/documents/waiting-room.ts'
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import type { Replica, ReplicaType } from '../crdt/replica.ts'
 import type { Json } from '../crdt/types/json.ts'
@@ -81,6 +82,11 @@ export interface PeerStats {
   readonly admission: Readonly<AdmissionStats>
   /** The y-websocket route's counters (once `listen` serves it). */
   readonly yWebsocket?: Readonly<YWebsocketStats>
+  /**
+   * Document updates waiting for a missing dependency (all names): held now,
+   * dropped over a budget (they come again by anti-entropy), released.
+   */
+  readonly waiting: Readonly<WaitingStats>
 }
 
 const TICK_MS = 500
@@ -148,7 +154,7 @@ export class Peer {
     this.store = store
     this.identityProof = checkIdentities(options)
     this.host = new StoreSyncHost({
-      store, auth: options.auth, access: options.access,
+      store, auth: options.auth, access: options.access, heavyApplyBytes: options.heavyApplyBytes,
       // A corrupt name is left out of sync (every other name still syncs) and reported once.
       onUnreadable: (name, error) => this.events.emit('error', { name, error }),
     })
@@ -460,8 +466,9 @@ export class Peer {
     for (const session of this.sessions) addStats(totals, session.stats)
     const gossip = this.link?.gossipStats
     const yWebsocket = this.websocket.yWebsocketStats
+    const waiting = this.store.waitingStats()
     return {
-      sessions: this.sessions.size, totals, admission: { ...this.admission.stats },
+      sessions: this.sessions.size, totals, admission: { ...this.admission.stats }, waiting,
       ...(gossip ? { gossip } : {}), ...(yWebsocket ? { yWebsocket } : {}),
     }
   }

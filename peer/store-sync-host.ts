@@ -12,6 +12,7 @@ import type { Store } from '../persistence/store.ts'
 import { provesSecret, type Access, type ApplyResult, type LocalCommit, type NameInfo, type PeerId, type PresentedCredentials, type SyncHost } from '../sync/index.ts'
 import type { DeltaEntry } from '../sync/messages.ts'
 import { overlayHost } from './host-overlay.ts'
+import { HeavyApplyGate } from './apply-gate.ts'
 import type { AccessFunction, AuthOptions, CredentialCheck } from './options.ts'
 
 type ApplyResultOfStore = Awaited<ReturnType<Store['commit']>>[number]
@@ -30,6 +31,8 @@ export interface StoreSyncHostOptions {
    * anti-entropy and every other name still syncs.
    */
   readonly onUnreadable?: (name: string, error: ConcordError) => void
+  /** Delta bytes from which a remote commit waits its turn (see apply-gate.ts; default 64 KiB, 0: off). */
+  readonly heavyApplyBytes?: number | undefined
 }
 
 /**
@@ -57,8 +60,11 @@ export class StoreSyncHost implements SyncHost {
   private namesLoaded = false
   /** Names left out of sync because their data is corrupt (reported once each). */
   private readonly unreadable = new Set<string>()
+  /** Heavy remote commits take turns, after a macrotask each, so that other sessions' small ones go first. */
+  private readonly gate: HeavyApplyGate
 
   constructor(private readonly options: StoreSyncHostOptions) {
+    this.gate = new HeavyApplyGate(options.heavyApplyBytes)
     this.offCommitted = options.store.events.on('committed', ({ records, origin }) => {
       const entries: DeltaEntry[] = records.map((record) => ({ name: record.name, replicaType: record.type, delta: record.payload }))
       if (entries.length > 0) this.commits.emit('commit', { entries, origin })
@@ -196,7 +202,16 @@ export class StoreSyncHost implements SyncHost {
    * name does not hold back every name that travels with it (an
    * anti-entropy answer bundles many).
    */
-  async applyRemote(entries: readonly DeltaEntry[], origin: unknown): Promise<ApplyResult> {
+  applyRemote(entries: readonly DeltaEntry[], origin: unknown): Promise<ApplyResult> {
+    return this.gate.run(entries, () => this.applyNow(entries, origin))
+  }
+
+  /** How many remote commits were heavy enough to wait their turn. */
+  get heavyCommits(): number {
+    return this.gate.heavy
+  }
+
+  private async applyNow(entries: readonly DeltaEntry[], origin: unknown): Promise<ApplyResult> {
     // The log records who sent the change: the remote peer of the session it came through.
     const agent = (origin as { remotePeerId?: string } | undefined)?.remotePeerId
     let applying = entries.filter((entry) => !this.unreadable.has(entry.name))

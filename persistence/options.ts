@@ -2,6 +2,7 @@
  * Options of a store and of a name, with their defaults.
  */
 import type { DocumentLimits } from '../crdt/documents/options.ts'
+import type { WaitingBudget, WaitingBudgetLimits } from '../crdt/documents/waiting-room.ts'
 import type { HybridClock } from '../crdt/hlc.ts'
 import type { Replica, ReplicaId, ReplicaOptions, ReplicaType } from '../crdt/replica.ts'
 import type { Timers } from './committer.ts'
@@ -60,7 +61,7 @@ export type ReplicaCreator = (type: ReplicaType, options: ReplicaOptions) => Rep
 export type DeltaMerger = (type: ReplicaType) => ((deltas: readonly Uint8Array[]) => Uint8Array) | undefined
 
 /** Checks a remote delta of a type against limits before it is applied; throws a ConcordError. */
-export type DeltaChecker = (type: ReplicaType, delta: Uint8Array, limits: Partial<DocumentLimits> | undefined) => void
+export type DeltaChecker = (type: ReplicaType, delta: Uint8Array, limits: Partial<DocumentLimits> | undefined, parse?: boolean) => void
 
 /** Options of {@link openStore}. */
 export interface StoreOptions {
@@ -113,6 +114,12 @@ export interface StoreOptions {
    * own log and checkpoints are replayed without the decoded-size bounds.
    */
   readonly documentLimits?: Partial<DocumentLimits> | undefined
+  /**
+   * The per-sender bound on document updates waiting for a dependency, over
+   * every name of the store (a {@link WaitingBudget}, or its limits; default
+   * 4,000 updates and 32 MiB per sender).
+   */
+  readonly waitingBudget?: WaitingBudget | Partial<WaitingBudgetLimits> | undefined
   /**
    * Checks a remote delta's decoded size against the limits before anything
    * applies it (default: the crdt documents' `checkDocumentDelta`).

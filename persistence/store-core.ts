@@ -7,6 +7,7 @@
 import { Emitter } from '../crdt/emitter.ts'
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import { trustedLimits } from '../crdt/documents/options.ts'
+import { WaitingBudget } from '../crdt/documents/waiting-room.ts'
 import { HybridClock } from '../crdt/hlc.ts'
 import type { Replica, ReplicaId, ReplicaType } from '../crdt/replica.ts'
 import { Committer, realTimers, type Timers } from './committer.ts'
@@ -40,6 +41,8 @@ export class StoreCore {
    * own log; remote deltas are checked by {@link checkDelta} first).
    */
   readonly createReplica: ReplicaCreator
+  /** Document updates waiting for a dependency, bounded per sender over every name. */
+  readonly waitingBudget: WaitingBudget
 
   constructor(
     readonly storage: Storage,
@@ -48,7 +51,10 @@ export class StoreCore {
     readonly options: StoreOptions,
   ) {
     const limits = trustedLimits(options.documentLimits)
-    this.createReplica = (type, replicaOptions) => createReplica(type, { limits, ...replicaOptions })
+    const budget = options.waitingBudget
+    this.waitingBudget = budget instanceof WaitingBudget ? budget : new WaitingBudget(budget)
+    const waitingBudget = this.waitingBudget
+    this.createReplica = (type, replicaOptions) => createReplica(type, { limits, waitingBudget, ...replicaOptions })
     this.now = options.now ?? Date.now
     // The clock follows the store's wall clock: the HLC of the newest record is a name's last touch (FORMAT.md).
     this.clock = options.clock ?? new HybridClock(this.now)
@@ -86,6 +92,18 @@ export class StoreCore {
   /** Checks a remote delta of `type` against the store's document limits (throws `CONCORD_LIMIT_EXCEEDED`, DecodeError). */
   checkDelta(type: ReplicaType, delta: Uint8Array): void {
     this.options.checkDelta?.(type, delta, this.options.documentLimits)
+  }
+
+  /**
+   * Validates a remote delta of `type` without touching any state: its
+   * decoded size, then a parse (Automerge, in scratch documents) or an
+   * apply to a scratch replica (every other type). Throws DecodeError or
+   * `CONCORD_LIMIT_EXCEEDED`.
+   */
+  validateDelta(type: ReplicaType, delta: Uint8Array): void {
+    this.options.checkDelta?.(type, delta, this.options.documentLimits, true)
+    // A scratch Automerge replica would hold (not parse) changes whose dependencies it lacks: parsed above instead.
+    if (type !== 'automerge') this.newReplica(type).applyDelta(delta)
   }
 
   /** A replica of `type` bound to the store's id and clock. */

@@ -17,6 +17,8 @@
  * lifecycle.ts. See FORMAT.md for the key layout and value formats.
  */
 import { isWellFormed } from '../crdt/codec.ts'
+import { installAutomergeReloader } from './automerge-reload.ts'
+import type { WaitingStats } from '../crdt/documents/waiting-room.ts'
 import type { Emitter } from '../crdt/emitter.ts'
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import type { HybridClock } from '../crdt/hlc.ts'
@@ -54,6 +56,8 @@ function checkName(name: unknown): asserts name is string {
 /** Opens a store (see {@link StoreOptions}). */
 export async function openStore(options: StoreOptions): Promise<Store> {
   throwIfAborted(options.signal)
+  // A wasm trap in Automerge reloads its module instead of leaving every document dead.
+  installAutomergeReloader()
   const ownsStorage = options.storage === undefined
   const storage = options.storage ?? await openLevelStorage({ dir: options.dir, signal: options.signal })
   try {
@@ -234,8 +238,7 @@ export class Store {
       if (!(item.delta instanceof Uint8Array)) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'a delta must be a Uint8Array')
       if (item.type !== undefined && !this.hydration.hydrated(item.name, item.type) &&
         (await this.typeOf(item.name, { signal: options.signal })) === undefined) {
-        this.core.checkDelta(item.type, item.delta)
-        this.core.newReplica(item.type).applyDelta(item.delta)
+        this.core.validateDelta(item.type, item.delta)
       }
     }
     const entries = []
@@ -393,6 +396,15 @@ export class Store {
   /** One background sweep: timed checkpoints, TTL expiry, archival of cold names. */
   sweep(options: SignalOptions = {}): Promise<void> {
     return this.lifecycle.sweep(options)
+  }
+
+  /**
+   * Document updates waiting for a missing dependency, over every name:
+   * held now (updates, bytes), dropped over a budget and released since the
+   * store opened. Dropped ones come again by anti-entropy.
+   */
+  waitingStats(): WaitingStats {
+    return this.core.waitingBudget.stats()
   }
 
   /** Number of names hydrated and held by the store (statistics). */

@@ -427,10 +427,11 @@ export class Writes {
     options: { origin?: unknown; agent?: string },
   ): Promise<ApplyResult[]> {
     const { core } = this
-    for (const [i, item] of deltas.entries()) core.checkDelta(entries[i].state.meta.type, item.delta)
     if (deltas.length > 1) {
       // Validate all before applying any, so a bad delta cannot leave a partial change.
-      for (const [i, item] of deltas.entries()) core.newReplica(entries[i].state.meta.type).applyDelta(item.delta)
+      for (const [i, item] of deltas.entries()) core.validateDelta(entries[i].state.meta.type, item.delta)
+    } else {
+      for (const [i, item] of deltas.entries()) core.checkDelta(entries[i].state.meta.type, item.delta)
     }
     const agent = options.agent ?? core.replicaId
     const changed: boolean[] = []

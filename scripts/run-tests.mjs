@@ -26,6 +26,8 @@ const lists = {
     'test/crdt/documents/bad-input.test.ts',
     'test/crdt/documents/yjs-local-run.test.ts',
     'test/crdt/documents/traces.test.ts',
+    'test/crdt/documents/delta-limits.test.ts',
+    'test/crdt/documents/waiting-updates.test.ts',
     // persistence/
     'test/persistence/storage.test.ts',
     'test/persistence/store.test.ts',

@@ -69,6 +69,12 @@ export interface PeerEvents extends Record<string, unknown> {
   error: { readonly name?: string; readonly error: ConcordError }
   /** A setup that works but is probably not what was meant (`open-access`: listening beyond loopback with no credentials). */
   warning: { readonly kind: 'open-access'; readonly message: string; readonly address: string }
+  /**
+   * A remote commit was refused and not applied (`by: 'local'`: this peer
+   * refused it, e.g. `CONCORD_LIMIT_EXCEEDED`, `CONCORD_FORBIDDEN`;
+   * `by: 'remote'`: the remote refused one of ours), with its stable code.
+   */
+  'write-refused': { readonly by: 'local' | 'remote'; readonly peerId?: string; readonly name: string; readonly code: string; readonly message: string }
 }
 
 /** Counters of a peer. */
@@ -447,6 +453,8 @@ export class Peer {
     session.events.on('open', ({ peerId }) => this.events.emit('peer-connected', { peerId }))
     session.events.on('synced', ({ peerId }) => this.events.emit('peer-synced', { peerId }))
     session.events.on('refused', (event) => this.events.emit('refused', event))
+    session.events.on('refused-write', ({ name, code, message }) => this.events.emit('write-refused', { by: 'local', peerId: session.remotePeerId, name, code, message }))
+    session.events.on('rejected', ({ name, code, message }) => this.events.emit('write-refused', { by: 'remote', peerId: session.remotePeerId, name, code, message }))
     session.events.once('close', ({ reason }) => {
       this.sessions.delete(session)
       addStats(this.finishedTotals, session.stats)

@@ -103,7 +103,8 @@ export class StoreCore {
   validateDelta(type: ReplicaType, delta: Uint8Array): void {
     this.options.checkDelta?.(type, delta, this.options.documentLimits, true)
     // A scratch Automerge replica would hold (not parse) changes whose dependencies it lacks: parsed above instead.
-    if (type !== 'automerge') this.newReplica(type).applyDelta(delta)
+    // (The scratch replica holds nothing against the shared budget of waiting updates.)
+    if (type !== 'automerge') this.createReplica(type, { replicaId: this.replicaId, clock: this.clock, waitingBudget: undefined }).applyDelta(delta)
   }
 
   /** A replica of `type` bound to the store's id and clock. */

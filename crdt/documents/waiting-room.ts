@@ -42,7 +42,7 @@ export interface WaitingStats {
   readonly updates: number
   /** Their bytes. */
   readonly bytes: number
-  /** Updates dropped because a budget was full (since creation). */
+  /** Updates dropped because a budget was full (since creation; a budget counts its documents' drops too). */
   readonly dropped: number
   /** Updates that waited and were applied once their dependencies came. */
   readonly released: number
@@ -115,6 +115,11 @@ export class WaitingBudget {
     this.totals.updates -= updates
     this.totals.bytes -= bytes
     if (entry.updates <= 0) this.held.delete(key)
+  }
+
+  /** @internal counts an update a room dropped over its own (per-document) limits. */
+  countDropped(): void {
+    this.totals.dropped++
   }
 
   /** @internal counts updates released by a room. */
@@ -235,6 +240,7 @@ export class WaitingRoom<K, C = unknown> {
     const key = this.budget?.keyOf(origin) ?? 'other'
     if (this.count + 1 > this.limits.maxWaitingUpdates || this.heldBytes + size > this.limits.maxWaitingBytes) {
       this.dropped++
+      this.budget?.countDropped()
       return false
     }
     if (this.budget !== undefined && !this.budget.take(key, size)) {

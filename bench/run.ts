@@ -15,6 +15,7 @@ const suites: Array<() => Promise<{ benchmarks: Benchmark[] }>> = [
   () => import('./crdt.bench.ts'),
   // crdt/ documents
   () => import('./documents.bench.ts'),
+  () => import('./waiting.bench.ts'),
   // persistence/
   () => import('./persistence.bench.ts'),
   // sync/ and transports/

@@ -21,9 +21,12 @@
  *   document chunks are loaded strictly into a scratch document first;
  *   change chunks go through `applyChanges`, which parses every change
  *   before applying any. Any Automerge error becomes DecodeError and the
- *   document is unchanged. Returns true when the heads changed; changes
- *   whose dependencies are missing wait inside Automerge (false until then);
- *   the change event of the delta that completes them carries them too.
+ *   document is unchanged. Decoded size checked first (automerge-size.ts).
+ *   Returns true when the heads changed; changes whose dependencies are
+ *   missing wait outside Automerge (false until then; bounded, see
+ *   waiting-room.ts); the delta that completes them applies them in the
+ *   same call and its change event carries them too. After a wasm trap the
+ *   document is rebuilt from its journal (automerge-runtime.ts).
  *   The JS view is rebuilt from the document after an application whose
  *   patches Automerge 3.5 may get wrong (several changes, not a linear
  *   extension; see {@link extendsLinearly}).

@@ -30,3 +30,5 @@ export {
 export { ChangeClock } from './automerge-clock.ts'
 export { splitAutomergeChunks, AutomergeChunkType, type AutomergeChunk } from './automerge-guard.ts'
 export { mergeYjsDeltas, mergeAutomergeDeltas } from './merge-deltas.ts'
+export { WaitingBudget, WaitingRoom, DEFAULT_WAITING_BUDGET, defaultWaitingKey, type WaitingStats, type WaitingBudgetLimits } from './waiting-room.ts'
+export { setAutomergeReloader, recoverAutomerge, automergeRecoveries, automergeGeneration, type AutomergeReloader } from './automerge-runtime.ts'

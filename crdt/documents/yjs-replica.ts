@@ -11,14 +11,15 @@
  *   sees it, then applied in one Yjs transaction (remote, `local: false`)
  *   whose origin is a {@link YjsRemoteOrigin}. Returns true when the
  *   transaction added structs or deleted items. An update whose
- *   dependencies are missing is kept by Yjs as pending (returned `false`,
- *   not in the version yet); the change event of the delta that completes
- *   it carries the completed structs.
+ *   dependencies are missing waits outside Yjs (returned `false`, not in
+ *   the version yet; bounded, see waiting-room.ts and yjs-waiting.ts); the
+ *   delta that completes it applies it in the same transaction and its
+ *   change event carries the merge of both.
  * - Local transactions (on `doc` directly or via the helpers, including
  *   ones that doc observers make while a remote delta is applied) emit
  *   `change` with `local: true` and the transaction's v1 update; remote ones
- *   emit `local: false` with the delta as received (or, when it completed
- *   pending structs, the transaction's update). The replica observes
+ *   emit `local: false` with the delta as received (or, when it released
+ *   waiting updates, its merge with them). The replica observes
  *   'afterTransactionCleanup', not 'update': Yjs encodes no update nobody
  *   reads (a remote delta is its own change; the receiver costs about the
  *   guard over bare `Y.applyUpdate`).

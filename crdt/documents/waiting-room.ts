@@ -25,7 +25,6 @@ import type { DocumentLimits } from './options.ts'
 /** One parked update. */
 export interface WaitingUpdate<C = unknown> {
   readonly bytes: Uint8Array
-  readonly origin: unknown
   /** What the document keeps about it (the keys applying it moves on). */
   readonly context: C
   /** Requirements not met yet. */
@@ -248,7 +247,8 @@ export class WaitingRoom<K, C = unknown> {
       return false
     }
     // A copy: the bytes may be a view into a larger received frame.
-    const update: WaitingUpdate<C> = { bytes: bytes.slice(), origin, context, unmet: 0, key, gone: false }
+    // (The origin is not kept: a closed session must not stay referenced by what it sent.)
+    const update: WaitingUpdate<C> = { bytes: bytes.slice(), context, unmet: 0, key, gone: false }
     for (const [requirementKey, threshold] of requirements) {
       let heap = this.byKey.get(requirementKey)
       if (heap === undefined) this.byKey.set(requirementKey, (heap = new RequirementHeap()))

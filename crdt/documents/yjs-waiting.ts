@@ -19,19 +19,17 @@ import type { YjsDependencyCollector } from './yjs-guard.ts'
 
 const getState = Y.getState
 
-/** A client's run in the update: where it attaches, where it ends, whether it attaches now. */
-interface Run {
-  attach: number
-  end: number
-  attaches: boolean
-}
-
 /** Collects one update's dependencies against a document's struct store. */
 export class YjsDependencies implements YjsDependencyCollector {
   /** Unmet references: client -> the clock its state must reach. */
   private readonly needs = new Map<number, number>()
-  private readonly runs = new Map<number, Run>()
-  private store: Y.Doc['store']
+  /** The update's runs, in reused arrays (no allocation per update). */
+  private runs = 0
+  private readonly runClient: number[] = []
+  private readonly runAttach: number[] = []
+  private readonly runEnd: number[] = []
+  private readonly runAttaches: boolean[] = []
+  private readonly store: Y.Doc['store']
 
   constructor(doc: Y.Doc) {
     this.store = doc.store
@@ -39,8 +37,8 @@ export class YjsDependencies implements YjsDependencyCollector {
 
   /** Starts a new update. */
   reset(): void {
-    this.needs.clear()
-    this.runs.clear()
+    if (this.needs.size > 0) this.needs.clear()
+    this.runs = 0
   }
 
   need(client: number, clock: number): void {
@@ -50,12 +48,21 @@ export class YjsDependencies implements YjsDependencyCollector {
   }
 
   run(client: number, _start: number, attach: number, end: number): void {
-    this.runs.set(client, { attach, end, attaches: getState(this.store, client) >= attach })
+    const i = this.runs++
+    this.runClient[i] = client
+    this.runAttach[i] = attach
+    this.runEnd[i] = end
+    this.runAttaches[i] = getState(this.store, client) >= attach
   }
 
   /** The clients whose structs the update holds (their state moves when it integrates). */
   clients(): number[] {
-    return [...this.runs.keys()]
+    return this.runClient.slice(0, this.runs)
+  }
+
+  private runOf(client: number): number {
+    for (let i = 0; i < this.runs; i++) if (this.runClient[i] === client) return i
+    return -1
   }
 
   /**
@@ -64,16 +71,17 @@ export class YjsDependencies implements YjsDependencyCollector {
    */
   unmet(): Array<[number, number]> | undefined {
     let out: Array<[number, number]> | undefined
-    for (const [client, run] of this.runs) {
-      if (run.attaches) continue
-      const need = this.needs.get(client)
-      const threshold = need !== undefined && need > run.end ? need : run.attach
-      ;(out ??= []).push([client, threshold])
+    for (let i = 0; i < this.runs; i++) {
+      if (this.runAttaches[i]) continue
+      const need = this.needs.get(this.runClient[i])
+      const threshold = need !== undefined && need > this.runEnd[i] ? need : this.runAttach[i]
+      ;(out ??= []).push([this.runClient[i], threshold])
     }
+    if (this.needs.size === 0) return out
     for (const [client, need] of this.needs) {
-      const run = this.runs.get(client)
-      if (run === undefined) (out ??= []).push([client, need])
-      else if (run.attaches && need > run.end) (out ??= []).push([client, need])
+      const i = this.runOf(client)
+      if (i < 0) (out ??= []).push([client, need])
+      else if (this.runAttaches[i] && need > this.runEnd[i]) (out ??= []).push([client, need])
     }
     return out
   }

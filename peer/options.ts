@@ -2,6 +2,7 @@
  * Options of {@link createPeer}, with their defaults and validation.
  */
 import type { DocumentLimits } from '../crdt/documents/options.ts'
+import type { WaitingBudgetLimits } from '../crdt/documents/waiting-room.ts'
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import type { Access } from '../sync/host.ts'
 import type { PeerId } from '../sync/messages.ts'
@@ -101,6 +102,12 @@ export interface PeerOptions {
    * commits other sessions already sent go first (default 64 KiB; 0: off).
    */
   readonly heavyApplyBytes?: number | undefined
+  /**
+   * Document updates waiting for a missing dependency, per sending peer over
+   * every name (default 4,000 updates and 32 MiB); beyond, dropped and
+   * counted (`stats().waiting`), sent again by anti-entropy.
+   */
+  readonly waitingBudget?: Partial<WaitingBudgetLimits> | undefined
   /** Largest sync frame, bytes (default 1 MiB; larger messages are chunked). */
   readonly maxFrameBytes?: number | undefined
   /**

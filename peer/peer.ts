@@ -123,6 +123,7 @@ export async function createPeer(options: PeerOptions): Promise<Peer> {
     archive: options.archiveAfterMs !== undefined ? { afterMs: options.archiveAfterMs } : undefined,
     schema: options.schema,
     documentLimits: options.documentLimits,
+    waitingBudget: options.waitingBudget,
     now: options.now,
     signal: options.signal,
   })

@@ -40,7 +40,7 @@ class ServerProcess {
   private exitCode: number | null | undefined
 
   constructor(options: { dir: string; documentLimits?: Record<string, number> }, nodeFlags: string[] = []) {
-    this.child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', '--import', './shim/node20.ts', 'test/peer/fixtures/document-server.ts', JSON.stringify(options)])
+    this.child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', 'test/peer/fixtures/document-server.ts', JSON.stringify(options)])
     let buffer = ''
     this.child.stdout.on('data', (chunk: Buffer) => {
       buffer += chunk.toString('utf8')

@@ -37,10 +37,12 @@ import type { YWebsocketStats } from './y-websocket-route.ts'
 import { flushWithAcks, type FlushOptions } from './flush.ts'
 import { addStats, emptyStats } from './session-stats.ts'
 import { multiaddrHost, openAccessWarning } from './open-access.ts'
+import { checkChangeOptions, type ChangeOptions } from './provenance.ts'
 
 export type { ListenOptions, ConnectOptions, ReconnectingEvent } from './websocket-network.ts'
 export type { FlushOptions, FlushProgress } from './flush.ts'
 export { FlushTimeoutError } from './flush.ts'
+export type { ChangeOptions } from './provenance.ts'
 
 /** Options of {@link Peer.listen} for libp2p. */
 export interface Libp2pListenOptions {
@@ -144,10 +146,12 @@ export class Peer {
   /** The same host, checking the credentials of peers this one dialed. */
   private readonly dialHost: SyncHost
   /**
-   * The rules every door passes (sessions, gossip, y-websocket): credentials,
-   * access per name, type, limits, then validation, apply and persist.
+   * The rules every door of this peer passes (sync/admission.ts): sessions,
+   * gossip, y-websocket clients, and doors built above the peer (the MCP
+   * server): credentials, access per name, type, limits, then validation,
+   * apply and persist.
    */
-  private readonly admission: Admission
+  readonly admission: Admission
   private readonly sessions = new Set<SyncSession>()
   /** The WebSocket side: listener, connections dialed by {@link connect}, y-websocket route. */
   private readonly websocket: WebSocketNetwork
@@ -291,10 +295,15 @@ export class Peer {
   /**
    * Runs `fn`, whose changes to several names are committed locally as one
    * atomic unit and shipped as one unit: a receiving peer persists and
-   * applies all of them or none. Resolves once durable here.
+   * applies all of them or none. Resolves once durable here. `agent`: who
+   * made the change when this peer acts for someone else (a door serving
+   * its clients; default this peer's id), logged in its records;
+   * `message` (why) and `meta` are checked and kept with the change once
+   * records carry provenance (see `ChangeProvenance`).
    */
-  async transact(fn: () => void, options: { signal?: AbortSignal } = {}): Promise<void> {
+  async transact(fn: () => void, options: ChangeOptions = {}): Promise<void> {
     this.checkOpen()
+    checkChangeOptions(options)
     await this.store.atomic(fn, options)
   }
 
@@ -330,10 +339,12 @@ export class Peer {
 
   /**
    * A new, replicated change that brings `name` back to its value at `seq`.
-   * Resolves with the seq of that change (null if the value was already equal).
+   * Resolves with the seq of that change (null if the value was already
+   * equal). `agent`, `message`, `meta` as for {@link transact}.
    */
-  revert(name: string, seq: number, options?: { signal?: AbortSignal }): Promise<number | null> {
+  async revert(name: string, seq: number, options: ChangeOptions = {}): Promise<number | null> {
     this.checkOpen()
+    checkChangeOptions(options)
     return this.store.revert(name, seq, options)
   }
 

@@ -108,6 +108,21 @@ export interface CommittedUnitRecord {
   readonly payload: Uint8Array
 }
 
+/**
+ * Who made a local change and why. `agent` is recorded in every record of
+ * the change (default: the store's replica id); give it when this peer
+ * makes a change on someone else's behalf (a door serving clients: the MCP
+ * server, the y-websocket route). `message` and `meta` are the change's
+ * provenance: accepted and validated now, recorded in the log once records
+ * carry provenance (the history issue); until then an Automerge change
+ * keeps `message` in its own change metadata where the caller passes it there.
+ */
+export interface ChangeProvenance {
+  readonly agent?: string
+  readonly message?: string
+  readonly meta?: Readonly<Record<string, unknown>>
+}
+
 /** Result of `applyRemote`. */
 export interface ApplyResult {
   /** False when the delta added nothing (it was not logged). */

@@ -35,12 +35,12 @@ import type { NameOptions, ReplicaCreator, StoreOptions } from './options.ts'
 import type { SignalOptions, Storage } from './storage.ts'
 import { StoreCore } from './store-core.ts'
 import { decodeStoreInfo, encodeStoreInfo, UNCLAIMED } from './store-info.ts'
-import type { ApplyResult, GcReport, HistoryEntry, NameInfo, StoreEvents, VerifyReport } from './store-types.ts'
+import type { ApplyResult, ChangeProvenance, GcReport, HistoryEntry, NameInfo, StoreEvents, VerifyReport } from './store-types.ts'
 import { TimeTravel } from './time-travel.ts'
 import { Writes } from './writes.ts'
 
 export type { Loss } from './seal.ts'
-export type { ApplyResult, CommittedUnitRecord, GcReport, HistoryEntry, NameInfo, StoreEvents, VerifyReport } from './store-types.ts'
+export type { ApplyResult, ChangeProvenance, CommittedUnitRecord, GcReport, HistoryEntry, NameInfo, StoreEvents, VerifyReport } from './store-types.ts'
 
 /**
  * Throws `CONCORD_INVALID_ARGUMENT` unless `name` is a non-empty string of
@@ -90,6 +90,15 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     if (ownsStorage) await storage.close().catch(() => undefined)
     throw error
   }
+}
+
+/** An agent id given to a local change: a non-empty string of at most 256 characters, or undefined. */
+function checkAgent(agent: unknown): string | undefined {
+  if (agent === undefined) return undefined
+  if (typeof agent !== 'string' || agent.length === 0 || agent.length > 256) {
+    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'an agent id must be a non-empty string of at most 256 characters')
+  }
+  return agent
 }
 
 /** The error of opening a store that belongs to another replica, saying how to proceed. */
@@ -251,12 +260,14 @@ export class Store {
 
   /**
    * Runs `fn` (synchronous local mutations of opened replicas) and logs all
-   * the changes it made as one atomic unit; resolves once durable.
+   * the changes it made as one atomic unit; resolves once durable. The
+   * records name `agent` as their author (default: this replica), see
+   * {@link ChangeProvenance}.
    */
-  async atomic(fn: () => void, options: SignalOptions = {}): Promise<ReadonlyArray<{ name: string; seq: number }>> {
+  async atomic(fn: () => void, options: SignalOptions & ChangeProvenance = {}): Promise<ReadonlyArray<{ name: string; seq: number }>> {
     this.core.checkOpen()
     throwIfAborted(options.signal)
-    return this.writes.atomic(fn)
+    return this.writes.atomic(fn, checkAgent(options.agent))
   }
 
   /** Resolves once every change so far is written and fsynced (whatever the mode). */
@@ -269,6 +280,18 @@ export class Store {
   /** Highest seq of `name` on stable storage (0 if none or not hydrated). */
   persistedSeq(name: string): number {
     return this.core.cache.live(name)?.state.durableSeq ?? 0
+  }
+
+  /**
+   * The seq the live replica of `name` is exactly at: its newest logged
+   * record, when no change of it waits to be logged. Undefined while one
+   * waits, or when the name is not hydrated. `at(name, settledSeq)` is then
+   * the replica's current state.
+   */
+  settledSeq(name: string): number | undefined {
+    const live = this.core.cache.live(name)
+    if (live === undefined || live.state.pending > 0) return undefined
+    return live.state.meta.lastSeq
   }
 
   /** Highest seq of `name` written (maybe not yet fsynced in async mode). */
@@ -304,8 +327,8 @@ export class Store {
    * was at `seq`; it is logged and replicates like any change. Resolves with
    * the seq of the new record, or null when the value already equals it.
    */
-  revert(name: string, seq: number, options: SignalOptions = {}): Promise<number | null> {
-    return this.timeTravel.revert(name, seq, options)
+  revert(name: string, seq: number, options: SignalOptions & ChangeProvenance = {}): Promise<number | null> {
+    return this.timeTravel.revert(name, seq, { signal: options.signal, agent: checkAgent(options.agent) })
   }
 
   /**

@@ -69,13 +69,13 @@ export class TimeTravel {
    * was at `seq`; it is logged and replicates like any change. Resolves with
    * the seq of the new record, or null when the value already equals it.
    */
-  async revert(name: string, seq: number, options: SignalOptions = {}): Promise<number | null> {
+  async revert(name: string, seq: number, options: SignalOptions & { agent?: string } = {}): Promise<number | null> {
     this.core.checkOpen()
     const entry = await this.hydration.entry(name, undefined, { mustExist: true, signal: options.signal })
     const past = await this.at(name, seq, options)
     let delta: Uint8Array | null = null
     throwIfAborted(options.signal)
-    const records = await this.writes.atomic(() => { delta = entry.replica.restore(past) })
+    const records = await this.writes.atomic(() => { delta = entry.replica.restore(past) }, options.agent)
     return delta === null ? null : records.filter((r) => r.name === name).at(-1)?.seq ?? null
   }
 

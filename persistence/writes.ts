@@ -458,14 +458,15 @@ export class Writes {
    * them: exactly for native types and Automerge, by a compensating
    * transaction for a Yjs document, whose undone structs are logged with
    * its next change), nothing is logged or sent, and the error is rethrown.
+   * The records name `agent` as their author (default: this replica).
    */
-  async atomic(fn: () => void): Promise<ReadonlyArray<{ name: string; seq: number }>> {
+  async atomic(fn: () => void, agent?: string): Promise<ReadonlyArray<{ name: string; seq: number }>> {
     const block: BlockUndo = { records: new Map() }
     const outer = this.block
     this.block = block
-    let items: CaptureItem[]
+    let captured: CaptureItem[]
     try {
-      items = this.capture(() => fn())
+      captured = this.capture(() => fn())
     } catch (error) {
       this.block = outer
       this.undoBlock(block)
@@ -473,7 +474,8 @@ export class Writes {
     }
     this.block = outer
     for (const { record } of block.records.values()) record?.release()
-    if (items.length === 0) return []
+    if (captured.length === 0) return []
+    const items = agent === undefined ? captured : captured.map((item) => ({ ...item, agent }))
     const records = await this.enqueueItems(items)
     return records.map((r) => ({ name: r.name, seq: r.seq }))
   }

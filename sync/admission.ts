@@ -224,13 +224,16 @@ export class Admission {
 
   /**
    * Whether `peer` may open `name` as a `type` document of its own (a
-   * y-websocket room, an inspector view), and with what access. A name it
-   * may not read is refused as `CONCORD_NOT_FOUND`, exactly as a name that
-   * does not exist (it learns nothing); a name that does not exist may be
-   * opened only by a writer (it is then created); the type is checked
-   * only for a peer that may read the name.
+   * y-websocket room, an inspector view, an MCP tool), and with what
+   * access. A name it may not read is refused as `CONCORD_NOT_FOUND`,
+   * exactly as a name that does not exist (it learns nothing); a name that
+   * does not exist may be opened only by a writer (it is then created); the
+   * type is checked only for a peer that may read the name. With `intent`
+   * `write` (a door that changes the name on the peer's behalf), a peer that
+   * may only read is refused `CONCORD_FORBIDDEN`, in the words a session's
+   * write gets.
    */
-  async openName(peer: PeerId, name: string, type: ReplicaType): Promise<Opened> {
+  async openName(peer: PeerId, name: string, type: ReplicaType, intent: 'read' | 'write' = 'read'): Promise<Opened> {
     const notFound = (): Opened => {
       this.stats.forbidden++
       return { refused: { name, code: ErrorCodes.NOT_FOUND, message: 'no such name' } }
@@ -243,6 +246,10 @@ export class Admission {
     if (stored !== undefined && stored !== type) {
       this.stats.typeMismatch++
       return { refused: { name, code: ErrorCodes.TYPE_MISMATCH, message: typeMismatchMessage(name, type, stored) } }
+    }
+    if (intent === 'write' && access !== 'write') {
+      this.stats.forbidden++
+      return { refused: { name, code: ErrorCodes.FORBIDDEN, message: `peer "${peer}" may not write "${name}"` } }
     }
     return { access }
   }

@@ -1,7 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import { ErrorCodes, isConcordError } from '../../crdt/errors.ts'
 import { createPeer, type Peer } from '../../peer/index.ts'
-import { isConcordError } from '../../crdt/errors.ts'
 import { until } from '../helpers/wait.ts'
 
 test('a transaction that changes one name twice reaches every peer, through a relay, as one commit', async () => {
@@ -96,4 +96,29 @@ test('after close, a peer\'s replicas refuse changes with CONCORD_CLOSED', async
   assert.throws(() => map.counter('visits').increment(), (e) => isConcordError(e, 'CONCORD_CLOSED'))
   assert.equal(counter.value(), 1)
   assert.deepEqual(map.value(), { owner: 'ana' })
+})
+
+test('a change made for another agent (a door serving its clients) is logged under that agent, as is a revert; bad provenance is refused before anything changes', async () => {
+  const peer = await createPeer({ id: 'hub' })
+  try {
+    const counter = await peer.counter('count')
+    await peer.transact(() => counter.increment(2), { agent: 'ana', message: 'two for the plan', meta: { tool: 'counter_add' } })
+    counter.increment()
+    await peer.flush()
+    assert.equal(await peer.revert('count', 1, { agent: 'bo', message: 'back to two' }), 3)
+    const history = await peer.history('count')
+    assert.deepEqual(history.map((entry) => entry.agent), ['ana', 'hub', 'bo'])
+    assert.equal(counter.value(), 2)
+    for (const options of [{ agent: '' }, { agent: 'x'.repeat(257) }, { message: 'm'.repeat(4097) }, { meta: [] }, { meta: { big: 'x'.repeat(17_000) } }, { meta: { f: () => 1 } }]) {
+      await assert.rejects(peer.transact(() => counter.increment(), options as never), (error) => isConcordError(error, ErrorCodes.INVALID_ARGUMENT), JSON.stringify(Object.keys(options)))
+    }
+    assert.equal(counter.value(), 2, 'a refused transaction changed nothing')
+    assert.equal(peer.store.settledSeq('count'), 3, 'the replica is exactly at its last record')
+    counter.increment()
+    assert.equal(peer.store.settledSeq('count'), undefined, 'a change waits to be logged')
+    await peer.flush()
+    assert.equal(peer.store.settledSeq('count'), 4)
+  } finally {
+    await peer.close()
+  }
 })

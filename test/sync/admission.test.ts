@@ -106,3 +106,17 @@ test('admission: a name a peer may not read opens exactly as one that does not e
   const hiddenCounter = await admission.openName(bob, 'hidden/counter', 'yjs')
   assert.ok('refused' in hiddenCounter && hiddenCounter.refused.code === ErrorCodes.NOT_FOUND, 'the type is checked only for a reader')
 })
+
+test('admission: opening to write (a door that changes a name for its client) refuses a reader as a session write is refused, and an invisible name as an absent one', async () => {
+  const { admission, host } = setup()
+  host.open('ro/notes', 'pncounter')
+  const forbiddenBefore = admission.stats.forbidden
+  const reader = await admission.openName(bob, 'ro/notes', 'pncounter', 'write')
+  assert.ok('refused' in reader && reader.refused.code === ErrorCodes.FORBIDDEN)
+  assert.equal(reader.refused.message, 'peer "bob" may not write "ro/notes"')
+  assert.deepEqual(await admission.openName(bob, 'ro/notes', 'pncounter', 'read'), { access: 'read' })
+  const hidden = await admission.openName(bob, 'hidden/counter', 'pncounter', 'write')
+  assert.ok('refused' in hidden && hidden.refused.code === ErrorCodes.NOT_FOUND, 'invisible: not found, not forbidden')
+  assert.deepEqual(await admission.openName(alice, 'counter', 'pncounter', 'write'), { access: 'write' })
+  assert.equal(admission.stats.forbidden, forbiddenBefore + 2, 'both refusals counted')
+})

@@ -39,7 +39,7 @@ import { addStats, emptyStats } from './session-stats.ts'
 import { multiaddrHost, openAccessWarning } from './open-access.ts'
 import { checkChangeOptions, type ChangeOptions } from './provenance.ts'
 
-export type { ListenOptions, ConnectOptions, ReconnectingEvent } from './websocket-network.ts'
+export type { ListenOptions, ConnectOptions, ReconnectingEvent, HttpRoute } from './websocket-network.ts'
 export type { FlushOptions, FlushProgress } from './flush.ts'
 export { FlushTimeoutError } from './flush.ts'
 export type { ChangeOptions } from './provenance.ts'

@@ -4,6 +4,7 @@
  * at `/yjs/<room>`. Sessions are attached by the peer (`attach`); this module
  * only moves connections to it.
  */
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
 import type { Store } from '../persistence/store.ts'
 import type { Admission, RefuseReason, SyncHost, SyncSession } from '../sync/index.ts'
@@ -11,6 +12,21 @@ import type { Connection } from '../transports/transport.ts'
 import { Reconnector } from '../transports/reconnect.ts'
 import { parseWebSocketUrl, WebSocketTransport, type WebSocketListenOptions } from '../transports/websocket/index.ts'
 import { YWebsocketRoute, type YWebsocketOptions, type YWebsocketStats } from './y-websocket-route.ts'
+
+/**
+ * A plain-HTTP route served on the peer's listener (`listen({ routes })`),
+ * such as the MCP server at `/mcp` (`concord/mcp`). It answers requests
+ * under `path` itself (credentials included: through the peer's
+ * `admission`) and is closed with the peer.
+ */
+export interface HttpRoute {
+  /** Mount point, e.g. `/mcp` (sub-paths included); not `/concord`. */
+  readonly path: string
+  /** Handles one request under `path`; never throws (a failure is answered). */
+  handleRequest(request: IncomingMessage, response: ServerResponse): void
+  /** Ends the route's open requests and sessions (the peer closes it before its store). */
+  close?(): void | Promise<void>
+}
 
 /** Where and how to listen. */
 export interface ListenOptions {
@@ -32,6 +48,8 @@ export interface ListenOptions {
   readonly maxConnectionsPerAddress?: number | undefined
   /** An HTTP upgrade request (and TLS handshake) must be complete within this (default 10 000 ms). */
   readonly upgradeTimeoutMs?: number | undefined
+  /** Plain-HTTP routes served on the same listener (e.g. MCP at `/mcp`); other requests get 426. */
+  readonly routes?: readonly HttpRoute[] | undefined
   readonly signal?: AbortSignal | undefined
 }
 
@@ -130,16 +148,27 @@ export class WebSocketNetwork {
   private websocket: WebSocketTransport | undefined
   private websocketWired = false
   private yRoute: YWebsocketRoute | undefined
+  private readonly httpRoutes: HttpRoute[] = []
 
   constructor(private readonly options: WebSocketNetworkOptions) {}
 
   /** Serves the Concord protocol (and y-websocket unless turned off); resolves with the URL. */
   async listen(options: ListenOptions): Promise<{ url: string; port: number }> {
     const transport = this.transport()
+    const routes = options.routes ?? []
+    for (const route of routes) {
+      if (route === null || typeof route !== 'object' || typeof route.path !== 'string' || !route.path.startsWith('/') || typeof route.handleRequest !== 'function') {
+        throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'listen: a route is { path: "/...", handleRequest(request, response) }')
+      }
+    }
     const url = await transport.listen({
       port: options.port ?? 0, host: options.host ?? '127.0.0.1', tls: options.tls,
       maxConnections: options.maxConnections, maxConnectionsPerAddress: options.maxConnectionsPerAddress, upgradeTimeoutMs: options.upgradeTimeoutMs,
     }, { signal: options.signal })
+    for (const route of routes) {
+      transport.routeRequests(route.path, (request, response) => route.handleRequest(request, response))
+      this.httpRoutes.push(route)
+    }
     if (options.yWebsocket !== false) this.serveYWebsocket(transport, options.yWebsocket === true || options.yWebsocket === undefined ? {} : options.yWebsocket)
     return { url, port: Number(new URL(url).port) }
   }
@@ -252,8 +281,9 @@ export class WebSocketNetwork {
     this.reconnectors.clear()
   }
 
-  /** Closes the y-websocket route and stops the transport. */
+  /** Closes the HTTP routes and the y-websocket route, and stops the transport. */
   async stop(): Promise<void> {
+    await Promise.allSettled(this.httpRoutes.map(async (route) => route.close?.()))
     this.yRoute?.close()
     await this.websocket?.stop()
   }

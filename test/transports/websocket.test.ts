@@ -151,6 +151,46 @@ test('websocket: another protocol can be mounted on another path of the same ser
   await server.stop()
 })
 
+test('websocket: plain HTTP requests under a mounted path reach their handler; other requests get 426', async () => {
+  const server = new WebSocketTransport()
+  const seen: string[] = []
+  server.routeRequests('/mcp', (request, response) => {
+    seen.push(`${request.method} ${request.url}`)
+    response.writeHead(200, { 'content-type': 'text/plain' }).end('routed')
+  })
+  assert.throws(() => server.routeRequests('/concord', () => {}), (e) => isConcordError(e, ErrorCodes.INVALID_ARGUMENT))
+  server.routeRequests('/boom', () => { throw new Error('handler bug') })
+  try {
+    const base = (await server.listen({ port: 0 })).replace('ws://', 'http://').replace('/concord', '')
+    const routed = await fetch(`${base}/mcp/sub?x=1`, { method: 'POST', body: '{}' })
+    assert.equal(routed.status, 200)
+    assert.equal(await routed.text(), 'routed')
+    assert.equal((await fetch(`${base}/other`)).status, 426)
+    assert.equal((await fetch(`${base}/mcpx`)).status, 426, 'a path that only starts like the mount is not it')
+    assert.equal((await fetch(`${base}/boom`)).status, 500, 'a throwing handler is answered, the server stays up')
+    assert.equal((await fetch(`${base}/mcp`)).status, 200)
+    assert.deepEqual(seen, ['POST /mcp/sub?x=1', 'GET /mcp'])
+  } finally {
+    await server.stop()
+  }
+})
+
+test('websocket: a routed HTTP request may take longer than the upgrade deadline (an MCP stream); other sockets still get it', async () => {
+  const server = new WebSocketTransport()
+  server.routeRequests('/slow', (_request, response) => {
+    response.writeHead(200, { 'content-type': 'text/plain' })
+    response.write('first ')
+    setTimeout(() => response.end('and last'), 600)
+  })
+  try {
+    const base = (await server.listen({ port: 0, upgradeTimeoutMs: 200 })).replace('ws://', 'http://').replace('/concord', '')
+    const slow = await fetch(`${base}/slow`)
+    assert.equal(await slow.text(), 'first and last', 'not cut at the upgrade deadline')
+  } finally {
+    await server.stop()
+  }
+})
+
 test('reconnect: backoff grows, is capped, and has jitter', () => {
   const options = { initialMs: 100, maxMs: 1000, factor: 2, jitter: 0.5 }
   assert.equal(backoffDelay(0, options, () => 0), 100)

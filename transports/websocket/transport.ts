@@ -1,7 +1,8 @@
 /**
  * The WebSocket transport (`ws`): a server on one path of an HTTP(S) server
  * (its own, or one passed in), other paths routable to other protocols
- * (y-websocket at `/yjs`), and a client `dial(url)`. Frames are binary
+ * (y-websocket at `/yjs`), plain HTTP requests routable to handlers (MCP
+ * at `/mcp`), and a client `dial(url)`. Frames are binary
  * WebSocket messages; `maxPayload` bounds them (an oversized or malformed
  * frame closes only that client's connection).
  *
@@ -12,7 +13,7 @@
  * nothing, is answered 408 and closed); an inbound WebSocket frame, once
  * begun, must complete within `frameTimeoutMs`.
  */
-import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer } from 'node:http'
+import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http'
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import type { Duplex } from 'node:stream'
@@ -89,6 +90,9 @@ export interface WebSocketListenOptions {
 /** Handles an HTTP upgrade for a mounted path (another WebSocket protocol). */
 export type UpgradeHandler = (request: IncomingMessage, socket: Duplex, head: Buffer) => void
 
+/** Handles a plain HTTP request (not an upgrade) for a mounted path. */
+export type RequestHandler = (request: IncomingMessage, response: ServerResponse) => void
+
 function pathMatches(pathname: string, mount: string): boolean {
   return pathname === mount || pathname.startsWith(mount.endsWith('/') ? mount : `${mount}/`)
 }
@@ -103,6 +107,7 @@ export class WebSocketTransport implements Transport {
   private readonly highWaterMark: number
   private readonly frameTimeoutMs: number
   private readonly routes = new Map<string, UpgradeHandler>()
+  private readonly requestRoutes = new Map<string, RequestHandler>()
   private readonly connections = new Set<WebSocketConnection>()
   private readonly wss: WebSocketServer
   private httpServer: HttpServer | HttpsServer | undefined
@@ -158,6 +163,48 @@ export class WebSocketTransport implements Transport {
     }
   }
 
+  /**
+   * Mounts a handler of plain HTTP requests on `path` and its sub-paths, on
+   * the server this transport creates (a server passed in to `listen`
+   * answers its own requests: mount the handler there). Every other request
+   * is answered 426 (WebSocket only). Returns a function that unmounts it.
+   */
+  routeRequests(path: string, handler: RequestHandler): Unsubscribe {
+    if (pathMatches(path, this.path) || pathMatches(this.path, path)) {
+      throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `path ${path} overlaps the Concord path ${this.path}`)
+    }
+    this.requestRoutes.set(path, handler)
+    return () => {
+      if (this.requestRoutes.get(path) === handler) this.requestRoutes.delete(path)
+    }
+  }
+
+  private request(request: IncomingMessage, response: ServerResponse): void {
+    let pathname: string | undefined
+    try {
+      pathname = new URL(request.url ?? '/', 'http://localhost').pathname
+    } catch {
+      pathname = undefined
+    }
+    for (const [mount, handler] of this.requestRoutes) {
+      if (pathname === undefined || this.stopped || !pathMatches(pathname, mount)) continue
+      // A routed request is what this socket came for: its upgrade deadline no longer applies.
+      const deadline = this.deadlines.get(request.socket)
+      if (deadline) {
+        clearTimeout(deadline)
+        this.deadlines.delete(request.socket)
+      }
+      try {
+        handler(request, response)
+      } catch {
+        if (!response.headersSent) response.writeHead(500, { 'content-type': 'text/plain' })
+        response.end()
+      }
+      return
+    }
+    response.writeHead(426, { 'content-type': 'text/plain' }).end('WebSocket only\n')
+  }
+
   /** Listens (or attaches to `options.server`); resolves with the `ws://` or `wss://` URL of the Concord path. */
   async listen(address: unknown = {}, options: AbortOptions = {}): Promise<string> {
     if (this.stopped) throw new ConcordError(ErrorCodes.CLOSED, 'transport stopped')
@@ -182,9 +229,7 @@ export class WebSocketTransport implements Transport {
       server = listen.tls
         ? createHttpsServer({ key: listen.tls.key, cert: listen.tls.cert, handshakeTimeout: upgradeTimeoutMs, ...timeouts })
         : createHttpServer(timeouts)
-      server.on('request', (_request, response) => {
-        response.writeHead(426, { 'content-type': 'text/plain' }).end('WebSocket only\n')
-      })
+      server.on('request', (request, response) => this.request(request, response))
       // Every socket of our own server is counted from the start (with TLS,
       // once its handshake is done: a 503 must be readable).
       server.on(listen.tls ? 'secureConnection' : 'connection', (socket: Duplex & { remoteAddress?: string }) => {

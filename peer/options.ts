@@ -133,7 +133,7 @@ export interface PeerOptions {
 /** The session options a peer lets its user tune (see `SessionOptions` in sync/session.ts). */
 export type SyncTuning = Pick<SessionOptions,
   'handshakeTimeoutMs' | 'resyncTimeoutMs' | 'antiEntropyIntervalMs' | 'window' | 'maxQueuedCommits' | 'maxMalformed' | 'ackEvery' | 'rateLimit' | 'now' |
-  'maxHelloBytes' | 'maxInboxBytes' | 'maxReassemblyBytes' | 'maxMessageBytes' | 'requestRate'>
+  'maxHelloBytes' | 'maxInboxBytes' | 'maxReassemblyBytes' | 'maxMessageBytes' | 'requestRate' | 'presence'>
 
 /** Checks the options a user can get wrong, with a clear error. */
 export function validatePeerOptions(options: PeerOptions): void {

@@ -38,11 +38,13 @@ import { flushWithAcks, type FlushOptions } from './flush.ts'
 import { addStats, emptyStats } from './session-stats.ts'
 import { multiaddrHost, openAccessWarning } from './open-access.ts'
 import { checkChangeOptions, type ChangeOptions } from './provenance.ts'
+import { Presence, type PresenceStats } from './presence.ts'
 
 export type { ListenOptions, ConnectOptions, ReconnectingEvent, HttpRoute } from './websocket-network.ts'
 export type { FlushOptions, FlushProgress } from './flush.ts'
 export { FlushTimeoutError } from './flush.ts'
 export type { ChangeOptions } from './provenance.ts'
+export { PRESENCE_TABLE_LIMITS, type PresenceInfo, type PresenceUpdate, type PresenceStats } from './presence.ts'
 
 /** Options of {@link Peer.listen} for libp2p. */
 export interface Libp2pListenOptions {
@@ -95,6 +97,8 @@ export interface PeerStats {
    * dropped over a budget (they come again by anti-entropy), released.
    */
   readonly waiting: Readonly<WaitingStats>
+  /** The presence table's counters. */
+  readonly presence: Readonly<PresenceStats>
 }
 
 const TICK_MS = 500
@@ -139,6 +143,11 @@ export class Peer {
   readonly events = new Emitter<PeerEvents>()
   /** The peer's store (log, checkpoints, lifecycle). */
   readonly store: Store
+  /**
+   * Who works on what, across the peers (peer/presence.ts): `set(agent,
+   * { status, name, ttlMs })`, `clear(agent)`, `list()`; never persisted.
+   */
+  readonly presence: Presence
 
   private readonly host: StoreSyncHost
   /** What proves the ids remote peers claim (see peer/identity-check.ts). */
@@ -170,6 +179,7 @@ export class Peer {
       onUnreadable: (name, error) => this.events.emit('error', { name, error }),
     })
     this.dialHost = this.host.forDialedSessions()
+    this.presence = new Presence({ peerId: options.id, sessions: () => this.sessions, now: options.now })
     this.admission = new Admission(this.host, {
       filter: options.names,
       anonymousReads: !this.requiresCredentials() && options.access === undefined,
@@ -227,6 +237,7 @@ export class Peer {
    */
   tick(now?: number): void {
     for (const session of this.sessions) session.tick(now)
+    this.presence.sweep()
   }
 
   // ------------------------------------------------------------ replicas
@@ -458,11 +469,16 @@ export class Peer {
       channelBinding: options.channelBinding,
       filter: this.options.names,
       maxFrameBytes: this.options.maxFrameBytes,
+      presence: this.options.sync?.presence ?? true,
       // The peer's one admission, with the credential check of this session's host.
       admission: this.admission.withCredentials((peer, presented) => options.host.authenticate(peer, presented)),
     })
     this.sessions.add(session)
-    session.events.on('open', ({ peerId }) => this.events.emit('peer-connected', { peerId }))
+    session.events.on('open', ({ peerId }) => {
+      this.presence.sessionOpened(session)
+      this.events.emit('peer-connected', { peerId })
+    })
+    session.events.on('presence', ({ entries }) => this.presence.receive(session, entries))
     session.events.on('synced', ({ peerId }) => this.events.emit('peer-synced', { peerId }))
     session.events.on('refused', (event) => this.events.emit('refused', event))
     session.events.on('refused-write', ({ name, code, message }) => this.events.emit('write-refused', { by: 'local', peerId: session.remotePeerId, name, code, message }))
@@ -488,7 +504,7 @@ export class Peer {
     const yWebsocket = this.websocket.yWebsocketStats
     const waiting = this.store.waitingStats()
     return {
-      sessions: this.sessions.size, totals, admission: { ...this.admission.stats }, waiting,
+      sessions: this.sessions.size, totals, admission: { ...this.admission.stats }, waiting, presence: this.presence.stats,
       ...(gossip ? { gossip } : {}), ...(yWebsocket ? { yWebsocket } : {}),
     }
   }
@@ -511,6 +527,7 @@ export class Peer {
 
   private async shutdown(): Promise<void> {
     if (this.ticker) clearInterval(this.ticker)
+    this.presence.close()
     // libp2p first: its transport would otherwise reopen connections to a closing peer.
     await this.link?.stop()
     this.websocket.stopReconnecting()

@@ -67,6 +67,7 @@ const lists = {
     'test/peer/y-websocket-bridge.test.ts',
     'test/peer/y-websocket-peers.test.ts',
     'test/peer/invisible-names.test.ts',
+    'test/peer/presence.test.ts',
     'test/peer/peer.test.ts',
     'test/peer/sync-host.test.ts',
     'test/peer/sim-convergence.test.ts',

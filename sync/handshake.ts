@@ -96,7 +96,7 @@ export class Handshake {
 
   /**
    * The HELLO this side sends: a fresh nonce from protocol 2 on; the token
-   * only as a legacy bearer; then `extensions` (the byte window, ...).
+   * only as a legacy bearer; then `extensions` (the byte window, presence, ...).
    */
   hello(filter: NameFilter, maxFrameBytes: number, window: number, extensions: HelloMessage['extensions'] = []): Message {
     const { minVersion, maxVersion, peerId, token, legacyBearer, nonce } = this.options

@@ -10,8 +10,10 @@ export {
 export type {
   PeerId, RefuseReason, Message, DecodedMessage, HelloMessage, HelloOkMessage, RefuseMessage, VersionsMessage,
   VersionEntry, DeltaEntry, DeltaMessage, TransactionMessage, AckMessage, ChunkMessage, DoneMessage, RequestMessage,
-  RejectMessage, UnknownMessage, AuthMessage,
+  RejectMessage, UnknownMessage, AuthMessage, PresenceMessage,
 } from './messages.ts'
+export { PRESENCE_EXTENSION, PRESENCE_FORMAT, PRESENCE_LIMITS, presenceExtension, takesPresence } from './presence.ts'
+export type { PresenceEntry } from './presence.ts'
 export { provesSecret, secretsEqual, constantTimeEqual, handshakeProof, NONCE_BYTES, PROOF_BYTES, NONCE_EXTENSION } from './credentials.ts'
 export type { PresentedCredentials, ProofInput } from './credentials.ts'
 export { ALL_NAMES, MAX_NAME_LENGTH, isAllNames, matchesFilter, isValidName } from './names.ts'

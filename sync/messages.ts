@@ -13,6 +13,7 @@ import { ConcordError, DecodeError, ErrorCodes } from '../crdt/errors.ts'
 import type { ReplicaType } from '../crdt/replica.ts'
 import { PROOF_BYTES } from './credentials.ts'
 import { MAX_NAME_LENGTH, isAllNames, isValidName, type NameFilter } from './names.ts'
+import { readPresenceEntries, writePresenceEntries, type PresenceEntry } from './presence.ts'
 
 /** First byte of every frame: the envelope format. Frozen forever; changes go through the protocol version. */
 export const FRAME_FORMAT = 1
@@ -46,6 +47,7 @@ export const MessageType = {
   request: 10,
   reject: 11,
   auth: 12,
+  presence: 13,
 } as const
 
 /** Why a connection is refused (REFUSE). Unknown codes decode as `'other'`. */
@@ -180,6 +182,15 @@ export interface AuthMessage {
   readonly proof: Uint8Array
 }
 
+/**
+ * Presence entries (sync/presence.ts), sent only to a remote whose HELLO
+ * announced the `presence` extension; relayed by peers, never persisted.
+ */
+export interface PresenceMessage {
+  readonly type: 'presence'
+  readonly entries: readonly PresenceEntry[]
+}
+
 /** A message type this version does not know: ignored. */
 export interface UnknownMessage {
   readonly type: 'unknown'
@@ -189,7 +200,7 @@ export interface UnknownMessage {
 /** Every message. */
 export type Message =
   | HelloMessage | HelloOkMessage | RefuseMessage | VersionsMessage | DeltaMessage | TransactionMessage
-  | AckMessage | ChunkMessage | DoneMessage | RequestMessage | RejectMessage | AuthMessage
+  | AckMessage | ChunkMessage | DoneMessage | RequestMessage | RejectMessage | AuthMessage | PresenceMessage
 
 /** A decoded frame: a known message or an unknown one. */
 export type DecodedMessage = Message | UnknownMessage
@@ -358,6 +369,10 @@ export function writeMessage(encoder: Encoder, message: Message): void {
     case 'auth':
       encoder.writeUint8(MessageType.auth).writeBytes(message.proof)
       return
+    case 'presence':
+      encoder.writeUint8(MessageType.presence)
+      writePresenceEntries(encoder, message.entries)
+      return
   }
 }
 
@@ -455,6 +470,8 @@ export function readMessage(decoder: Decoder): DecodedMessage {
       if (proof.length !== 0 && proof.length !== PROOF_BYTES) throw new DecodeError(`auth: a proof has ${PROOF_BYTES} bytes, not ${proof.length}`)
       return { type: 'auth', proof }
     }
+    case MessageType.presence:
+      return { type: 'presence', entries: readPresenceEntries(decoder) }
     default:
       // Forward compatibility: skip the payload of a type we do not know.
       decoder.readRaw(decoder.remaining)

@@ -6,6 +6,7 @@
 import type { Admission } from './admission.ts'
 import type { PeerId, RefuseReason } from './messages.ts'
 import type { NameFilter } from './names.ts'
+import type { PresenceEntry } from './presence.ts'
 
 /** Where a session sends its frames (a transport connection fits). */
 export interface SyncChannel {
@@ -116,6 +117,12 @@ export interface SessionOptions {
    * the peer shares); default one over `host` with `filter`.
    */
   readonly admission?: Admission | undefined
+  /**
+   * Take presence (sync/presence.ts): announce the `presence` HELLO
+   * extension and emit the entries of received PRESENCE messages as
+   * `presence` events (default false: a PRESENCE is dropped as unexpected).
+   */
+  readonly presence?: boolean | undefined
 }
 
 /** Counters of one session. */
@@ -154,6 +161,10 @@ export interface SessionStats {
   deferredRequests: number
   /** REQUESTs answered by a VERSIONS of ours that was already being built. */
   coalescedRequests: number
+  /** PRESENCE messages received and taken, sent, and dropped over the rate limit. */
+  presenceIn: number
+  presenceOut: number
+  presenceDropped: number
 }
 
 /** Events of a {@link SyncSession}. */
@@ -170,6 +181,8 @@ export interface SessionEvents extends Record<string, unknown> {
   'refused-write': { readonly name: string; readonly code: string; readonly message: string }
   /** The remote acknowledged our commits up to `seq`. */
   ack: { readonly seq: number }
+  /** The remote sent presence entries (only with `presence`; within the rate limit). */
+  presence: { readonly entries: readonly PresenceEntry[] }
   /** The session ended. */
   close: { readonly reason?: string }
 }
@@ -184,5 +197,6 @@ export function newSessionStats(): SessionStats {
     commitsIn: 0, commitsOut: 0, duplicates: 0, gaps: 0, refusedWrites: 0, rejectedByRemote: 0,
     chunksIn: 0, chunksOut: 0, versionsSent: 0, overflows: 0, deferred: 0,
     handshakeViolations: 0, deferredRequests: 0, coalescedRequests: 0,
+    presenceIn: 0, presenceOut: 0, presenceDropped: 0,
   }
 }

@@ -42,6 +42,7 @@ import {
 import { ALL_NAMES, matchesFilter, type NameFilter } from './names.ts'
 import { DEFAULT_MAX_FRAME, Outbox } from './outbound.ts'
 import { DEFAULT_REQUEST_RATE, RequestGate, type RequestServer } from './request-gate.ts'
+import { PresenceGate, presenceBatches, presenceExtension, takesPresence, type PresenceEntry } from './presence.ts'
 import { newSessionStats, type SessionEvents, type SessionOptions, type SessionState, type SessionStats, type SyncChannel } from './session-types.ts'
 
 export type { SyncChannel, SessionOptions, SessionStats, SessionEvents, SessionState } from './session-types.ts'
@@ -75,6 +76,8 @@ export class SyncSession {
   private readonly intake: Intake
   private readonly ledger: InboundLedger
   private readonly requests: RequestGate
+
+  private readonly presenceGate = new PresenceGate()
 
   // outbound
   private readonly outbox: Outbox
@@ -171,7 +174,24 @@ export class SyncSession {
 
   /** Sends HELLO. Call once, right after creating the session. */
   start(): void {
-    this.sendControl(this.handshake.hello(this.filter, this.maxFrameBytes, this.window, [windowBytesExtension(this.intake.windowBytes)]))
+    this.sendControl(this.handshake.hello(this.filter, this.maxFrameBytes, this.window, [windowBytesExtension(this.intake.windowBytes), ...(this.options.presence ? [presenceExtension()] : [])]))
+  }
+
+  /**
+   * Sends presence entries to the remote if the session is open and the
+   * remote takes presence: those about no name or a name the remote may
+   * read (the admission's one test). Returns how many were sent.
+   */
+  sendPresence(entries: readonly PresenceEntry[]): number {
+    const remote = this.handshake.remote
+    if (this.stateValue !== 'open' || this.closing || !remote || !takesPresence(remote.extensions)) return 0
+    let sent = 0
+    for (const batch of presenceBatches(entries, (name) => this.admission.mayRead(remote.peerId, name))) {
+      this.stat.presenceOut++
+      sent += batch.length
+      this.sendControl({ type: 'presence', entries: batch })
+    }
+    return sent
   }
 
   /** Handles one frame from the remote. Never throws. */
@@ -362,6 +382,19 @@ export class SyncSession {
       case 'chunk':
         this.stat.unexpected++
         return
+      case 'presence':
+        this.onPresence(message.entries)
+        return
+    }
+  }
+
+  /** Presence from the remote: an event within the rate limit, if this side takes presence. */
+  private onPresence(entries: readonly PresenceEntry[]): void {
+    if (!this.options.presence) this.stat.unexpected++
+    else if (!this.presenceGate.take(this.now())) this.stat.presenceDropped++
+    else {
+      this.stat.presenceIn++
+      this.events.emit('presence', { entries })
     }
   }
 

@@ -43,6 +43,13 @@ const message: fc.Arbitrary<Message> = fc.oneof(
   fc.record({ type: fc.constant('reject' as const), seq, name, code: fc.constantFrom(...Object.values(ErrorCodes)), message: fc.string({ maxLength: 50 }) }),
   fc.record({ type: fc.constant('chunk' as const), id: fc.nat(), index: fc.nat(3), count: fc.integer({ min: 4, max: 9 }), totalBytes: fc.integer({ min: 200, max: 1000 }), bytes }),
   fc.record({ type: fc.constant('auth' as const), proof: fc.oneof(fc.constant(new Uint8Array(0)), fc.uint8Array({ minLength: 32, maxLength: 32 })) }),
+  fc.record({
+    type: fc.constant('presence' as const),
+    entries: fc.array(fc.record({
+      agent: fc.string({ minLength: 1, maxLength: 30 }), peer: fc.string({ minLength: 1, maxLength: 30 }),
+      clock: fc.nat(), ttlMs: fc.nat(600_000), name: fc.oneof(fc.constant(''), name), state: bytes,
+    }), { minLength: 1, maxLength: 5 }),
+  }),
 )
 
 function normalize(m: Message): unknown {
@@ -93,6 +100,27 @@ test('messages: bad input gives DecodeError', () => {
   bad(new Encoder().writeUint8(1).writeUint8(MessageType.chunk).writeVarUint(0).writeVarUint(5).writeVarUint(5).writeVarUint(10).writeBytes(new Uint8Array(1)).finish()) // index >= count
   bad(new Encoder().writeUint8(1).writeUint8(MessageType.chunk).writeVarUint(0).writeVarUint(0).writeVarUint(1).writeVarUint(1).writeBytes(new Uint8Array(2)).finish()) // part > whole
   bad(new Encoder().writeUint8(1).writeUint8(MessageType.delta).writeVarUint(1).writeString('n').writeString('yjs').writeVarUint(100).finish()) // delta longer than the frame
+})
+
+test('messages: PRESENCE entries are bounded (count, ids, ttl, state) before anything is kept', () => {
+  const entry = (over: Record<string, unknown> = {}) => ({ agent: 'ana', peer: 'hub', clock: 1, ttlMs: 1000, name: '', state: new Uint8Array(2), ...over })
+  const decodes = (entries: unknown[]) => decodeMessage(encodeMessage({ type: 'presence', entries } as Message))
+  assert.equal((decodes([entry()]) as { entries: readonly unknown[] }).entries.length, 1)
+  for (const [what, entries] of [
+    ['no entries', []],
+    ['65 entries', Array.from({ length: 65 }, () => entry())],
+    ['an empty agent', [entry({ agent: '' })]],
+    ['a 257-character agent', [entry({ agent: 'a'.repeat(257) })]],
+    ['an empty peer', [entry({ peer: '' })]],
+    ['a ttl over 10 minutes', [entry({ ttlMs: 600_001 })]],
+    ['a state over 4 KiB', [entry({ state: new Uint8Array(4097) })]],
+    ['a name over 1024 characters', [entry({ name: 'n'.repeat(1025) })]],
+  ] as const) {
+    assert.throws(() => decodes([...entries]), (error: unknown) => isConcordError(error, ErrorCodes.DECODE_ERROR), what)
+  }
+  // A count that announces more entries than the bytes can hold is refused before any is read.
+  const huge = new Encoder().writeUint8(FRAME_FORMAT).writeUint8(MessageType.presence).writeVarUint(2 ** 40).finish()
+  assert.throws(() => decodeMessage(huge), (error: unknown) => isConcordError(error, ErrorCodes.DECODE_ERROR))
 })
 
 test('messages: unknown types decode as unknown (forward compatibility); type guards', () => {

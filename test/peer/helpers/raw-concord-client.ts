@@ -24,8 +24,12 @@ export interface RawClient {
   send(message: Message): Promise<void>
 }
 
-/** Opens a raw client on `url`; with `handshake`, completes the handshake as `as` (default `raw`, no secret), trusting the server. */
-export async function rawClient(url: string, handshake: boolean, as: { peer?: string; token?: string } = {}): Promise<RawClient> {
+/**
+ * Opens a raw client on `url`; with `handshake`, completes the handshake as
+ * `as` (default `raw`, no secret; HELLO `extensions` such as presence),
+ * trusting the server.
+ */
+export async function rawClient(url: string, handshake: boolean, as: { peer?: string; token?: string; extensions?: Array<{ key: string; value: Uint8Array }> } = {}): Promise<RawClient> {
   const ws = new WebSocket(url)
   const received: DecodedMessage[] = []
   const handshaker = new Handshake({
@@ -52,7 +56,7 @@ export async function rawClient(url: string, handshake: boolean, as: { peer?: st
   await new Promise<void>((resolve, reject) => { ws.once('open', () => resolve()); ws.once('error', reject) })
   const client: RawClient = { ws, received, closed, send: (message) => sendFrame(ws, encodeMessage(message)) }
   if (handshake) {
-    await client.send(handshaker.hello({}, 1 << 20, 64))
+    await client.send(handshaker.hello({}, 1 << 20, 64, as.extensions))
     await until(() => received.some((m) => m.type === 'hello-ok'), 'the peer accepts the raw client')
   }
   return client

@@ -66,6 +66,8 @@ export class StoreSyncHost implements SyncHost {
   constructor(private readonly options: StoreSyncHostOptions) {
     this.gate = new HeavyApplyGate(options.heavyApplyBytes)
     this.offCommitted = options.store.events.on('committed', ({ records, origin }) => {
+      // A name committed through the store directly (a door changing names for its clients) is synced like any.
+      for (const record of records) if (this.namesLoaded && !this.types.has(record.name)) this.types.set(record.name, record.type)
       const entries: DeltaEntry[] = records.map((record) => ({ name: record.name, replicaType: record.type, delta: record.payload }))
       if (entries.length > 0) this.commits.emit('commit', { entries, origin })
     })

@@ -170,3 +170,26 @@ test('a commit that carries a name whose local data is corrupt: the rest is appl
   await until(async () => (await receiver.store.open('bad', 'pncounter')).value() === 22, "live changes to 'bad' land again")
   assert.equal(disconnects, 0)
 }))
+
+test('a name created through the store after the first anti-entropy (a door writing for its clients) is still offered to a peer that connects later', async () => {
+  const peers: Peer[] = []
+  try {
+    const hub = await createPeer({ id: 'hub' })
+    const early = await createPeer({ id: 'early' })
+    peers.push(hub, early)
+    const { url } = await hub.listen()
+    const synced = new Promise((resolve) => early.once('peer-synced', resolve))
+    await early.connect(url)
+    await synced // the hub answered early's VERSIONS: it listed its names
+    const made = await hub.store.open('made-by-a-door', 'pncounter') as PNCounterReplica
+    made.increment(7)
+    await hub.flush()
+    const late = await createPeer({ id: 'late' })
+    peers.push(late)
+    await late.connect(url)
+    await until(async () => (await late.store.typeOf('made-by-a-door')) !== undefined, 'the late peer is sent the name')
+    assert.equal((await late.counter('made-by-a-door')).value(), 7)
+  } finally {
+    await Promise.all(peers.map((peer) => peer.close()))
+  }
+})

@@ -48,6 +48,8 @@ export const ErrorCodes = {
   ADDRESS_IN_USE: 'CONCORD_ADDRESS_IN_USE',
   /** A document library failed inside an operation (Automerge's wasm trapped); the operation had no effect. */
   LIBRARY_FAILED: 'CONCORD_LIBRARY_FAILED',
+  /** A conditional write whose version token is stale: the name changed since it was read (nothing was written). */
+  CONFLICT: 'CONCORD_CONFLICT',
 } as const
 
 /** One of the stable error codes. */

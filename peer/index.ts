@@ -11,4 +11,5 @@ export type { PeerOptions, AuthOptions, AccessFunction, CredentialCheck, SyncTun
 export { StoreSyncHost, type StoreSyncHostOptions } from './store-sync-host.ts'
 export { YWebsocketBridge, type YjsRoom, type YWebsocketClient, type YWebsocketBridgeOptions, type YWebsocketBridgeStats } from './y-websocket-bridge.ts'
 export type { YWebsocketOptions, YWebsocketStats } from './y-websocket-route.ts'
+export { readCredentials } from './http-credentials.ts'
 export { DEFAULT_AWARENESS_LIMITS, type AwarenessLimits } from './y-websocket-awareness.ts'

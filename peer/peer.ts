@@ -306,16 +306,17 @@ export class Peer {
   /**
    * Runs `fn`, whose changes to several names are committed locally as one
    * atomic unit and shipped as one unit: a receiving peer persists and
-   * applies all of them or none. Resolves once durable here. `agent`: who
+   * applies all of them or none. Resolves once durable here, with the
+   * records written (`{ name, seq }`; none if nothing changed). `agent`: who
    * made the change when this peer acts for someone else (a door serving
    * its clients; default this peer's id), logged in its records;
    * `message` (why) and `meta` are checked and kept with the change once
    * records carry provenance (see `ChangeProvenance`).
    */
-  async transact(fn: () => void, options: ChangeOptions = {}): Promise<void> {
+  async transact(fn: () => void, options: ChangeOptions = {}): Promise<ReadonlyArray<{ readonly name: string; readonly seq: number }>> {
     this.checkOpen()
     checkChangeOptions(options)
-    await this.store.atomic(fn, options)
+    return this.store.atomic(fn, options)
   }
 
   /**

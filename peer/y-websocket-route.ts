@@ -33,7 +33,8 @@ import { WebSocketServer } from 'ws'
 import { ErrorCodes } from '../crdt/errors.ts'
 import type { YjsReplica } from '../crdt/documents/yjs-replica.ts'
 import type { Store } from '../persistence/store.ts'
-import { WIRE_LIMITS, type Admission, type PeerId, type PresentedCredentials, type SyncHost } from '../sync/index.ts'
+import type { Admission, PeerId, PresentedCredentials, SyncHost } from '../sync/index.ts'
+import { readCredentials } from './http-credentials.ts'
 import { YWebsocketBridge, type YWebsocketBridgeStats, type YWebsocketClient, type YjsRoom } from './y-websocket-bridge.ts'
 import type { AwarenessLimits } from './y-websocket-awareness.ts'
 
@@ -164,22 +165,6 @@ export class YWebsocketRoute {
       release: () => { replica = undefined },
     }
   }
-}
-
-/** The credentials of an upgrade request, or undefined when they are malformed (refused like wrong ones). */
-function readCredentials(request: IncomingMessage, url: URL): { readonly peer?: string; readonly token: string } | undefined {
-  let token = url.searchParams.get('token') ?? ''
-  const authorization = request.headers.authorization
-  if (authorization !== undefined) {
-    const bearer = /^Bearer +(\S+) *$/i.exec(authorization)
-    if (!bearer) return undefined
-    token = bearer[1]
-  }
-  const header = request.headers['x-concord-peer']
-  const peer = typeof header === 'string' ? header : url.searchParams.get('peer') ?? undefined
-  if (Buffer.byteLength(token, 'utf8') > WIRE_LIMITS.maxTokenBytes) return undefined
-  if (peer !== undefined && (peer.length === 0 || peer.length > 256)) return undefined
-  return { peer, token }
 }
 
 /** The room of a `/yjs/<room>` path, or undefined. */

@@ -8,6 +8,9 @@
 // - testing/ (the conformance suites of concord/testing) imports only the
 //   interfaces it checks and what it checks them with: crdt/, persistence/,
 //   transports/ (no peer/, sync/ or cli/);
+// - peer/ (the composition root) imports no layer above it (mcp/, cli/, demos/);
+// - mcp/ (the MCP server, a door above the peer) imports peer/ and what is
+//   beneath it, but not transports/ (the peer's listener serves it) nor cli/ or demos/;
 // - crdt/ and sync/ use no Node-only API (node: modules, Buffer, process, timers).
 // Import cycles are checked separately by dpdm (npm run cycles).
 import { readFileSync, readdirSync, statSync } from 'node:fs'
@@ -21,6 +24,8 @@ const rules = {
   transports: { allow: ['transports'], allowFiles: baseUtilities, pure: false },
   persistence: { allow: ['persistence', 'crdt'], pure: false },
   testing: { allow: ['testing', 'crdt', 'persistence', 'transports'], pure: false },
+  peer: { allow: ['peer', 'crdt', 'sync', 'transports', 'persistence'], pure: false },
+  mcp: { allow: ['mcp', 'peer', 'crdt', 'sync', 'persistence'], pure: false },
 }
 const nodeOnlyPackages = /^(node:|fs$|net$|path$|os$|child_process$|ws$|classic-level$|level$)/
 const nodeOnlyGlobals = /\b(Buffer|process\.|setTimeout|setInterval|setImmediate|require\()/

@@ -68,6 +68,8 @@ const lists = {
     'test/peer/y-websocket-peers.test.ts',
     'test/peer/invisible-names.test.ts',
     'test/peer/presence.test.ts',
+    // mcp/
+    'test/mcp/tools.test.ts',
     'test/peer/peer.test.ts',
     'test/peer/sync-host.test.ts',
     'test/peer/sim-convergence.test.ts',

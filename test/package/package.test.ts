@@ -67,7 +67,7 @@ test('the tarball holds the compiled package and nothing else; every export and 
   const targets = Object.values(manifest.exports).flatMap((target) => (typeof target === 'string' ? [target] : Object.values(target)))
   for (const target of [...targets, ...Object.values(manifest.bin)]) assert.ok(packedFiles.includes(target.replace(/^\.\//, '')), `${target} is packed`)
   const tops = new Set(packedFiles.filter((path) => path.startsWith('dist/')).map((path) => path.split('/')[1].replace(/\.(js|js\.map|d\.ts)$/, '')))
-  assert.deepEqual([...tops].sort(), ['cli', 'crdt', 'index', 'peer', 'persistence', 'sync', 'testing', 'transports'], 'no test, bench or demo file')
+  assert.deepEqual([...tops].sort(), ['cli', 'crdt', 'index', 'mcp', 'peer', 'persistence', 'sync', 'testing', 'transports'], 'no test, bench or demo file')
 })
 
 test('the install on this Node warns about no engine; tsx (a devDependency) is not installed', () => {

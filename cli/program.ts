@@ -7,6 +7,7 @@ import type { Readable } from 'node:stream'
 import { registerMaintenanceCommands } from './commands/maintenance.ts'
 import { registerReadCommands } from './commands/read.ts'
 import { registerServe } from './commands/serve.ts'
+import { registerMcp } from './commands/mcp.ts'
 import { registerTransferCommands } from './commands/transfer.ts'
 import type { CliContext } from './context.ts'
 import { ErrorCodes } from '../crdt/errors.ts'
@@ -38,6 +39,7 @@ export function createProgram(ctx: CliContext, stdin?: () => Readable): Command 
   })
   program.exitOverride()
   registerServe(program, ctx)
+  registerMcp(program, ctx)
   registerReadCommands(program, ctx)
   registerMaintenanceCommands(program, ctx)
   registerTransferCommands(program, ctx, stdin)

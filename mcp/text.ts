@@ -8,8 +8,10 @@
  * An edit made on a stale view (a version token older than the document)
  * still merges, as a concurrent Yjs edit would: it is resolved against the
  * text as it was read (the document at the token's seq), the insertion
- * point is carried over with a Yjs relative position, and a deletion takes
- * exactly the characters that were read, never text inserted since.
+ * point is carried over by the characters around it (before the one that
+ * followed it, if still there; else after the one before it; else a Yjs
+ * relative position), and a deletion takes exactly the characters that
+ * were read, never text inserted since.
  */
 import * as Y from 'yjs'
 import { kindOf } from '../crdt/documents/yjs-view.ts'
@@ -112,6 +114,34 @@ function idsOfRange(type: Y.Text, index: number, length: number): Array<{ client
   return runs
 }
 
+/** The index in `type` of the visible character with id (client, clock), or undefined when it is deleted or unknown. */
+function indexOfId(type: Y.Text, client: number, clock: number): number | undefined {
+  let position = 0
+  for (let item = type._start; item !== null; item = item.right) {
+    if (item.deleted || !item.countable) continue
+    if (item.id.client === client && clock >= item.id.clock && clock < item.id.clock + item.length) return position + (clock - item.id.clock)
+    position += item.length
+  }
+  return undefined
+}
+
+/**
+ * Where text inserted at `index` of the text as read (after deleting
+ * `length` from there) goes in `type` now: before the character that
+ * followed it when read, if that one is still there; else after the one
+ * that preceded it; else where a Yjs relative position puts it.
+ */
+function carriedIndex(readText: Y.Text, index: number, length: number, type: Y.Text, doc: Y.Doc): number {
+  const right = index + length < readText.length ? idsOfRange(readText, index + length, 1)[0] : undefined
+  const atRight = right && indexOfId(type, right.client, right.clock)
+  if (atRight !== undefined) return atRight
+  const left = index > 0 ? idsOfRange(readText, index - 1, 1)[0] : undefined
+  const atLeft = left && indexOfId(type, left.client, left.clock)
+  if (atLeft !== undefined) return atLeft + 1
+  const relative = Y.createRelativePositionFromTypeIndex(readText, index, index > 0 ? -1 : 0)
+  return Y.createAbsolutePositionFromRelativePosition(relative, doc)?.index ?? 0
+}
+
 /** Deletes, in `type`, the visible characters whose ids are in `runs` (those deleted since are gone already). */
 function deleteIds(type: Y.Text, runs: ReadonlyArray<{ client: number; clock: number; length: number }>): number {
   const ranges: Array<[number, number]> = []
@@ -153,14 +183,12 @@ export function applyTextEdit(replica: YjsReplica, field: string, edit: TextEdit
   }
   const readText = readDoc.getText(field)
   const range = locate(readText.toString(), edit)
-  // The insertion point, carried over: after the character before it (assoc -1) when there is one.
-  const relative = Y.createRelativePositionFromTypeIndex(readText, range.index, range.index > 0 ? -1 : 0)
   const runs = idsOfRange(readText, range.index, range.length)
   let index = 0
   let deleted = 0
   replica.doc.transact(() => {
     deleted = deleteIds(text, runs)
-    index = Y.createAbsolutePositionFromRelativePosition(relative, replica.doc)?.index ?? 0
+    index = carriedIndex(readText, range.index, range.length, text, replica.doc)
     if (range.insert.length > 0) text.insert(index, range.insert)
   })
   return { field, index, deleted, inserted: range.insert.length, length: text.length }

@@ -70,6 +70,7 @@ const lists = {
     'test/peer/presence.test.ts',
     // mcp/
     'test/mcp/tools.test.ts',
+    'test/mcp/agents.test.ts',
     'test/peer/peer.test.ts',
     'test/peer/sync-host.test.ts',
     'test/peer/sim-convergence.test.ts',
@@ -89,6 +90,7 @@ const lists = {
     'test/cli/serve-libp2p.test.ts',
     'test/cli/habits.test.ts',
     'test/cli/folder-owner.test.ts',
+    'test/cli/mcp.test.ts',
     'test/demos/demos.test.ts',
     'test/demos/report.test.ts',
     // testing/ (the conformance suites can fail) and the npm package (pack,

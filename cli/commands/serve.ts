@@ -18,6 +18,7 @@ import { ErrorCodes, isConcordError } from '../../crdt/errors.ts'
 import type { ConnectOptions, Peer } from '../../peer/peer.ts'
 import { backoffDelay } from '../../transports/reconnect.ts'
 import { parseWebSocketUrl } from '../../transports/websocket/index.ts'
+import { mcpRoute } from '../../mcp/index.ts'
 
 /** Replica id of a new folder served without `--id`. */
 export const DEFAULT_SERVE_ID = 'concord-serve'
@@ -31,6 +32,7 @@ interface ServeOptions {
   id?: string
   connect: string[]
   yWebsocket: boolean
+  mcp?: boolean
   libp2p?: boolean
   libp2pListen: string[]
   bootstrap: string[]
@@ -68,6 +70,7 @@ export function registerServe(program: Command, ctx: CliContext): void {
     .option('--id <id>', `replica id of a new folder (default "${DEFAULT_SERVE_ID}"; an existing folder keeps its own)`)
     .option('--connect <url>', 'also dial this peer and keep the link up: ws://... or a libp2p multiaddr /.../p2p/<PeerId> (repeatable)', collect, [] as string[])
     .option('--no-y-websocket', 'do not serve y-websocket clients at /yjs/<room>')
+    .option('--mcp', 'also serve MCP (streamable HTTP) at /mcp, for LLM agents, with the same --token/--acl (README, "LLM agents (MCP)")')
     .option('--libp2p', 'serve over libp2p too (PeerId kept in the folder; listens on /ip4/HOST/tcp/0 unless --libp2p-listen)')
     .option('--libp2p-listen <multiaddr>', 'libp2p listen address, e.g. /ip4/0.0.0.0/tcp/4401 or .../tcp/4402/ws (repeatable; implies --libp2p)', collect, [] as string[])
     .option('--bootstrap <multiaddr>', 'libp2p bootstrap peer /.../p2p/<PeerId>, redialled when it goes away (repeatable; implies --libp2p)', collect, [] as string[])
@@ -127,13 +130,16 @@ export function registerServe(program: Command, ctx: CliContext): void {
       // Before listening: the open-access warning is given by listen itself.
       peer.on('warning', ({ message }) => out.note(`concord serve: warning: ${message}`))
       try {
-        const { url, port: bound } = await peer.listen({ port, host: options.host, yWebsocket: options.yWebsocket, tls })
+        const routes = options.mcp ? [mcpRoute(peer)] : []
+        const { url, port: bound } = await peer.listen({ port, host: options.host, yWebsocket: options.yWebsocket, tls, routes })
         const p2p = libp2p ? await peer.listen({
           libp2p: { addresses: options.libp2pListen.length > 0 ? options.libp2pListen : [`/${options.host.includes(':') ? 'ip6' : 'ip4'}/${options.host}/tcp/0`] },
         }) : undefined
         const base = url.replace(/\/concord$/, '')
-        out.result({ url, port: bound, id, dir: options.dir, yWebsocket: options.yWebsocket ? `${base}/yjs/<room>` : null, libp2p: p2p ?? null },
+        const mcp = options.mcp ? `${base.replace(/^ws/, 'http')}/mcp` : null
+        out.result({ url, port: bound, id, dir: options.dir, yWebsocket: options.yWebsocket ? `${base}/yjs/<room>` : null, mcp, libp2p: p2p ?? null },
           () => `concord serve: replica "${id}" on ${options.dir}\nlistening on ${url}` + (options.yWebsocket ? `\ny-websocket clients: ${base}/yjs/<room>` : '') +
+            (mcp ? `\nMCP (streamable HTTP): ${mcp}` : '') +
             (p2p ? `\nlibp2p PeerId ${p2p.peerId}${p2p.multiaddrs.map((ma) => `\nlibp2p: ${ma}`).join('')}` : '') + '\nCtrl-C to stop')
         peer.on('error', ({ error }) => out.note(`concord serve: ${error.code}: ${error.message}`))
         peer.on('refused', ({ by, reason }) => out.note(`concord serve: handshake refused (${by}): ${reason}`))
@@ -168,7 +174,7 @@ export function registerServe(program: Command, ctx: CliContext): void {
  * the peer it links to), reporting each failure; from then on the peer
  * reconnects by itself. Refusals for good (credentials, version) end it.
  */
-function keepConnecting(peer: Peer, remote: string, options: ConnectOptions, signal: AbortSignal, note: (line: string) => void, attempt = 0): void {
+export function keepConnecting(peer: Peer, remote: string, options: ConnectOptions, signal: AbortSignal, note: (line: string) => void, attempt = 0): void {
   if (signal.aborted) return
   peer.connect(remote, { ...options, signal }).then(
     () => note(`connected to ${remote}`),

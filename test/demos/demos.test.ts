@@ -132,6 +132,21 @@ test('npm start (--short): partition, SIGKILL, restart, heal, verified; report n
   }
 })
 
+test('demo MCP (--short): three scripted agents coordinate through MCP servers on three synced peers; history and blame name them', async () => {
+  const data = await tempDir('concord-demo-mcp-')
+  try {
+    const run = await runDemo('demos/mcp-agents.ts', ['--data', data.path])
+    assert.equal(run.code, 0, run.stdout + run.stderr)
+    assert.match(run.stdout, /VERDICT: PASS/)
+    assert.match(run.stdout, /ok {4}the document holds exactly one finding per task, each line whole/)
+    assert.match(run.stdout, /ok {4}blame gives each finding to the agent that wrote it, and the critic its edit/)
+    assert.match(run.stdout, /== history of "notes"[\s\S]*#\s+1 +\S+ +critic/)
+    assertNoLeftovers(run.stdout)
+  } finally {
+    await data.remove()
+  }
+})
+
 test('a demo given a bad option prints its usage and exits 2 (no agent started)', async () => {
   const run = await runDemo('demos/partitions.ts', ['--no-such-option'])
   assert.equal(run.code, 2)

@@ -282,6 +282,11 @@ describe('MCP agents over a real `concord serve --mcp` hub, a `concord mcp` chil
       body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }),
     })
     assert.equal(hijack.status, 404)
+    // Sessions are bounded per agent (16): eve has one open; 15 more, then the next is refused 503.
+    const opened: number[] = []
+    for (let i = 0; i < 16; i++) opened.push((await initialize({ Authorization: 'Bearer token-eve', 'X-Concord-Peer': 'eve' })).status)
+    assert.deepEqual(opened, [...Array(15).fill(200), 503])
+    assert.equal((await eve.ok('read', { name: 'tasks-done' })).value, 15, 'the sessions already open go on')
 
     await bo.ok('register_set', { name: 'secret/plan', value: 'the surprise', message: 'only bo may know' })
     await bo.ok('counter_add', { name: 'public/visits', amount: 1 })

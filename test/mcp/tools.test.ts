@@ -10,6 +10,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { createPeer, type Peer, type PeerOptions } from '../../peer/index.ts'
+import { ResourceListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js'
 import { remotePrincipal } from '../../mcp/index.ts'
 import { tempDir } from '../helpers/temp-dir.ts'
 import { inProcess, type TestClient } from './helpers.ts'
@@ -382,6 +383,10 @@ test('resources: names listed as concord:// URIs, read as JSON with a version; s
     ;(await peer.yjs('team notes')).doc.getText('text').insert(0, 'a change by the peer itself: ')
     await waitFor(() => ana.updates.includes('concord://name/team%20notes'), 'the update notification')
     await ana.client.unsubscribeResource({ uri: 'concord://name/team%20notes' })
+    let listChanged = 0
+    ana.client.setNotificationHandler(ResourceListChangedNotificationSchema, () => { listChanged++ })
+    await ana.ok('counter_add', { name: 'a new name', amount: 1 })
+    await waitFor(() => listChanged > 0, 'list_changed for a new name')
     await assert.rejects(ana.client.readResource({ uri: 'https://example.org' }), /CONCORD_INVALID_ARGUMENT/)
 
     const { prompts } = await ana.client.listPrompts()

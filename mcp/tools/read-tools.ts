@@ -4,7 +4,6 @@
  * absent, in the same words as a name that does not exist) and in pages.
  */
 import { z } from 'zod'
-import type { Json } from '../../crdt/types/json.ts'
 import type { Replica } from '../../crdt/replica.ts'
 import type { YjsReplica } from '../../crdt/documents/yjs-replica.ts'
 import { KNOWN_TYPES } from '../../sync/index.ts'
@@ -12,7 +11,7 @@ import { blame } from '../blame.ts'
 import { changesBetween } from '../diff.ts'
 import { invalid } from '../errors.ts'
 import { MCP_LIMITS } from '../limits.ts'
-import { formatPointer, pageOf, toJson, type Page } from '../paging.ts'
+import { formatPointer, pageOf, parsePointer, toJson, type Page } from '../paging.ts'
 import { openToRead } from '../principal.ts'
 import { documentFields } from '../text.ts'
 import { encodeToken, pinned } from '../version-token.ts'
@@ -37,10 +36,11 @@ function readPath(replica: Replica, args: { path?: string | undefined; field?: s
 }
 
 /** A page as the answer shows it: a text as `text`, anything else as `value`. */
-function showPage(page: Page): Record<string, unknown> {
+function showPage(page: Page, replica: Replica): Record<string, unknown> {
   const { value, kind, ...rest } = page
-  if (kind === 'text') return { ...(page.path ? { field: page.path.slice(1).replace(/~1/g, '/').replace(/~0/g, '~') } : {}), text: value, ...rest, path: undefined }
-  return { kind, value, ...rest }
+  if (kind !== 'text') return { kind, value, ...rest }
+  const tokens = parsePointer(page.path)
+  return { ...(replica.type === 'yjs' && tokens.length === 1 ? { field: tokens[0] } : {}), text: value, ...rest }
 }
 
 export const listNames = defineTool({
@@ -86,7 +86,7 @@ export const read = defineTool({
     const opened = await openToRead(peer, principal, args.name)
     const path = readPath(opened.replica, args)
     const { token, value } = await pinned(peer.store, opened.name, opened.replica, () => pageOf(toJson(opened.replica.value()), { path, offset: args.offset, limit: args.limit }, `"${args.name}"`))
-    return { result: { name: opened.name, type: opened.type, version: encodeToken(token), ...showPage(value) } }
+    return { result: { name: opened.name, type: opened.type, version: encodeToken(token), ...showPage(value, opened.replica) } }
   },
 })
 
@@ -100,7 +100,7 @@ export const at = defineTool({
     const opened = await openToRead(peer, principal, args.name)
     const past = await peer.store.at(opened.name, args.seq)
     const page = pageOf(toJson(past.value()), { path: readPath(past, args), offset: args.offset, limit: args.limit }, `"${args.name}" at seq ${args.seq}`)
-    return { result: { name: opened.name, type: opened.type, seq: args.seq, ...showPage(page) } }
+    return { result: { name: opened.name, type: opened.type, seq: args.seq, ...showPage(page, past) } }
   },
 })
 
@@ -187,7 +187,3 @@ export const blameTool = defineTool({
 /** Every reading tool. */
 export const READ_TOOLS = [listNames, read, at, history, diff, blameTool]
 
-/** The JSON of a value for a resource (bounded like a read). */
-export function resourceValue(value: unknown): Json {
-  return pageOf(toJson(value), {}, 'the value').value
-}

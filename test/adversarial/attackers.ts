@@ -1,0 +1,163 @@
+/**
+ * The attacker's tools, all through the server's public doors:
+ * - {@link openRaw}: a bare WebSocket to `/concord` that sends whatever
+ *   frames it is given (no session, no HELLO unless sent by hand);
+ * - {@link openArmed}: a real Concord peer with valid credentials whose
+ *   session does the handshake (whatever form it takes), after which the
+ *   attacker writes raw frames on the same socket and stops listening to
+ *   what comes back (its own session does no work);
+ * - {@link attackLoop}: repeats an attack step until stopped.
+ * Frames are built with the project's own encoders (sync/messages.ts,
+ * crdt/codec.ts), with hand-written counts and lengths where an attack
+ * needs them.
+ */
+import { WebSocket } from 'ws'
+import { ConnectionEmitter } from '../../transports/connection-events.ts'
+import { WebSocketTransport } from '../../transports/websocket/index.ts'
+import type { Connection } from '../../transports/transport.ts'
+import { createPeer, type Peer } from '../../peer/index.ts'
+import type { SyncSession } from '../../sync/index.ts'
+import { TOKENS, type Role } from './fixtures/roles.ts'
+
+/** A bare WebSocket client. */
+export interface RawSocket {
+  readonly open: boolean
+  /** Bytes sent and not yet written to the socket (to pace a flood). */
+  readonly buffered: number
+  /** Frames and bytes the server sent back. */
+  readonly received: { frames: number; bytes: number }
+  /** Sends one binary frame; resolves when written (never rejects: a closed socket drops it). */
+  send(frame: Uint8Array): Promise<void>
+  /** Resolves once closed (by either side). */
+  readonly closed: Promise<void>
+  close(): void
+}
+
+/** Opens a bare WebSocket to `url` (from `localAddress`, any 127.x.y.z, when given). Rejects when the upgrade fails. */
+export function openRaw(url: string, options: { localAddress?: string; timeoutMs?: number } = {}): Promise<RawSocket> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, { localAddress: options.localAddress, handshakeTimeout: options.timeoutMs ?? 10_000, maxPayload: 256 * 1024 * 1024 })
+    const received = { frames: 0, bytes: 0 }
+    let markClosed!: () => void
+    const closed = new Promise<void>((done) => { markClosed = done })
+    ws.on('message', (data: Buffer) => { received.frames++; received.bytes += data.length })
+    ws.on('close', () => markClosed())
+    ws.on('error', (error) => { markClosed(); reject(error) })
+    ws.once('open', () => resolve({
+      get open() { return ws.readyState === ws.OPEN },
+      get buffered() { return ws.bufferedAmount },
+      received,
+      send: (frame) => new Promise((done) => {
+        if (ws.readyState !== ws.OPEN) return done()
+        ws.send(frame, { binary: true }, () => done())
+      }),
+      closed,
+      close: () => ws.terminate(),
+    }))
+  })
+}
+
+/** A connection that hands frames to the session only until muted; the attacker writes on it directly. */
+class Tap implements Connection {
+  readonly events = new ConnectionEmitter()
+  muted = false
+  received = { frames: 0, bytes: 0 }
+  constructor(private readonly inner: Connection) {
+    inner.events.on('message', (frame) => {
+      this.received.frames++
+      this.received.bytes += frame.length
+      if (!this.muted) this.events.deliver(frame)
+    })
+    inner.events.on('close', (event) => this.events.emit('close', event))
+  }
+  get id() { return this.inner.id }
+  get direction() { return this.inner.direction }
+  get remoteAddress() { return this.inner.remoteAddress }
+  get open() { return this.inner.open }
+  send(frame: Uint8Array): Promise<void> { return this.inner.send(frame) }
+  close(reason?: string): void { this.inner.close(reason) }
+}
+
+/** A session with valid credentials, taken over by the attacker once open. */
+export interface ArmedSocket {
+  /** Writes raw frames after the handshake; resolves when written (never rejects). */
+  inject(frame: Uint8Array): Promise<void>
+  readonly open: boolean
+  readonly session: SyncSession
+  /** What the server sent after the takeover. */
+  readonly received: { frames: number; bytes: number }
+  readonly closed: Promise<void>
+  close(): Promise<void>
+}
+
+/**
+ * Connects to `url` as `role` with its valid credentials (a real peer, in
+ * memory, asking for no name unless `wantsEverything`), waits for the handshake, then mutes the
+ * session so that only the attacker's raw frames follow.
+ */
+export async function openArmed(url: string, role: Role, options: { wantsEverything?: boolean } = {}): Promise<ArmedSocket> {
+  const names = options.wantsEverything ? undefined : { names: ['attacker/asks-for-nothing'] }
+  const peer: Peer = await createPeer({ id: role, auth: { token: TOKENS[role] }, tickMs: 0, names })
+  const transport = new WebSocketTransport({ maxPayload: 256 * 1024 * 1024, heartbeatIntervalMs: 0 })
+  const tap = new Tap(await transport.dial(url))
+  let markClosed!: () => void
+  const closed = new Promise<void>((done) => { markClosed = done })
+  tap.events.on('close', () => markClosed())
+  const session = peer.attach(tap)
+  await new Promise<void>((resolve, reject) => {
+    session.events.once('open', () => resolve())
+    session.events.once('close', ({ reason }) => reject(new Error(`${role}'s handshake failed: ${reason}`)))
+  })
+  tap.muted = true
+  tap.received = { frames: 0, bytes: 0 }
+  return {
+    inject: (frame) => tap.send(frame).catch(() => {}),
+    get open() { return tap.open },
+    session,
+    get received() { return tap.received },
+    closed,
+    async close() {
+      tap.close('attacker done')
+      await transport.stop()
+      await peer.close()
+    },
+  }
+}
+
+/**
+ * Runs `step` over and over (awaiting each) until `stop()`; a long step
+ * checks `live()` to end early. `stop` resolves once the last step ended.
+ */
+export function attackLoop(step: (live: () => boolean) => Promise<void>): { stop(): Promise<number> } {
+  let running = true
+  let rounds = 0
+  const live = () => running
+  const done = (async () => {
+    while (running) {
+      try {
+        rounds++
+        await step(live)
+      } catch {
+        // A refused or reset connection is part of the attack's life; retry soon, not in a tight loop.
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+      await new Promise((resolve) => setImmediate(resolve))
+    }
+  })()
+  return { async stop() { running = false; await done; return rounds } }
+}
+
+/**
+ * The URL query a y-websocket client puts its credentials in
+ * (`new WebsocketProvider(url, room, doc, { params })`): the peer id it
+ * claims and its token. One place, so the suite follows the route's format.
+ */
+export function yCredentials(role: Role): Record<string, string> {
+  return { peer: role, token: TOKENS[role] }
+}
+
+/** A bare y-websocket connection to `room` (credentials in the query, none if `role` is undefined). */
+export function openYRaw(yjsUrl: string, room: string, role?: Role, options: { localAddress?: string } = {}): Promise<RawSocket> {
+  const query = role ? `?${new URLSearchParams(yCredentials(role))}` : ''
+  return openRaw(`${yjsUrl}/${encodeURIComponent(room)}${query}`, options)
+}

@@ -125,6 +125,7 @@ const lists = {
     'test/adversarial/connections.test.ts',
     'test/adversarial/y-websocket.test.ts',
     'test/adversarial/documents.test.ts',
+    'test/adversarial/libp2p-door.test.ts',
   ],
 }
 

@@ -2,10 +2,12 @@
  * The attacker's tools, all through the server's public doors:
  * - {@link openRaw}: a bare WebSocket to `/concord` that sends whatever
  *   frames it is given (no session, no HELLO unless sent by hand);
+ * - {@link openRawLibp2p}: the same over a libp2p stream (its own node and
+ *   PeerId, the project's stream framing);
  * - {@link openArmed}: a real Concord peer with valid credentials whose
  *   session does the handshake (whatever form it takes), after which the
- *   attacker writes raw frames on the same socket and stops listening to
- *   what comes back (its own session does no work);
+ *   attacker writes raw frames on the same socket or stream and stops
+ *   listening to what comes back (its own session does no work);
  * - {@link attackLoop}: repeats an attack step until stopped.
  * Frames are built with the project's own encoders (sync/messages.ts,
  * crdt/codec.ts), with hand-written counts and lengths where an attack
@@ -14,7 +16,8 @@
 import { WebSocket } from 'ws'
 import { ConnectionEmitter } from '../../transports/connection-events.ts'
 import { WebSocketTransport } from '../../transports/websocket/index.ts'
-import type { Connection } from '../../transports/transport.ts'
+import { createLibp2pTransport } from '../../transports/libp2p/index.ts'
+import type { Connection, Transport } from '../../transports/transport.ts'
 import { createPeer, type Peer } from '../../peer/index.ts'
 import type { SyncSession } from '../../sync/index.ts'
 import { TOKENS, type Role } from './fixtures/roles.ts'
@@ -57,6 +60,37 @@ export function openRaw(url: string, options: { localAddress?: string; timeoutMs
   })
 }
 
+/** Dials `address`: a multiaddr (starts with `/`) over a fresh libp2p node, else a WebSocket URL. */
+async function dial(address: string): Promise<{ transport: Transport; connection: Connection }> {
+  const transport: Transport = address.startsWith('/')
+    ? createLibp2pTransport({ autoConnect: false })
+    : new WebSocketTransport({ maxPayload: 256 * 1024 * 1024, heartbeatIntervalMs: 0 })
+  try {
+    return { transport, connection: await transport.dial(address) }
+  } catch (error) {
+    await transport.stop()
+    throw error
+  }
+}
+
+/** A raw libp2p Concord stream to `multiaddr` from a node of its own (no session, no HELLO unless sent by hand). */
+export async function openRawLibp2p(multiaddr: string): Promise<RawSocket> {
+  const { transport, connection } = await dial(multiaddr)
+  const received = { frames: 0, bytes: 0 }
+  let markClosed!: () => void
+  const closed = new Promise<void>((done) => { markClosed = done })
+  connection.events.on('message', (frame) => { received.frames++; received.bytes += frame.length })
+  connection.events.on('close', () => { markClosed(); void transport.stop() })
+  return {
+    get open() { return connection.open },
+    buffered: 0,
+    received,
+    send: (frame) => connection.send(frame).catch(() => {}),
+    closed,
+    close: () => connection.close('attacker done'),
+  }
+}
+
 /** A connection that hands frames to the session only until muted; the attacker writes on it directly. */
 class Tap implements Connection {
   readonly events = new ConnectionEmitter()
@@ -91,15 +125,15 @@ export interface ArmedSocket {
 }
 
 /**
- * Connects to `url` as `role` with its valid credentials (a real peer, in
+ * Connects to `address` (a WebSocket URL or a libp2p multiaddr) as `role` with its valid credentials (a real peer, in
  * memory, asking for no name unless `wantsEverything`), waits for the handshake, then mutes the
  * session so that only the attacker's raw frames follow.
  */
-export async function openArmed(url: string, role: Role, options: { wantsEverything?: boolean } = {}): Promise<ArmedSocket> {
+export async function openArmed(address: string, role: Role, options: { wantsEverything?: boolean } = {}): Promise<ArmedSocket> {
   const names = options.wantsEverything ? undefined : { names: ['attacker/asks-for-nothing'] }
   const peer: Peer = await createPeer({ id: role, auth: { token: TOKENS[role] }, tickMs: 0, names })
-  const transport = new WebSocketTransport({ maxPayload: 256 * 1024 * 1024, heartbeatIntervalMs: 0 })
-  const tap = new Tap(await transport.dial(url))
+  const { transport, connection } = await dial(address)
+  const tap = new Tap(connection)
   let markClosed!: () => void
   const closed = new Promise<void>((done) => { markClosed = done })
   tap.events.on('close', () => markClosed())

@@ -51,6 +51,8 @@ export interface AttackContext {
   readonly yjsUrl: string
   readonly host: string
   readonly port: number
+  /** The server's libp2p multiaddr (with `libp2p: true` in the spec). */
+  readonly multiaddr?: string
 }
 
 /** A running attack; `stop` ends it and resolves with what the attacker saw (figures for the report). */
@@ -78,6 +80,8 @@ export interface AttackSpec {
   readonly attack: string
   /** Counters `seed/NNNN` the server holds before the attack (default 0). */
   readonly seed?: number
+  /** Whether the server also listens on libp2p. */
+  readonly libp2p?: boolean
   /** What the legitimate peers write (default a register). */
   readonly probe?: ProbeKind
   /** Time the attack runs before the first legitimate write (default 500 ms). */
@@ -146,13 +150,13 @@ const round1 = (n: number) => Math.round(n * 10) / 10
 /** Runs one attack against a fresh server while the legitimate peers write, then judges it (see the module comment). */
 export async function underAttack(t: TestContext, spec: AttackSpec): Promise<AttackFigures> {
   const folder = await tempDir('concord-adversarial-')
-  const server = await startServer(folder.path, spec.seed ?? 0)
+  const server = await startServer(folder.path, spec.seed ?? 0, { libp2p: spec.libp2p })
   let cappedAt: number | undefined
   const rss = sampleRss(server.pid, RSS_HARD_CAP_MIB, (mib) => { cappedAt = mib; server.kill() })
   const probeKind = spec.probe ?? 'register'
   const address = new URL(server.url)
   const context: AttackContext = {
-    server, url: server.url, yjsUrl: `ws://${address.host}/yjs`, host: address.hostname, port: Number(address.port),
+    server, url: server.url, yjsUrl: `ws://${address.host}/yjs`, host: address.hostname, port: Number(address.port), multiaddr: server.multiaddr,
   }
   const figures: AttackFigures = {
     attack: spec.attack, outcome: 'held', baseRssMiB: 0, maxRssMiB: 0, latenciesMs: [], medianMs: null, attackMs: 0, newcomerMs: null, serverExit: '', store: '',

@@ -46,6 +46,8 @@ function tail(child: ChildProcess, limit = 8192): () => string {
 /** The server under attack, in its own process. */
 export interface ServerProcess {
   readonly url: string
+  /** Its libp2p address (`/ip4/127.0.0.1/tcp/N/p2p/...`), when started with libp2p. */
+  readonly multiaddr?: string
   readonly pid: number
   readonly dir: string
   /** How it ended, once it did (a crash shows here while the test still runs). */
@@ -58,16 +60,16 @@ export interface ServerProcess {
   kill(): void
 }
 
-/** Starts fixtures/server.ts on `dir` (seeding `seed` counters on first start) and waits for its URL. */
-export async function startServer(dir: string, seed = 0): Promise<ServerProcess> {
-  const child = spawnTs(SERVER, [dir, String(seed)])
+/** Starts fixtures/server.ts on `dir` (seeding `seed` counters on first start; also on libp2p if asked) and waits for its URL. */
+export async function startServer(dir: string, seed = 0, options: { libp2p?: boolean } = {}): Promise<ServerProcess> {
+  const child = spawnTs(SERVER, [dir, String(seed), ...(options.libp2p ? ['libp2p'] : [])])
   const stderr = tail(child)
   let exit: ExitInfo | undefined
   const exited = once(child, 'exit').then(([code, signal]) => { exit = { code, signal } })
-  const { url } = JSON.parse(await firstLine(child, 'the server', stderr)) as { url: string }
+  const { url, multiaddr } = JSON.parse(await firstLine(child, 'the server', stderr)) as { url: string; multiaddr?: string }
   const pid = child.pid!
   return {
-    url, pid, dir,
+    url, multiaddr, pid, dir,
     get exit() { return exit },
     stderr,
     async stop(graceMs = 15_000) {

@@ -2,13 +2,15 @@
  * Connection exhaustion: a thousand idle WebSockets, and slowloris (an HTTP
  * upgrade, then a WebSocket frame, each written one byte at a time). The
  * attackers come from other loopback addresses (127.0.0.2 and up) than the
- * legitimate peers (127.0.0.1), as other hosts would.
+ * legitimate peers (127.0.0.1), as other hosts would: a listener limits
+ * connections per address as well as in total, so one host cannot lock the
+ * others out.
  */
 import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { attackLoop, openRaw, type RawSocket } from './attackers.ts'
 import { helloFrame } from './frames.ts'
-import { sleep, underAttack } from './harness.ts'
+import { legitimateNewcomer, sleep, underAttack } from './harness.ts'
 import { onlyLegitimateData } from './store-checks.ts'
 import { clientFrame, trickle, upgradeRequest, type Trickle } from './tcp.ts'
 
@@ -17,23 +19,24 @@ const SLOWLORIS_DEADLINE_MS = 20_000
 /** One byte every this many ms: a full upgrade request takes over a minute, longer than the deadline. */
 const TRICKLE_EVERY_MS = 400
 
-test('1,000 idle connections: WebSockets that upgrade and never send a frame, from 10 addresses', async (t) => {
+test('1,000 idle connections from two addresses: WebSockets that upgrade and never send a frame', async (t) => {
   await underAttack(t, {
-    attack: '1,000 idle connections',
+    attack: '1,000 idle connections (2 addresses)',
     async start({ url }) {
       const sockets = new Set<RawSocket>()
       let accepted = 0
-      let refused = 0
+      const refusals = new Map<string, number>()
       let peak = 0
       const openOne = async (i: number) => {
         try {
-          const socket = await openRaw(url, { localAddress: `127.0.0.${2 + (i % 10)}` })
+          const socket = await openRaw(url, { localAddress: `127.0.0.${2 + (i % 2)}` })
           accepted++
           sockets.add(socket)
           peak = Math.max(peak, sockets.size)
           void socket.closed.then(() => sockets.delete(socket))
-        } catch {
-          refused++
+        } catch (error) {
+          const why = /Unexpected server response: (\d+)/.exec((error as Error).message)?.[1] ?? (error as { code?: string }).code ?? 'error'
+          refusals.set(why, (refusals.get(why) ?? 0) + 1)
         }
       }
       // Open 1,000 (100 at a time), then keep topping up the ones the server closes.
@@ -47,13 +50,24 @@ test('1,000 idle connections: WebSockets that upgrade and never send a frame, fr
       return {
         async stop() {
           await topUp.stop()
+          // While the attacker still holds what it got, a legitimate newcomer from another address gets in.
+          const started = performance.now()
+          const newcomer = await legitimateNewcomer(url, 5000)
+          const newcomerMs = newcomer ? Math.round(performance.now() - started) : null
+          await newcomer?.close()
           const open = sockets.size
           for (const socket of sockets) socket.close()
-          return { attempts: next, accepted, refused, peakOpen: peak, openAtEnd: open }
+          return { attempts: next, accepted, refused: Object.fromEntries(refusals), peakOpen: peak, openAtEnd: open, newcomerDuringAttackMs: newcomerMs }
         },
       }
     },
     checkStore: (store) => onlyLegitimateData(store),
+    checkAttacker(seen) {
+      assert.notEqual(seen.newcomerDuringAttackMs, null, 'a legitimate newcomer connects while the attacker holds its connections')
+      const refused = seen.refused as Record<string, number>
+      const byStatus = Object.entries(refused).filter(([why]) => /^[45]\d\d$/.test(why)).reduce((n, [, count]) => n + count, 0)
+      assert.ok(byStatus > 0, `two addresses do not get 1,000 connections: the listener refuses some with an HTTP status (${JSON.stringify(seen)})`)
+    },
   })
 })
 

@@ -23,7 +23,7 @@ import { cliJson } from '../cli/helpers.ts'
 import { rssMiB, sampleRss, startProbe, startServer, type ProbeKind, type ServerProcess } from './processes.ts'
 import { PROBE_NAMES } from './fixtures/probe-names.ts'
 import { TOKENS } from './fixtures/roles.ts'
-import { createPeer } from '../../peer/index.ts'
+import { createPeer, type Peer } from '../../peer/index.ts'
 
 /**
  * RSS bound of the server under any attack, MiB. Measured at rest on the
@@ -226,13 +226,22 @@ export async function underAttack(t: TestContext, spec: AttackSpec): Promise<Att
   return figures
 }
 
-/** A new legitimate peer (carol) connects and waits until its copy of the probed name equals `expected`; resolves with the ms it took, or null. */
+/** Connects carol (a legitimate peer) to `url`; resolves with the peer once its handshake is done, or null after `timeoutMs`. */
+export async function legitimateNewcomer(url: string, timeoutMs = 10_000): Promise<Peer | null> {
+  const carol = await createPeer({ id: 'carol', auth: { token: TOKENS.carol } })
+  const connecting = carol.connect(url).then(() => true, () => false)
+  const connected = await Promise.race([connecting, sleep(timeoutMs).then(() => false)])
+  if (connected) return carol
+  await carol.close()
+  return null
+}
+
+/** A newcomer connects and waits until its copy of the probed name equals `expected`; resolves with the ms it took, or null (10 s). */
 async function newcomerSyncs(url: string, kind: ProbeKind, expected: unknown): Promise<number | null> {
   const started = performance.now()
-  const carol = await createPeer({ id: 'carol', auth: { token: TOKENS.carol } })
+  const carol = await legitimateNewcomer(url)
+  if (!carol) return null
   try {
-    const connected = await Promise.race([carol.connect(url).then(() => true), sleep(10_000).then(() => false)])
-    if (!connected) return null
     const name = PROBE_NAMES[kind]
     const replica = kind === 'register' ? await carol.register(name) : kind === 'yjs' ? await carol.yjs(name) : await carol.automerge(name)
     const want = JSON.stringify(expected)

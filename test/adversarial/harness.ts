@@ -20,7 +20,7 @@ import { appendFileSync } from 'node:fs'
 import type { TestContext } from 'node:test'
 import { tempDir } from '../helpers/temp-dir.ts'
 import { cliJson } from '../cli/helpers.ts'
-import { rssMiB, sampleRss, startProbe, startServer, type ProbeKind, type ServerProcess } from './processes.ts'
+import { rssMiB, sampleRss, startProbe, startServer, type ProbeKind, type ProbeProcess, type ServerProcess } from './processes.ts'
 import { PROBE_NAMES } from './fixtures/probe-names.ts'
 import { TOKENS } from './fixtures/roles.ts'
 import { createPeer, type Peer } from '../../peer/index.ts'
@@ -165,8 +165,9 @@ export async function underAttack(t: TestContext, spec: AttackSpec): Promise<Att
   let stopped: Awaited<ReturnType<ServerProcess['stop']>> | undefined
   let aliveAfterAttack = false
   let peers: LegitimateView = { alice: {}, bob: {} }
-  const probe = await startProbe(server.url)
+  let probe: ProbeProcess | undefined
   try {
+    probe = await startProbe(server.url)
     // The legitimate pair works before the attack (and the names it writes exist).
     const warm = await probe.probe(probeKind, 20_000)
     assert.notEqual(warm, null, 'the legitimate peers converge before the attack')
@@ -178,7 +179,7 @@ export async function underAttack(t: TestContext, spec: AttackSpec): Promise<Att
       await new Promise((resolve) => setTimeout(resolve, spec.settleMs ?? 500))
       for (let i = 0; i < PROBES; i++) {
         if (server.exit) break
-        figures.latenciesMs.push(await probe.probe(probeKind, PROBE_DEADLINE_MS))
+        figures.latenciesMs.push(await probe!.probe(probeKind, PROBE_DEADLINE_MS))
         // Three samples over the bound decide the median: stop waiting.
         if (figures.latenciesMs.filter((s) => s === null || s >= LATENCY_BOUND_MS).length > PROBES / 2) break
         await new Promise((resolve) => setTimeout(resolve, 100))
@@ -192,7 +193,7 @@ export async function underAttack(t: TestContext, spec: AttackSpec): Promise<Att
     peers = await probe.values().catch(() => ({ alice: {}, bob: {} }))
     if (aliveAfterAttack) figures.newcomerMs = await newcomerSyncs(server.url, probeKind, peers.bob[PROBE_NAMES[probeKind]])
   } finally {
-    await probe.close()
+    await probe?.close()
     stopped = await server.stop()
     const sampled = rss.stop()
     figures.maxRssMiB = round1(sampled.maxMiB)

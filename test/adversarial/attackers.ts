@@ -14,12 +14,13 @@
  * needs them.
  */
 import { WebSocket } from 'ws'
-import { ConnectionEmitter } from '../../transports/connection-events.ts'
+import { Emitter } from '../../crdt/emitter.ts'
 import { WebSocketTransport } from '../../transports/websocket/index.ts'
 import { createLibp2pTransport } from '../../transports/libp2p/index.ts'
 import type { Connection, Transport } from '../../transports/transport.ts'
-import { createPeer, type Peer } from '../../peer/index.ts'
-import type { SyncSession } from '../../sync/index.ts'
+import { createPeer, StoreSyncHost, type Peer } from '../../peer/index.ts'
+import { attachSession, peerId, type SyncConnection, type SyncSession } from '../../sync/index.ts'
+import { Encoder } from '../../crdt/codec.ts'
 import { TOKENS, type Role } from './fixtures/roles.ts'
 
 /** A bare WebSocket client. */
@@ -60,17 +61,29 @@ export function openRaw(url: string, options: { localAddress?: string; timeoutMs
   })
 }
 
+/** A dialed connection, the transport that owns it, and the session channel binding it needs (sync/PROTOCOL.md, "Proof"). */
+interface Dialed {
+  readonly transport: Transport
+  readonly connection: Connection
+  readonly channelBinding: Uint8Array
+}
+
 /** Dials `address`: a multiaddr (starts with `/`) over a fresh libp2p node, else a WebSocket URL. */
-async function dial(address: string): Promise<{ transport: Transport; connection: Connection }> {
-  const transport: Transport = address.startsWith('/')
-    ? createLibp2pTransport({ autoConnect: false })
-    : new WebSocketTransport({ maxPayload: 256 * 1024 * 1024, heartbeatIntervalMs: 0 })
-  try {
-    return { transport, connection: await transport.dial(address) }
-  } catch (error) {
-    await transport.stop()
-    throw error
+async function dial(address: string): Promise<Dialed> {
+  if (address.startsWith('/')) {
+    const transport = createLibp2pTransport({ autoConnect: false })
+    try {
+      const connection = await transport.dial(address)
+      // libp2p: varString("libp2p") then both PeerIds (as Noise proved them), the smaller first.
+      const [first, second] = [transport.peerId, connection.remoteIdentity!].sort()
+      return { transport, connection, channelBinding: new Encoder().writeString('libp2p').writeString(first).writeString(second).finish() }
+    } catch (error) {
+      await transport.stop()
+      throw error
+    }
   }
+  const transport = new WebSocketTransport({ maxPayload: 256 * 1024 * 1024, heartbeatIntervalMs: 0 })
+  return { transport, connection: await transport.dial(address), channelBinding: new Uint8Array(0) }
 }
 
 /** A raw libp2p Concord stream to `multiaddr` from a node of its own (no session, no HELLO unless sent by hand). */
@@ -92,21 +105,19 @@ export async function openRawLibp2p(multiaddr: string): Promise<RawSocket> {
 }
 
 /** A connection that hands frames to the session only until muted; the attacker writes on it directly. */
-class Tap implements Connection {
-  readonly events = new ConnectionEmitter()
+class Tap implements SyncConnection {
+  readonly events = new Emitter<{ message: Uint8Array; close: { readonly reason?: string } }>()
   muted = false
   received = { frames: 0, bytes: 0 }
   constructor(private readonly inner: Connection) {
     inner.events.on('message', (frame) => {
       this.received.frames++
       this.received.bytes += frame.length
-      if (!this.muted) this.events.deliver(frame)
+      if (!this.muted) this.events.emit('message', frame)
     })
     inner.events.on('close', (event) => this.events.emit('close', event))
   }
-  get id() { return this.inner.id }
   get direction() { return this.inner.direction }
-  get remoteAddress() { return this.inner.remoteAddress }
   get open() { return this.inner.open }
   send(frame: Uint8Array): Promise<void> { return this.inner.send(frame) }
   close(reason?: string): void { this.inner.close(reason) }
@@ -125,60 +136,88 @@ export interface ArmedSocket {
 }
 
 /**
- * Connects to `address` (a WebSocket URL or a libp2p multiaddr) as `role` with its valid credentials (a real peer, in
- * memory, asking for no name unless `wantsEverything`), waits for the handshake, then mutes the
- * session so that only the attacker's raw frames follow.
+ * Connects to `address` (a WebSocket URL or a libp2p multiaddr) as `role`
+ * with its valid credentials: a real session over an in-memory store, asking
+ * for no name unless `wantsEverything`, does the handshake (whatever
+ * version and proofs it takes); then the session is muted so that only the
+ * attacker's raw frames follow.
  */
 export async function openArmed(address: string, role: Role, options: { wantsEverything?: boolean } = {}): Promise<ArmedSocket> {
-  const names = options.wantsEverything ? undefined : { names: ['attacker/asks-for-nothing'] }
-  const peer: Peer = await createPeer({ id: role, auth: { token: TOKENS[role] }, tickMs: 0, names })
-  const { transport, connection } = await dial(address)
-  const tap = new Tap(connection)
-  let markClosed!: () => void
-  const closed = new Promise<void>((done) => { markClosed = done })
-  tap.events.on('close', () => markClosed())
-  const session = peer.attach(tap)
-  await new Promise<void>((resolve, reject) => {
-    session.events.once('open', () => resolve())
-    session.events.once('close', ({ reason }) => reject(new Error(`${role}'s handshake failed: ${reason}`)))
-  })
-  tap.muted = true
-  tap.received = { frames: 0, bytes: 0 }
-  return {
-    inject: (frame) => tap.send(frame).catch(() => {}),
-    get open() { return tap.open },
-    session,
-    get received() { return tap.received },
-    closed,
-    async close() {
-      tap.close('attacker done')
-      await transport.stop()
-      await peer.close()
-    },
+  const filter = options.wantsEverything ? undefined : { names: ['attacker/asks-for-nothing'] }
+  const peer: Peer = await createPeer({ id: role })
+  const host = new StoreSyncHost({ store: peer.store })
+  let dialed: Dialed | undefined
+  const close = async () => {
+    dialed?.connection.close('attacker done')
+    await dialed?.transport.stop()
+    host.stop()
+    await peer.close()
   }
+  try {
+    dialed = await dial(address)
+    const tap = new Tap(dialed.connection)
+    let markClosed!: () => void
+    const closed = new Promise<void>((done) => { markClosed = done })
+    tap.events.on('close', () => markClosed())
+    const session = attachSession(tap, host, { peerId: peerId(role), token: TOKENS[role], filter, channelBinding: dialed.channelBinding })
+    await new Promise<void>((resolve, reject) => {
+      session.events.once('open', () => resolve())
+      session.events.once('close', ({ reason }) => reject(new Error(`${role}'s handshake failed: ${reason}`)))
+    })
+    tap.muted = true
+    tap.received = { frames: 0, bytes: 0 }
+    return {
+      inject: (frame) => tap.send(frame).catch(() => {}),
+      get open() { return tap.open },
+      session,
+      get received() { return tap.received },
+      closed,
+      close,
+    }
+  } catch (error) {
+    await close()
+    throw error
+  }
+}
+
+/** How an attack loop went: rounds run, rounds that failed (a refused or reset connection), the last failure. */
+export interface LoopReport {
+  rounds: number
+  failures: number
+  lastError?: string
 }
 
 /**
  * Runs `step` over and over (awaiting each) until `stop()`; a long step
- * checks `live()` to end early. `stop` resolves once the last step ended.
+ * checks `live()` to end early. A step that throws (the server refused or
+ * reset the connection: part of the attack's life) is counted and retried
+ * after 10 ms. `stop` resolves once the last step ended.
  */
-export function attackLoop(step: (live: () => boolean) => Promise<void>): { stop(): Promise<number> } {
+export function attackLoop(step: (live: () => boolean) => Promise<void>): { stop(): Promise<LoopReport> } {
   let running = true
-  let rounds = 0
+  const report: LoopReport = { rounds: 0, failures: 0 }
   const live = () => running
   const done = (async () => {
     while (running) {
       try {
-        rounds++
+        report.rounds++
         await step(live)
-      } catch {
-        // A refused or reset connection is part of the attack's life; retry soon, not in a tight loop.
+      } catch (error) {
+        report.failures++
+        report.lastError = String((error as Error)?.message ?? error).slice(0, 200)
         await new Promise((resolve) => setTimeout(resolve, 10))
       }
       await new Promise((resolve) => setImmediate(resolve))
     }
   })()
-  return { async stop() { running = false; await done; return rounds } }
+  return { async stop() { running = false; await done; return report } }
+}
+
+/** Stops every loop; their reports summed (the last failure of any). */
+export async function stopAll(loops: ReadonlyArray<{ stop(): Promise<LoopReport> }>): Promise<LoopReport> {
+  const reports = await Promise.all(loops.map((loop) => loop.stop()))
+  const lastError = reports.map((r) => r.lastError).filter(Boolean).at(-1)
+  return { rounds: reports.reduce((n, r) => n + r.rounds, 0), failures: reports.reduce((n, r) => n + r.failures, 0), ...(lastError ? { lastError } : {}) }
 }
 
 /**

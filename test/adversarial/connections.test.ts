@@ -8,9 +8,9 @@
  */
 import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
-import { attackLoop, openRaw, type RawSocket } from './attackers.ts'
+import { attackLoop, stopAll, openRaw, type RawSocket } from './attackers.ts'
 import { helloFrame } from './frames.ts'
-import { legitimateNewcomer, sleep, underAttack } from './harness.ts'
+import { attacked, legitimateNewcomer, sleep, underAttack } from './harness.ts'
 import { onlyLegitimateData } from './store-checks.ts'
 import { clientFrame, trickle, upgradeRequest, type Trickle } from './tcp.ts'
 
@@ -49,7 +49,7 @@ test('1,000 idle connections from two addresses: WebSockets that upgrade and nev
       })
       return {
         async stop() {
-          await topUp.stop()
+          const loops_ = await stopAll([topUp])
           // While the attacker still holds what it got, a legitimate newcomer from another address gets in.
           const started = performance.now()
           const newcomer = await legitimateNewcomer(url, 5000)
@@ -57,12 +57,13 @@ test('1,000 idle connections from two addresses: WebSockets that upgrade and nev
           await newcomer?.close()
           const open = sockets.size
           for (const socket of sockets) socket.close()
-          return { attempts: next, accepted, refused: Object.fromEntries(refusals), peakOpen: peak, openAtEnd: open, newcomerDuringAttackMs: newcomerMs }
+          return { attempts: next, accepted, refused: Object.fromEntries(refusals), peakOpen: peak, openAtEnd: open, newcomerDuringAttackMs: newcomerMs, loops: loops_ }
         },
       }
     },
     checkStore: (store) => onlyLegitimateData(store),
     checkAttacker(seen) {
+      attacked(seen, 'accepted')
       assert.notEqual(seen.newcomerDuringAttackMs, null, 'a legitimate newcomer connects while the attacker holds its connections')
       const refused = seen.refused as Record<string, number>
       const byStatus = Object.entries(refused).filter(([why]) => /^[45]\d\d$/.test(why)).reduce((n, [, count]) => n + count, 0)
@@ -100,6 +101,7 @@ async function slowloris(count: number, host: string, port: number, make: () => 
 }
 
 function droppedThemAll(seen: Record<string, unknown>): void {
+  attacked(seen, 'connections')
   assert.equal(seen.stillOpenAtDeadline, 0, `the server drops every slowloris connection within ${SLOWLORIS_DEADLINE_MS} ms (${JSON.stringify(seen)})`)
   assert.equal(seen.finishedTheirBytes, 0, 'before it could finish sending')
 }

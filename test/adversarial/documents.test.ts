@@ -10,10 +10,10 @@ import * as Y from 'yjs'
 import * as encoding from 'lib0/encoding'
 import { encodeMessage } from '../../sync/messages.ts'
 import { splitIntoChunks } from '../../sync/chunking.ts'
-import { attackLoop, openArmed, openYRaw, type ArmedSocket } from './attackers.ts'
+import { attackLoop, stopAll, openArmed, openYRaw, type ArmedSocket } from './attackers.ts'
 import { textInsertChange } from './automerge-change.ts'
 import { PROBE_NAMES } from './fixtures/probe-names.ts'
-import { sleep, underAttack } from './harness.ts'
+import { attacked, sleep, underAttack } from './harness.ts'
 import { checkNothingOf } from './store-checks.ts'
 
 /** `count` Yjs updates of about `bytes` each, appended to the text `probe` by one client after an insert that is never sent. */
@@ -73,13 +73,14 @@ test('pending-update flood: 600 Yjs updates of 50 KB whose dependency is missing
       })
       return {
         async stop() {
-          await Promise.all([bySession.stop(), byYWebsocket.stop()])
+          const loops_ = await stopAll([bySession, byYWebsocket])
           await Promise.all(armed.map((s) => s.close()))
-          return { sentBySession, sentByYWebsocket, reconnects }
+          return { sentBySession, sentByYWebsocket, reconnects, loops: loops_ }
         },
       }
     },
     checkStore: (store, peers) => checkNothingOf(store, peers, MARK, [name], 'eve'),
+    checkAttacker: (seen) => { attacked(seen, 'sentBySession'); attacked(seen, 'sentByYWebsocket') },
   })
 })
 
@@ -105,11 +106,12 @@ test('a valid 10-million-character Automerge delta (~9.5 MiB, chunked), then nor
       })
       return {
         async stop() {
-          await loop.stop()
-          return { deltas, chunks, deltaMiB: Math.round(chars.length / 2 ** 20 * 10) / 10 }
+          const loops_ = await stopAll([loop])
+          return { deltas, chunks, deltaMiB: Math.round(chars.length / 2 ** 20 * 10) / 10, loops: loops_ }
         },
       }
     },
     checkStore: (store, peers) => checkNothingOf(store, peers, MARK, [PROBE_NAMES.automerge, 'evil/huge-automerge'], 'eve'),
+    checkAttacker: (seen) => attacked(seen, 'deltas'),
   })
 })

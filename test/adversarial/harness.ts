@@ -266,3 +266,8 @@ function lastLine(text: string): string {
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms))
 }
+
+/** Fails unless the attack did what it claims: `seen[key]` (a count of what reached the server) is positive. */
+export function attacked(seen: Record<string, unknown>, key: string): void {
+  assert.ok(typeof seen[key] === 'number' && (seen[key] as number) > 0, `the attack reached the server (${key}: ${JSON.stringify(seen)})`)
+}

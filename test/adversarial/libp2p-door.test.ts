@@ -5,9 +5,9 @@
  */
 import { test } from 'node:test'
 import { encodeMessage } from '../../sync/messages.ts'
-import { attackLoop, openArmed, openRawLibp2p, type ArmedSocket, type RawSocket } from './attackers.ts'
+import { attackLoop, stopAll, openArmed, openRawLibp2p, type ArmedSocket, type RawSocket } from './attackers.ts'
 import { chunkFrame } from './frames.ts'
-import { sleep, underAttack } from './harness.ts'
+import { attacked, sleep, underAttack } from './harness.ts'
 import { onlyLegitimateData } from './store-checks.ts'
 
 test('libp2p: unauthenticated CHUNK flood, 4 streams announcing 32 MiB messages of 2^25 parts before any HELLO', async (t) => {
@@ -27,19 +27,20 @@ test('libp2p: unauthenticated CHUNK flood, 4 streams announcing 32 MiB messages 
             streams.push(stream)
             opened++
           }
-          for (let i = 0; i < 4; i++, sent++) await stream.send(chunkFrame(nextId++, 0, 2 ** 25, 2 ** 25))
+          for (let i = 0; i < 4 && stream.open; i++, sent++) await stream.send(chunkFrame(nextId++, 0, 2 ** 25, 2 ** 25))
           await sleep(20)
         })
       })
       return {
         async stop() {
-          await Promise.all(loops.map((loop) => loop.stop()))
+          const loops_ = await stopAll(loops)
           for (const stream of streams) stream.close()
-          return { streamsOpened: opened, chunkFramesSent: sent }
+          return { streamsOpened: opened, chunkFramesSent: sent, loops: loops_ }
         },
       }
     },
     checkStore: (store) => onlyLegitimateData(store),
+    checkAttacker: (seen) => attacked(seen, 'chunkFramesSent'),
   })
 })
 
@@ -65,13 +66,14 @@ test('libp2p: REQUEST flood from a peer whose access is none, 500 names on the s
       })
       return {
         async stop() {
-          await loop.stop()
+          const loops_ = await stopAll([loop])
           const received = sockets.reduce((n, s) => n + s.received.bytes, 0)
           await Promise.all(sockets.map((s) => s.close()))
-          return { requestsSent: sent, sessions: sockets.length, bytesTheAttackerReceived: received }
+          return { requestsSent: sent, sessions: sockets.length, bytesTheAttackerReceived: received, loops: loops_ }
         },
       }
     },
     checkStore: (store) => onlyLegitimateData(store),
+    checkAttacker: (seen) => attacked(seen, 'sessions'),
   })
 })

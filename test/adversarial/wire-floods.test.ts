@@ -1,16 +1,19 @@
 /**
  * Wire floods against a server that requires credentials: CHUNK frames
- * announcing huge messages before any HELLO, REQUEST and VERSIONS floods
- * from peers that may read nothing (or everything), and frames whose counts
- * and lengths lie, in every message type. See harness.ts for what each
- * test judges.
+ * announcing huge messages before any HELLO (and after one, from a peer
+ * that may read nothing), REQUEST and VERSIONS floods from peers that may
+ * read nothing (or everything), and frames whose counts and lengths lie, in
+ * every message type. See harness.ts for what each test judges.
  */
 import { test } from 'node:test'
 import { encodeMessage } from '../../sync/messages.ts'
-import { attackLoop, openArmed, openRaw, type ArmedSocket, type RawSocket } from './attackers.ts'
+import { attackLoop, stopAll, openArmed, openRaw, type ArmedSocket, type RawSocket } from './attackers.ts'
 import { chunkFrame, oversizedFrames } from './frames.ts'
-import { sleep, underAttack } from './harness.ts'
+import { attacked, sleep, underAttack } from './harness.ts'
 import { onlyLegitimateData } from './store-checks.ts'
+
+/** Count and announced size of the CHUNK floods: the largest count V8 backs with a real array (2^25 x 8 bytes = 256 MiB each). */
+const CHUNK_COUNT = 2 ** 25
 
 test('unauthenticated CHUNK flood: 6 connections announce 32 MiB messages of 2^25 parts before any HELLO', async (t) => {
   await underAttack(t, {
@@ -19,20 +22,29 @@ test('unauthenticated CHUNK flood: 6 connections announce 32 MiB messages of 2^2
       let opened = 0
       let sent = 0
       let nextId = 0
+      const sockets: RawSocket[] = []
       const loops = Array.from({ length: 6 }, () => {
         let socket: RawSocket | undefined
         return attackLoop(async () => {
           if (!socket?.open) {
             socket = await openRaw(url)
+            sockets.push(socket)
             opened++
           }
-          for (let i = 0; i < 4; i++, sent++) await socket.send(chunkFrame(nextId++, 0, 2 ** 25, 2 ** 25))
+          for (let i = 0; i < 4 && socket.open; i++, sent++) await socket.send(chunkFrame(nextId++, 0, CHUNK_COUNT, CHUNK_COUNT))
           await sleep(20)
         })
       })
-      return { async stop() { await Promise.all(loops.map((loop) => loop.stop())); return { connectionsOpened: opened, chunkFramesSent: sent } } }
+      return {
+        async stop() {
+          const loops_ = await stopAll(loops)
+          for (const socket of sockets) socket.close()
+          return { connectionsOpened: opened, chunkFramesSent: sent, loops: loops_ }
+        },
+      }
     },
     checkStore: (store) => onlyLegitimateData(store),
+    checkAttacker: (seen) => attacked(seen, 'chunkFramesSent'),
   })
 })
 
@@ -52,19 +64,20 @@ test('authenticated CHUNK flood: 3 sessions of a peer whose access is none annou
             sockets.push(socket)
             opened++
           }
-          for (let i = 0; i < 4; i++, sent++) await socket.inject(chunkFrame(nextId++, 0, 2 ** 25, 2 ** 25))
+          for (let i = 0; i < 4 && socket.open; i++, sent++) await socket.inject(chunkFrame(nextId++, 0, CHUNK_COUNT, CHUNK_COUNT))
           await sleep(20)
         })
       })
       return {
         async stop() {
-          await Promise.all(loops.map((loop) => loop.stop()))
+          const loops_ = await stopAll(loops)
           await Promise.all(sockets.map((s) => s.close()))
-          return { sessionsOpened: opened, chunkFramesSent: sent }
+          return { sessionsOpened: opened, chunkFramesSent: sent, loops: loops_ }
         },
       }
     },
     checkStore: (store) => onlyLegitimateData(store),
+    checkAttacker: (seen) => attacked(seen, 'chunkFramesSent'),
   })
 })
 
@@ -75,13 +88,11 @@ test('REQUEST flood: a peer whose access is none sends thousands of REQUEST fram
     async start({ url }) {
       const request = encodeMessage({ type: 'request' })
       let sent = 0
-      let reconnects = 0
       const sockets: ArmedSocket[] = []
       const loops = Array.from({ length: 2 }, () => {
         let socket: ArmedSocket | undefined
         return attackLoop(async () => {
           if (!socket?.open) {
-            if (socket) reconnects++
             socket = await openArmed(url, 'mallory')
             sockets.push(socket)
             // The opening burst: 2,000 REQUESTs at once.
@@ -93,14 +104,15 @@ test('REQUEST flood: a peer whose access is none sends thousands of REQUEST fram
       })
       return {
         async stop() {
-          await Promise.all(loops.map((loop) => loop.stop()))
+          const loops_ = await stopAll(loops)
           const received = sockets.reduce((n, s) => n + s.received.bytes, 0)
           await Promise.all(sockets.map((s) => s.close()))
-          return { requestsSent: sent, reconnects, bytesTheAttackerReceived: received }
+          return { requestsSent: sent, sessions: sockets.length, bytesTheAttackerReceived: received, loops: loops_ }
         },
       }
     },
     checkStore: (store) => onlyLegitimateData(store),
+    checkAttacker: (seen) => attacked(seen, 'requestsSent'),
   })
 })
 
@@ -109,40 +121,45 @@ test('VERSIONS flood: a reader, a peer with access none and unauthenticated sock
     attack: 'VERSIONS flood (read, none, unauthenticated; 500 names)',
     seed: 500,
     async start({ url }) {
+      // An empty VERSIONS asks for everything: the reader is owed all 500 names each time.
       const versions = encodeMessage({ type: 'versions', entries: [] })
       let sent = 0
+      let armedSent = 0
       const armed: ArmedSocket[] = []
+      const raw: RawSocket[] = []
       const loops = (['reader', 'mallory', 'anonymous', 'anonymous'] as const).map((who) => {
-        let send: ((frame: Uint8Array) => Promise<void>) | undefined
-        let open = () => false
+        let socket: { open: boolean; send(frame: Uint8Array): Promise<void> } | undefined
         return attackLoop(async () => {
-          if (!open()) {
+          if (!socket?.open) {
             if (who === 'anonymous') {
-              const socket = await openRaw(url)
-              send = (frame) => socket.send(frame)
-              open = () => socket.open
+              const fresh = await openRaw(url)
+              raw.push(fresh)
+              socket = fresh
             } else {
-              const socket = await openArmed(url, who, { wantsEverything: true })
-              armed.push(socket)
-              send = (frame) => socket.inject(frame)
-              open = () => socket.open
+              const fresh = await openArmed(url, who, { wantsEverything: true })
+              armed.push(fresh)
+              socket = { get open() { return fresh.open }, send: (frame) => fresh.inject(frame) }
             }
-            for (let i = 0; i < 1000; i++, sent++) void send(versions)
+            for (let i = 0; i < 1000; i++, sent++) void socket.send(versions)
+            if (who !== 'anonymous') armedSent += 1000
           }
-          for (let i = 0; i < 100; i++, sent++) void send!(versions)
+          for (let i = 0; i < 100; i++, sent++) void socket.send(versions)
+          if (who !== 'anonymous') armedSent += 100
           await sleep(100)
         })
       })
       return {
         async stop() {
-          await Promise.all(loops.map((loop) => loop.stop()))
+          const loops_ = await stopAll(loops)
           const received = armed.reduce((n, s) => n + s.received.bytes, 0)
           await Promise.all(armed.map((s) => s.close()))
-          return { versionsSent: sent, bytesTheArmedAttackersReceived: received }
+          for (const socket of raw) socket.close()
+          return { versionsSent: sent, versionsSentInSessions: armedSent, bytesTheArmedAttackersReceived: received, loops: loops_ }
         },
       }
     },
     checkStore: (store) => onlyLegitimateData(store),
+    checkAttacker: (seen) => attacked(seen, 'versionsSentInSessions'),
   })
 })
 
@@ -151,31 +168,41 @@ test('oversized counts and lengths in every message type, before the handshake a
   await underAttack(t, {
     attack: 'oversized counts and lengths, every message type',
     async start({ url }) {
-      let rounds = 0
       let sent = 0
-      const raw = attackLoop(async () => {
-        const socket = await openRaw(url)
-        for (const { frame } of frames) { if (!socket.open) break; await socket.send(frame); sent++ }
-        socket.close()
-        rounds++
-      })
-      const armed = (['mallory', 'eve'] as const).map((role) => attackLoop(async () => {
-        const socket = await openArmed(url, role)
-        try {
-          for (const { frame } of frames) { if (!socket.open) break; await socket.inject(frame); sent++ }
-          await sleep(50)
-        } finally {
-          await socket.close()
+      let armedSent = 0
+      const passes = { raw: 0, mallory: 0, eve: 0 }
+      // One connection per kind of frame (each sent 3 times, under the malformed-frame limit), so that every
+      // kind is read; every attacker goes through all kinds at least once, however short the run.
+      const raw = attackLoop(async (live) => {
+        for (const { frame } of frames) {
+          if (!live() && passes.raw > 0) return
+          const socket = await openRaw(url)
+          for (let i = 0; i < 3 && socket.open; i++, sent++) await socket.send(frame)
+          socket.close()
         }
-        rounds++
+        passes.raw++
+      })
+      const armed = (['mallory', 'eve'] as const).map((role) => attackLoop(async (live) => {
+        for (const { frame } of frames) {
+          if (!live() && passes[role] > 0) return
+          const socket = await openArmed(url, role)
+          try {
+            for (let i = 0; i < 3 && socket.open; i++, sent++, armedSent++) await socket.inject(frame)
+            await sleep(20)
+          } finally {
+            await socket.close()
+          }
+        }
+        passes[role]++
       }))
       return {
         async stop() {
-          await Promise.all([raw, ...armed].map((loop) => loop.stop()))
-          return { kinds: frames.length, rounds, framesSent: sent }
+          const loops_ = await stopAll([raw, ...armed])
+          return { kinds: frames.length, passes, framesSent: sent, framesSentInSessions: armedSent, loops: loops_ }
         },
       }
     },
     checkStore: (store) => onlyLegitimateData(store),
+    checkAttacker: (seen) => attacked(seen, 'framesSentInSessions'),
   })
 })

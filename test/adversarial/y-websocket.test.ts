@@ -9,10 +9,10 @@ import { WebSocket } from 'ws'
 import * as Y from 'yjs'
 import { WebsocketProvider } from 'y-websocket'
 import * as encoding from 'lib0/encoding'
-import { attackLoop, openYRaw, yCredentials, type RawSocket } from './attackers.ts'
+import { attackLoop, stopAll, openYRaw, yCredentials, type RawSocket } from './attackers.ts'
 import type { Role } from './fixtures/roles.ts'
 import { PROBE_NAMES } from './fixtures/probe-names.ts'
-import { sleep, underAttack } from './harness.ts'
+import { attacked, sleep, underAttack } from './harness.ts'
 import { checkNothingOf } from './store-checks.ts'
 
 const ROOM = PROBE_NAMES.yjs
@@ -104,7 +104,7 @@ test('awareness flood: thousands of 4 KiB presence states per second, with write
       let observerMaxStates = 0
       observer.awareness.on('change', () => { observerMaxStates = Math.max(observerMaxStates, observer.awareness.getStates().size) })
       let nextId = 1_000_000
-      let states = 0
+      const statesSent = { withCredentials: 0, anonymous: 0 }
       let bytes = 0
       const loops = ([['eve', 4], [undefined, 2]] as const).flatMap(([role, n]) => Array.from({ length: n }, () => {
         let socket: RawSocket | undefined
@@ -113,7 +113,7 @@ test('awareness flood: thousands of 4 KiB presence states per second, with write
           for (let i = 0; i < 10; i++) {
             const message = awarenessMessage(nextId, 100, 4096, MARK)
             nextId += 100
-            states += 100
+            statesSent[role ? 'withCredentials' : 'anonymous'] += 100
             bytes += message.length
             void socket.send(message)
           }
@@ -123,8 +123,8 @@ test('awareness flood: thousands of 4 KiB presence states per second, with write
       }))
       return {
         async stop() {
-          await Promise.all(loops.map((loop) => loop.stop()))
-          const seen = { statesSent: states, mibSent: Math.round(bytes / 2 ** 20), observerSynced: observer.synced, observerMaxStates }
+          const loops_ = await stopAll(loops)
+          const seen = { statesSentWithCredentials: statesSent.withCredentials, statesSentAnonymously: statesSent.anonymous, mibSent: Math.round(bytes / 2 ** 20), observerSynced: observer.synced, observerMaxStates, loops: loops_ }
           observer.destroy()
           doc.destroy()
           return seen
@@ -133,6 +133,7 @@ test('awareness flood: thousands of 4 KiB presence states per second, with write
     },
     checkStore: (store, peers) => checkNothingOf(store, peers, MARK, [ROOM]),
     checkAttacker(seen) {
+      attacked(seen, 'statesSentWithCredentials')
       assert.ok(seen.observerSynced, 'the legitimate y-websocket client was admitted')
       assert.ok((seen.observerMaxStates as number) <= 1000, `a room's presence is bounded (the observer held ${seen.observerMaxStates} states)`)
     },

@@ -108,11 +108,12 @@ export async function openRawLibp2p(multiaddr: string): Promise<RawSocket> {
 class Tap implements SyncConnection {
   readonly events = new Emitter<{ message: Uint8Array; close: { readonly reason?: string } }>()
   muted = false
-  received = { frames: 0, bytes: 0 }
-  constructor(private readonly inner: Connection) {
+  received = { frames: 0, bytes: 0, framesWithWatched: 0 }
+  constructor(private readonly inner: Connection, private readonly watched?: Buffer) {
     inner.events.on('message', (frame) => {
       this.received.frames++
       this.received.bytes += frame.length
+      if (this.watched && Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength).includes(this.watched)) this.received.framesWithWatched++
       if (!this.muted) this.events.emit('message', frame)
     })
     inner.events.on('close', (event) => this.events.emit('close', event))
@@ -129,8 +130,8 @@ export interface ArmedSocket {
   inject(frame: Uint8Array): Promise<void>
   readonly open: boolean
   readonly session: SyncSession
-  /** What the server sent after the takeover. */
-  readonly received: { frames: number; bytes: number }
+  /** What the server sent after the takeover (`framesWithWatched`: frames holding the `watchFor` text). */
+  readonly received: { frames: number; bytes: number; framesWithWatched: number }
   readonly closed: Promise<void>
   close(): Promise<void>
 }
@@ -140,9 +141,11 @@ export interface ArmedSocket {
  * with its valid credentials: a real session over an in-memory store, asking
  * for no name unless `wantsEverything`, does the handshake (whatever
  * version and proofs it takes); then the session is muted so that only the
- * attacker's raw frames follow.
+ * attacker's raw frames follow. With `watchFor`, every frame the server
+ * sends from the start is searched for that text (a name the attacker must
+ * never learn).
  */
-export async function openArmed(address: string, role: Role, options: { wantsEverything?: boolean } = {}): Promise<ArmedSocket> {
+export async function openArmed(address: string, role: Role, options: { wantsEverything?: boolean; watchFor?: string } = {}): Promise<ArmedSocket> {
   const filter = options.wantsEverything ? undefined : { names: ['attacker/asks-for-nothing'] }
   const peer: Peer = await createPeer({ id: role })
   const host = new StoreSyncHost({ store: peer.store })
@@ -155,7 +158,7 @@ export async function openArmed(address: string, role: Role, options: { wantsEve
   }
   try {
     dialed = await dial(address)
-    const tap = new Tap(dialed.connection)
+    const tap = new Tap(dialed.connection, options.watchFor === undefined ? undefined : Buffer.from(options.watchFor, 'utf8'))
     let markClosed!: () => void
     const closed = new Promise<void>((done) => { markClosed = done })
     tap.events.on('close', () => markClosed())
@@ -165,7 +168,7 @@ export async function openArmed(address: string, role: Role, options: { wantsEve
       session.events.once('close', ({ reason }) => reject(new Error(`${role}'s handshake failed: ${reason}`)))
     })
     tap.muted = true
-    tap.received = { frames: 0, bytes: 0 }
+    tap.received = { frames: 0, bytes: 0, framesWithWatched: tap.received.framesWithWatched }
     return {
       inject: (frame) => tap.send(frame).catch(() => {}),
       get open() { return tap.open },

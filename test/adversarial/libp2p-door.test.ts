@@ -4,6 +4,7 @@
  * libp2p, while the legitimate peers sync over WebSocket.
  */
 import { test } from 'node:test'
+import assert from 'node:assert/strict'
 import { encodeMessage } from '../../sync/messages.ts'
 import { attackLoop, stopAll, openArmed, openRawLibp2p, type ArmedSocket, type RawSocket } from './attackers.ts'
 import { chunkFrame } from './frames.ts'
@@ -56,7 +57,7 @@ test('libp2p: REQUEST flood from a peer whose access is none, 500 names on the s
       const loop = attackLoop(async () => {
         const socket = sockets.at(-1)
         if (!socket?.open) {
-          const fresh = await openArmed(multiaddr!, 'mallory')
+          const fresh = await openArmed(multiaddr!, 'mallory', { watchFor: 'seed/' })
           sockets.push(fresh)
           for (let i = 0; i < 2000; i++, sent++) void fresh.inject(request)
           return
@@ -68,12 +69,16 @@ test('libp2p: REQUEST flood from a peer whose access is none, 500 names on the s
         async stop() {
           const loops_ = await stopAll([loop])
           const received = sockets.reduce((n, s) => n + s.received.bytes, 0)
+          const framesNamingASeed = sockets.reduce((n, s) => n + s.received.framesWithWatched, 0)
           await Promise.all(sockets.map((s) => s.close()))
-          return { requestsSent: sent, sessions: sockets.length, bytesTheAttackerReceived: received, loops: loops_ }
+          return { requestsSent: sent, sessions: sockets.length, bytesTheAttackerReceived: received, framesNamingASeed, loops: loops_ }
         },
       }
     },
     checkStore: (store) => onlyLegitimateData(store),
-    checkAttacker: (seen) => attacked(seen, 'sessions'),
+    checkAttacker(seen) {
+      attacked(seen, 'sessions')
+      assert.equal(seen.framesNamingASeed, 0, 'a peer whose access is none learns no name')
+    },
   })
 })

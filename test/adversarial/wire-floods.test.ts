@@ -6,6 +6,7 @@
  * every message type. See harness.ts for what each test judges.
  */
 import { test } from 'node:test'
+import assert from 'node:assert/strict'
 import { encodeMessage } from '../../sync/messages.ts'
 import { attackLoop, stopAll, openArmed, openRaw, type ArmedSocket, type RawSocket } from './attackers.ts'
 import { chunkFrame, oversizedFrames } from './frames.ts'
@@ -93,7 +94,7 @@ test('REQUEST flood: a peer whose access is none sends thousands of REQUEST fram
         let socket: ArmedSocket | undefined
         return attackLoop(async () => {
           if (!socket?.open) {
-            socket = await openArmed(url, 'mallory')
+            socket = await openArmed(url, 'mallory', { watchFor: 'seed/' })
             sockets.push(socket)
             // The opening burst: 2,000 REQUESTs at once.
             for (let i = 0; i < 2000; i++, sent++) void socket.inject(request)
@@ -106,13 +107,17 @@ test('REQUEST flood: a peer whose access is none sends thousands of REQUEST fram
         async stop() {
           const loops_ = await stopAll(loops)
           const received = sockets.reduce((n, s) => n + s.received.bytes, 0)
+          const framesNamingASeed = sockets.reduce((n, s) => n + s.received.framesWithWatched, 0)
           await Promise.all(sockets.map((s) => s.close()))
-          return { requestsSent: sent, sessions: sockets.length, bytesTheAttackerReceived: received, loops: loops_ }
+          return { requestsSent: sent, sessions: sockets.length, bytesTheAttackerReceived: received, framesNamingASeed, loops: loops_ }
         },
       }
     },
     checkStore: (store) => onlyLegitimateData(store),
-    checkAttacker: (seen) => attacked(seen, 'requestsSent'),
+    checkAttacker(seen) {
+      attacked(seen, 'requestsSent')
+      assert.equal(seen.framesNamingASeed, 0, 'a peer whose access is none learns no name')
+    },
   })
 })
 
@@ -136,7 +141,7 @@ test('VERSIONS flood: a reader, a peer with access none and unauthenticated sock
               raw.push(fresh)
               socket = fresh
             } else {
-              const fresh = await openArmed(url, who, { wantsEverything: true })
+              const fresh = await openArmed(url, who, { wantsEverything: true, watchFor: who === 'mallory' ? 'seed/' : undefined })
               armed.push(fresh)
               socket = { get open() { return fresh.open }, send: (frame) => fresh.inject(frame) }
             }
@@ -152,14 +157,18 @@ test('VERSIONS flood: a reader, a peer with access none and unauthenticated sock
         async stop() {
           const loops_ = await stopAll(loops)
           const received = armed.reduce((n, s) => n + s.received.bytes, 0)
+          const framesNamingASeedToMallory = armed.reduce((n, s) => n + s.received.framesWithWatched, 0)
           await Promise.all(armed.map((s) => s.close()))
           for (const socket of raw) socket.close()
-          return { versionsSent: sent, versionsSentInSessions: armedSent, bytesTheArmedAttackersReceived: received, loops: loops_ }
+          return { versionsSent: sent, versionsSentInSessions: armedSent, bytesTheArmedAttackersReceived: received, framesNamingASeedToMallory, loops: loops_ }
         },
       }
     },
     checkStore: (store) => onlyLegitimateData(store),
-    checkAttacker: (seen) => attacked(seen, 'versionsSentInSessions'),
+    checkAttacker(seen) {
+      attacked(seen, 'versionsSentInSessions')
+      assert.equal(seen.framesNamingASeedToMallory, 0, 'a peer whose access is none learns no name')
+    },
   })
 })
 

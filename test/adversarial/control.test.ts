@@ -5,10 +5,10 @@ import { underAttack } from './harness.ts'
 test('control: no attack; the harness measures a server at rest and the legitimate pair converging', async (t) => {
   await underAttack(t, {
     attack: 'control (no attack)',
-    seed: 500,
+    seed: 50,
     start: async () => ({ stop: async () => {} }),
     checkStore: async (store) => {
-      assert.equal(store.names.filter((info) => info.name.startsWith('seed/')).length, 500)
+      assert.equal(store.names.filter((info) => info.name.startsWith('seed/')).length, 50, 'the seeded names')
     },
   })
 })

@@ -113,6 +113,20 @@ export interface AttackFigures {
   serverExit: string
   store: string
   attacker?: Record<string, unknown>
+  /** Where the test's time went, ms per phase. */
+  phasesMs?: Record<string, number>
+}
+
+/** Times consecutive phases: each call names the phase that just ended; returns the table so far. */
+function phases(): (ended: string) => Record<string, number> {
+  const table: Record<string, number> = {}
+  let last = performance.now()
+  return (ended) => {
+    const now = performance.now()
+    table[ended] = Math.round(now - last)
+    last = now
+    return table
+  }
 }
 
 /** Median with missing samples (null: the deadline passed) counting as infinitely late. */
@@ -151,6 +165,7 @@ const round1 = (n: number) => Math.round(n * 10) / 10
 
 /** Runs one attack against a fresh server while the legitimate peers write, then judges it (see the module comment). */
 export async function underAttack(t: TestContext, spec: AttackSpec): Promise<AttackFigures> {
+  const phase = phases()
   const folder = await tempDir('concord-adversarial-')
   const server = await startServer(folder.path, spec.seed ?? 0, { libp2p: spec.libp2p })
   let cappedAt: number | undefined
@@ -169,12 +184,15 @@ export async function underAttack(t: TestContext, spec: AttackSpec): Promise<Att
   let peers: LegitimateView = { alice: {}, bob: {} }
   let probe: ProbeProcess | undefined
   try {
+    phase('server')
     probe = await startProbe(server.url)
+    phase('probe')
     // The legitimate pair works before the attack (and the names it writes exist).
     const warm = await probe.probe(probeKind, 20_000)
     assert.notEqual(warm, null, 'the legitimate peers converge before the attack')
     figures.baseRssMiB = round1(rssMiB(server.pid) ?? 0)
 
+    phase('warm')
     const started = performance.now()
     const attack = await spec.start(context)
     try {
@@ -191,12 +209,15 @@ export async function underAttack(t: TestContext, spec: AttackSpec): Promise<Att
       if (seen) figures.attacker = seen
       figures.attackMs = Math.round(performance.now() - started)
     }
+    phase('attack')
     aliveAfterAttack = server.exit === undefined
     peers = await probe.values().catch(() => ({ alice: {}, bob: {} }))
     if (aliveAfterAttack) figures.newcomerMs = await newcomerSyncs(server.url, probeKind, peers.alice[PROBE_NAMES[probeKind]])
+    phase('newcomer')
   } finally {
     await probe?.close()
     stopped = await server.stop()
+    phase('stop')
     const sampled = rss.stop()
     figures.maxRssMiB = round1(sampled.maxMiB)
     figures.latenciesMs = figures.latenciesMs.map((s) => s === null ? null : Math.round(s))
@@ -213,6 +234,7 @@ export async function underAttack(t: TestContext, spec: AttackSpec): Promise<Att
       storeError = error
       figures.store = `attacker data found: ${(error as Error).message.split('\n')[0]}`
     }
+    figures.phasesMs = phase('store')
     record(figures, t)
     await folder.remove()
   }
@@ -232,8 +254,12 @@ export async function underAttack(t: TestContext, spec: AttackSpec): Promise<Att
 /** Connects carol (a legitimate peer) to `url`; resolves with the peer once its handshake is done, or null after `timeoutMs`. */
 export async function legitimateNewcomer(url: string, timeoutMs = 10_000): Promise<Peer | null> {
   const carol = await createPeer({ id: 'carol', auth: { token: TOKENS.carol } })
-  const connecting = carol.connect(url).then(() => true, () => false)
-  const connected = await Promise.race([connecting, sleep(timeoutMs).then(() => false)])
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const connected = await Promise.race([
+    carol.connect(url).then(() => true, () => false),
+    new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), timeoutMs) }),
+  ])
+  clearTimeout(timer)
   if (connected) return carol
   await carol.close()
   return null

@@ -12,7 +12,6 @@ import { createInterface } from 'node:readline'
 
 const SERVER = fileURLToPath(new URL('./fixtures/server.ts', import.meta.url))
 const PROBE = fileURLToPath(new URL('./fixtures/probe.ts', import.meta.url))
-const SHIM = fileURLToPath(new URL('../../shim/node20.ts', import.meta.url))
 
 /** How a child process ended. */
 export interface ExitInfo {
@@ -21,7 +20,7 @@ export interface ExitInfo {
 }
 
 function spawnTs(script: string, args: readonly string[]): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', '--import', SHIM, script, ...args], { stdio: ['pipe', 'pipe', 'pipe'] })
+  return spawn(process.execPath, ['--import', 'tsx', script, ...args], { stdio: ['pipe', 'pipe', 'pipe'] })
 }
 
 /** Resolves with the first stdout line of `child` (rejects if it exits first or after `timeoutMs`). */

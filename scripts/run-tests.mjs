@@ -6,6 +6,20 @@
 import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 
+/**
+ * The adversarial suite (issue 11): attacks on a server child process with
+ * credentials, judged from outside (alive, RSS, convergence, the folder).
+ */
+const adversarial = [
+  'test/adversarial/automerge-change.test.ts',
+  'test/adversarial/control.test.ts',
+  'test/adversarial/wire-floods.test.ts',
+  'test/adversarial/connections.test.ts',
+  'test/adversarial/y-websocket.test.ts',
+  'test/adversarial/documents.test.ts',
+  'test/adversarial/libp2p-door.test.ts',
+]
+
 /** Test files by area; each area keeps its own block. */
 const lists = {
   default: [
@@ -97,6 +111,8 @@ const lists = {
     // install, use it as a user; Node 20 and 24)
     'test/testing/suites.test.ts',
     'test/package/package.test.ts',
+    // adversarial/ (about 90 s: each attack against its own server process)
+    ...adversarial,
   ],
   // Long suites, run on demand (npm run test:chaos, npm run test:crash).
   chaos: [
@@ -115,18 +131,8 @@ const lists = {
     'test/persistence/crash.test.ts',
     'test/persistence/crash-async.test.ts',
   ],
-  // The adversarial suite (issue 11): attacks on a server child process with
-  // credentials, judged from outside (alive, RSS, convergence, the folder).
-  // npm run test:adversarial. Moves into `default` as the defences land.
-  adversarial: [
-    'test/adversarial/automerge-change.test.ts',
-    'test/adversarial/control.test.ts',
-    'test/adversarial/wire-floods.test.ts',
-    'test/adversarial/connections.test.ts',
-    'test/adversarial/y-websocket.test.ts',
-    'test/adversarial/documents.test.ts',
-    'test/adversarial/libp2p-door.test.ts',
-  ],
+  // The attacks alone (npm run test:adversarial); also in `default`.
+  adversarial,
 }
 
 const args = process.argv.slice(2)

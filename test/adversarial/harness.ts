@@ -7,8 +7,12 @@
  *   SIGTERM afterwards;
  * - its RSS (sampled from /proc) stays under {@link RSS_BOUND_MIB};
  * - alice's writes reach bob within {@link LATENCY_BOUND_MS}: the median of
- *   {@link PROBES} writes made while the attack runs (a median, so that one
- *   slow sample on a loaded machine does not decide);
+ *   {@link PROBES} writes made while the attack runs. This is the one timing
+ *   assertion of the test suite, because issue 11 makes it the requirement;
+ *   it is kept robust to a shared machine: a median (one slow sample does
+ *   not decide), and a bound over 5x the slowest median measured under any
+ *   defended attack (up to ~170 ms single samples, medians under 60 ms on
+ *   the loaded 2-core VM), where undefended servers miss it by seconds;
  * - afterwards a newcomer (carol) connects and syncs the probed name;
  * - the reopened folder (`concord inspect` / `history`, after the server
  *   stopped) holds nothing the attacker sent.

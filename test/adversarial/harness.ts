@@ -171,7 +171,10 @@ const round1 = (n: number) => Math.round(n * 10) / 10
 export async function underAttack(t: TestContext, spec: AttackSpec): Promise<AttackFigures> {
   const phase = phases()
   const folder = await tempDir('concord-adversarial-')
-  const server = await startServer(folder.path, spec.seed ?? 0, { libp2p: spec.libp2p })
+  const server = await startServer(folder.path, spec.seed ?? 0, { libp2p: spec.libp2p }).catch(async (error: unknown) => {
+    await folder.remove()
+    throw error
+  })
   let cappedAt: number | undefined
   const rss = sampleRss(server.pid, RSS_HARD_CAP_MIB, (mib) => { cappedAt = mib; server.kill() })
   const probeKind = spec.probe ?? 'register'

@@ -51,7 +51,7 @@ export class DotFun<V = unknown> {
 export class DotMap {
   readonly kind = 'map' as const
   /** Key -> non-empty nested store. */
-  readonly entries = new Map<string, Store>()
+  readonly entries = new Map<string, DotStore>()
   /** replica -> counter -> key of the child holding that dot. */
   private readonly index = new Map<string, Map<number, string>>()
   private indexed = 0
@@ -89,7 +89,7 @@ export class DotMap {
   }
 
   /** Sets a child (building a store by hand: deltas, decoding). Empty children are dropped. */
-  setChild(key: string, child: Store): void {
+  setChild(key: string, child: DotStore): void {
     const old = this.entries.get(key)
     if (old) for (const d of storeDots(old)) this.indexDelete(d)
     if (isEmptyStore(child)) {
@@ -102,7 +102,7 @@ export class DotMap {
 }
 
 /** Any dot store. */
-export type Store = DotSet | DotFun<unknown> | DotMap
+export type DotStore = DotSet | DotFun<unknown> | DotMap
 
 /** Receives the dots a join adds to or removes from a store. */
 export interface JoinTrack {
@@ -111,7 +111,7 @@ export interface JoinTrack {
 }
 
 /** An empty store of the same kind as `store`. */
-export function emptyLike(store: Store): Store {
+export function emptyLike(store: DotStore): DotStore {
   switch (store.kind) {
     case 'set': return new DotSet()
     case 'fun': return new DotFun()
@@ -120,7 +120,7 @@ export function emptyLike(store: Store): Store {
 }
 
 /** True when the store holds no dot (the bottom element). */
-export function isEmptyStore(store: Store): boolean {
+export function isEmptyStore(store: DotStore): boolean {
   switch (store.kind) {
     case 'set': return store.dots.length === 0
     case 'fun': return store.entries.length === 0
@@ -129,7 +129,7 @@ export function isEmptyStore(store: Store): boolean {
 }
 
 /** Every dot in the store (nested ones included). */
-export function* storeDots(store: Store): IterableIterator<Dot> {
+export function* storeDots(store: DotStore): IterableIterator<Dot> {
   switch (store.kind) {
     case 'set':
       yield* store.dots
@@ -143,7 +143,7 @@ export function* storeDots(store: Store): IterableIterator<Dot> {
 }
 
 /** A deep copy. */
-export function cloneStore<S extends Store>(store: S): S {
+export function cloneStore<S extends DotStore>(store: S): S {
   switch (store.kind) {
     case 'set': return new DotSet(store.dots.slice()) as S
     case 'fun': return new DotFun(store.entries.slice()) as S
@@ -160,7 +160,7 @@ export function cloneStore<S extends Store>(store: S): S {
  * joins the contexts afterwards). Returns true when `t` changed. Both stores
  * must be of the same kind.
  */
-export function joinStoreInto(t: Store, tctx: CausalContext, d: Store, dctx: CausalContext, track?: JoinTrack): boolean {
+export function joinStoreInto(t: DotStore, tctx: CausalContext, d: DotStore, dctx: CausalContext, track?: JoinTrack): boolean {
   if (t.kind !== d.kind) throw new TypeError(`joinStoreInto: ${withArticle(t.kind)} store cannot join ${withArticle(d.kind)} store`)
   switch (t.kind) {
     case 'set': return joinDotSets(t, tctx, d as DotSet, dctx, track)
@@ -264,7 +264,7 @@ function joinDotMaps(t: DotMap, tctx: CausalContext, d: DotMap, dctx: CausalCont
  * superset of the surviving dots; it lets a big map visit only the keys
  * holding them.
  */
-export function restrictStore(store: Store, exclude: CausalContext, include?: CausalContext): Store {
+export function restrictStore(store: DotStore, exclude: CausalContext, include?: CausalContext): DotStore {
   switch (store.kind) {
     case 'set': return new DotSet(store.dots.filter((x) => !exclude.has(x)))
     case 'fun': return new DotFun(store.entries.filter((e) => !exclude.has(e.dot)))
@@ -289,7 +289,7 @@ export function restrictStore(store: Store, exclude: CausalContext, include?: Ca
  * A new store holding only the dots of `store` that are in `ctx` (a map
  * visits only the keys holding them, through its index).
  */
-export function storeWithin(store: Store, ctx: CausalContext): Store {
+export function storeWithin(store: DotStore, ctx: CausalContext): DotStore {
   switch (store.kind) {
     case 'set': return new DotSet(store.dots.filter((x) => ctx.has(x)))
     case 'fun': return new DotFun(store.entries.filter((e) => ctx.has(e.dot)))
@@ -307,6 +307,6 @@ export function storeWithin(store: Store, ctx: CausalContext): Store {
 }
 
 /** Adds every dot of the store to `ctx`. */
-export function addStoreDots(ctx: CausalContext, store: Store): void {
+export function addStoreDots(ctx: CausalContext, store: DotStore): void {
   for (const x of storeDots(store)) ctx.add(x)
 }

@@ -7,5 +7,5 @@ export { RangeSet } from './range-set.ts'
 export { CausalContext, MAX_COUNTER, MAX_REPLICA_ID_LENGTH, readContext, writeContext } from './causal-context.ts'
 export {
   DotSet, DotFun, DotMap, emptyLike, isEmptyStore, storeDots, cloneStore, joinStoreInto, restrictStore, addStoreDots,
-  type DotEntry, type Store, type JoinTrack,
+  type DotEntry, type DotStore, type JoinTrack,
 } from './dot-store.ts'

@@ -16,7 +16,7 @@
  * changed, not to the state's size.
  */
 import { CausalContext } from '../causal/causal-context.ts'
-import { cloneStore, emptyLike, isEmptyStore, joinStoreInto, restrictStore, storeDots, storeWithin, type JoinTrack, type Store } from '../causal/dot-store.ts'
+import { cloneStore, emptyLike, isEmptyStore, joinStoreInto, restrictStore, storeDots, storeWithin, type JoinTrack, type DotStore } from '../causal/dot-store.ts'
 import { Emitter, type Unsubscribe } from '../emitter.ts'
 import { ConcordError, ErrorCodes, withArticle } from '../errors.ts'
 import { HybridClock } from '../hlc.ts'
@@ -29,7 +29,7 @@ import { parseFieldKey, type NativeType } from './store-spec.ts'
 import type { NativeTypeDef } from './type-def.ts'
 
 /** Joins `b` into a copy of `a` (pure: neither input changes). */
-export function joinStates<S extends Store>(a: CausalState<S>, b: CausalState<S>): CausalState<S> {
+export function joinStates<S extends DotStore>(a: CausalState<S>, b: CausalState<S>): CausalState<S> {
   const store = cloneStore(a.store)
   const ctx = a.ctx.clone()
   joinStoreInto(store, ctx, b.store, b.ctx)
@@ -38,7 +38,7 @@ export function joinStates<S extends Store>(a: CausalState<S>, b: CausalState<S>
 }
 
 /** A native delta-state replica. Subclasses add the type's mutators. */
-export class CausalReplica<S extends Store = Store> implements Replica {
+export class CausalReplica<S extends DotStore = DotStore> implements Replica {
   readonly type: NativeType
   readonly replicaId: ReplicaId
   readonly events = new Emitter<ReplicaEvents>()
@@ -149,8 +149,8 @@ export class CausalReplica<S extends Store = Store> implements Replica {
   }
 
   /** The nested store at `path` (field keys from the root), or an empty store of the field's type. */
-  storeAt(path: readonly string[]): Store {
-    let store: Store | undefined = this.store
+  storeAt(path: readonly string[]): DotStore {
+    let store: DotStore | undefined = this.store
     let tag: NativeType = this.type
     for (const key of path) {
       const field = parseFieldKey(key)
@@ -166,7 +166,7 @@ export class CausalReplica<S extends Store = Store> implements Replica {
    * the maps above it. Returns the committed delta bytes, or null when the
    * mutator had nothing to do.
    */
-  mutateAt<T extends Store>(path: readonly string[], mutator: (store: T, alloc: DotAllocator) => CausalState | null): Uint8Array | null {
+  mutateAt<T extends DotStore>(path: readonly string[], mutator: (store: T, alloc: DotAllocator) => CausalState | null): Uint8Array | null {
     this.guard?.()
     const delta = mutator(this.storeAt(path) as T, this.allocator())
     if (!delta) return null
@@ -260,7 +260,7 @@ interface UndoStep {
   /** Dots the join added to the context (it may have added them to the store). */
   readonly added: CausalContext
   /** The entries of the store the join may have removed (every one whose dot its context covers). */
-  readonly removed: Store
+  readonly removed: DotStore
 }
 
 /** An undo record of a native replica (see {@link CausalReplica.recordUndo}). */

@@ -24,7 +24,7 @@
  * others stay reachable through the typed accessors.
  */
 import { CausalContext } from '../causal/causal-context.ts'
-import { DotMap, storeDots, type Store } from '../causal/dot-store.ts'
+import { DotMap, storeDots, type DotStore } from '../causal/dot-store.ts'
 import { ConcordError, ErrorCodes, isConcordError } from '../errors.ts'
 import type { HybridClock } from '../hlc.ts'
 import { gcounterDef, pncounterDef } from './counters.ts'
@@ -41,8 +41,8 @@ import type { NativeTypeDef } from './type-def.ts'
 export const FIELD_PRECEDENCE: readonly NativeType[] = ['lww-register', 'mv-register', 'pncounter', 'gcounter', 'orset', 'gset', 'ormap', 'ewflag']
 
 /** The fields of a map by name: type tag -> nested store. */
-function fieldsByName(store: DotMap): Map<string, Map<NativeType, Store>> {
-  const out = new Map<string, Map<NativeType, Store>>()
+function fieldsByName(store: DotMap): Map<string, Map<NativeType, DotStore>> {
+  const out = new Map<string, Map<NativeType, DotStore>>()
   for (const [key, child] of store.entries) {
     const field = parseFieldKey(key)
     if (!field) continue

@@ -28,7 +28,7 @@ import { decodeGuarded, Encoder, type Decoder } from '../codec.ts'
 import { DecodeError, withArticle } from '../errors.ts'
 import { CausalContext, MAX_COUNTER, readContext, writeContext } from '../causal/causal-context.ts'
 import type { Dot } from '../causal/dot.ts'
-import { DotFun, DotMap, DotSet, type DotEntry, type Store } from '../causal/dot-store.ts'
+import { DotFun, DotMap, DotSet, type DotEntry, type DotStore } from '../causal/dot-store.ts'
 import { appendCrc32, stripCrc32 } from './crc32.ts'
 import { NATIVE_TYPES, STORE_SPECS, typeCode, type NativeType, type StoreSpec } from './store-spec.ts'
 
@@ -39,7 +39,7 @@ export const STATE_FORMAT_VERSION = 1
 export const MAX_NESTING = 32
 
 /** A causal state (or delta): a dot store and the context it was seen in. */
-export interface CausalState<S extends Store = Store> {
+export interface CausalState<S extends DotStore = DotStore> {
   readonly store: S
   readonly ctx: CausalContext
 }
@@ -55,7 +55,7 @@ function writeDot(encoder: Encoder, d: Dot, replicaIndex: Map<string, number>): 
   encoder.writeVarUint(replicaIndex.get(d.replica)!).writeVarUint(d.counter)
 }
 
-function writeStore(encoder: Encoder, store: Store, spec: StoreSpec, replicaIndex: Map<string, number>): void {
+function writeStore(encoder: Encoder, store: DotStore, spec: StoreSpec, replicaIndex: Map<string, number>): void {
   switch (store.kind) {
     case 'set':
       encoder.writeVarUint(store.dots.length)
@@ -113,7 +113,7 @@ class StoreReader {
     return { dot: d, index }
   }
 
-  store(spec: StoreSpec, depth: number): Store {
+  store(spec: StoreSpec, depth: number): DotStore {
     if (depth > MAX_NESTING) throw new DecodeError(`store: nested deeper than ${MAX_NESTING}`)
     switch (spec.kind) {
       case 'set': {

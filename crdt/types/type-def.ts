@@ -3,7 +3,7 @@
  * empty store, its value, how to compute a restoring delta, and the checks
  * and clock observations that go beyond the codec.
  */
-import type { Store } from '../causal/dot-store.ts'
+import type { DotStore } from '../causal/dot-store.ts'
 import type { HybridClock } from '../hlc.ts'
 import type { DotAllocator } from './dot-allocator.ts'
 import type { Json } from './json.ts'
@@ -11,7 +11,7 @@ import type { CausalState } from './state-codec.ts'
 import type { NativeType } from './store-spec.ts'
 
 /** Per-type behaviour of a native CRDT. */
-export interface NativeTypeDef<S extends Store = Store> {
+export interface NativeTypeDef<S extends DotStore = DotStore> {
   readonly tag: NativeType
   /** The bottom store. */
   empty(): S

@@ -97,11 +97,15 @@ function sixteenReplicas(): number {
   for (let p = 0; p < PEERS; p++) {
     const counter = counters[p] as PNCounterReplica
     const set = sets[p] as ORSetReplica<string>
+    // Each local change's delta, from its change event, joined into the 15 others.
+    const offCounter = counter.on('change', ({ delta }) => { for (let q = 0; q < PEERS; q++) if (q !== p) counters[q].applyDelta(delta) })
+    const offSet = set.on('change', ({ delta }) => { for (let q = 0; q < PEERS; q++) if (q !== p) sets[q].applyDelta(delta) })
     for (let i = 0; i < OPS; i++) {
-      const delta = i % 2 === 0 ? counter.increment() : set.add(`${p}:${i}`)
-      const targets = i % 2 === 0 ? counters : sets
-      for (let q = 0; q < PEERS; q++) if (q !== p) targets[q].applyDelta(delta!)
+      if (i % 2 === 0) counter.increment()
+      else set.add(`${p}:${i}`)
     }
+    offCounter()
+    offSet()
   }
   const increments = PEERS * Math.ceil(OPS / 2)
   if (!counters.every((c) => c.value() === increments)) throw new Error('baseline counters do not match')

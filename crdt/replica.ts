@@ -13,8 +13,10 @@
  *   state is unchanged. It returns `true` when the state changed, `false`
  *   when the delta added nothing (already seen): such a delta must not be
  *   logged or forwarded again.
- * - Local mutators apply their delta and emit `change` with `local: true`;
- *   `applyDelta` emits `change` with `local: false` when the state changed.
+ * - Local mutators apply their delta, emit `change` with `local: true` (the
+ *   delta is the event's, not returned) and return whether they changed
+ *   anything; `applyDelta` emits `change` with `local: false` when the
+ *   state changed.
  * - `snapshot()` is the whole state; `createReplica(type, { snapshot })`
  *   restores an equal replica.
  */

@@ -235,14 +235,19 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
   }
 
   /**
-   * Makes one local change; emits `change` and returns its bytes, or `null`
-   * when `fn` changed nothing. A change larger than `limits.maxBytes` (what
+   * Makes one local change; emits `change` (its `delta` is the change's
+   * bytes) and returns true, or false when `fn` changed nothing. A change larger than `limits.maxBytes` (what
    * `applyDelta` and a store reloading it accept) is refused with
    * `CONCORD_LIMIT_EXCEEDED` and the document is left as it was. A failure
    * of Automerge itself (a wasm trap) is `CONCORD_LIBRARY_FAILED` and
    * changes nothing.
    */
-  change(fn: A.ChangeFn<T>, message?: string): Uint8Array | null {
+  change(fn: A.ChangeFn<T>, message?: string): boolean {
+    return this.commitChange(fn, message) !== null
+  }
+
+  /** {@link change}, returning the change's bytes (null when `fn` changed nothing). */
+  private commitChange(fn: A.ChangeFn<T>, message?: string): Uint8Array | null {
     this.guard?.()
     this.live()
     const before = A.getHeads(this.current)
@@ -486,7 +491,7 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
       throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `automerge restore: the past version is ${withArticle(past.type)} replica`)
     }
     const wanted = past.doc as unknown as Record<string, unknown>
-    return this.change((doc) => restoreObject(doc, [], doc as unknown as Record<string, unknown>, wanted), 'restore')
+    return this.commitChange((doc) => restoreObject(doc, [], doc as unknown as Record<string, unknown>, wanted), 'restore')
   }
 }
 

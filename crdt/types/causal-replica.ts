@@ -163,7 +163,8 @@ export class CausalReplica<S extends DotStore = DotStore> implements Replica {
 
   /**
    * Runs a mutator on the store at `path` and commits its delta, wrapped in
-   * the maps above it. Returns the committed delta bytes, or null when the
+   * the maps above it. Returns the committed delta bytes (the internal path:
+   * mutators return whether they changed anything), or null when the
    * mutator had nothing to do.
    */
   mutateAt<T extends DotStore>(path: readonly string[], mutator: (store: T, alloc: DotAllocator) => CausalState | null): Uint8Array | null {

@@ -3,8 +3,8 @@
  * interface: version, deltaSince, applyDelta, snapshot, restore, change
  * events) plus its type's mutators. Mutators are synchronous: they compute a
  * delta without touching the state, join it, emit `change` with
- * `local: true`, and return the delta bytes (null when there was nothing to
- * do). `value()` is the plain JSON value.
+ * `local: true` (its `delta` is the change's bytes), and return true, or
+ * false when there was nothing to do. `value()` is the plain JSON value.
  */
 import type { DotMap, DotSet } from '../causal/dot-store.ts'
 import type { ReplicaFactory, ReplicaOptions } from '../replica.ts'
@@ -22,7 +22,7 @@ export class GCounterReplica extends CausalReplica<GCounterStore> {
   private readonly view = new GCounterView(this as CausalReplica, [])
   constructor(options: ReplicaOptions) { super('gcounter', options) }
   /** Adds `n` (default 1; 0 does nothing). */
-  increment(n = 1): Uint8Array | null { return this.view.increment(n) }
+  increment(n = 1): boolean { return this.view.increment(n) }
   /** The count. */
   override value(): number { return this.view.value() }
 }
@@ -32,9 +32,9 @@ export class PNCounterReplica extends CausalReplica<PNCounterStore> {
   private readonly view = new PNCounterView(this as CausalReplica, [])
   constructor(options: ReplicaOptions) { super('pncounter', options) }
   /** Adds `n` (default 1; 0 does nothing). */
-  increment(n = 1): Uint8Array | null { return this.view.increment(n) }
+  increment(n = 1): boolean { return this.view.increment(n) }
   /** Subtracts `n` (default 1; 0 does nothing). */
-  decrement(n = 1): Uint8Array | null { return this.view.decrement(n) }
+  decrement(n = 1): boolean { return this.view.decrement(n) }
   /** The count. */
   override value(): number { return this.view.value() }
 }
@@ -43,8 +43,8 @@ export class PNCounterReplica extends CausalReplica<PNCounterStore> {
 export class GSetReplica<T extends Json = Json> extends CausalReplica<SetStore> {
   private readonly view = new GSetView<T>(this as CausalReplica, [])
   constructor(options: ReplicaOptions) { super('gset', options) }
-  /** Adds `element` (null when already there). */
-  add(element: T): Uint8Array | null { return this.view.add(element) }
+  /** Adds `element` (false when already there). */
+  add(element: T): boolean { return this.view.add(element) }
   /** Whether `element` is in the set. */
   has(element: T): boolean { return this.view.has(element) }
   /** The elements in canonical order. */
@@ -60,9 +60,9 @@ export class ORSetReplica<T extends Json = Json> extends CausalReplica<SetStore>
   private readonly view = new ORSetView<T>(this as CausalReplica, [])
   constructor(options: ReplicaOptions) { super('orset', options) }
   /** Adds `element`. */
-  add(element: T): Uint8Array { return this.view.add(element) }
-  /** Removes `element` as observed here (null when absent). */
-  delete(element: T): Uint8Array | null { return this.view.delete(element) }
+  add(element: T): boolean { return this.view.add(element) }
+  /** Removes `element` as observed here (false when absent). */
+  delete(element: T): boolean { return this.view.delete(element) }
   /** Whether `element` is in the set. */
   has(element: T): boolean { return this.view.has(element) }
   /** The elements in canonical order. */
@@ -78,9 +78,9 @@ export class LWWRegisterReplica<T extends Json = Json> extends CausalReplica<LWW
   private readonly view = new LWWRegisterView<T>(this as CausalReplica, [])
   constructor(options: ReplicaOptions) { super('lww-register', options) }
   /** Writes `value`. */
-  set(value: T): Uint8Array { return this.view.set(value) }
+  set(value: T): boolean { return this.view.set(value) }
   /** Empties the register (value null) as observed here. */
-  clear(): Uint8Array | null { return this.view.clear() }
+  clear(): boolean { return this.view.clear() }
   /** The winning value, or null. */
   override value(): T | null { return this.view.get() }
 }
@@ -90,9 +90,9 @@ export class MVRegisterReplica<T extends Json = Json> extends CausalReplica<MVRe
   private readonly view = new MVRegisterView<T>(this as CausalReplica, [])
   constructor(options: ReplicaOptions) { super('mv-register', options) }
   /** Writes `value`, superseding every value seen here. */
-  set(value: T): Uint8Array { return this.view.set(value) }
+  set(value: T): boolean { return this.view.set(value) }
   /** Removes the values seen here. */
-  clear(): Uint8Array | null { return this.view.clear() }
+  clear(): boolean { return this.view.clear() }
   /** The concurrent values. */
   values(): T[] { return this.view.values() }
   /** The concurrent values. */
@@ -104,9 +104,9 @@ export class EWFlagReplica extends CausalReplica<DotSet> {
   private readonly view = new EWFlagView(this as CausalReplica, [])
   constructor(options: ReplicaOptions) { super('ewflag', options) }
   /** Turns the flag on. */
-  enable(): Uint8Array { return this.view.enable() }
-  /** Turns the flag off as observed here (null when already off). */
-  disable(): Uint8Array | null { return this.view.disable() }
+  enable(): boolean { return this.view.enable() }
+  /** Turns the flag off as observed here (false when already off). */
+  disable(): boolean { return this.view.disable() }
   /** Whether the flag is on. */
   enabled(): boolean { return this.view.enabled() }
   /** Whether the flag is on. */
@@ -119,11 +119,11 @@ export class ORMapReplica extends CausalReplica<DotMap> {
   readonly root = new ORMapView(this as CausalReplica, [])
   constructor(options: ReplicaOptions) { super('ormap', options) }
   /** Sets `name` to a JSON value (an LWW register field). */
-  set(name: string, value: Json): Uint8Array { return this.root.set(name, value) }
+  set(name: string, value: Json): boolean { return this.root.set(name, value) }
   /** The value shown for `name`, or undefined. */
   get(name: string): Json | undefined { return this.root.get(name) }
   /** Removes every field under `name` as observed here. */
-  delete(name: string): Uint8Array | null { return this.root.delete(name) }
+  delete(name: string): boolean { return this.root.delete(name) }
   /** Whether any field is under `name`. */
   has(name: string): boolean { return this.root.has(name) }
   /** The names present, sorted. */

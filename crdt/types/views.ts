@@ -3,19 +3,20 @@
  * replicas use them at the empty path, and an ORMap hands them out for its
  * nested fields (`map.counter('done').increment()`). Every mutation becomes
  * one delta of the replica that owns the handle (so a nested change is a
- * delta of the whole map) and returns the committed delta bytes, or null
- * when there was nothing to do.
+ * delta of the whole map) and returns true, or false when there was nothing
+ * to do; the delta itself goes to the replica's `change` listeners.
  */
-import type { DotMap, DotSet } from '../causal/dot-store.ts'
+import type { DotMap, DotSet, DotStore } from '../causal/dot-store.ts'
 import { ConcordError, ErrorCodes } from '../errors.ts'
 import type { CausalReplica } from './causal-replica.ts'
 import { gcounterIncrement, gcounterValue, pncounterChange, pncounterValue, type GCounterStore, type PNCounterStore } from './counters.ts'
 import { flagDisable, flagEnable, flagEnabled } from './flag.ts'
+import type { DotAllocator } from './dot-allocator.ts'
 import { copyJson, type Json } from './json.ts'
 import { checkFieldName, mapFieldTags, mapGet, mapKeys, mapRemove, mapValue } from './ormap.ts'
 import { lwwValue, lwwWrite, mvValues, mvWrite, registerClear, type LWWRegisterStore, type MVRegisterStore } from './registers.ts'
 import { gsetAdd, orsetAdd, orsetRemove, setHas, setValues, type SetStore } from './sets.ts'
-import { MAX_NESTING } from './state-codec.ts'
+import { MAX_NESTING, type CausalState } from './state-codec.ts'
 import { fieldKey, type NativeType } from './store-spec.ts'
 
 /** Checks a counter amount: a non-negative safe integer; 0 means "nothing to do". */
@@ -32,14 +33,19 @@ abstract class View {
     /** Field keys from the owner's root to this CRDT (empty at the top level). */
     readonly path: readonly string[],
   ) {}
+
+  /** Commits the mutator's delta at this handle's path; false when it had nothing to do. */
+  protected change<T extends DotStore>(mutator: (store: T, alloc: DotAllocator) => CausalState | null): boolean {
+    return this.owner.mutateAt<T>(this.path, mutator) !== null
+  }
 }
 
 /** A grow-only counter. */
 export class GCounterView extends View {
   /** Adds `n` (default 1). */
-  increment(n = 1): Uint8Array | null {
-    if (amount(n) === 0) return null
-    return this.owner.mutateAt<GCounterStore>(this.path, (store, alloc) => gcounterIncrement(store, alloc, n))
+  increment(n = 1): boolean {
+    if (amount(n) === 0) return false
+    return this.change<GCounterStore>((store, alloc) => gcounterIncrement(store, alloc, n))
   }
 
   /** The count. */
@@ -51,15 +57,15 @@ export class GCounterView extends View {
 /** A counter that goes up and down. */
 export class PNCounterView extends View {
   /** Adds `n` (default 1). */
-  increment(n = 1): Uint8Array | null {
-    if (amount(n) === 0) return null
-    return this.owner.mutateAt<PNCounterStore>(this.path, (store, alloc) => pncounterChange(store, alloc, n, 0))
+  increment(n = 1): boolean {
+    if (amount(n) === 0) return false
+    return this.change<PNCounterStore>((store, alloc) => pncounterChange(store, alloc, n, 0))
   }
 
   /** Subtracts `n` (default 1). */
-  decrement(n = 1): Uint8Array | null {
-    if (amount(n) === 0) return null
-    return this.owner.mutateAt<PNCounterStore>(this.path, (store, alloc) => pncounterChange(store, alloc, 0, n))
+  decrement(n = 1): boolean {
+    if (amount(n) === 0) return false
+    return this.change<PNCounterStore>((store, alloc) => pncounterChange(store, alloc, 0, n))
   }
 
   /** The count. */
@@ -70,9 +76,9 @@ export class PNCounterView extends View {
 
 /** A grow-only set of JSON values. */
 export class GSetView<T extends Json = Json> extends View {
-  /** Adds `element` (null when already there). */
-  add(element: T): Uint8Array | null {
-    return this.owner.mutateAt<SetStore>(this.path, (store, alloc) => gsetAdd(store, alloc, element))
+  /** Adds `element` (false when already there). */
+  add(element: T): boolean {
+    return this.change<SetStore>((store, alloc) => gsetAdd(store, alloc, element))
   }
 
   /** Whether `element` is in the set (by canonical JSON). */
@@ -94,13 +100,13 @@ export class GSetView<T extends Json = Json> extends View {
 /** An add-wins observed-remove set of JSON values. */
 export class ORSetView<T extends Json = Json> extends View {
   /** Adds `element` (a new add, so it also wins over concurrent removes). */
-  add(element: T): Uint8Array {
-    return this.owner.mutateAt<SetStore>(this.path, (store, alloc) => orsetAdd(store, alloc, element))!
+  add(element: T): boolean {
+    return this.change<SetStore>((store, alloc) => orsetAdd(store, alloc, element))
   }
 
-  /** Removes `element` as observed here (null when absent). */
-  delete(element: T): Uint8Array | null {
-    return this.owner.mutateAt<SetStore>(this.path, (store) => orsetRemove(store, element))
+  /** Removes `element` as observed here (false when absent). */
+  delete(element: T): boolean {
+    return this.change<SetStore>((store) => orsetRemove(store, element))
   }
 
   /** Whether `element` is in the set (by canonical JSON). */
@@ -122,13 +128,13 @@ export class ORSetView<T extends Json = Json> extends View {
 /** An enable-wins flag. */
 export class EWFlagView extends View {
   /** Turns the flag on (a new enable, winning over concurrent disables). */
-  enable(): Uint8Array {
-    return this.owner.mutateAt<DotSet>(this.path, (store, alloc) => flagEnable(store, alloc))!
+  enable(): boolean {
+    return this.change<DotSet>((store, alloc) => flagEnable(store, alloc))
   }
 
-  /** Turns the flag off as observed here (null when already off). */
-  disable(): Uint8Array | null {
-    return this.owner.mutateAt<DotSet>(this.path, (store) => flagDisable(store))
+  /** Turns the flag off as observed here (false when already off). */
+  disable(): boolean {
+    return this.change<DotSet>((store) => flagDisable(store))
   }
 
   /** Whether the flag is on. */
@@ -140,13 +146,13 @@ export class EWFlagView extends View {
 /** A multi-value register: keeps every concurrent write. */
 export class MVRegisterView<T extends Json = Json> extends View {
   /** Writes `value`, superseding every value seen here. */
-  set(value: T): Uint8Array {
-    return this.owner.mutateAt<MVRegisterStore>(this.path, (store, alloc) => mvWrite(store, alloc, [value]))!
+  set(value: T): boolean {
+    return this.change<MVRegisterStore>((store, alloc) => mvWrite(store, alloc, [value]))
   }
 
-  /** Removes the values seen here (null when empty). */
-  clear(): Uint8Array | null {
-    return this.owner.mutateAt<MVRegisterStore>(this.path, (store) => registerClear(store))
+  /** Removes the values seen here (false when empty). */
+  clear(): boolean {
+    return this.change<MVRegisterStore>((store) => registerClear(store))
   }
 
   /** The concurrent values, distinct, in canonical order. */
@@ -158,13 +164,13 @@ export class MVRegisterView<T extends Json = Json> extends View {
 /** A last-writer-wins register ordered by the hybrid logical clock, ties broken by replica id. */
 export class LWWRegisterView<T extends Json = Json> extends View {
   /** Writes `value` at the clock's next timestamp. */
-  set(value: T): Uint8Array {
-    return this.owner.mutateAt<LWWRegisterStore>(this.path, (store, alloc) => lwwWrite(store, alloc, this.owner.clock, value))!
+  set(value: T): boolean {
+    return this.change<LWWRegisterStore>((store, alloc) => lwwWrite(store, alloc, this.owner.clock, value))
   }
 
-  /** Removes the writes seen here (null when empty); the value becomes null. */
-  clear(): Uint8Array | null {
-    return this.owner.mutateAt<LWWRegisterStore>(this.path, (store) => registerClear(store))
+  /** Removes the writes seen here (false when empty); the value becomes null. */
+  clear(): boolean {
+    return this.change<LWWRegisterStore>((store) => registerClear(store))
   }
 
   /** The winning value, or null before the first write. */
@@ -188,7 +194,7 @@ export class ORMapView extends View {
   }
 
   /** Sets `name` to a JSON value (an LWW register field). */
-  set(name: string, value: Json): Uint8Array {
+  set(name: string, value: Json): boolean {
     return this.register(name).set(value)
   }
 
@@ -199,10 +205,10 @@ export class ORMapView extends View {
     return value === undefined ? undefined : copyJson(value)
   }
 
-  /** Removes every field under `name`, as observed here (null when absent). */
-  delete(name: string): Uint8Array | null {
+  /** Removes every field under `name`, as observed here (false when absent). */
+  delete(name: string): boolean {
     checkFieldName(name)
-    return this.owner.mutateAt<DotMap>(this.path, (store) => mapRemove(store, name))
+    return this.change<DotMap>((store) => mapRemove(store, name))
   }
 
   /** Whether any field is under `name`. */

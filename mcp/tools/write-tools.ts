@@ -86,7 +86,7 @@ export const setRemove = defineTool({
         const set = replica as ORSetReplica
         const missing: Json[] = []
         const removed: Json[] = []
-        for (const element of elements) (set.delete(element) === null ? missing : removed).push(element)
+        for (const element of elements) (set.delete(element) ? removed : missing).push(element)
         return { removed, missing, size: set.size }
       },
     })

@@ -23,6 +23,7 @@ import {
 } from '../../crdt/types/replicas.ts'
 import { LAW_SEED, pull } from '../../testing/index.ts'
 import { createNative, nativeOp } from './native-ops.ts'
+import { localDelta } from '../helpers/local-delta.ts'
 
 const opts = (id: string, wall = 1_000) => ({ replicaId: replicaId(id), clock: new HybridClock(() => wall) })
 
@@ -74,9 +75,9 @@ describe('ORSet', () => {
     assert.ok(a.has({ a: 1, b: 2 }))
     a.add({ a: 1, b: 2 })
     assert.equal(a.size, 1)
-    assert.equal(a.delete({ b: 2, a: 1 }) !== null, true)
+    assert.equal(a.delete({ b: 2, a: 1 }), true)
     assert.equal(a.size, 0)
-    assert.equal(a.delete('absent'), null, 'removing an absent element does nothing')
+    assert.equal(a.delete('absent'), false, 'removing an absent element does nothing')
   })
 
   it('rejects values that are not JSON', () => {
@@ -94,8 +95,8 @@ describe('ORSet', () => {
 describe('GSet', () => {
   it('adds once and never removes; a forged removal delta is rejected', () => {
     const a = new GSetReplica<string>(opts('a'))
-    assert.ok(a.add('x'))
-    assert.equal(a.add('x'), null)
+    assert.equal(a.add('x'), true)
+    assert.equal(a.add('x'), false)
     const forged = encodeState('gset', { store: new DotMap(), ctx: CausalContext.of([{ replica: 'a', counter: 1 }]) })
     const before = a.snapshot()
     rejectsWith(ErrorCodes.DECODE_ERROR, () => a.applyDelta(forged))
@@ -129,7 +130,7 @@ describe('LWWRegister', () => {
   it('is null before the first write and after clear()', () => {
     const a = new LWWRegisterReplica<number>(opts('a'))
     assert.equal(a.value(), null)
-    assert.equal(a.clear(), null)
+    assert.equal(a.clear(), false)
     a.set(3)
     a.clear()
     assert.equal(a.value(), null)
@@ -167,7 +168,7 @@ describe('EWFlag', () => {
     b.disable()
     sync(a, b)
     assert.equal(a.enabled(), false)
-    assert.equal(a.disable(), null)
+    assert.equal(a.disable(), false)
   })
 })
 
@@ -191,7 +192,7 @@ describe('counters', () => {
 
   it('an increment supersedes the old total: its delta applied out of order still counts once per replica', () => {
     const a = new GCounterReplica(opts('a'))
-    const deltas = [a.increment(1)!, a.increment(1)!, a.increment(1)!]
+    const deltas = [localDelta(a, () => a.increment(1))!, localDelta(a, () => a.increment(1))!, localDelta(a, () => a.increment(1))!]
     const b = new GCounterReplica(opts('b'))
     b.applyDelta(deltas[2])
     assert.equal(b.value(), 3)
@@ -201,7 +202,7 @@ describe('counters', () => {
 
   it('rejects bad amounts; 0 does nothing', () => {
     const a = new PNCounterReplica(opts('a'))
-    assert.equal(a.increment(0), null)
+    assert.equal(a.increment(0), false)
     for (const bad of [-1, 1.5, NaN, 2 ** 60]) rejectsWith(ErrorCodes.INVALID_ARGUMENT, () => a.increment(bad))
     assert.equal(a.value(), 0)
   })
@@ -322,7 +323,7 @@ describe('replica contract', () => {
     const b = new ORSetReplica<string>(opts('b'))
     const seen: Array<{ local: boolean; origin?: unknown }> = []
     b.events.on('change', (e) => seen.push({ local: e.local, origin: e.origin }))
-    const delta = a.add('x')
+    const delta = localDelta(a, () => a.add('x'))!
     assert.equal(b.applyDelta(delta, 'peer-1'), true)
     assert.equal(b.applyDelta(delta, 'peer-2'), false)
     b.add('y')

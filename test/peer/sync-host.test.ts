@@ -17,6 +17,7 @@ import { openLevelStorage } from '../../persistence/level/index.ts'
 import { createPeer, type Peer, type PeerOptions } from '../../peer/index.ts'
 import { StoreSyncHost } from '../../peer/store-sync-host.ts'
 import { tempDir } from '../helpers/temp-dir.ts'
+import { localDelta } from '../helpers/local-delta.ts'
 import { until } from '../helpers/wait.ts'
 
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve))
@@ -24,7 +25,7 @@ const nextTurn = () => new Promise((resolve) => setImmediate(resolve))
 /** A delta that increments a fresh counter by `n`. */
 function incrementBy(n: number): Uint8Array {
   const counter = createReplica('pncounter', { replicaId: replicaId(`w${n}`) }) as PNCounterReplica
-  return counter.increment(n)!
+  return localDelta(counter, () => counter.increment(n))!
 }
 
 /**

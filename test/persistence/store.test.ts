@@ -9,6 +9,7 @@ import { FaultStorage } from '../../persistence/fault-storage.ts'
 import { logKey, seqKey } from '../../persistence/keys.ts'
 import { openStore, type HistoryEntry } from '../../persistence/index.ts'
 import { FakeTimers, settle, tempDir, textOf, typeText } from './helpers.ts'
+import { localDelta } from '../helpers/local-delta.ts'
 
 /** A delta made on a separate replica: `text` appended by agent `agent`. */
 function remoteDelta(text: string, agent = 'remote'): Uint8Array {
@@ -341,7 +342,7 @@ describe('store: refused remote deltas', () => {
       assert.deepEqual((await store.names()).map((n) => n.name), [])
       // a good delta of another new name in the same commit is not applied either
       const source = await store.open('source', 'orset')
-      const good = (source as unknown as { add(v: string): Uint8Array }).add('x')
+      const good = localDelta(source, () => (source as unknown as { add(v: string): boolean }).add('x'))!
       await assert.rejects(store.commit([
         { name: 'fresh', type: 'orset', delta: good },
         { name: 'ghost2', type: 'orset', delta: new Uint8Array([9]) },

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict'
 import * as A from '@automerge/automerge'
 import { AutomergeReplica } from '../../../crdt/documents/automerge-replica.ts'
 import { replicaId } from '../../../crdt/replica.ts'
+import { localDelta } from '../../helpers/local-delta.ts'
 import { concatBytes, hasAstral, replayConcurrent, utf16Position, utf16Span, type ConcurrentTrace, type Patch } from './traces.ts'
 
 /** The text after applying the patches of `txns` to an empty string. */
@@ -21,16 +22,16 @@ export function replayText(txns: ReadonlyArray<{ readonly patches: readonly Patc
   return text
 }
 
-/** Applies a transaction's patches to the Automerge text in one change. */
+/** Applies a transaction's patches to the Automerge text in one change; its delta, or null when it changed nothing. */
 export function automergeChange(replica: AutomergeReplica<{ text: string }>, patches: readonly Patch[]): Uint8Array | null {
-  return replica.change((doc) => {
+  return localDelta(replica, () => replica.change((doc) => {
     for (const [pos, del, ins] of patches) {
       const current = doc.text
       const astral = hasAstral(current) || hasAstral(ins)
       const at = utf16Position(current, pos, astral)
       A.splice(doc, ['text'], at, utf16Span(current, at, del, astral), ins)
     }
-  })
+  }))
 }
 
 /**

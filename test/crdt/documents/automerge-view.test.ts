@@ -15,6 +15,7 @@ import { AutomergeReplica } from '../../../crdt/documents/automerge-replica.ts'
 import { replicaId } from '../../../crdt/replica.ts'
 import { Prng } from '../../../transports/memory/prng.ts'
 import { concatBytes } from '../../helpers/bytes.ts'
+import { localDelta } from '../../helpers/local-delta.ts'
 
 type Doc = Record<string, unknown>
 
@@ -35,15 +36,15 @@ test('a deleted winner and a lower concurrent value arriving in one delta: the v
   const c = fork('c', '9c1c')
   const b = fork('b', '9bb0')
   // c overwrites k3 (its op ranks above b's: same counter, greater actor), then deletes it.
-  const c2 = c.change((doc) => {
+  const c2 = localDelta(c, () => c.change((doc) => {
     doc.k3 = { n: 35, tag: 'c' }
-  })!
-  const c3 = c.change((doc) => {
+  }))!
+  const c3 = localDelta(c, () => c.change((doc) => {
     delete doc.k3
-  })!
-  const b1 = b.change((doc) => {
+  }))!
+  const b1 = localDelta(b, () => b.change((doc) => {
     doc.k3 = { n: 33, tag: 'b' }
-  })!
+  }))!
 
   const receiver = fork('r', 'ffff')
   assert.equal(receiver.applyDelta(c2), true)
@@ -53,9 +54,9 @@ test('a deleted winner and a lower concurrent value arriving in one delta: the v
   assert.deepEqual(receiver.value(), reloaded(receiver))
   // The rebuilt document keeps the replica's actor and stays writable.
   assert.equal(A.getActorId(receiver.doc), actor('ffff'))
-  const local = receiver.change((doc) => {
+  const local = localDelta(receiver, () => receiver.change((doc) => {
     ;(doc.k3 as { n: number }).n = 99
-  })
+  }))
   assert.ok(local !== null)
   assert.equal(A.decodeChange(local).actor, actor('ffff'))
   assert.deepEqual(receiver.value(), { k3: { n: 99, tag: 'b' } })
@@ -87,7 +88,7 @@ test('random concurrent map, list and text edits, received in random groupings: 
         }
         continue
       }
-      const change = agent.change((doc) => {
+      const change = localDelta(agent, () => agent.change((doc) => {
         const map = doc.m as Record<string, unknown>
         const list = doc.l as unknown[]
         const key = pick(['k1', 'k2'])
@@ -106,7 +107,7 @@ test('random concurrent map, list and text edits, received in random groupings: 
           const removing = random() < 0.3 && text.length > 0 ? 1 : 0
           A.splice(doc, ['t'], Math.floor(random() * (text.length + 1 - removing)), removing, random() < 0.7 ? 'x' : '')
         }
-      })
+      }))
       if (change !== null) local++
     }
     // Every change (getAllChanges lists them in an order that respects dependencies), in random groups.

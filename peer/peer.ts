@@ -1,50 +1,29 @@
 /**
- * `createPeer()`: the composition root. A peer owns one store (LevelDB or
- * memory), opens typed replicas from it, and keeps them in sync with other
- * peers over any transport: WebSocket built in (`listen`, `connect`), any
- * other `Connection` through `attach` (the simulated network, libp2p).
- *
- * Flow of a local change: mutator -> replica emits `change` -> the store
- * logs it (per the durability mode) -> the store announces the durable unit
- * -> every open session ships it. A remote change: session -> host ->
- * store.commit (validate all, apply, log, all or none) -> acknowledged.
+ * `createPeer()` in Node: the composition root. A {@link Peer} is the
+ * platform-neutral {@link PeerCore} (store, replicas, sessions, admission,
+ * `transact`, `flush`, history, events) with Node's doors: WebSocket built
+ * in (`listen`, `connect`, the y-websocket route), libp2p (`listen({
+ * libp2p })`, `connect(multiaddr)`), any other `Connection` through
+ * `attach` (the simulated network). The browser's peer is peer/browser.ts.
  */
-import { Emitter, type Unsubscribe } from '../crdt/emitter.ts'
-import type { WaitingStats } from '../crdt/documents/waiting-room.ts'
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
-import type { Replica, ReplicaType } from '../crdt/replica.ts'
-import type { Json } from '../crdt/types/json.ts'
-import type {
-  EWFlagReplica, GCounterReplica, GSetReplica, LWWRegisterReplica, MVRegisterReplica, ORMapReplica, ORSetReplica, PNCounterReplica,
-} from '../crdt/types/replicas.ts'
-import type { YjsReplica } from '../crdt/documents/yjs-replica.ts'
-import type { AutomergeReplica } from '../crdt/documents/automerge-replica.ts'
-import { openStore, type HistoryEntry, type NameInfo, type Store } from '../persistence/store.ts'
-import type { NameOptions } from '../persistence/options.ts'
-import {
-  Admission, attachSession, peerId as toPeerId, type AdmissionStats, type SessionStats, type SyncHost, type SyncSession,
-} from '../sync/index.ts'
-import type { Connection } from '../transports/transport.ts'
-import { validatePeerOptions, type PeerOptions, type SyncTuning } from './options.ts'
-import { checkIdentities, type IdentityProof } from './identity-check.ts'
-import type { GossipStats } from './gossip-fanout.ts'
+import { openStore, type Store } from '../persistence/store.ts'
+import type { SyncSession } from '../sync/index.ts'
+import { validatePeerOptions, type PeerOptions } from './options.ts'
 import { Libp2pLink, type Libp2pListening } from './libp2p-link.ts'
 import { validateLibp2pOptions, type PeerLibp2pOptions } from './libp2p-options.ts'
 import type { Libp2pTransport } from '../transports/libp2p/libp2p-transport.ts'
-import { StoreSyncHost } from './store-sync-host.ts'
-import { WebSocketNetwork, type ConnectOptions, type ListenOptions, type ReconnectingEvent } from './websocket-network.ts'
-import type { YWebsocketStats } from './y-websocket-route.ts'
-import { flushWithAcks, type FlushOptions } from './flush.ts'
-import { addStats, emptyStats } from './session-stats.ts'
+import { WebSocketNetwork, type ConnectOptions, type ListenOptions } from './websocket-network.ts'
 import { multiaddrHost, openAccessWarning } from './open-access.ts'
-import { checkChangeOptions, type ChangeOptions } from './provenance.ts'
-import { Presence, type PresenceStats } from './presence.ts'
+import { PeerCore, peerStoreOptions, type PeerEvents, type PeerStats } from './peer-core.ts'
 
-export type { ListenOptions, ConnectOptions, ReconnectingEvent, HttpRoute } from './websocket-network.ts'
-export type { FlushOptions, FlushProgress } from './flush.ts'
-export { FlushTimeoutError } from './flush.ts'
+export type { ListenOptions, ConnectOptions, HttpRoute } from './websocket-network.ts'
 export type { ChangeOptions } from './provenance.ts'
 export { PRESENCE_TABLE_LIMITS, type PresenceInfo, type PresenceUpdate, type PresenceStats } from './presence.ts'
+export type { ReconnectingEvent } from './dialer.ts'
+export type { FlushOptions, FlushProgress } from './flush.ts'
+export { FlushTimeoutError } from './flush.ts'
+export { PeerCore, type PeerEvents, type PeerStats } from './peer-core.ts'
 
 /** Options of {@link Peer.listen} for libp2p. */
 export interface Libp2pListenOptions {
@@ -57,145 +36,22 @@ export interface Libp2pListenOptions {
   readonly signal?: AbortSignal | undefined
 }
 
-/** Events of a peer (`peer.on(event, listener)`; README, "Events"). */
-export interface PeerEvents extends Record<string, unknown> {
-  /** A session with a remote peer completed its handshake. */
-  'peer-connected': { readonly peerId: string }
-  /** The first anti-entropy with a remote peer is done: we hold what it held then. */
-  'peer-synced': { readonly peerId: string }
-  /** A session ended. */
-  'peer-disconnected': { readonly peerId?: string; readonly reason?: string }
-  /** A connection `connect(url)` kept up went down (attempt 0) or a redial of it failed; the next dial is in `delayMs`. */
-  reconnecting: ReconnectingEvent
-  /** A handshake was refused (either way). */
-  refused: { readonly by: 'local' | 'remote'; readonly reason: string; readonly message: string }
-  /** A background failure (a change that could not be logged, a transport error). */
-  error: { readonly name?: string; readonly error: ConcordError }
-  /** A setup that works but is probably not what was meant (`open-access`: listening beyond loopback with no credentials). */
-  warning: { readonly kind: 'open-access'; readonly message: string; readonly address: string }
-  /**
-   * A remote commit was refused and not applied (`by: 'local'`: this peer
-   * refused it, e.g. `CONCORD_LIMIT_EXCEEDED`, `CONCORD_FORBIDDEN`;
-   * `by: 'remote'`: the remote refused one of ours), with its stable code.
-   */
-  'write-refused': { readonly by: 'local' | 'remote'; readonly peerId?: string; readonly name: string; readonly code: string; readonly message: string }
-}
-
-/** Counters of a peer. */
-export interface PeerStats {
-  readonly sessions: number
-  /** Sums over every session this peer has had. */
-  readonly totals: Readonly<SessionStats>
-  /** The gossipsub fan-out's counters (libp2p with `gossipsub` only). */
-  readonly gossip?: Readonly<GossipStats>
-  /** What the admission decided, over every door (sessions, gossip, y-websocket). */
-  readonly admission: Readonly<AdmissionStats>
-  /** The y-websocket route's counters (once `listen` serves it). */
-  readonly yWebsocket?: Readonly<YWebsocketStats>
-  /**
-   * Document updates waiting for a missing dependency (all names): held now,
-   * dropped over a budget (they come again by anti-entropy), released.
-   */
-  readonly waiting: Readonly<WaitingStats>
-  /** The presence table's counters. */
-  readonly presence: Readonly<PresenceStats>
-}
-
-const TICK_MS = 500
-
-/** How the peer attaches a session: credentials, host, tuning and channel binding (libp2p). */
-interface AttachOptions {
-  readonly token?: string
-  /** The session's host; its `authenticate` is the session's credential check (accepted, dialed, identity-bound). */
-  readonly host: SyncHost
-  readonly sync?: Partial<SyncTuning>
-  readonly channelBinding?: Uint8Array
-}
-
 /** Creates a peer: opens its store and gets it ready to sync. */
 export async function createPeer(options: PeerOptions): Promise<Peer> {
   validatePeerOptions(options)
   if (options.libp2p !== undefined) validateLibp2pOptions(options.libp2p, 'createPeer')
-  const store = await openStore({
-    dir: options.dir,
-    storage: options.storage,
-    createReplica: options.createReplica,
-    replicaId: options.id,
-    durability: options.durability,
-    checkpoint: options.checkpoint,
-    retention: options.retention,
-    cacheSize: options.cacheSize,
-    ttlMs: options.ttlMs,
-    archive: options.archiveAfterMs !== undefined ? { afterMs: options.archiveAfterMs } : undefined,
-    schema: options.schema,
-    documentLimits: options.documentLimits,
-    waitingBudget: options.waitingBudget,
-    now: options.now,
-    signal: options.signal,
-  })
+  const store = await openStore(peerStoreOptions(options))
   return new Peer(options, store)
 }
 
-/** A Concord peer: typed replicas, persisted and synced. See {@link createPeer}. */
-export class Peer {
-  /** The peer's stable id. */
-  readonly id: string
-  readonly events = new Emitter<PeerEvents>()
-  /** The peer's store (log, checkpoints, lifecycle). */
-  readonly store: Store
-  /**
-   * Who works on what, across the peers (peer/presence.ts): `set(agent,
-   * { status, name, ttlMs })`, `clear(agent)`, `list()`; never persisted.
-   */
-  readonly presence: Presence
-
-  private readonly host: StoreSyncHost
-  /** What proves the ids remote peers claim (see peer/identity-check.ts). */
-  private readonly identityProof: IdentityProof
-  /** The same host, checking the credentials of peers this one dialed. */
-  private readonly dialHost: SyncHost
-  /**
-   * The rules every door of this peer passes (sync/admission.ts): sessions,
-   * gossip, y-websocket clients, and doors built above the peer (the MCP
-   * server): credentials, access per name, type, limits, then validation,
-   * apply and persist.
-   */
-  readonly admission: Admission
-  private readonly sessions = new Set<SyncSession>()
+/** A Concord peer in Node: typed replicas, persisted and synced. See {@link createPeer}. */
+export class Peer extends PeerCore {
   /** The WebSocket side: listener, connections dialed by {@link connect}, y-websocket route. */
   private readonly websocket: WebSocketNetwork
-  private readonly finishedTotals: SessionStats = emptyStats()
   private link: Libp2pLink | undefined
-  private readonly ticker: ReturnType<typeof setInterval> | undefined
-  private closing: Promise<void> | undefined
 
-  constructor(private readonly options: PeerOptions, store: Store) {
-    this.id = options.id
-    this.store = store
-    this.identityProof = checkIdentities(options)
-    this.host = new StoreSyncHost({
-      store, auth: options.auth, access: options.access, heavyApplyBytes: options.heavyApplyBytes,
-      // A corrupt name is left out of sync (every other name still syncs) and reported once.
-      onUnreadable: (name, error) => this.events.emit('error', { name, error }),
-    })
-    this.dialHost = this.host.forDialedSessions()
-    this.presence = new Presence({ peerId: options.id, sessions: () => this.sessions, now: options.now })
-    this.admission = new Admission(this.host, {
-      filter: options.names,
-      anonymousReads: !this.requiresCredentials() && options.access === undefined,
-      storedType: (name) => store.typeOf(name),
-    })
-    store.events.on('error', (event) => this.events.emit('error', event))
-    store.events.on('expired', ({ name }) => this.host.untrack(name))
-    store.events.on('archived', ({ name }) => this.host.untrack(name))
-    // A repaired name syncs again: anti-entropy both ways now, so peers refill what the damage lost.
-    store.events.on('repaired', ({ name }) => {
-      this.host.readable(name)
-      for (const session of this.sessions) {
-        session.pull()
-        session.push()
-      }
-    })
+  constructor(options: PeerOptions, store: Store) {
+    super(options, store)
     this.websocket = new WebSocketNetwork({
       id: options.id,
       maxFrameBytes: options.maxFrameBytes,
@@ -204,166 +60,10 @@ export class Peer {
       admission: this.admission,
       attach: (connection, attachOptions) => this.attach(connection, attachOptions),
       onInbound: (connection) => {
-        if (!this.closing) this.attach(connection)
+        if (!this.isClosing) this.attach(connection)
       },
       onReconnecting: (event) => this.events.emit('reconnecting', event),
     })
-    const tickMs = options.tickMs ?? TICK_MS
-    if (tickMs > 0) {
-      this.ticker = setInterval(() => this.tick(), tickMs)
-      this.ticker.unref()
-    }
-  }
-
-  /** Adds a listener of a peer event (README, "Events"); returns a function that removes it. Same as `peer.events.on`. */
-  on<K extends keyof PeerEvents>(event: K, listener: (payload: PeerEvents[K]) => void): Unsubscribe {
-    return this.events.on(event, listener)
-  }
-
-  /** Adds a listener that runs once; returns a function that removes it. */
-  once<K extends keyof PeerEvents>(event: K, listener: (payload: PeerEvents[K]) => void): Unsubscribe {
-    return this.events.once(event, listener)
-  }
-
-  /** Removes a listener added with {@link on}. */
-  off<K extends keyof PeerEvents>(event: K, listener: (payload: PeerEvents[K]) => void): void {
-    this.events.off(event, listener)
-  }
-
-  /**
-   * Drives the time-based parts of every session (handshake timeout, resync
-   * retries, periodic anti-entropy). A timer calls it every `tickMs`; with
-   * `tickMs: 0` the caller does (a simulation, in virtual time).
-   */
-  tick(now?: number): void {
-    for (const session of this.sessions) session.tick(now)
-    this.presence.sweep()
-  }
-
-  // ------------------------------------------------------------ replicas
-
-  /** A PN-counter (increment, decrement, value). */
-  counter(name: string, options?: NameOptions): Promise<PNCounterReplica> {
-    return this.open(name, 'pncounter', options) as Promise<PNCounterReplica>
-  }
-
-  /** A grow-only counter. */
-  gcounter(name: string, options?: NameOptions): Promise<GCounterReplica> {
-    return this.open(name, 'gcounter', options) as Promise<GCounterReplica>
-  }
-
-  /** An add-wins observed-remove set of JSON values. */
-  set<T extends Json = Json>(name: string, options?: NameOptions): Promise<ORSetReplica<T>> {
-    return this.open(name, 'orset', options) as Promise<ORSetReplica<T>>
-  }
-
-  /** A grow-only set of JSON values. */
-  gset<T extends Json = Json>(name: string, options?: NameOptions): Promise<GSetReplica<T>> {
-    return this.open(name, 'gset', options) as Promise<GSetReplica<T>>
-  }
-
-  /** A last-writer-wins register (hybrid logical clock, ties by replica id). */
-  register<T extends Json = Json>(name: string, options?: NameOptions): Promise<LWWRegisterReplica<T>> {
-    return this.open(name, 'lww-register', options) as Promise<LWWRegisterReplica<T>>
-  }
-
-  /** A multi-value register (keeps concurrent writes). */
-  mvRegister<T extends Json = Json>(name: string, options?: NameOptions): Promise<MVRegisterReplica<T>> {
-    return this.open(name, 'mv-register', options) as Promise<MVRegisterReplica<T>>
-  }
-
-  /** An observed-remove map whose values are nested CRDTs. */
-  map(name: string, options?: NameOptions): Promise<ORMapReplica> {
-    return this.open(name, 'ormap', options) as Promise<ORMapReplica>
-  }
-
-  /** An enable-wins flag. */
-  flag(name: string, options?: NameOptions): Promise<EWFlagReplica> {
-    return this.open(name, 'ewflag', options) as Promise<EWFlagReplica>
-  }
-
-  /** A Yjs document (`.doc` is the Y.Doc), persisted and synced. */
-  yjs(name: string, options?: NameOptions): Promise<YjsReplica> {
-    return this.open(name, 'yjs', options) as Promise<YjsReplica>
-  }
-
-  /** An Automerge document handle (`.doc`, `.change(fn)`). */
-  automerge<T = Record<string, unknown>>(name: string, options?: NameOptions): Promise<AutomergeReplica<T>> {
-    return this.open(name, 'automerge', options) as Promise<AutomergeReplica<T>>
-  }
-
-  /**
-   * Opens `name` as `type` (creating it if new). Opening a name as another
-   * type than it was created with throws `CONCORD_TYPE_MISMATCH`.
-   */
-  async open(name: string, type: ReplicaType, options?: NameOptions): Promise<Replica> {
-    this.checkOpen()
-    const replica = await this.store.open(name, type, options)
-    this.host.track(name, replica)
-    return replica
-  }
-
-  /**
-   * Runs `fn`, whose changes to several names are committed locally as one
-   * atomic unit and shipped as one unit: a receiving peer persists and
-   * applies all of them or none. Resolves once durable here, with the
-   * records written (`{ name, seq }`; none if nothing changed). `agent`: who
-   * made the change when this peer acts for someone else (a door serving
-   * its clients; default this peer's id), logged in its records;
-   * `message` (why) and `meta` are checked and kept with the change once
-   * records carry provenance (see `ChangeProvenance`).
-   */
-  async transact(fn: () => void, options: ChangeOptions = {}): Promise<ReadonlyArray<{ readonly name: string; readonly seq: number }>> {
-    this.checkOpen()
-    checkChangeOptions(options)
-    return this.store.atomic(fn, options)
-  }
-
-  /**
-   * Resolves when everything written before the call is durable here and,
-   * with `acks: n`, persisted by at least `n` distinct peers (peers that
-   * connect meanwhile count). Waits at most `timeoutMs` (default 30 s, also
-   * when no peer is connected), then rejects with a `FlushTimeoutError`
-   * (`CONCORD_TIMEOUT`) listing who acknowledged; `onProgress` reports each
-   * acknowledgement as it comes.
-   */
-  async flush(options: FlushOptions = {}): Promise<void> {
-    this.checkOpen()
-    return flushWithAcks({
-      store: this.store,
-      sessions: this.sessions,
-      onPeerConnected: (listener) => this.events.on('peer-connected', listener),
-      needsPush: (session) => this.link?.needsPush(session) ?? false,
-    }, options)
-  }
-
-  /** The log records of `name`, oldest first: `{ seq, hlc, agent, bytes, hash }`. */
-  history(name: string, options?: { from?: number; limit?: number; reverse?: boolean; signal?: AbortSignal }): Promise<HistoryEntry[]> {
-    this.checkOpen()
-    return this.store.history(name, options)
-  }
-
-  /** The value of `name` as it was right after record `seq`. */
-  async at(name: string, seq: number, options?: { signal?: AbortSignal }): Promise<unknown> {
-    this.checkOpen()
-    return (await this.store.at(name, seq, options)).value()
-  }
-
-  /**
-   * A new, replicated change that brings `name` back to its value at `seq`.
-   * Resolves with the seq of that change (null if the value was already
-   * equal). `agent`, `message`, `meta` as for {@link transact}.
-   */
-  async revert(name: string, seq: number, options: ChangeOptions = {}): Promise<number | null> {
-    this.checkOpen()
-    checkChangeOptions(options)
-    return this.store.revert(name, seq, options)
-  }
-
-  /** Every name this peer holds, with type, record count, size and last change. */
-  names(options?: { signal?: AbortSignal }): Promise<NameInfo[]> {
-    this.checkOpen()
-    return this.store.names(options)
   }
 
   // ------------------------------------------------------------ network
@@ -397,11 +97,6 @@ export class Peer {
     const listening = await this.websocket.listen(websocket)
     if (!this.requiresCredentials()) this.warn(openAccessWarning([websocket.host ?? '127.0.0.1'], 'WebSocket'))
     return listening
-  }
-
-  /** True when peers that connect must present credentials (`auth.accept`, or `auth.token` as a shared secret). */
-  private requiresCredentials(): boolean {
-    return this.options.auth?.accept !== undefined || this.options.auth?.token !== undefined
   }
 
   private warn(warning: PeerEvents['warning'] | undefined): void {
@@ -448,66 +143,11 @@ export class Peer {
     return this.websocket.disconnect(url)
   }
 
-  /**
-   * Runs the Concord protocol over any transport connection (the simulated
-   * network, libp2p, a custom one). Returns the session.
-   */
-  attach(connection: Connection, options: { token?: string } = {}): SyncSession {
-    this.checkOpen()
-    if (connection.direction !== 'outbound') this.checkUnboundDoor('attach')
-    const host = connection.direction === 'outbound' ? this.dialHost : this.host
-    return this.attachWith(connection, { token: options.token, host })
-  }
-
-  /** Attaches with a given host and session tuning (the libp2p link's sessions). */
-  private attachWith(connection: Connection, options: AttachOptions): SyncSession {
-    const session = attachSession(connection, options.host, {
-      ...this.options.sync,
-      ...options.sync,
-      peerId: toPeerId(this.id),
-      token: options.token ?? this.options.auth?.token,
-      legacyBearer: this.options.auth?.legacyBearer ?? false,
-      channelBinding: options.channelBinding,
-      filter: this.options.names,
-      maxFrameBytes: this.options.maxFrameBytes,
-      presence: this.options.sync?.presence ?? true,
-      // The peer's one admission, with the credential check of this session's host.
-      admission: this.admission.withCredentials((peer, presented) => options.host.authenticate(peer, presented)),
-    })
-    this.sessions.add(session)
-    session.events.on('open', ({ peerId }) => {
-      this.presence.sessionOpened(session)
-      this.events.emit('peer-connected', { peerId })
-    })
-    session.events.on('presence', ({ entries }) => this.presence.receive(session, entries))
-    session.events.on('synced', ({ peerId }) => this.events.emit('peer-synced', { peerId }))
-    session.events.on('refused', (event) => this.events.emit('refused', event))
-    session.events.on('refused-write', ({ name, code, message }) => this.events.emit('write-refused', { by: 'local', peerId: session.remotePeerId, name, code, message }))
-    session.events.on('rejected', ({ name, code, message }) => this.events.emit('write-refused', { by: 'remote', peerId: session.remotePeerId, name, code, message }))
-    session.events.once('close', ({ reason }) => {
-      this.sessions.delete(session)
-      addStats(this.finishedTotals, session.stats)
-      this.events.emit('peer-disconnected', { peerId: session.remotePeerId, reason })
-    })
-    return session
-  }
-
-  /** Peer ids of the sessions that completed their handshake. */
-  get connectedPeers(): string[] {
-    return [...this.sessions].filter((s) => s.state === 'open').map((s) => s.remotePeerId!).filter(Boolean)
-  }
-
   /** Counters: bytes and frames exchanged, malformed input dropped, and more. */
-  stats(): PeerStats {
-    const totals = { ...this.finishedTotals }
-    for (const session of this.sessions) addStats(totals, session.stats)
+  override stats(): PeerStats {
     const gossip = this.link?.gossipStats
     const yWebsocket = this.websocket.yWebsocketStats
-    const waiting = this.store.waitingStats()
-    return {
-      sessions: this.sessions.size, totals, admission: { ...this.admission.stats }, waiting, presence: this.presence.stats,
-      ...(gossip ? { gossip } : {}), ...(yWebsocket ? { yWebsocket } : {}),
-    }
+    return { ...super.stats(), ...(gossip ? { gossip } : {}), ...(yWebsocket ? { yWebsocket } : {}) }
   }
 
   /**
@@ -520,33 +160,18 @@ export class Peer {
     return this.link?.transport
   }
 
-  /** Stops syncing, closes every connection and the store (flushing it). Idempotent. */
-  close(): Promise<void> {
-    this.closing ??= this.shutdown()
-    return this.closing
-  }
-
-  private async shutdown(): Promise<void> {
-    if (this.ticker) clearInterval(this.ticker)
-    this.presence.close()
-    // libp2p first: its transport would otherwise reopen connections to a closing peer.
+  // libp2p first: its transport would otherwise reopen connections to a closing peer.
+  protected override async stopDialing(): Promise<void> {
     await this.link?.stop()
     this.websocket.stopReconnecting()
-    for (const session of this.sessions) session.close('peer closing')
+  }
+
+  protected override async stopTransports(): Promise<void> {
     await this.websocket.stop()
-    this.host.stop()
-    await this.store.close()
   }
 
-  /** Refuses a door other than libp2p when only `libp2p.identities` proves the ids `access` relies on. */
-  private checkUnboundDoor(what: string): void {
-    if (this.identityProof !== 'libp2p') return
-    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `${what}: access grants rights by peer id and only libp2p.identities proves ids here; ` +
-      'a peer that connects this way carries no PeerId and could claim any id. Give each peer its own secret (auth.accept) to serve it too.')
-  }
-
-  private checkOpen(): void {
-    if (this.closing) throw new ConcordError(ErrorCodes.CLOSED, `peer "${this.id}" is closed`)
+  protected override needsPush(session: SyncSession): boolean {
+    return this.link?.needsPush(session) ?? false
   }
 
   private libp2pLink(): Libp2pLink {

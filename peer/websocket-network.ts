@@ -1,16 +1,16 @@
 /**
  * The WebSocket side of a peer: the listening transport, the connections it
- * dialed and keeps up ({@link Reconnector}s), and the stock y-websocket route
+ * dialed and keeps up (a {@link Dialer}), and the stock y-websocket route
  * at `/yjs/<room>`. Sessions are attached by the peer (`attach`); this module
  * only moves connections to it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
+import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import type { Store } from '../persistence/store.ts'
-import type { Admission, RefuseReason, SyncHost, SyncSession } from '../sync/index.ts'
+import type { Admission, SyncHost, SyncSession } from '../sync/index.ts'
 import type { Connection } from '../transports/transport.ts'
-import { Reconnector } from '../transports/reconnect.ts'
-import { parseWebSocketUrl, WebSocketTransport, type WebSocketListenOptions } from '../transports/websocket/index.ts'
+import { WebSocketTransport, type WebSocketListenOptions } from '../transports/websocket/index.ts'
+import { Dialer, type DialOptions, type ReconnectingEvent } from './dialer.ts'
 import { YWebsocketRoute, type YWebsocketOptions, type YWebsocketStats } from './y-websocket-route.ts'
 
 /**
@@ -54,71 +54,13 @@ export interface ListenOptions {
 }
 
 /** Options of {@link Peer.connect}. */
-export interface ConnectOptions {
-  /** The secret to prove (default: the peer's `auth.token`). */
-  readonly token?: string | undefined
+export interface ConnectOptions extends DialOptions {
   /**
    * How a `wss://` server's certificate is checked: `ca` (PEM) trusts a
    * private CA or a self-signed server instead of the system's CAs (the
    * certificate must still name the URL's host).
    */
   readonly tls?: { readonly ca?: string | Buffer | ReadonlyArray<string | Buffer> } | undefined
-  /**
-   * The first attempt (dial and Concord handshake) fails with
-   * `CONCORD_TIMEOUT` after this many ms (default 15 000).
-   */
-  readonly timeoutMs?: number | undefined
-  /** Stops waiting (and reconnecting) when aborted. */
-  readonly signal?: AbortSignal | undefined
-}
-
-/** OpenSSL's verdicts on a certificate chain it does not trust (Node's `error.code`). */
-const CERTIFICATE_ERRORS = new Set([
-  'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'CERT_HAS_EXPIRED', 'CERT_NOT_YET_VALID', 'CERT_UNTRUSTED', 'CERT_REJECTED',
-  'CERT_SIGNATURE_FAILURE', 'ERR_TLS_CERT_ALTNAME_INVALID', 'HOSTNAME_MISMATCH',
-])
-
-/** The certificate error code behind a failed dial, if that is why it failed. */
-function certificateError(error: unknown): string | undefined {
-  for (let cause = error, depth = 0; cause !== null && typeof cause === 'object' && depth < 4; depth++) {
-    const code = (cause as { code?: unknown }).code
-    if (typeof code === 'string' && CERTIFICATE_ERRORS.has(code)) return code
-    cause = (cause as { cause?: unknown }).cause
-  }
-  return undefined
-}
-
-/** Default of {@link ConnectOptions.timeoutMs}. */
-export const DEFAULT_CONNECT_TIMEOUT_MS = 15_000
-
-/** A redial of a connection that was up: the peer's `reconnecting` event. */
-export interface ReconnectingEvent {
-  readonly url: string
-  /** 0 right after the connection closed, then 1, 2, ... per failed redial. */
-  readonly attempt: number
-  /** When the next dial starts, ms from now. */
-  readonly delayMs: number
-  /** Why the last redial failed (absent right after the connection closed). */
-  readonly error?: ConcordError
-}
-
-function checkTimeout(timeoutMs: unknown): void {
-  if (timeoutMs === undefined) return
-  if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0) {
-    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `connect: timeoutMs must be a number of ms > 0, got ${String(timeoutMs)}`)
-  }
-}
-
-/** The error a refused handshake gives `connect`. */
-function refusalError(url: string, by: 'local' | 'remote', reason: RefuseReason, message: string): ConcordError {
-  const code = reason === 'auth' ? ErrorCodes.AUTH_FAILED
-    : reason === 'version' ? ErrorCodes.UNSUPPORTED_VERSION
-      : reason === 'limit' ? ErrorCodes.LIMIT_EXCEEDED
-        : reason === 'shutdown' ? ErrorCodes.UNREACHABLE
-          : ErrorCodes.PROTOCOL_ERROR
-  const who = by === 'remote' ? `${url} refused` : `refused ${url}`
-  return new ConcordError(code, `${who}: ${message}`)
 }
 
 /** What the WebSocket side needs from its peer. */
@@ -143,14 +85,16 @@ export interface WebSocketNetworkOptions {
 
 /** The WebSocket transport of a peer, its dialed connections and its y-websocket route. */
 export class WebSocketNetwork {
-  /** Dialed connections kept up by {@link connect}: the address, and how to end a pending `connect`. */
-  private readonly reconnectors = new Map<Reconnector, { url: string; cancel: () => void }>()
+  /** Dialed connections kept up by {@link connect}. */
+  private readonly dialer: Dialer
   private websocket: WebSocketTransport | undefined
   private websocketWired = false
   private yRoute: YWebsocketRoute | undefined
   private readonly httpRoutes: HttpRoute[] = []
 
-  constructor(private readonly options: WebSocketNetworkOptions) {}
+  constructor(private readonly options: WebSocketNetworkOptions) {
+    this.dialer = new Dialer({ attach: options.attach, onReconnecting: options.onReconnecting })
+  }
 
   /** Serves the Concord protocol (and y-websocket unless turned off); resolves with the URL. */
   async listen(options: ListenOptions): Promise<{ url: string; port: number }> {
@@ -180,105 +124,21 @@ export class WebSocketNetwork {
 
   /** Dials `url` and keeps the connection up once a first handshake succeeded; see {@link Peer.connect}. */
   connect(url: string, options: ConnectOptions = {}): Promise<void> {
-    try {
-      parseWebSocketUrl(url)
-      checkTimeout(options.timeoutMs)
-    } catch (error) {
-      return Promise.reject(error)
-    }
-    const timeoutMs = options.timeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS
-    const transport = this.transport()
     const tls = options.tls
-    const reconnector = new Reconnector({
-      transport: tls ? { dial: (address, dialOptions) => transport.dial(address, { ...dialOptions, tls }) } : transport,
-      address: url,
-    })
-    return new Promise<void>((resolve, reject) => {
-      let settled = false
-      /** True once a handshake completed: from then on failures are retried, not reported here. */
-      let established = false
-      const timer = setTimeout(() => settle(new ConcordError(ErrorCodes.TIMEOUT, `connect to ${url}: no Concord handshake within ${timeoutMs} ms`)), timeoutMs)
-      const settle = (error?: Error) => {
-        if (settled) return
-        settled = true
-        clearTimeout(timer)
-        options.signal?.removeEventListener('abort', onAbort)
-        if (error) {
-          reconnector.stop()
-          this.reconnectors.delete(reconnector)
-          reject(error)
-        } else {
-          resolve()
-        }
-      }
-      const onAbort = () => settle(new ConcordError(ErrorCodes.ABORTED, `connect to ${url} aborted`))
-      this.reconnectors.set(reconnector, { url, cancel: () => settle(new ConcordError(ErrorCodes.ABORTED, `disconnected from ${url} before the first handshake`)) })
-      if (options.signal?.aborted) return onAbort()
-      options.signal?.addEventListener('abort', onAbort, { once: true })
-      // The first attempt is one dial and one handshake: its failure is the caller's answer. A certificate
-      // this peer does not trust will not become trusted by dialing again: that says how to trust it.
-      reconnector.events.on('failure', ({ error, attempt, delayMs }) => {
-        if (established) {
-          this.options.onReconnecting?.({ url, attempt: attempt + 1, delayMs, error: isConcordError(error) ? error : undefined })
-          return
-        }
-        const code = certificateError(error)
-        if (code !== undefined) {
-          settle(new ConcordError(ErrorCodes.AUTH_FAILED, `${url}: the server's TLS certificate is not trusted (${code}); ` +
-            'give its CA (or the self-signed certificate) as connect(url, { tls: { ca } })', { cause: error }))
-        } else {
-          settle(isConcordError(error) ? error : new ConcordError(ErrorCodes.UNREACHABLE, `cannot reach ${url}: ${String(error)}`, { cause: error }))
-        }
-      })
-      reconnector.events.on('disconnect', ({ delayMs }) => {
-        if (established) this.options.onReconnecting?.({ url, attempt: 0, delayMs })
-      })
-      reconnector.events.on('connection', (connection) => {
-        const session = this.options.attach(connection, { token: options.token })
-        let opened = false
-        session.events.once('open', () => {
-          opened = true
-          established = true
-          settle()
-        })
-        session.events.once('refused', ({ by, reason, message }) => {
-          const error = refusalError(url, by, reason, message)
-          // Refused for good (credentials, protocol version): stop redialling.
-          if (by === 'remote' && (reason === 'auth' || reason === 'version')) {
-            settle(error)
-            reconnector.stop()
-            this.reconnectors.delete(reconnector)
-          } else if (!established) {
-            settle(error)
-          }
-        })
-        session.events.once('close', ({ reason }) => {
-          if (!opened && !established) {
-            settle(new ConcordError(ErrorCodes.UNREACHABLE, `${url} closed the connection before the Concord handshake completed${reason ? ` (${reason})` : ''}`))
-          }
-        })
-      })
-      reconnector.start()
+    return this.dialer.connect(url, options, () => {
+      const transport = this.transport()
+      return tls ? { dial: (address, dialOptions) => transport.dial(address, { ...dialOptions, tls }) } : transport
     })
   }
 
   /** Stops the connections dialed to `url`; returns how many. See {@link Peer.disconnect}. */
   disconnect(url: string): number {
-    let stopped = 0
-    for (const [reconnector, dialed] of [...this.reconnectors]) {
-      if (dialed.url !== url) continue
-      this.reconnectors.delete(reconnector)
-      reconnector.stop()
-      dialed.cancel()
-      stopped++
-    }
-    return stopped
+    return this.dialer.disconnect(url)
   }
 
   /** Stops every reconnector (the first step of closing the peer). */
   stopReconnecting(): void {
-    for (const reconnector of this.reconnectors.keys()) reconnector.stop()
-    this.reconnectors.clear()
+    this.dialer.stop()
   }
 
   /** Closes the HTTP routes and the y-websocket route, and stops the transport. */

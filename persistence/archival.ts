@@ -4,7 +4,8 @@
  * marker; hydration calls `rehydrate(name)` to bring it back transparently.
  */
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
-import { decodeArchiveMarker, readArchive, writeArchive } from './archive.ts'
+import { decodeArchiveMarker } from './archive.ts'
+import { readArchive, writeArchive } from './archive-files.ts'
 import { archiveKey, checkpointPrefix, logPrefix, metaKey, tailKey } from './keys.ts'
 import type { SignalOptions, StorageOperation } from './storage.ts'
 import type { StoreCore } from './store-core.ts'

@@ -25,6 +25,7 @@ import { BatchBuilder, type CommittedRecord, type NameState } from './batch-buil
 import { metaKey, tailKey } from './keys.ts'
 import { encodeMeta } from './name-meta.ts'
 import type { Storage } from './storage.ts'
+import { afterThisTurn } from './turn.ts'
 
 export { BatchBuilder, type AppendInput, type CommittedRecord, type NameState } from './batch-builder.ts'
 
@@ -104,7 +105,7 @@ export interface CommitterOptions {
 
 /** Resolves after the pending promise callbacks and I/O events have run. */
 function nextTurn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve))
+  return new Promise((resolve) => afterThisTurn(resolve))
 }
 
 interface Queued {

@@ -10,7 +10,8 @@
  * fresh storage holding exactly what survived.
  */
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
-import { openLevelStorage, type LevelStorage } from './level/level-storage.ts'
+import type { LevelStorage } from './level/level-storage.ts'
+import { openLevelStorage } from './level/open-level-storage.ts'
 import type { RangeOptions, SignalOptions, Storage, StorageEntry, StorageKey, StorageOperation, WriteOptions } from './storage.ts'
 
 /** Decides whether an operation fails: return an error to throw, or undefined. */

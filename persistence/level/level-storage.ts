@@ -1,23 +1,18 @@
 /**
  * The abstract-level adapter: one {@link Storage} over any abstract-level
  * database with `view` (Uint8Array) keys and values. `classic-level`
- * (LevelDB) on disk and `memory-level` in memory both go through it.
+ * (LevelDB) on disk, `memory-level` in memory and `browser-level`
+ * (IndexedDB) all go through it; their openers are
+ * open-level-storage.ts (Node) and persistence/browser/.
  */
-import { open as openFile, readdir, rm, stat } from 'node:fs/promises'
-import { join } from 'node:path'
 import type { AbstractLevel } from 'abstract-level'
-import { ClassicLevel } from 'classic-level'
-import { MemoryLevel } from 'memory-level'
 import { ConcordError, ErrorCodes, isConcordError } from '../../crdt/errors.ts'
 import type { RangeOptions, SignalOptions, Storage, StorageEntry, StorageKey, StorageOperation, WriteOptions } from '../storage.ts'
 import { decodeKey, encodeKey, rangeToBytes } from './key-codec.ts'
-import { describeLockHolder, describeThisProcess } from './lock-holder.ts'
+import { probeFolderSpace } from './space-probe.ts'
 
 /** An abstract-level database with Uint8Array keys and values. */
 export type BytesLevel = AbstractLevel<Uint8Array, Uint8Array, Uint8Array>
-
-/** A file written (then removed) in the folder to check there is room to reopen after a write error. */
-const SPACE_PROBE = 'concord-space-probe'
 
 /** Reserved key (outside the path key space) written with `sync: true` by `flush()`. */
 const SYNC_KEY = Uint8Array.of(0xff, 0x73, 0x79, 0x6e, 0x63)
@@ -104,22 +99,10 @@ export class LevelStorage implements Storage {
    * stays open for reads (the store rolls refused changes back from it).
    */
   private async probeSpace(what: string, dir: string): Promise<void> {
-    let bytes = 64 * 1024
-    for (const file of await readdir(dir).catch(() => [] as string[])) {
-      if (file.endsWith('.log')) bytes += (await stat(join(dir, file)).catch(() => ({ size: 0 }))).size
-    }
-    const path = join(dir, SPACE_PROBE)
-    let handle
     try {
-      handle = await openFile(path, 'w')
-      const chunk = Buffer.alloc(Math.min(bytes, 1 << 20))
-      for (let written = 0; written < bytes; written += chunk.length) await handle.write(chunk, 0, Math.min(chunk.length, bytes - written))
-      await handle.sync()
+      await probeFolderSpace(dir)
     } catch (error) {
       throw new ConcordError(ErrorCodes.STORAGE_ERROR, `${what}: still failing after an earlier write error${this.writeError ? ` (${this.writeError.message})` : ''}: no room to reopen the database (${(error as Error)?.message ?? String(error)})`, { cause: error })
-    } finally {
-      await handle?.close().catch(() => undefined)
-      await rm(path, { force: true }).catch(() => undefined)
     }
   }
 
@@ -273,40 +256,5 @@ export class LevelStorage implements Storage {
     } catch (error) {
       throw storageError(error, 'close')
     }
-  }
-}
-
-/** The messages of an error and of its causes, outermost first. */
-function causeMessages(error: unknown): string[] {
-  const messages: string[] = []
-  for (let e = error as { message?: unknown; cause?: unknown } | undefined; e && messages.length < 8; e = e.cause as typeof e) {
-    if (typeof e.message === 'string') messages.push(e.message)
-  }
-  return messages
-}
-
-/** Options of {@link openLevelStorage}. */
-export interface LevelStorageOptions extends SignalOptions {
-  /** LevelDB folder (classic-level); omitted -> in memory (memory-level). */
-  readonly dir?: string | undefined
-}
-
-/** Opens classic-level in `dir`, or memory-level without one. */
-export async function openLevelStorage(options: LevelStorageOptions = {}): Promise<LevelStorage> {
-  throwIfAborted(options.signal)
-  const db = options.dir === undefined
-    ? new MemoryLevel<Uint8Array, Uint8Array>({ keyEncoding: 'view', valueEncoding: 'view' })
-    : new ClassicLevel<Uint8Array, Uint8Array>(options.dir, { keyEncoding: 'view', valueEncoding: 'view' })
-  const kind = options.dir === undefined ? 'memory-level' : `classic-level:${options.dir}`
-  try {
-    return await new LevelStorage(db as unknown as BytesLevel, kind, options.dir).open()
-  } catch (error) {
-    if (options.dir === undefined || !isConcordError(error, ErrorCodes.LOCKED)) throw error
-    // Say who holds it, so the user knows what to stop. LevelDB tells a lock
-    // held in this process by its message (and, closing its descriptor of the
-    // LOCK file, drops this process's record lock: /proc/locks no longer shows it).
-    const inProcess = causeMessages(error).some((message) => /already held by process/.test(message))
-    const holder = inProcess ? describeThisProcess() : await describeLockHolder(options.dir)
-    throw new ConcordError(ErrorCodes.LOCKED, `the data folder ${options.dir} is held by ${holder}: stop it first, or work on a copy of the folder`, { cause: error })
   }
 }

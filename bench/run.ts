@@ -25,6 +25,8 @@ const suites: Array<() => Promise<{ benchmarks: Benchmark[] }>> = [
   () => import('./apply-gate.bench.ts'),
   // libp2p
   () => import('./libp2p.bench.ts'),
+  // concord/browser
+  () => import('./browser.bench.ts'),
 ]
 
 const program = new Command('bench')

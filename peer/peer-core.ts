@@ -152,6 +152,8 @@ export class PeerCore {
       store, auth: options.auth, access: options.access, heavyApplyBytes: options.heavyApplyBytes,
       // A corrupt name is left out of sync (every other name still syncs) and reported once.
       onUnreadable: (name, error) => this.events.emit('error', { name, error }),
+      prepareType: (type) => this.prepareType(type),
+      onUnsupported: (name, error) => this.events.emit('error', { name, error }),
     })
     this.dialHost = this.host.forDialedSessions()
     this.presence = new Presence({ peerId: options.id, sessions: () => this.sessions, now: options.now })
@@ -262,6 +264,8 @@ export class PeerCore {
    */
   async open(name: string, type: ReplicaType, options?: NameOptions): Promise<Replica> {
     this.checkOpen()
+    const unsupported = await this.prepareType(type)
+    if (unsupported !== undefined) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, unsupported)
     const replica = await this.store.open(name, type, options)
     this.host.track(name, replica)
     return replica
@@ -408,6 +412,7 @@ export class PeerCore {
     await this.stopTransports()
     this.host.stop()
     await this.store.close()
+    await this.afterStoreClosed()
   }
 
   /** The platform's first step of closing: stop dialing and anything that would reopen connections (sessions close next). */
@@ -415,6 +420,20 @@ export class PeerCore {
 
   /** The platform's step after the sessions closed: stop its transports. */
   protected async stopTransports(): Promise<void> {}
+
+  /** The platform's last step of closing, once the store is closed (close a storage the peer opened itself). */
+  protected async afterStoreClosed(): Promise<void> {}
+
+  /**
+   * Gets a replica type ready before a replica of it is opened or a remote
+   * commit carrying it is applied (the browser peer loads Automerge's wasm on
+   * first need). Resolves undefined when ready, or why this peer cannot hold
+   * the type: opening it is then refused, and remote entries of it are left
+   * out of the commits they come in (the rest is applied).
+   */
+  protected prepareType(_type: ReplicaType): string | undefined | Promise<string | undefined> {
+    return undefined
+  }
 
   /** Whether a session needs a fresh anti-entropy round before its ack covers everything (libp2p: live commits went by gossip). */
   protected needsPush(_session: SyncSession): boolean {

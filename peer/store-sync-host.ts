@@ -9,6 +9,7 @@ import { Emitter, type Unsubscribe } from '../crdt/emitter.ts'
 import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
 import type { Replica, ReplicaType } from '../crdt/replica.ts'
 import type { Store } from '../persistence/store.ts'
+import { afterThisTurn } from '../persistence/turn.ts'
 import { provesSecret, type Access, type ApplyResult, type LocalCommit, type NameInfo, type PeerId, type PresentedCredentials, type SyncHost } from '../sync/index.ts'
 import type { DeltaEntry } from '../sync/messages.ts'
 import { overlayHost } from './host-overlay.ts'
@@ -33,6 +34,15 @@ export interface StoreSyncHostOptions {
   readonly onUnreadable?: (name: string, error: ConcordError) => void
   /** Delta bytes from which a remote commit waits its turn (see apply-gate.ts; default 64 KiB, 0: off). */
   readonly heavyApplyBytes?: number | undefined
+  /**
+   * Gets a type ready before a remote commit carrying it is applied
+   * (resolves undefined), or says why this peer cannot hold it: entries of
+   * that type are then left out (reported once per name through
+   * `onUnsupported`) and the rest of the commit is applied.
+   */
+  readonly prepareType?: (type: ReplicaType) => string | undefined | Promise<string | undefined>
+  /** Called once per name left out of remote commits because its type cannot be held here. */
+  readonly onUnsupported?: (name: string, error: ConcordError) => void
 }
 
 /**
@@ -62,6 +72,8 @@ export class StoreSyncHost implements SyncHost {
   private readonly unreadable = new Set<string>()
   /** Heavy remote commits take turns, after a macrotask each, so that other sessions' small ones go first. */
   private readonly gate: HeavyApplyGate
+  /** Names left out of remote commits because their type cannot be held here (reported once each). */
+  private readonly unsupported = new Set<string>()
 
   constructor(private readonly options: StoreSyncHostOptions) {
     this.gate = new HeavyApplyGate(options.heavyApplyBytes)
@@ -148,7 +160,7 @@ export class StoreSyncHost implements SyncHost {
   private releaseListedAfterThisTurn(): void {
     if (this.releaseScheduled) return
     this.releaseScheduled = true
-    setImmediate(() => {
+    afterThisTurn(() => {
       this.releaseScheduled = false
       this.listed.clear()
     })
@@ -202,7 +214,8 @@ export class StoreSyncHost implements SyncHost {
    * anything, and `open` fails for it whatever arrives): it is left out and
    * reported, and the rest of the commit is applied, so that one damaged
    * name does not hold back every name that travels with it (an
-   * anti-entropy answer bundles many).
+   * anti-entropy answer bundles many). Likewise, entries of a type this peer
+   * cannot hold (`prepareType`) are left out, as a names filter would.
    */
   applyRemote(entries: readonly DeltaEntry[], origin: unknown): Promise<ApplyResult> {
     return this.gate.run(entries, () => this.applyNow(entries, origin))
@@ -217,6 +230,7 @@ export class StoreSyncHost implements SyncHost {
     // The log records who sent the change: the remote peer of the session it came through.
     const agent = (origin as { remotePeerId?: string } | undefined)?.remotePeerId
     let applying = entries.filter((entry) => !this.unreadable.has(entry.name))
+    if (this.options.prepareType) applying = await this.holdable(applying)
     let results: ApplyResultOfStore[]
     try {
       results = await this.commitThroughStore(applying, origin, agent)
@@ -235,6 +249,23 @@ export class StoreSyncHost implements SyncHost {
       if (results[i].changed) changed.push(entry.name)
     }
     return { changed }
+  }
+
+  /** The entries whose type this peer can hold, once each type is ready; the others are reported once per name. */
+  private async holdable(entries: readonly DeltaEntry[]): Promise<DeltaEntry[]> {
+    const reasons = new Map<ReplicaType, string | undefined>()
+    for (const entry of entries) {
+      if (!reasons.has(entry.replicaType)) reasons.set(entry.replicaType, await this.options.prepareType!(entry.replicaType))
+    }
+    return entries.filter((entry) => {
+      const reason = reasons.get(entry.replicaType)
+      if (reason === undefined) return true
+      if (!this.unsupported.has(entry.name)) {
+        this.unsupported.add(entry.name)
+        this.options.onUnsupported?.(entry.name, new ConcordError(ErrorCodes.INVALID_ARGUMENT, `"${entry.name}" is left out of sync: ${reason}`))
+      }
+      return false
+    })
   }
 
   private commitThroughStore(entries: readonly DeltaEntry[], origin: unknown, agent: string | undefined): Promise<ApplyResultOfStore[]> {

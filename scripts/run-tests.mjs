@@ -56,9 +56,11 @@ const lists = {
     'test/persistence/rollback.test.ts',
     'test/persistence/names.test.ts',
     'test/persistence/seal.test.ts',
+    'test/persistence/digest.test.ts',
     // sync/ and transports/
     'test/transports/memory.test.ts',
     'test/transports/websocket.test.ts',
+    'test/transports/browser-websocket.test.ts',
     'test/transports/limits.test.ts',
     'test/sync/messages.test.ts',
     'test/sync/session.test.ts',
@@ -107,6 +109,10 @@ const lists = {
     'test/cli/mcp.test.ts',
     'test/demos/demos.test.ts',
     'test/demos/report.test.ts',
+    // concord/browser: the bundle's import graph, and real headless Chromium (skipped, saying why, without one)
+    'test/browser/bundle.test.ts',
+    'test/browser/browser-peer.test.ts',
+    'test/browser/browser-storage.test.ts',
     // testing/ (the conformance suites can fail) and the npm package (pack,
     // install, use it as a user; Node 20 and 24)
     'test/testing/suites.test.ts',

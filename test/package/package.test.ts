@@ -22,6 +22,7 @@ import { tmpdir } from 'node:os'
 import { delimiter, dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { assertOk, cleanEnv, node24, run, NODE_24 } from './helpers.ts'
+import { bundleForBrowser } from '../browser/browser-bundle.ts'
 
 const repo = fileURLToPath(new URL('../../', import.meta.url))
 const fixtures = fileURLToPath(new URL('./fixtures/', import.meta.url))
@@ -67,7 +68,7 @@ test('the tarball holds the compiled package and nothing else; every export and 
   const targets = Object.values(manifest.exports).flatMap((target) => (typeof target === 'string' ? [target] : Object.values(target)))
   for (const target of [...targets, ...Object.values(manifest.bin)]) assert.ok(packedFiles.includes(target.replace(/^\.\//, '')), `${target} is packed`)
   const tops = new Set(packedFiles.filter((path) => path.startsWith('dist/')).map((path) => path.split('/')[1].replace(/\.(js|js\.map|d\.ts)$/, '')))
-  assert.deepEqual([...tops].sort(), ['cli', 'crdt', 'index', 'mcp', 'peer', 'persistence', 'sync', 'testing', 'transports'], 'no test, bench or demo file')
+  assert.deepEqual([...tops].sort(), ['browser', 'cli', 'crdt', 'index', 'mcp', 'peer', 'persistence', 'sync', 'testing', 'transports'], 'no test, bench or demo file')
 })
 
 test('the install on this Node warns about no engine; tsx (a devDependency) is not installed', () => {
@@ -162,4 +163,14 @@ test(`(e) under Node ${NODE_24}: the same program syncs over WebSocket and libp2
   assert.match(help.stdout, /Usage: concord/)
   const suite = assertOk(await run(node, ['--test', '--test-reporter=tap', 'storage-suite.test.mjs'], { cwd: project, env }), 'node --test under Node 24')
   assert.match(suite.stdout, /^# fail 0$/m)
+})
+
+test('concord/browser from the installed package bundles for the browser with no Node built-in (the package\'s browser field works on dist/)', async () => {
+  const bundle = await bundleForBrowser("export * from 'concord/browser'", { resolveDir: project })
+  assert.deepEqual(bundle.nodeImports, [], 'no node:* module, Node built-in or Node-only package in the graph')
+  assert.deepEqual(bundle.polyfills.map((line) => line.split(' ')[0]).sort(), ['buffer', 'events'], 'events and buffer come from their npm packages, installed with concord')
+  const installed = (file: string) => bundle.inputs.some((input) => input.endsWith(`node_modules/concord/dist/${file}`))
+  assert.ok(installed('persistence/browser/digest.js') && !installed('persistence/digest.js'), 'the browser digests replace the Node ones')
+  assert.ok(installed('persistence/browser/open-level-storage.js') && !installed('persistence/level/open-level-storage.js'), 'the IndexedDB opener replaces the LevelDB one')
+  assert.ok(bundle.inputs.some((input) => input.endsWith('@automerge/automerge/dist/mjs/entrypoints/slim.js')), 'Automerge comes in as its slim entry')
 })

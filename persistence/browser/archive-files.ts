@@ -1,0 +1,26 @@
+/**
+ * Archive files in a browser: there are none. Archival moves a cold name's
+ * keys to a compressed file beside the database, and a page has no file
+ * system beside IndexedDB; `concord/browser` refuses `archiveAfterMs`, and
+ * an explicit `store.archive(name)` is refused here. Same exports as
+ * persistence/archive-files.ts, which a bundler building for the browser
+ * replaces with this module.
+ */
+import { ConcordError, ErrorCodes } from '../../crdt/errors.ts'
+import type { ArchiveMarker } from '../archive.ts'
+import type { NameMeta } from '../name-meta.ts'
+import type { StorageEntry } from '../storage.ts'
+
+function unavailable(what: string): ConcordError {
+  return new ConcordError(ErrorCodes.INVALID_ARGUMENT, `${what}: archival writes files beside the database, and a browser has none (keep the name in IndexedDB)`)
+}
+
+/** Refuses: a browser has no archive files. */
+export async function writeArchive(_dir: string, meta: NameMeta, _entries: readonly StorageEntry[], _now: number): Promise<{ file: string; marker: Uint8Array }> {
+  throw unavailable(`archiving "${meta.name}"`)
+}
+
+/** Refuses: a browser has no archive files (an archived name cannot come from one). */
+export async function readArchive(_dir: string, marker: ArchiveMarker): Promise<{ entries: StorageEntry[]; remove: () => Promise<void> }> {
+  throw unavailable(`rehydrating "${marker.name}"`)
+}

@@ -192,7 +192,7 @@ export class StoreSyncHost implements SyncHost {
 
   /** A turn of the event loop (other sessions, I/O). */
   yieldTurn(): Promise<void> {
-    return new Promise((resolve) => setImmediate(resolve))
+    return new Promise((resolve) => afterThisTurn(resolve))
   }
 
   typeOf(name: string): ReplicaType | undefined {

@@ -26,8 +26,6 @@
  * A folder from before the seal has neither; it opens unchanged, and its
  * first clean close writes both.
  */
-import { open, readFile, rename, rm } from 'node:fs/promises'
-import { join } from 'node:path'
 import { Decoder, Encoder } from '../crdt/codec.ts'
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import { decodeArchiveMarker } from './archive.ts'
@@ -36,6 +34,7 @@ import { ARCHIVE_PREFIX, META_PREFIX } from './keys.ts'
 import { decodeMeta } from './name-meta.ts'
 import type { Storage, StorageKey } from './storage.ts'
 import type { StoreCore } from './store-core.ts'
+import { readSealFile, writeSealFile } from './seal-files.ts'
 
 /** The seal file's name, in the store's folder (LevelDB ignores files it does not know). */
 export const SEAL_FILE = 'concord-seal'
@@ -146,40 +145,12 @@ export async function readLosses(storage: Storage): Promise<Loss[]> {
   return bytes ? decodeLosses(bytes) : []
 }
 
-/** The seal file of `dir` (bytes), or undefined when there is none. */
-async function readSealFile(dir: string): Promise<Uint8Array | undefined> {
-  try {
-    return new Uint8Array(await readFile(join(dir, SEAL_FILE)))
-  } catch {
-    return undefined
-  }
-}
-
 /** Decodes, or undefined: a seal that does not decode says nothing. */
 function tryDecode(bytes: Uint8Array | undefined, names: boolean): SealFile | undefined {
   try {
     return bytes === undefined ? undefined : decodeSealFile(bytes, { names })
   } catch {
     return undefined
-  }
-}
-
-/** Writes a file atomically and durably: temp file, fsync, rename, folder fsync. */
-async function writeDurably(dir: string, file: string, bytes: Uint8Array): Promise<void> {
-  const temp = join(dir, `${file}.tmp`)
-  const handle = await open(temp, 'w')
-  try {
-    await handle.writeFile(bytes)
-    await handle.sync()
-  } finally {
-    await handle.close()
-  }
-  await rename(temp, join(dir, file))
-  const folder = await open(dir, 'r')
-  try {
-    await folder.sync()
-  } finally {
-    await folder.close()
   }
 }
 
@@ -227,7 +198,7 @@ async function heldSeq(core: StoreCore, name: string): Promise<number | undefine
  */
 export async function checkSeal(core: StoreCore, dir: string): Promise<Loss[]> {
   const { storage } = core
-  const fileBytes = await readSealFile(dir)
+  const fileBytes = await readSealFile(dir, SEAL_FILE)
   const file = tryDecode(fileBytes, false)
   const keyBytes = await storage.get(SEAL_KEY)
   let key: SealKey | undefined
@@ -277,8 +248,7 @@ export async function writeSeal(core: StoreCore, dir: string): Promise<void> {
   const generation = (key ? decodeSealKey(key).generation : 0) + 1
   const names = await sealedNames(core)
   await core.storage.batch([{ type: 'put', key: SEAL_KEY, value: encodeSealKey({ generation, closed: true }) }], { sync: true })
-  await writeDurably(dir, SEAL_FILE, encodeSealFile({ replicaId: core.replicaId, generation, closedAt: core.now(), names }))
-  await rm(join(dir, `${SEAL_FILE}.tmp`), { force: true })
+  await writeSealFile(dir, SEAL_FILE, encodeSealFile({ replicaId: core.replicaId, generation, closedAt: core.now(), names }))
 }
 
 /** How `verify` states a loss, and what to do about it. */

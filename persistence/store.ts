@@ -39,6 +39,7 @@ import { decodeStoreInfo, encodeStoreInfo, UNCLAIMED } from './store-info.ts'
 import type { ApplyResult, ChangeProvenance, GcReport, HistoryEntry, NameInfo, StoreEvents, VerifyReport } from './store-types.ts'
 import { TimeTravel } from './time-travel.ts'
 import { Writes } from './writes.ts'
+import { afterThisTurn } from './turn.ts'
 
 export type { Loss } from './seal.ts'
 export type { ApplyResult, ChangeProvenance, CommittedUnitRecord, GcReport, HistoryEntry, NameInfo, StoreEvents, VerifyReport } from './store-types.ts'
@@ -178,7 +179,7 @@ export class Store {
     if (found.length === 0) return
     this.losses.push(...found)
     // Reported once the caller holds the store (it subscribes right after open resolves).
-    setImmediate(() => {
+    afterThisTurn(() => {
       for (const loss of found) {
         this.events.emit('lost', loss)
         const what = loss.fromSeq === 1 ? 'the whole name is missing' : `records ${loss.fromSeq}..${loss.toSeq} are missing`

@@ -8,13 +8,14 @@
  * sessions already sent are read and their small commits applied first.
  * Small commits never wait here.
  */
+import { afterThisTurn } from '../persistence/turn.ts'
 
 /** Delta bytes from which a commit counts as heavy (default). */
 export const DEFAULT_HEAVY_APPLY_BYTES = 64 * 1024
 
 /** Lets pending I/O callbacks (other sessions' frames) run before the caller goes on. */
 function macrotask(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve))
+  return new Promise((resolve) => afterThisTurn(resolve))
 }
 
 /** Serialises heavy commits, each after a macrotask turn. */

@@ -39,7 +39,7 @@ export { WaitingBudget, type WaitingStats, type WaitingBudgetLimits } from './cr
 export type { Store, StoreEvents, HistoryEntry, NameInfo, VerifyReport, GcReport, ApplyResult, Loss } from './persistence/store.ts'
 export type { RepairReport } from './persistence/repair.ts'
 export type { StoreOptions, NameOptions, Durability, Retention, CheckpointPolicy, Schema, Migration, ReplicaCreator } from './persistence/options.ts'
-export type { Storage, StorageKey, StorageEntry, StorageOperation, RangeOptions, WriteOptions, SignalOptions } from './persistence/storage.ts'
+export type { Storage, StorageKey, StorageEntry, StorageOperation, RangeOptions, WriteOptions, SignalOptions } from './persistence/storage/storage.ts'
 export type {
   SyncSession, SessionStats, SessionEvents, SessionState, SessionOptions, PeerId, RefuseReason, NameFilter, Access, AdmissionStats,
 } from './sync/index.ts'

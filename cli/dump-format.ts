@@ -22,7 +22,7 @@ import { ConcordError, DecodeError, ErrorCodes } from '../crdt/errors.ts'
 import { isRegisteredType } from '../crdt/registry.ts'
 import { MAX_JSON_DEPTH, nestingExceeds } from '../crdt/types/json.ts'
 import type { ReplicaType } from '../crdt/replica.ts'
-import { openChecksummed, sealWithChecksum } from '../persistence/checksum.ts'
+import { openChecksummed, sealWithChecksum } from '../persistence/format/checksum.ts'
 
 /** Deepest nesting of one JSON Lines line: a map of nested maps of JSON values stays well within it. */
 const MAX_LINE_NESTING = 4 * MAX_JSON_DEPTH

@@ -12,11 +12,11 @@
 import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
-import { openLevelStorage, type LevelStorage } from '../persistence/level/index.ts'
+import { openLevelStorage, type LevelStorage } from '../persistence/storage/level/index.ts'
 import { openStore, type Store } from '../persistence/store.ts'
 // Internal to persistence/ (not in its index): the key and codec of the store info record.
-import { STORE_INFO_KEY } from '../persistence/keys.ts'
-import { decodeStoreInfo, UNCLAIMED } from '../persistence/store-info.ts'
+import { STORE_INFO_KEY } from '../persistence/format/keys.ts'
+import { decodeStoreInfo, UNCLAIMED } from '../persistence/format/store-info.ts'
 import { CliError, ExitCodes } from './exit-codes.ts'
 
 /** A store opened by the CLI, and how to close it. */

@@ -9,7 +9,7 @@
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import type { ReplicaType } from '../crdt/replica.ts'
 import { openStore, type Store } from '../persistence/store.ts'
-import type { Storage } from '../persistence/storage.ts'
+import type { Storage } from '../persistence/storage/storage.ts'
 import { DEFAULT_LOCK_WAIT_MS, openIndexedDbStorage } from '../persistence/browser/indexeddb-storage.ts'
 import { openLevelStorage } from '../persistence/browser/open-level-storage.ts'
 import { BrowserWebSocketTransport } from '../transports/browser-websocket/transport.ts'

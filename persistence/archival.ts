@@ -4,10 +4,10 @@
  * marker; hydration calls `rehydrate(name)` to bring it back transparently.
  */
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
-import { decodeArchiveMarker } from './archive.ts'
-import { readArchive, writeArchive } from './archive-files.ts'
-import { archiveKey, checkpointPrefix, logPrefix, metaKey, tailKey } from './keys.ts'
-import type { SignalOptions, StorageOperation } from './storage.ts'
+import { decodeArchiveMarker } from './format/archive.ts'
+import { readArchive, writeArchive } from './lifecycle/archive-files.ts'
+import { archiveKey, checkpointPrefix, logPrefix, metaKey, tailKey } from './format/keys.ts'
+import type { SignalOptions, StorageOperation } from './storage/storage.ts'
 import type { StoreCore } from './store-core.ts'
 import type { Writes } from './writes.ts'
 

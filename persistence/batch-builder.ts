@@ -5,11 +5,11 @@
  * whose build throws, and what to run once the batch is written.
  */
 import type { HlcTimestamp } from '../crdt/hlc.ts'
-import { sha256 } from './checksum.ts'
-import { logKey, TAIL_MARKER, tailKey } from './keys.ts'
-import type { NameMeta } from './name-meta.ts'
-import { encodeRecord, type RecordKind } from './record.ts'
-import type { StorageKey, StorageOperation } from './storage.ts'
+import { sha256 } from './format/checksum.ts'
+import { logKey, TAIL_MARKER, tailKey } from './format/keys.ts'
+import type { NameMeta } from './format/name-meta.ts'
+import { encodeRecord, type RecordKind } from './format/record.ts'
+import type { StorageKey, StorageOperation } from './storage/storage.ts'
 
 /** The live state of one name, shared by the store and the pipeline. */
 export interface NameState {

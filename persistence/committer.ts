@@ -22,9 +22,9 @@
 import { Emitter } from '../crdt/emitter.ts'
 import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
 import { BatchBuilder, type CommittedRecord, type NameState } from './batch-builder.ts'
-import { metaKey, tailKey } from './keys.ts'
-import { encodeMeta } from './name-meta.ts'
-import type { Storage } from './storage.ts'
+import { metaKey, tailKey } from './format/keys.ts'
+import { encodeMeta } from './format/name-meta.ts'
+import type { Storage } from './storage/storage.ts'
 import { afterThisTurn } from './turn.ts'
 
 export { BatchBuilder, type AppendInput, type CommittedRecord, type NameState } from './batch-builder.ts'

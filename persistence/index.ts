@@ -4,8 +4,8 @@
  * adapter: classic-level on disk, memory-level in memory). The record and
  * checkpoint codecs stay internal (their format: persistence/FORMAT.md).
  */
-export type { Storage, StorageKey, StorageEntry, StorageOperation, RangeOptions, WriteOptions, SignalOptions } from './storage.ts'
-export { LevelStorage, openLevelStorage, type LevelStorageOptions, type BytesLevel } from './level/index.ts'
+export type { Storage, StorageKey, StorageEntry, StorageOperation, RangeOptions, WriteOptions, SignalOptions } from './storage/storage.ts'
+export { LevelStorage, openLevelStorage, type LevelStorageOptions, type BytesLevel } from './storage/level/index.ts'
 export { openStore, Store, type HistoryEntry, type NameInfo, type VerifyReport, type StoreEvents, type ApplyResult, type GcReport, type CommittedUnitRecord, type Loss } from './store.ts'
 export type { StoreOptions, NameOptions, Durability, Retention, CheckpointPolicy, Schema, Migration, ReplicaCreator, DeltaMerger } from './options.ts'
 export type { Timers } from './committer.ts'

@@ -3,11 +3,11 @@
  * the background sweep (timed checkpoints, TTL, archival of cold names).
  */
 import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
-import { decodeArchiveMarker, type ArchiveMarker } from './archive.ts'
+import { decodeArchiveMarker, type ArchiveMarker } from './format/archive.ts'
 import type { Archival } from './archival.ts'
-import { ARCHIVE_PREFIX, archiveKey, checkpointPrefix, logPrefix, META_PREFIX, metaKey, parseSeqKey, TAIL_PREFIX, tailKey } from './keys.ts'
-import { decodeMeta, type NameMeta } from './name-meta.ts'
-import type { SignalOptions, StorageOperation } from './storage.ts'
+import { ARCHIVE_PREFIX, archiveKey, checkpointPrefix, logPrefix, META_PREFIX, metaKey, parseSeqKey, TAIL_PREFIX, tailKey } from './format/keys.ts'
+import { decodeMeta, type NameMeta } from './format/name-meta.ts'
+import type { SignalOptions, StorageOperation } from './storage/storage.ts'
 import type { StoreCore } from './store-core.ts'
 import type { GcReport, NameInfo } from './store-types.ts'
 import type { Writes } from './writes.ts'

@@ -6,7 +6,7 @@ import type { WaitingBudget, WaitingBudgetLimits } from '../crdt/documents/waiti
 import type { HybridClock } from '../crdt/hlc.ts'
 import type { Replica, ReplicaId, ReplicaOptions, ReplicaType } from '../crdt/replica.ts'
 import type { Timers } from './committer.ts'
-import type { Storage } from './storage.ts'
+import type { Storage } from './storage/storage.ts'
 
 /**
  * When an append resolves. `sync`: after its record is fsynced (RPO 0;

@@ -19,12 +19,12 @@ import { bytesEqual } from '../crdt/codec.ts'
 import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
 import type { Replica } from '../crdt/replica.ts'
 import type { NameState } from './committer.ts'
-import { checkpointKey, logKey, logPrefix, parseSeqKey } from './keys.ts'
-import { decodeRecord, type StoredRecord } from './record.ts'
+import { checkpointKey, logKey, logPrefix, parseSeqKey } from './format/keys.ts'
+import { decodeRecord, type StoredRecord } from './format/record.ts'
 import { loadCheckpoint } from './replay.ts'
 import type { StoreCore } from './store-core.ts'
-import type { SignalOptions, StorageKey } from './storage.ts'
-import { ZERO_HASH } from './checksum.ts'
+import type { SignalOptions, StorageKey } from './storage/storage.ts'
+import { ZERO_HASH } from './format/checksum.ts'
 
 /** What {@link repairName} did. */
 export interface RepairReport {

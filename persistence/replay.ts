@@ -16,12 +16,12 @@ import { bytesEqual } from '../crdt/codec.ts'
 import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
 import type { HlcTimestamp } from '../crdt/hlc.ts'
 import type { Replica } from '../crdt/replica.ts'
-import { decodeCheckpoint, type Checkpoint } from './checkpoint.ts'
-import { ZERO_HASH } from './checksum.ts'
-import { checkpointKey, logKey, logPrefix, parseSeqKey } from './keys.ts'
-import type { NameMeta } from './name-meta.ts'
-import { decodeRecord, type StoredRecord } from './record.ts'
-import type { Storage } from './storage.ts'
+import { decodeCheckpoint, type Checkpoint } from './format/checkpoint.ts'
+import { ZERO_HASH } from './format/checksum.ts'
+import { checkpointKey, logKey, logPrefix, parseSeqKey } from './format/keys.ts'
+import type { NameMeta } from './format/name-meta.ts'
+import { decodeRecord, type StoredRecord } from './format/record.ts'
+import type { Storage } from './storage/storage.ts'
 
 /** A torn tail found while rebuilding. */
 export interface TornTail {

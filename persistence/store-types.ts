@@ -6,7 +6,7 @@ import { bytesEqual } from '../crdt/codec.ts'
 import type { ConcordError } from '../crdt/errors.ts'
 import type { HlcTimestamp } from '../crdt/hlc.ts'
 import type { Replica, ReplicaType } from '../crdt/replica.ts'
-import { toHex } from './checksum.ts'
+import { toHex } from './format/checksum.ts'
 import type { CommittedRecord, NameState } from './committer.ts'
 import type { CheckpointPolicy, Durability, Retention } from './options.ts'
 
@@ -81,7 +81,7 @@ export interface StoreEvents extends Record<string, unknown> {
   rolledBack: { readonly name: string; readonly seq: number; readonly error: ConcordError }
   /**
    * Found on open: records of `name` written before the last clean close
-   * that the store no longer holds (persistence/seal.ts); `fromSeq` 1: the
+   * that the store no longer holds (persistence/lifecycle/seal.ts); `fromSeq` 1: the
    * whole name. Emitted right after the store opens.
    */
   lost: { readonly name: string; readonly fromSeq: number; readonly toSeq: number; readonly closedAt: number; readonly foundAt: number }

@@ -27,21 +27,21 @@ import { Archival } from './archival.ts'
 import { Hydration } from './hydration.ts'
 import { repairName, type RepairReport } from './repair.ts'
 import { rollBack } from './rollback.ts'
-import { acceptLoss, checkSeal, readLosses, writeSeal, type Loss } from './seal.ts'
-import { STORE_INFO_KEY } from './keys.ts'
-import { throwIfAborted } from './level/level-storage.ts'
-import { openLevelStorage } from './level/open-level-storage.ts'
+import { acceptLoss, checkSeal, readLosses, writeSeal, type Loss } from './lifecycle/seal.ts'
+import { STORE_INFO_KEY } from './format/keys.ts'
+import { throwIfAborted } from './storage/storage.ts'
+import { openLevelStorage } from './storage/level/open-level-storage.ts'
 import { Lifecycle } from './lifecycle.ts'
 import type { NameOptions, ReplicaCreator, StoreOptions } from './options.ts'
-import type { SignalOptions, Storage } from './storage.ts'
+import type { SignalOptions, Storage } from './storage/storage.ts'
 import { StoreCore } from './store-core.ts'
-import { decodeStoreInfo, encodeStoreInfo, UNCLAIMED } from './store-info.ts'
+import { decodeStoreInfo, encodeStoreInfo, UNCLAIMED } from './format/store-info.ts'
 import type { ApplyResult, ChangeProvenance, GcReport, HistoryEntry, NameInfo, StoreEvents, VerifyReport } from './store-types.ts'
 import { TimeTravel } from './time-travel.ts'
 import { Writes } from './writes.ts'
 import { afterThisTurn } from './turn.ts'
 
-export type { Loss } from './seal.ts'
+export type { Loss } from './lifecycle/seal.ts'
 export type { ApplyResult, ChangeProvenance, CommittedUnitRecord, GcReport, HistoryEntry, NameInfo, StoreEvents, VerifyReport } from './store-types.ts'
 
 /**
@@ -122,7 +122,7 @@ export class Store {
   /**
    * Records acknowledged before the last clean close that LevelDB no longer
    * held when this store opened (its newest log was truncated or damaged;
-   * persistence/seal.ts). Each is also reported by a `lost` event right
+   * persistence/lifecycle/seal.ts). Each is also reported by a `lost` event right
    * after the store opens, fails `verify`, and stays recorded until
    * `repair(name)` accepts it ({@link recordedLosses}).
    */
@@ -169,7 +169,7 @@ export class Store {
     return this.ownsStorage ? this.core.options.dir : undefined
   }
 
-  /** @internal on open: compares the seal with what LevelDB holds (persistence/seal.ts). */
+  /** @internal on open: compares the seal with what LevelDB holds (persistence/lifecycle/seal.ts). */
   async checkSeal(): Promise<void> {
     const dir = this.sealDir
     if (dir === undefined) return
@@ -361,7 +361,7 @@ export class Store {
    */
   async repair(name: string, options: SignalOptions = {}): Promise<RepairReport> {
     this.core.checkOpen()
-    // A recorded loss (persistence/seal.ts) is accepted: verify stops failing for it.
+    // A recorded loss (persistence/lifecycle/seal.ts) is accepted: verify stops failing for it.
     const loss = await acceptLoss(this.storage, name)
     if (loss !== undefined && await this.typeOf(name, options) === undefined) {
       return { name, repaired: true, reason: `accepted the loss of the whole name (records 1..${loss.toSeq})`, lostRecords: loss.toSeq }

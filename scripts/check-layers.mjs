@@ -5,6 +5,13 @@
 // - transports/ import only transports/ and the base utilities of crdt/
 //   (errors, codec, emitter): they move bytes and know no CRDT;
 // - persistence/ imports no sync/, transports/ or peer/ (it knows no network);
+//   inside it, the formats (persistence/format/) import nothing but each
+//   other and the crdt base utilities they encode with (errors, codec, hlc,
+//   crc32, and the replica types and registry for the type tag), and the
+//   storage adapters (persistence/storage/) only each other and crdt/errors,
+//   crdt/codec: they move bytes and know no record; the browser's modules
+//   (persistence/browser/: the IndexedDB adapter and the twins of the
+//   Node-only modules) import only what those may;
 // - testing/ (the conformance suites of concord/testing) imports only the
 //   interfaces it checks and what it checks them with: crdt/, persistence/,
 //   transports/ (no peer/, sync/ or cli/);
@@ -18,15 +25,27 @@ import { join, relative, dirname, resolve } from 'node:path'
 
 const root = resolve(dirname(new URL(import.meta.url).pathname), '..')
 const baseUtilities = new Set(['crdt/errors.ts', 'crdt/codec.ts', 'crdt/emitter.ts'])
+const formatUtilities = new Set([...baseUtilities, 'crdt/hlc.ts', 'crdt/types/crc32.ts', 'crdt/replica.ts', 'crdt/registry.ts'])
+// By folder; a file follows the rule of the longest folder that holds it. `allow` lists folders.
 const rules = {
   crdt: { allow: ['crdt'], pure: true },
   sync: { allow: ['sync', 'crdt'], pure: true },
   transports: { allow: ['transports'], allowFiles: baseUtilities, pure: false },
   persistence: { allow: ['persistence', 'crdt'], pure: false },
+  'persistence/format': { allow: ['persistence/format'], allowFiles: formatUtilities, pure: false },
+  'persistence/storage': { allow: ['persistence/storage'], allowFiles: new Set(['crdt/errors.ts', 'crdt/codec.ts']), pure: false },
+  'persistence/browser': { allow: ['persistence/browser', 'persistence/storage', 'persistence/format'], allowFiles: formatUtilities, pure: false },
   testing: { allow: ['testing', 'crdt', 'persistence', 'transports'], pure: false },
   peer: { allow: ['peer', 'crdt', 'sync', 'transports', 'persistence'], pure: false },
   mcp: { allow: ['mcp', 'peer', 'crdt', 'sync', 'persistence'], pure: false },
 }
+/** The rule of a file: the longest folder of `rules` that holds it. */
+function ruleOf(rel) {
+  const layer = Object.keys(rules).filter((folder) => rel.startsWith(folder + '/')).sort((a, b) => b.length - a.length)[0]
+  return layer && { layer, rule: rules[layer] }
+}
+/** Whether `target` lies in one of `folders`. */
+const inFolders = (target, folders) => folders.some((folder) => target.startsWith(folder + '/'))
 const nodeOnlyPackages = /^(node:|fs$|net$|path$|os$|child_process$|ws$|classic-level$|level$)/
 const nodeOnlyGlobals = /\b(Buffer|process\.|setTimeout|setInterval|setImmediate|require\()/
 
@@ -41,19 +60,22 @@ function walk(dir) {
 }
 
 const problems = []
-for (const [layer, rule] of Object.entries(rules)) {
+const seen = new Set()
+for (const top of Object.keys(rules).filter((folder) => !folder.includes('/'))) {
   let files = []
-  try { files = walk(join(root, layer)) } catch { continue }
+  try { files = walk(join(root, top)) } catch { continue }
   for (const file of files) {
-    const source = readFileSync(file, 'utf8')
     const rel = relative(root, file)
+    if (seen.has(rel)) continue
+    seen.add(rel)
+    const { layer, rule } = ruleOf(rel)
+    const source = readFileSync(file, 'utf8')
     const code = source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '')
     for (const match of code.matchAll(/(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g)) {
       const spec = match[1] ?? match[2]
       if (spec.startsWith('.')) {
         const target = relative(root, resolve(dirname(file), spec))
-        const top = target.split('/')[0]
-        const allowed = rule.allow.includes(top) || rule.allowFiles?.has(target)
+        const allowed = inFolders(target, rule.allow) || rule.allowFiles?.has(target)
         if (!allowed) problems.push(`${rel}: imports ${target} (${layer}/ may import ${[...rule.allow, ...(rule.allowFiles ?? [])].join(', ')})`)
       } else if (rule.pure && nodeOnlyPackages.test(spec)) {
         problems.push(`${rel}: imports the Node-only module '${spec}'`)

@@ -24,7 +24,7 @@
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
 import { isConcordError } from '../crdt/errors.ts'
-import type { Storage, StorageKey } from '../persistence/storage.ts'
+import type { Storage, StorageKey } from '../persistence/storage/storage.ts'
 import { DEFAULT_TEST_TIMEOUT_MS, timedTest, type TestRunner } from './runner.ts'
 
 /** A fresh, empty storage for one test, and how to dispose of it. */

@@ -8,7 +8,7 @@ import { isAbsolute, join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { Command } from 'commander'
 import type { RepairReport } from '../../persistence/index.ts'
-import { lossProblem } from '../../persistence/seal.ts'
+import { lossProblem } from '../../persistence/lifecycle/seal.ts'
 import type { VerifyReport } from '../../persistence/store.ts'
 import { action, folderOptions, parseInteger, type CliContext, type FolderOptions } from '../context.ts'
 import { CliError, ExitCodes } from '../exit-codes.ts'
@@ -41,7 +41,7 @@ export function registerMaintenanceCommands(program: Command, ctx: CliContext): 
         } finally {
           progress.stop()
         }
-        // Names lost whole since the last clean close (persistence/seal.ts) are listed nowhere else.
+        // Names lost whole since the last clean close (persistence/lifecycle/seal.ts) are listed nowhere else.
         for (const loss of await store.recordedLosses()) {
           if ((name === undefined || name === loss.name) && !reports.some((r) => r.name === loss.name)) {
             reports.push({ name: loss.name, ok: false, firstSeq: 0, lastSeq: 0, records: 0, checkpoints: 0, problems: [lossProblem(loss)] })

@@ -3,13 +3,13 @@
  * keys to a compressed file beside the database, and a page has no file
  * system beside IndexedDB; `concord/browser` refuses `archiveAfterMs`, and
  * an explicit `store.archive(name)` is refused here. Same exports as
- * persistence/archive-files.ts, which a bundler building for the browser
+ * persistence/lifecycle/archive-files.ts, which a bundler building for the browser
  * replaces with this module.
  */
 import { ConcordError, ErrorCodes } from '../../crdt/errors.ts'
-import type { ArchiveMarker } from '../archive.ts'
-import type { NameMeta } from '../name-meta.ts'
-import type { StorageEntry } from '../storage.ts'
+import type { ArchiveMarker } from '../format/archive.ts'
+import type { NameMeta } from '../format/name-meta.ts'
+import type { StorageEntry } from '../storage/storage.ts'
 
 function unavailable(what: string): ConcordError {
   return new ConcordError(ErrorCodes.INVALID_ARGUMENT, `${what}: archival writes files beside the database, and a browser has none (keep the name in IndexedDB)`)

@@ -1,7 +1,7 @@
 /**
  * The digests of stored values in a browser: SHA-256 from @noble/hashes
  * (synchronous, as the log needs it; WebCrypto's digest is asynchronous)
- * and the CRC-32 of crdt/. Same exports and results as persistence/digest.ts,
+ * and the CRC-32 of crdt/. Same exports and results as persistence/format/digest.ts,
  * which a bundler building for the browser replaces with this module.
  */
 import { sha256 as nobleSha256 } from '@noble/hashes/sha2.js'

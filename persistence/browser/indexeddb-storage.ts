@@ -5,8 +5,9 @@
  * Lock so that one tab at a time writes a database (web-lock.ts).
  */
 import { ConcordError, ErrorCodes } from '../../crdt/errors.ts'
-import { LevelStorage, throwIfAborted, type BytesLevel } from '../level/level-storage.ts'
-import type { SignalOptions } from '../storage.ts'
+import { LevelStorage, type BytesLevel } from '../storage/level/level-storage.ts'
+import { throwIfAborted } from '../storage/storage.ts'
+import type { SignalOptions } from '../storage/storage.ts'
 import { DurableBrowserLevel } from './indexeddb-level.ts'
 import { acquireWebLock } from './web-lock.ts'
 

@@ -1,12 +1,13 @@
 /**
  * Opens the storage of a store in a browser: IndexedDB for a `dir` (the
  * database's name), memory-level without one. Same exports as
- * persistence/level/open-level-storage.ts, which a bundler building for
+ * persistence/storage/level/open-level-storage.ts, which a bundler building for
  * the browser replaces with this module (package.json `browser`).
  */
 import { MemoryLevel } from 'memory-level'
-import type { SignalOptions } from '../storage.ts'
-import { LevelStorage, throwIfAborted, type BytesLevel } from '../level/level-storage.ts'
+import type { SignalOptions } from '../storage/storage.ts'
+import { LevelStorage, type BytesLevel } from '../storage/level/level-storage.ts'
+import { throwIfAborted } from '../storage/storage.ts'
 import { openIndexedDbStorage } from './indexeddb-storage.ts'
 
 /** Options of {@link openLevelStorage}. */

@@ -1,5 +1,5 @@
 /**
- * A browser's stand-in for persistence/seal-files.ts (package.json
+ * A browser's stand-in for persistence/lifecycle/seal-files.ts (package.json
  * `browser`): the seal is a file in a store's folder, and a browser store
  * has none (the seal is read and written only for a store opened with a
  * folder).

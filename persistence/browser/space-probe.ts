@@ -1,5 +1,5 @@
 /**
- * A browser's stand-in for persistence/level/space-probe.ts (package.json
+ * A browser's stand-in for persistence/storage/level/space-probe.ts (package.json
  * `browser`): a LevelStorage probes a folder only when it has one (a
  * classic-level `dir`), which no browser storage has.
  */

@@ -26,9 +26,9 @@ test('concord/browser bundles for the browser with no Node built-in, module or g
     assert.ok(has(file), `${file} is part of the browser build`)
   }
   // The package's `browser` field swaps the Node-only modules below the peer for the browser's.
-  for (const [node, browser] of [['persistence/digest.ts', 'persistence/browser/digest.ts'], ['persistence/archive-files.ts', 'persistence/browser/archive-files.ts'],
-    ['persistence/seal-files.ts', 'persistence/browser/seal-files.ts'], ['persistence/level/open-level-storage.ts', 'persistence/browser/open-level-storage.ts'],
-    ['persistence/level/space-probe.ts', 'persistence/browser/space-probe.ts'], ['persistence/automerge-reload.ts', 'persistence/browser/automerge-reload.ts']]) {
+  for (const [node, browser] of [['persistence/format/digest.ts', 'persistence/browser/digest.ts'], ['persistence/lifecycle/archive-files.ts', 'persistence/browser/archive-files.ts'],
+    ['persistence/lifecycle/seal-files.ts', 'persistence/browser/seal-files.ts'], ['persistence/storage/level/open-level-storage.ts', 'persistence/browser/open-level-storage.ts'],
+    ['persistence/storage/level/space-probe.ts', 'persistence/browser/space-probe.ts'], ['persistence/automerge-reload.ts', 'persistence/browser/automerge-reload.ts']]) {
     assert.ok(!has(node) && has(browser), `${browser} replaces ${node}`)
   }
   assert.ok(bundle.inputs.some((file) => file.endsWith('@automerge/automerge/dist/mjs/entrypoints/slim.js')), 'Automerge comes in as its slim entry')

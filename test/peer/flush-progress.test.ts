@@ -2,8 +2,8 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createPeer, FlushTimeoutError, type FlushProgress, type Peer } from '../../peer/index.ts'
 import { ErrorCodes, isConcordError } from '../../crdt/errors.ts'
-import { openLevelStorage, type LevelStorage } from '../../persistence/level/index.ts'
-import type { RangeOptions, SignalOptions, Storage, StorageKey, StorageOperation, WriteOptions } from '../../persistence/storage.ts'
+import { openLevelStorage, type LevelStorage } from '../../persistence/storage/level/index.ts'
+import type { RangeOptions, SignalOptions, Storage, StorageKey, StorageOperation, WriteOptions } from '../../persistence/storage/storage.ts'
 
 /** A memory storage whose writes can be held (a peer that stops persisting, so it never acknowledges). */
 class GatedStorage implements Storage {

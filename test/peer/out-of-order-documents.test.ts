@@ -2,7 +2,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import * as A from '@automerge/automerge'
 import * as Y from 'yjs'
-import { openLevelStorage } from '../../persistence/level/index.ts'
+import { openLevelStorage } from '../../persistence/storage/level/index.ts'
 import { openStore } from '../../persistence/index.ts'
 
 // Found by the peer convergence scenario (reordered frames): a document

@@ -1,13 +1,13 @@
 /**
  * The browser's digests (persistence/browser/digest.ts, which a browser
- * bundle takes in place of persistence/digest.ts) give the same bytes as
+ * bundle takes in place of persistence/format/digest.ts) give the same bytes as
  * Node's native ones: a store written in one is read in the other, and
  * record hashes chain the same on every peer.
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
-import * as node from '../../persistence/digest.ts'
+import * as node from '../../persistence/format/digest.ts'
 import * as browser from '../../persistence/browser/digest.ts'
 
 test('SHA-256 and CRC-32 agree between the Node and the browser modules', () => {

@@ -10,9 +10,9 @@ import { readdirSync, statSync, truncateSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { isConcordError } from '../../crdt/errors.ts'
-import { checkpointKey, logKey, metaKey } from '../../persistence/keys.ts'
-import { decodeRecord, encodeRecord } from '../../persistence/record.ts'
-import { openLevelStorage } from '../../persistence/level/index.ts'
+import { checkpointKey, logKey, metaKey } from '../../persistence/format/keys.ts'
+import { decodeRecord, encodeRecord } from '../../persistence/format/record.ts'
+import { openLevelStorage } from '../../persistence/storage/level/index.ts'
 import { openStore, type StoreOptions } from '../../persistence/index.ts'
 import { tempDir, textOf, typeText } from './helpers.ts'
 
@@ -164,7 +164,7 @@ describe('integrity', () => {
         const expected = Array.from({ length: last }, (_, i) => letters(26)[i % 26]).join('')
         assert.equal(textOf(replica), expected)
         assert.ok(last < 40, `${name}: nothing was lost? (${last})`)
-        // The records lost since the clean close are found (persistence/seal.ts) and fail verify.
+        // The records lost since the clean close are found (persistence/lifecycle/seal.ts) and fail verify.
         assert.deepEqual(store.losses.find((loss) => loss.name === name)?.toSeq, 40, `${name}: loss reported`)
         assert.match((await store.verify(name)).problems.join('\n'), new RegExp(`records ${last + 1}\\.\\.40 are missing`))
       }

@@ -9,7 +9,7 @@ import { it } from 'node:test'
 import fc from 'fast-check'
 import { yjsReplicaFactory } from '../../crdt/documents/yjs-replica.ts'
 import { replicaId } from '../../crdt/replica.ts'
-import { FaultStorage } from '../../persistence/fault-storage.ts'
+import { FaultStorage } from '../../persistence/storage/fault-storage.ts'
 import { openStore } from '../../persistence/index.ts'
 import { FakeTimers, settle, textOf, typeText } from './helpers.ts'
 

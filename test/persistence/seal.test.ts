@@ -1,5 +1,5 @@
 /**
- * The seal (persistence/seal.ts): records lost inside LevelDB are detected.
+ * The seal (persistence/lifecycle/seal.ts): records lost inside LevelDB are detected.
  *
  * A cleanly closed store whose data lives only in its newest `.log`, with
  * that file truncated at a random point: LevelDB recovers the batches before

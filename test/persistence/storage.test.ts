@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { isConcordError } from '../../crdt/errors.ts'
-import { FaultStorage } from '../../persistence/fault-storage.ts'
-import { openLevelStorage } from '../../persistence/level/index.ts'
-import type { Storage } from '../../persistence/storage.ts'
+import { FaultStorage } from '../../persistence/storage/fault-storage.ts'
+import { openLevelStorage } from '../../persistence/storage/level/index.ts'
+import type { Storage } from '../../persistence/storage/storage.ts'
 import { runStorageTests } from '../../testing/index.ts'
 
 runStorageTests({ describe, it }, 'memory-level', async () => {

@@ -5,7 +5,7 @@
  */
 import { runStorageTests } from '../../../testing/storage-suite.ts'
 import { INDEXEDDB_PREFIX, openIndexedDbStorage } from '../../../persistence/browser/indexeddb-storage.ts'
-import type { Storage } from '../../../persistence/storage.ts'
+import type { Storage } from '../../../persistence/storage/storage.ts'
 
 export * from './app.ts'
 

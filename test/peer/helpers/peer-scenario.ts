@@ -22,7 +22,7 @@
 import { createReplica } from '../../../crdt/registry.ts'
 import type { Replica, ReplicaOptions, ReplicaType } from '../../../crdt/replica.ts'
 import { createPeer, type Peer } from '../../../peer/index.ts'
-import { FaultStorage } from '../../../persistence/fault-storage.ts'
+import { FaultStorage } from '../../../persistence/storage/fault-storage.ts'
 import type { Durability } from '../../../persistence/options.ts'
 import { Network, Prng } from '../../../transports/memory/index.ts'
 import { Reconnector } from '../../../transports/reconnect.ts'

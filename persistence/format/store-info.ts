@@ -4,8 +4,8 @@
  * An empty `replicaId` ({@link UNCLAIMED}) marks a store created by a
  * maintenance tool (`concord import`): the first peer that opens it claims it.
  */
-import { Decoder, Encoder } from '../crdt/codec.ts'
-import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
+import { Decoder, Encoder } from '../../crdt/codec.ts'
+import { ConcordError, ErrorCodes } from '../../crdt/errors.ts'
 import { openChecksummed, sealWithChecksum } from './checksum.ts'
 
 /** Current store-info format version. */

@@ -16,6 +16,7 @@
  * - `iterate` reads a consistent snapshot taken when it starts.
  * - Every operation after `close()` rejects with `CONCORD_CLOSED`.
  */
+import { ConcordError, ErrorCodes } from '../../crdt/errors.ts'
 
 /** A key: a path of string segments, e.g. `['l', 'plan', '00000000000001']`. */
 export type StorageKey = readonly string[]
@@ -78,4 +79,9 @@ export interface Storage {
   close(): Promise<void>
   /** True once `close()` was called. */
   readonly closed: boolean
+}
+
+/** Throws `CONCORD_ABORTED` if the signal is aborted. */
+export function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new ConcordError(ErrorCodes.ABORTED, 'operation aborted', { cause: signal.reason })
 }

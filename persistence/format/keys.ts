@@ -2,7 +2,8 @@
  * The key layout of a store (see FORMAT.md). Sequence numbers are written as
  * 14 hex digits so that key order is numeric order.
  */
-import type { StorageKey } from './storage.ts'
+/** A storage key: a path of strings (persistence/storage/storage.ts). */
+type StorageKey = readonly string[]
 
 /** Fixed-width hex of a sequence number (0 .. 2^53-1). */
 export function seqKey(seq: number): string {
@@ -16,6 +17,10 @@ export function parseSeqKey(key: string): number {
 
 /** Store-wide information. */
 export const STORE_INFO_KEY: StorageKey = ['s', 'info']
+/** The seal key (FORMAT.md, "Seal"). */
+export const SEAL_KEY: StorageKey = ['s', 'seal']
+/** Losses found on open and not yet accepted by `repair`. */
+export const LOSSES_KEY: StorageKey = ['s', 'losses']
 /** Prefix of every name's metadata. */
 export const META_PREFIX: StorageKey = ['m']
 /** Prefix of every archived-name marker. */

@@ -7,11 +7,11 @@
  * varuint schema | hlc time | bytes snapshot | u32 CRC-32
  * ```
  */
-import { Decoder, Encoder } from '../crdt/codec.ts'
-import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
+import { Decoder, Encoder } from '../../crdt/codec.ts'
+import { ConcordError, ErrorCodes } from '../../crdt/errors.ts'
 import { readStoredType } from './stored-type.ts'
-import { readHlc, writeHlc, type HlcTimestamp } from '../crdt/hlc.ts'
-import type { ReplicaType } from '../crdt/replica.ts'
+import { readHlc, writeHlc, type HlcTimestamp } from '../../crdt/hlc.ts'
+import type { ReplicaType } from '../../crdt/replica.ts'
 import { HASH_BYTES, openChecksummed, sealWithChecksum } from './checksum.ts'
 
 /** Current checkpoint format version. */

@@ -16,10 +16,10 @@
  * u32 CRC-32
  * ```
  */
-import { Decoder, Encoder } from '../crdt/codec.ts'
-import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
+import { Decoder, Encoder } from '../../crdt/codec.ts'
+import { ConcordError, ErrorCodes } from '../../crdt/errors.ts'
 import { readStoredType } from './stored-type.ts'
-import type { ReplicaType } from '../crdt/replica.ts'
+import type { ReplicaType } from '../../crdt/replica.ts'
 import { HASH_BYTES, openChecksummed, sealWithChecksum, ZERO_HASH } from './checksum.ts'
 
 /** Current metadata format version. */

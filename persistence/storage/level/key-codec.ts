@@ -8,8 +8,8 @@
  * `(enc(P), enc(P) + 0xFF)`. A UTF-8 encoding never contains `0xFF`, so keys
  * starting with `0xFF` are reserved for the adapter itself.
  */
-import { isWellFormed } from '../../crdt/codec.ts'
-import { ConcordError, DecodeError, ErrorCodes } from '../../crdt/errors.ts'
+import { isWellFormed } from '../../../crdt/codec.ts'
+import { ConcordError, DecodeError, ErrorCodes } from '../../../crdt/errors.ts'
 import type { RangeOptions, StorageKey } from '../storage.ts'
 
 const textEncoder = new TextEncoder()

@@ -10,12 +10,12 @@ import { mkdir, open, readFile, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { gunzip, gzip } from 'node:zlib'
-import { bytesEqual } from '../crdt/codec.ts'
-import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
-import { decodeArchive, encodeArchive, encodeArchiveMarker, type ArchiveMarker } from './archive.ts'
-import { sha256, toHex } from './checksum.ts'
-import type { NameMeta } from './name-meta.ts'
-import type { StorageEntry } from './storage.ts'
+import { bytesEqual } from '../../crdt/codec.ts'
+import { ConcordError, ErrorCodes } from '../../crdt/errors.ts'
+import { decodeArchive, encodeArchive, encodeArchiveMarker, type ArchiveMarker } from '../format/archive.ts'
+import { sha256, toHex } from '../format/checksum.ts'
+import type { NameMeta } from '../format/name-meta.ts'
+import type { StorageEntry } from '../storage/storage.ts'
 
 const gzipAsync = promisify(gzip)
 const gunzipAsync = promisify(gunzip)

@@ -4,10 +4,10 @@
  * record that passed its checksum may still come from a newer or foreign
  * writer), so no decoder hands on a type it cannot open.
  */
-import type { Decoder } from '../crdt/codec.ts'
-import { DecodeError } from '../crdt/errors.ts'
-import { isRegisteredType } from '../crdt/registry.ts'
-import type { ReplicaType } from '../crdt/replica.ts'
+import type { Decoder } from '../../crdt/codec.ts'
+import { DecodeError } from '../../crdt/errors.ts'
+import { isRegisteredType } from '../../crdt/registry.ts'
+import type { ReplicaType } from '../../crdt/replica.ts'
 
 /** Reads a type tag; DecodeError (the caller's CORRUPT_RECORD) unless it is a registered type. */
 export function readStoredType(decoder: Decoder, what: string): ReplicaType {

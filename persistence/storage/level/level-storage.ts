@@ -6,8 +6,8 @@
  * open-level-storage.ts (Node) and persistence/browser/.
  */
 import type { AbstractLevel } from 'abstract-level'
-import { ConcordError, ErrorCodes, isConcordError } from '../../crdt/errors.ts'
-import type { RangeOptions, SignalOptions, Storage, StorageEntry, StorageKey, StorageOperation, WriteOptions } from '../storage.ts'
+import { ConcordError, ErrorCodes, isConcordError } from '../../../crdt/errors.ts'
+import { throwIfAborted, type RangeOptions, type SignalOptions, type Storage, type StorageEntry, type StorageKey, type StorageOperation, type WriteOptions } from '../storage.ts'
 import { decodeKey, encodeKey, rangeToBytes } from './key-codec.ts'
 import { probeFolderSpace } from './space-probe.ts'
 
@@ -19,10 +19,6 @@ const SYNC_KEY = Uint8Array.of(0xff, 0x73, 0x79, 0x6e, 0x63)
 const EMPTY = new Uint8Array(0)
 const PAGE = 256
 
-/** Throws `CONCORD_ABORTED` if the signal is aborted. */
-export function throwIfAborted(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) throw new ConcordError(ErrorCodes.ABORTED, 'operation aborted', { cause: signal.reason })
-}
 
 /** Maps an abstract-level error to a ConcordError with a stable code. */
 export function storageError(error: unknown, what: string): ConcordError {

@@ -4,7 +4,7 @@
  * name (tamper evidence). The digests themselves are digest.ts (native in
  * Node; persistence/browser/digest.ts in a browser bundle).
  */
-import { appendCrc32, stripCrc32 } from '../crdt/types/crc32.ts'
+import { appendCrc32, stripCrc32 } from '../../crdt/types/crc32.ts'
 import { checksum, sha256 } from './digest.ts'
 
 export { checksum, sha256 }

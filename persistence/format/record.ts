@@ -15,9 +15,9 @@
  *
  * The record's hash is the SHA-256 of all of its bytes, checksum included.
  */
-import { Decoder } from '../crdt/codec.ts'
-import { ConcordError, DecodeError, ErrorCodes } from '../crdt/errors.ts'
-import { readHlc, type HlcTimestamp } from '../crdt/hlc.ts'
+import { Decoder } from '../../crdt/codec.ts'
+import { ConcordError, DecodeError, ErrorCodes } from '../../crdt/errors.ts'
+import { readHlc, type HlcTimestamp } from '../../crdt/hlc.ts'
 import { checksum, HASH_BYTES, openChecksummed, sha256 } from './checksum.ts'
 
 /** Current record format version. */

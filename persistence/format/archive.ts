@@ -13,12 +13,17 @@
  *  | varuint lastSeq | varuint records | varuint schema | varuint touched
  *  | varuint archived | varuint fileSize | u32 CRC-32`
  */
-import { Decoder, Encoder } from '../crdt/codec.ts'
-import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
+import { Decoder, Encoder } from '../../crdt/codec.ts'
+import { ConcordError, ErrorCodes } from '../../crdt/errors.ts'
 import { readStoredType } from './stored-type.ts'
-import type { ReplicaType } from '../crdt/replica.ts'
+import type { ReplicaType } from '../../crdt/replica.ts'
 import { HASH_BYTES, openChecksummed, sealWithChecksum } from './checksum.ts'
-import type { StorageEntry, StorageKey } from './storage.ts'
+
+/** One key of an archived name with its value (a storage key: a path of strings). */
+export interface ArchivedEntry {
+  readonly key: readonly string[]
+  readonly value: Uint8Array
+}
 
 /** Current archive file and marker format version. */
 export const ARCHIVE_VERSION = 1
@@ -65,7 +70,7 @@ export function decodeArchiveMarker(bytes: Uint8Array): ArchiveMarker {
 }
 
 /** Encodes the body of a name's archive file (before compression): its entries, checksummed. */
-export function encodeArchive(name: string, entries: readonly StorageEntry[]): Uint8Array {
+export function encodeArchive(name: string, entries: readonly ArchivedEntry[]): Uint8Array {
   const encoder = new Encoder(1024)
   encoder.writeUint8(ARCHIVE_VERSION).writeString(name).writeVarUint(entries.length)
   for (const entry of entries) {
@@ -77,7 +82,7 @@ export function encodeArchive(name: string, entries: readonly StorageEntry[]): U
 }
 
 /** Decodes the body of `name`'s archive file; `CONCORD_CORRUPT_RECORD` if damaged or of another name. */
-export function decodeArchive(name: string, bytes: Uint8Array): StorageEntry[] {
+export function decodeArchive(name: string, bytes: Uint8Array): ArchivedEntry[] {
   const body = openChecksummed(bytes)
   if (!body) throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `archive of "${name}": checksum mismatch`)
   try {
@@ -85,13 +90,13 @@ export function decodeArchive(name: string, bytes: Uint8Array): StorageEntry[] {
     d.readVersion(ARCHIVE_VERSION, 'archive')
     if (d.readString() !== name) throw new Error('the archive belongs to another name')
     const count = d.readCount(2)
-    const entries: StorageEntry[] = []
+    const entries: ArchivedEntry[] = []
     for (let i = 0; i < count; i++) {
       const segments = d.readCount(1)
       const key: string[] = []
       for (let j = 0; j < segments; j++) key.push(d.readString())
       if (key[1] !== name) throw new Error('an archived key belongs to another name')
-      entries.push({ key: key as StorageKey, value: d.readBytes().slice() })
+      entries.push({ key, value: d.readBytes().slice() })
     }
     d.end('archive')
     return entries

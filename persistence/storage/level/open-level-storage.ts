@@ -6,9 +6,10 @@
  */
 import { ClassicLevel } from 'classic-level'
 import { MemoryLevel } from 'memory-level'
-import { ConcordError, ErrorCodes, isConcordError } from '../../crdt/errors.ts'
+import { ConcordError, ErrorCodes, isConcordError } from '../../../crdt/errors.ts'
 import type { SignalOptions } from '../storage.ts'
-import { LevelStorage, throwIfAborted, type BytesLevel } from './level-storage.ts'
+import { LevelStorage, type BytesLevel } from './level-storage.ts'
+import { throwIfAborted } from '../storage.ts'
 import { describeLockHolder, describeThisProcess } from './lock-holder.ts'
 
 /** The messages of an error and of its causes, outermost first. */

@@ -9,7 +9,7 @@
  * what survives a cut is a prefix, each batch whole or absent) and returns a
  * fresh storage holding exactly what survived.
  */
-import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
+import { ConcordError, ErrorCodes } from '../../crdt/errors.ts'
 import type { LevelStorage } from './level/level-storage.ts'
 import { openLevelStorage } from './level/open-level-storage.ts'
 import type { RangeOptions, SignalOptions, Storage, StorageEntry, StorageKey, StorageOperation, WriteOptions } from './storage.ts'

@@ -12,7 +12,8 @@
  *   bad input it throws a `DecodeError` (code `CONCORD_DECODE_ERROR`) and the
  *   state is unchanged. It returns `true` when the state changed, `false`
  *   when the delta added nothing (already seen): such a delta must not be
- *   logged or forwarded again.
+ *   logged or forwarded again. `prepareDelta(bytes)` is its first half (the
+ *   check, one decode) and `apply()` of what it returns the second.
  * - Local mutators apply their delta, emit `change` with `local: true` (the
  *   delta is the event's, not returned) and return whether they changed
  *   anything; `applyDelta` emits `change` with `local: false` when the
@@ -88,6 +89,16 @@ export interface Replica {
   deltaSince(version: Uint8Array): Uint8Array | null
   /** Joins a remote delta atomically; true if the state changed. Throws DecodeError on bad input. */
   applyDelta(delta: Uint8Array, origin?: unknown): boolean
+  /**
+   * Optional (every built-in type has it). The first half of `applyDelta`:
+   * decodes and checks `delta` without touching the state (DecodeError,
+   * `CONCORD_LIMIT_EXCEEDED` over `options.limits`), and returns it ready
+   * to join, so that a holder checks every delta of a unit before it
+   * applies any and has each decoded once. `applyDelta(d, o)` is
+   * `prepareDelta(d).apply(o) !== null`. A holder of a replica without it
+   * applies its deltas unchecked.
+   */
+  prepareDelta?(delta: Uint8Array, options?: PrepareOptions): PreparedDelta
   /** The whole state, encoded (version byte first). */
   snapshot(): Uint8Array
   /** Optional: the bounds its `applyDelta` and snapshot loading enforce (documents); `maxBytes` per delta or snapshot. */
@@ -138,6 +149,37 @@ export interface Replica {
    * Throws DecodeError on a malformed snapshot (the state is then unchanged).
    */
   reset?(snapshot: Uint8Array): void
+}
+
+/** Options of {@link Replica.prepareDelta}. */
+export interface PrepareOptions {
+  /**
+   * Bounds on untrusted input, checked with the replica's own (the stricter
+   * of each): for the documents, what one delta may decode to
+   * (`maxOperations`, `maxInsertedBytes`) and its framing; other types
+   * ignore them (their codecs bound every count by the bytes).
+   */
+  readonly limits?: Partial<DocumentLimits> | undefined
+  /**
+   * Check now what `apply` could still refuse, for a holder that applies
+   * several deltas all or none: after a strict prepare, `apply` throws only
+   * when the library itself fails (`CONCORD_LIBRARY_FAILED`) or the replica
+   * is used wrongly meanwhile. Only Automerge pays for it (a parse of its
+   * changes, in scratch documents); the other types check everything anyway.
+   */
+  readonly strict?: boolean | undefined
+}
+
+/** A remote delta checked by {@link Replica.prepareDelta}, ready to join. */
+export interface PreparedDelta {
+  /**
+   * Joins it as `applyDelta` does (a `change` event when the state changed)
+   * and returns what changed the state: the delta, or its merge with the
+   * updates that waited for it and now joined with it; `null` when it
+   * added nothing (already seen, or it waits for a missing dependency). A
+   * holder logs exactly these bytes. At most once.
+   */
+  apply(origin?: unknown): Uint8Array | null
 }
 
 /** Changes recorded by {@link Replica.recordUndo}. */

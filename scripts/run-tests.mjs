@@ -33,6 +33,7 @@ const lists = {
     'test/fuzz/decoders.test.ts',
     'test/crdt/messages.test.ts',
     'test/crdt/undo-reset.test.ts',
+    'test/crdt/prepare-delta.test.ts',
     // crdt/ documents
     'test/crdt/documents/document-semantics.test.ts',
     'test/crdt/documents/automerge-view.test.ts',

@@ -44,17 +44,17 @@ import * as A from '@automerge/automerge'
 import { Emitter, type Unsubscribe } from '../emitter.ts'
 import { ConcordError, DecodeError, ErrorCodes, isConcordError, withArticle } from '../errors.ts'
 import { Encoder, decodeGuarded } from '../codec.ts'
-import type { ChangeEvent, Replica, ReplicaEvents, ReplicaFactory, ReplicaId, UndoRecord } from '../replica.ts'
+import type { ChangeEvent, PreparedDelta, PrepareOptions, Replica, ReplicaEvents, ReplicaFactory, ReplicaId, UndoRecord } from '../replica.ts'
 import { mergeAutomergeDeltas } from './merge-deltas.ts'
 import { splitAutomergeChunks, type AutomergeChunk } from './automerge-guard.ts'
 import { AutomergeJournal } from './automerge-journal.ts'
 import { automergeError, automergeFailed, automergeGeneration } from './automerge-runtime.ts'
 import { changeHashes, missingDependencies } from './automerge-waiting.ts'
 import { WaitingRoom, type WaitingStats } from './waiting-room.ts'
-import { checkAutomergeDeltaSize } from './delta-size.ts'
+import { checkAutomergeDeltaSize, parseAutomergeChunks } from './delta-size.ts'
 import { extendsLinearly } from './automerge-linear.ts'
 import { ChangeClock, hexOf, writeHashBytes } from './automerge-clock.ts'
-import { resolveLimits, type AutomergeReplicaOptions, type DocumentLimits } from './options.ts'
+import { resolveLimits, stricterLimits, type AutomergeReplicaOptions, type DocumentLimits } from './options.ts'
 import { decodeDocumentSnapshot, encodeDocumentSnapshot } from './snapshot-envelope.ts'
 import { insertable, plainValue, restoreObject } from './automerge-value.ts'
 
@@ -380,6 +380,33 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
   applyDelta(delta: Uint8Array, origin?: unknown): boolean {
     const chunks = splitAutomergeChunks(delta, this.limits, 'automerge delta')
     checkAutomergeDeltaSize(chunks, this.limits)
+    return this.applyChunks(delta, chunks, origin) !== null
+  }
+
+  /**
+   * Checks a remote delta (see {@link Replica.prepareDelta}): its chunks'
+   * framing and checksums and what they decode to, against the stricter of
+   * this replica's limits and `options.limits`; `strict` has Automerge parse
+   * them too (in scratch documents), which a delta that has to wait for a
+   * dependency would otherwise skip until it is let in.
+   */
+  prepareDelta(delta: Uint8Array, options: PrepareOptions = {}): PreparedDelta {
+    const limits = stricterLimits(this.limits, options.limits)
+    const chunks = splitAutomergeChunks(delta, limits, 'automerge delta')
+    checkAutomergeDeltaSize(chunks, limits)
+    if (options.strict === true) parseAutomergeChunks(chunks)
+    let applied = false
+    return {
+      apply: (origin) => {
+        if (applied) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'a prepared delta is applied once')
+        applied = true
+        return this.applyChunks(delta, chunks, origin)
+      },
+    }
+  }
+
+  /** Applies a checked delta (held while a dependency is missing); what changed the document, or null. */
+  private applyChunks(delta: Uint8Array, chunks: AutomergeChunk[], origin: unknown): Uint8Array | null {
     this.live()
     const documents = chunks.filter((chunk) => chunk.type === 0)
     const changeChunks = chunks.filter((chunk) => chunk.type !== 0)
@@ -390,7 +417,7 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
       const missing = missingDependencies(this.current, before, changeChunks, own)
       if (missing !== undefined) {
         this.waiting.hold(delta, origin, missing.map((hash) => [hash, 1] as const), own)
-        return false
+        return null
       }
     }
     const released = this.release(own, documents.length > 0)
@@ -417,8 +444,8 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
     return released
   }
 
-  /** Applies a checked delta (and waiting ones it released) in one Automerge call; emits `change`. */
-  private integrate(delta: Uint8Array, origin: unknown, documents: AutomergeChunk[], changeChunks: AutomergeChunk[], before: A.Heads, released: Uint8Array[]): boolean {
+  /** Applies a checked delta (and waiting ones it released) in one Automerge call; emits `change` and returns what changed the document, or null. */
+  private integrate(delta: Uint8Array, origin: unknown, documents: AutomergeChunk[], changeChunks: AutomergeChunk[], before: A.Heads, released: Uint8Array[]): Uint8Array | null {
     if (released.length > 0) changeChunks = [...changeChunks, ...released.flatMap((bytes) => splitAutomergeChunks(bytes, this.limits, 'automerge delta'))]
     const changes = changeChunks.map((chunk) => chunk.bytes)
     // Changes that arrived before their dependencies inside a document's delta wait inside Automerge.
@@ -440,7 +467,7 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
     }
     if (sameHeads(before, A.getHeads(next))) {
       this.current = next
-      return false
+      return null
     }
     // Automerge 3.5.0 patches its JS view wrongly for some applications that
     // bring several changes with concurrency among them or with the document
@@ -462,7 +489,7 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
     if (wholeIntoEmpty) this.journal.reset(documents[0].bytes.slice())
     else this.journal.add(event, next)
     this.events.emit('change', { delta: event, local: false, origin })
-    return true
+    return event
   }
 
   /** Deltas waiting for a missing dependency: held now, dropped over budget, released since creation. */

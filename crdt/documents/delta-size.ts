@@ -38,7 +38,7 @@ export function checkDocumentDelta(type: ReplicaType, delta: Uint8Array, limits?
  * holds a delta while it waits does not do. Throws DecodeError (after a
  * trap, with the module recovered).
  */
-function parseAutomergeChunks(chunks: readonly AutomergeChunk[]): void {
+export function parseAutomergeChunks(chunks: readonly AutomergeChunk[]): void {
   const changes = chunks.filter((chunk) => chunk.type === 1).map((chunk) => chunk.bytes)
   try {
     for (const chunk of chunks) if (chunk.type === 0) A.free(A.load(chunk.bytes))

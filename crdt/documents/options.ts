@@ -52,6 +52,20 @@ export function trustedLimits(limits?: Partial<DocumentLimits>): DocumentLimits 
   return { ...resolveLimits(limits), maxOperations: Infinity, maxInsertedBytes: Infinity }
 }
 
+/**
+ * `own` with `extra` on top: the stricter of the two for every bound (a
+ * replica's own limits and those a holder puts on one untrusted delta).
+ */
+export function stricterLimits(own: DocumentLimits, extra: Partial<DocumentLimits> | undefined): DocumentLimits {
+  if (extra === undefined) return own
+  const out = { ...own }
+  for (const key of Object.keys(own) as Array<keyof DocumentLimits>) {
+    const bound = extra[key]
+    if (typeof bound === 'number' && bound < out[key]) out[key] = bound
+  }
+  return out
+}
+
 /** Fills the limits not given with the defaults. */
 export function resolveLimits(limits?: Partial<DocumentLimits>): DocumentLimits {
   return { ...DEFAULT_DOCUMENT_LIMITS, ...limits }

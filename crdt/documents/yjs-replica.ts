@@ -47,9 +47,9 @@
 import * as Y from 'yjs'
 import { Emitter, type Unsubscribe } from '../emitter.ts'
 import { ConcordError, DecodeError, ErrorCodes, withArticle } from '../errors.ts'
-import type { ChangeEvent, LocalRun, Replica, ReplicaEvents, ReplicaFactory, ReplicaId, UndoRecord } from '../replica.ts'
+import type { ChangeEvent, LocalRun, PreparedDelta, PrepareOptions, Replica, ReplicaEvents, ReplicaFactory, ReplicaId, UndoRecord } from '../replica.ts'
 import { mergeYjsDeltas } from './merge-deltas.ts'
-import { resolveLimits, type DocumentLimits, type YjsReplicaOptions } from './options.ts'
+import { resolveLimits, stricterLimits, type DocumentLimits, type YjsReplicaOptions } from './options.ts'
 import { decodeDocumentSnapshot, encodeDocumentSnapshot } from './snapshot-envelope.ts'
 import { checkYjsDeltaSize, validateYjsStateVector, validateYjsUpdate } from './yjs-guard.ts'
 import { restoreDocument } from './yjs-restore.ts'
@@ -216,6 +216,7 @@ export class YjsReplica implements Replica {
   }
 
   private readonly onCleanup = (transaction: Y.Transaction): void => {
+    this.transactions++
     const origin = transaction.origin
     if (origin instanceof YjsRemoteOrigin && origin.replica === this) return
     const refusal = this.refused.get(transaction)
@@ -250,6 +251,10 @@ export class YjsReplica implements Replica {
   private lastRemote: YjsRemoteOrigin | undefined
   /** The dependencies of the delta being validated (reused). */
   private readonly dependencies: YjsDependencies
+  /** A dependencies object for the next {@link prepareDelta} (given back by `apply`). */
+  private spareDependencies: YjsDependencies | undefined
+  /** Transactions of the document so far (a prepared delta's dependencies are read again when it moved). */
+  private transactions = 0
   /** Updates waiting for a missing dependency, held outside Yjs (see waiting-room.ts). */
   private readonly waiting: WaitingRoom<number, number[]>
   /** Updates Yjs itself left pending although every dependency was there (a hostile update), dropped. */
@@ -362,15 +367,62 @@ export class YjsReplica implements Replica {
     const dependencies = this.dependencies
     dependencies.reset()
     checkYjsDeltaSize(validateYjsUpdate(delta, this.limits, dependencies), this.limits)
-    const doc = this.doc
-    if (doc._transaction !== null) {
+    return this.integrate(delta, origin, dependencies) !== null
+  }
+
+  /**
+   * Checks a remote update (see {@link Replica.prepareDelta}): the guard's
+   * walk, against the stricter of this replica's limits and `options.limits`,
+   * which also reads what the update depends on. `apply` walks it again only
+   * when the document changed since (its dependencies are judged against
+   * the state they meet).
+   */
+  prepareDelta(delta: Uint8Array, options: PrepareOptions = {}): PreparedDelta {
+    const limits = stricterLimits(this.limits, options.limits)
+    const dependencies = this.spareDependencies ?? new YjsDependencies(this.doc)
+    this.spareDependencies = undefined
+    dependencies.reset()
+    checkYjsDeltaSize(validateYjsUpdate(delta, limits, dependencies), limits)
+    if (options.strict === true) this.checkNoTransaction()
+    const at = this.transactions
+    let applied = false
+    return {
+      apply: (origin) => {
+        if (applied) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'a prepared delta is applied once')
+        applied = true
+        if (this.transactions !== at) {
+          dependencies.reset()
+          validateYjsUpdate(delta, limits, dependencies)
+        }
+        try {
+          return this.integrate(delta, origin, dependencies)
+        } finally {
+          this.spareDependencies ??= dependencies
+        }
+      },
+    }
+  }
+
+  private checkNoTransaction(): void {
+    if (this.doc._transaction !== null) {
       throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'yjs replica: applyDelta inside a transaction of its doc')
     }
+  }
+
+  /**
+   * Applies a checked update whose dependencies were read: held if it cannot
+   * integrate yet, else in one transaction with the waiting updates it lets
+   * in. Returns what changed the document (the update, or its merge with
+   * those), or null.
+   */
+  private integrate(delta: Uint8Array, origin: unknown, dependencies: YjsDependencies): Uint8Array | null {
+    this.checkNoTransaction()
+    const doc = this.doc
     const unmet = dependencies.unmet()
     if (unmet !== undefined) {
       // Not integrable yet: held outside Yjs (bounded; dropped and counted when full).
       this.waiting.hold(delta, origin, unmet, dependencies.clients())
-      return false
+      return null
     }
     // The local run's changes so far are encoded before this delta touches the store.
     this.run?.endPiece()
@@ -400,11 +452,11 @@ export class YjsReplica implements Replica {
       doc.store.pendingDs = null
       this.unresolvable++
     }
-    if (!changedBy(transaction)) return false
+    if (!changedBy(transaction)) return null
     // The change carries the waiting updates this delta completed: a store logs what it carries.
     const event = released.length > 0 ? mergeYjsDeltas([delta, ...released]) : delta
     this.events.emit('change', { delta: event, local: false, origin })
-    return true
+    return event
   }
 
   /** Updates waiting for a missing dependency: held now, dropped over budget, released since creation. */

@@ -20,7 +20,7 @@ import { cloneStore, emptyLike, isEmptyStore, joinStoreInto, restrictStore, stor
 import { Emitter, type Unsubscribe } from '../emitter.ts'
 import { ConcordError, ErrorCodes, withArticle } from '../errors.ts'
 import { HybridClock } from '../hlc.ts'
-import type { ChangeEvent, Replica, ReplicaEvents, ReplicaId, ReplicaOptions, UndoRecord } from '../replica.ts'
+import type { ChangeEvent, PreparedDelta, PrepareOptions, Replica, ReplicaEvents, ReplicaId, ReplicaOptions, UndoRecord } from '../replica.ts'
 import { DotAllocator } from './dot-allocator.ts'
 import type { Json } from './json.ts'
 import { TYPE_DEFS, wrapField } from './ormap.ts'
@@ -110,12 +110,35 @@ export class CausalReplica<S extends DotStore = DotStore> implements Replica {
 
   /** Joins a remote delta (or snapshot) atomically; true if the state changed. */
   applyDelta(delta: Uint8Array, origin?: unknown): boolean {
+    return this.joinRemote(this.decodeDelta(delta), delta, origin) !== null
+  }
+
+  /** Decodes and checks a remote delta (see {@link Replica.prepareDelta}); the decoded state is what `apply` joins. */
+  prepareDelta(delta: Uint8Array, _options?: PrepareOptions): PreparedDelta {
+    const state = this.decodeDelta(delta)
+    let applied = false
+    return {
+      apply: (origin) => {
+        if (applied) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'a prepared delta is applied once')
+        applied = true
+        return this.joinRemote(state, delta, origin)
+      },
+    }
+  }
+
+  /** A remote delta's state, checked (its codec bounds every count by the bytes). */
+  private decodeDelta(delta: Uint8Array): CausalState<S> {
     const { state } = decodeState(delta, this.type)
     this.def.validateDelta?.(state as CausalState<S>)
-    this.def.observe?.(state.store as S, this.clock)
-    if (!this.join(state as CausalState<S>)) return false
+    return state as CausalState<S>
+  }
+
+  /** Joins a decoded remote delta; `delta` (its bytes) when the state changed, else null. */
+  private joinRemote(state: CausalState<S>, delta: Uint8Array, origin: unknown): Uint8Array | null {
+    this.def.observe?.(state.store, this.clock)
+    if (!this.join(state)) return null
     this.events.emit('change', { delta, local: false, origin })
-    return true
+    return delta
   }
 
   /** The whole state, encoded. */

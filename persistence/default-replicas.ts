@@ -2,15 +2,11 @@
  * The default replica creator and delta merger of a store: the crdt
  * registry (every native type and both document types).
  */
-import { checkDocumentDelta } from '../crdt/documents/delta-size.ts'
 import { createReplica, deltaMerger } from '../crdt/registry.ts'
-import type { DeltaChecker, DeltaMerger, ReplicaCreator } from './options.ts'
+import type { DeltaMerger, ReplicaCreator } from './options.ts'
 
 /** Creates a replica of any registered type. */
 export const defaultCreateReplica: ReplicaCreator = createReplica
 
 /** The registry's merge of each type's deltas. */
 export const defaultDeltaMerger: DeltaMerger = deltaMerger
-
-/** The documents' decoded-size check (other types: nothing to check). */
-export const defaultDeltaChecker: DeltaChecker = checkDocumentDelta

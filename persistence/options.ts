@@ -5,7 +5,7 @@ import type { DocumentLimits } from '../crdt/documents/options.ts'
 import type { WaitingBudget, WaitingBudgetLimits } from '../crdt/documents/waiting-room.ts'
 import type { HybridClock } from '../crdt/hlc.ts'
 import type { Replica, ReplicaId, ReplicaOptions, ReplicaType } from '../crdt/replica.ts'
-import type { Timers } from './committer.ts'
+import type { Timers } from './pipeline/committer.ts'
 import type { Storage } from './storage/storage.ts'
 
 /**
@@ -60,9 +60,6 @@ export type ReplicaCreator = (type: ReplicaType, options: ReplicaOptions) => Rep
  */
 export type DeltaMerger = (type: ReplicaType) => ((deltas: readonly Uint8Array[]) => Uint8Array) | undefined
 
-/** Checks a remote delta of a type against limits before it is applied; throws a ConcordError. */
-export type DeltaChecker = (type: ReplicaType, delta: Uint8Array, limits: Partial<DocumentLimits> | undefined, parse?: boolean) => void
-
 /** Options of {@link openStore}. */
 export interface StoreOptions {
   /** LevelDB folder; omitted (and no `storage`) -> in memory. */
@@ -110,8 +107,9 @@ export interface StoreOptions {
   /**
    * Limits on the documents' remote deltas (`commit`, `applyRemote`): bytes,
    * decoded operations and content, updates waiting for a dependency (see
-   * `DocumentLimits`; defaults in `DEFAULT_DOCUMENT_LIMITS`). The store's
-   * own log and checkpoints are replayed without the decoded-size bounds.
+   * `DocumentLimits`; defaults in `DEFAULT_DOCUMENT_LIMITS`), checked by each
+   * replica's `prepareDelta` before anything is applied. The store's own
+   * log and checkpoints are replayed without the decoded-size bounds.
    */
   readonly documentLimits?: Partial<DocumentLimits> | undefined
   /**
@@ -120,11 +118,6 @@ export interface StoreOptions {
    * 4,000 updates and 32 MiB per sender).
    */
   readonly waitingBudget?: WaitingBudget | Partial<WaitingBudgetLimits> | undefined
-  /**
-   * Checks a remote delta's decoded size against the limits before anything
-   * applies it (default: the crdt documents' `checkDocumentDelta`).
-   */
-  readonly checkDelta?: DeltaChecker | undefined
   /** The agent's clock, shared with its replicas. */
   readonly clock?: HybridClock | undefined
   /** Wall clock in ms (TTL, archival, timed checkpoints). */

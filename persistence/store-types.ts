@@ -1,14 +1,12 @@
 /**
- * Types of the store: what its public methods and events return, and the
- * internal per-name entry the store modules share.
+ * Types of the store: what its public methods and events return.
  */
 import { bytesEqual } from '../crdt/codec.ts'
 import type { ConcordError } from '../crdt/errors.ts'
 import type { HlcTimestamp } from '../crdt/hlc.ts'
 import type { Replica, ReplicaType } from '../crdt/replica.ts'
 import { toHex } from './format/checksum.ts'
-import type { CommittedRecord, NameState } from './committer.ts'
-import type { CheckpointPolicy, Durability, Retention } from './options.ts'
+import type { CommittedRecord } from './pipeline/committer.ts'
 
 /** One record as `history` and `changes` return it. */
 export interface HistoryEntry {
@@ -81,7 +79,7 @@ export interface StoreEvents extends Record<string, unknown> {
   rolledBack: { readonly name: string; readonly seq: number; readonly error: ConcordError }
   /**
    * Found on open: records of `name` written before the last clean close
-   * that the store no longer holds (persistence/lifecycle/seal.ts); `fromSeq` 1: the
+   * that the store no longer holds (persistence/seal.ts); `fromSeq` 1: the
    * whole name. Emitted right after the store opens.
    */
   lost: { readonly name: string; readonly fromSeq: number; readonly toSeq: number; readonly closedAt: number; readonly foundAt: number }
@@ -137,40 +135,6 @@ export interface GcReport {
   readonly deletedCheckpoints: number
   readonly orphanNames: number
 }
-
-/** @internal a hydrated name: its replica, live state and policies. */
-export interface Entry {
-  readonly name: string
-  readonly state: NameState
-  readonly replica: Replica
-  readonly durability: Durability
-  readonly policy: Required<CheckpointPolicy>
-  readonly retention: Retention
-  /**
-   * Set when the replica holds changes the log lacks although they are no
-   * changes to log one by one (a rollback or an undo by a compensating
-   * change, a replica that could not be rolled back): the version of what
-   * the log holds. The next write of the name logs first a `state` record
-   * of what the replica holds beyond it.
-   */
-  repairSince: Uint8Array | undefined
-  checkpointQueued: boolean
-  /** Wall time of the first change not in a checkpoint (0 = none). */
-  dirtySince: number
-  detached: boolean
-  unsubscribe: () => void
-  /** The last append of a change made outside applyRemote/commit/atomic. */
-  last: Promise<unknown>
-}
-
-/** @internal a change waiting to be appended. */
-export interface CaptureItem {
-  readonly entry: Entry
-  readonly delta: Uint8Array
-  readonly hlc: HlcTimestamp
-  readonly agent: string
-}
-
 
 /** A committed record as `history`, `changes` and the `commit` event show it. */
 export function toHistoryEntry(record: CommittedRecord): HistoryEntry {

@@ -1,47 +1,47 @@
 /**
  * The store: named replicas persisted as an update log plus checkpoints.
+ * This file is its facade: `openStore` composes the modules once, and every
+ * method of {@link Store} checks its arguments and hands the call to the
+ * one module that does the work (docs/design.md, "The store, module by
+ * module"):
  *
- * - `open(name, type)` hydrates a name (newest checkpoint + replay of the log
- *   after it, integrity-checked) and returns its replica. Every `change` of
- *   that replica (local or remote) is appended to the log through the commit
- *   pipeline (group commit; durability per mode).
- * - `applyRemote` / `commit` / `atomic` apply changes and resolve once they
- *   are durable per the mode; `commit` and `atomic` write several names in
- *   one atomic batch.
- * - History: `history`, `at`, `revert`, `changes`, `verify`.
- * - Lifecycle: checkpoints by policy, retention, TTL, archival, GC.
+ * - names/ (the owner of every name's state: hydrated entries, metadata,
+ *   the index of names): `open`, `typeOf`, the readers' `lease`;
+ * - writes/ (the write path: remote commits, local changes, `atomic`
+ *   blocks, migrations, checkpoints, rollback): `commit`, `atomic`,
+ *   `checkpoint`;
+ * - history/ (`history`, `at`, `revert`, `changes`, `verify`, `repair`);
+ * - lifecycle/ (`names`, `delete`, TTL, `gc`, the sweep, archival, the seal);
+ * - pipeline/ (the commit queue under all of them): `flush`, durability.
  *
- * This file is the facade; the work is done by the modules it wires over one
- * shared {@link StoreCore}: hydration.ts (opening, cache in name-cache.ts),
- * writes.ts (appends, checkpoints), time-travel.ts, archival.ts and
- * lifecycle.ts. See FORMAT.md for the key layout and value formats.
+ * See FORMAT.md for the key layout and value formats.
  */
 import { isWellFormed } from '../crdt/codec.ts'
-import { installAutomergeReloader } from './automerge-reload.ts'
 import type { WaitingStats } from '../crdt/documents/waiting-room.ts'
 import type { Emitter } from '../crdt/emitter.ts'
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import type { HybridClock } from '../crdt/hlc.ts'
 import { replicaId as brandReplicaId, type Replica, type ReplicaId, type ReplicaType } from '../crdt/replica.ts'
-import { Archival } from './archival.ts'
-import { Hydration } from './hydration.ts'
-import { repairName, type RepairReport } from './repair.ts'
-import { rollBack } from './rollback.ts'
-import { acceptLoss, checkSeal, readLosses, writeSeal, type Loss } from './lifecycle/seal.ts'
+import { installAutomergeReloader } from './automerge-reload.ts'
+import { StoreContext } from './context.ts'
 import { STORE_INFO_KEY } from './format/keys.ts'
-import { throwIfAborted } from './storage/storage.ts'
-import { openLevelStorage } from './storage/level/open-level-storage.ts'
-import { Lifecycle } from './lifecycle.ts'
-import type { NameOptions, ReplicaCreator, StoreOptions } from './options.ts'
-import type { SignalOptions, Storage } from './storage/storage.ts'
-import { StoreCore } from './store-core.ts'
 import { decodeStoreInfo, encodeStoreInfo, UNCLAIMED } from './format/store-info.ts'
+import { repairName, type RepairReport } from './history/repair.ts'
+import { TimeTravel } from './history/time-travel.ts'
+import { Archival } from './lifecycle/archival.ts'
+import { Lifecycle } from './lifecycle/lifecycle.ts'
+import { acceptLoss, checkSeal, readLosses, writeSeal, type Loss } from './lifecycle/seal.ts'
+import { Names, type NameLease } from './names/owner.ts'
+import type { NameOptions, ReplicaCreator, StoreOptions } from './options.ts'
+import { openLevelStorage } from './storage/level/open-level-storage.ts'
+import { throwIfAborted, type SignalOptions, type Storage } from './storage/storage.ts'
 import type { ApplyResult, ChangeProvenance, GcReport, HistoryEntry, NameInfo, StoreEvents, VerifyReport } from './store-types.ts'
-import { TimeTravel } from './time-travel.ts'
-import { Writes } from './writes.ts'
 import { afterThisTurn } from './turn.ts'
+import { checkpointUnit } from './writes/checkpoints.ts'
+import { Writes } from './writes/writes.ts'
 
 export type { Loss } from './lifecycle/seal.ts'
+export type { NameLease } from './names/owner.ts'
 export type { ApplyResult, ChangeProvenance, CommittedUnitRecord, GcReport, HistoryEntry, NameInfo, StoreEvents, VerifyReport } from './store-types.ts'
 
 /**
@@ -74,13 +74,12 @@ export async function openStore(options: StoreOptions): Promise<Store> {
       const replicaId = claim ? id : UNCLAIMED
       await storage.batch([{ type: 'put', key: STORE_INFO_KEY, value: encodeStoreInfo({ replicaId, created: info?.created ?? now() }) }], { sync: true })
     }
-    const defaults = options.createReplica === undefined || options.deltaMerger === undefined || options.checkDelta === undefined
+    const defaults = options.createReplica === undefined || options.deltaMerger === undefined
       ? await import('./default-replicas.ts')
       : undefined
     const createReplica = options.createReplica ?? defaults!.defaultCreateReplica
     const deltaMerger = options.deltaMerger ?? defaults!.defaultDeltaMerger
-    const checkDelta = options.checkDelta ?? defaults!.defaultDeltaChecker
-    const store = new Store(storage, ownsStorage, id, createReplica, { ...options, deltaMerger, checkDelta })
+    const store = new Store(storage, ownsStorage, id, createReplica, { ...options, deltaMerger })
     try {
       await store.checkSeal()
     } catch (error) {
@@ -122,18 +121,20 @@ export class Store {
   /**
    * Records acknowledged before the last clean close that LevelDB no longer
    * held when this store opened (its newest log was truncated or damaged;
-   * persistence/lifecycle/seal.ts). Each is also reported by a `lost` event right
-   * after the store opens, fails `verify`, and stays recorded until
+   * persistence/lifecycle/seal.ts). Each is also reported by a `lost` event
+   * right after the store opens, fails `verify`, and stays recorded until
    * `repair(name)` accepts it ({@link recordedLosses}).
    */
   readonly losses: Loss[] = []
-  private readonly core: StoreCore
+  private readonly context: StoreContext
+  private readonly owner: Names
   private readonly writes: Writes
-  private readonly hydration: Hydration
   private readonly timeTravel: TimeTravel
   private readonly archival: Archival
   private readonly lifecycle: Lifecycle
   private closing: Promise<void> | undefined
+  /** Only a store whose seal was checked writes one on close: else it could cover up a loss not yet recorded. */
+  private sealChecked = false
 
   /** @internal use {@link openStore}. */
   constructor(
@@ -145,36 +146,40 @@ export class Store {
     createReplica: ReplicaCreator,
     options: StoreOptions,
   ) {
-    const core = new StoreCore(storage, replicaId, createReplica, options)
-    this.core = core
-    this.events = core.events
-    this.clock = core.clock
-    this.truncations = core.truncations
-    this.writes = new Writes(core)
-    core.committer.onFailure = (error, states) => rollBack(core, this.writes, error, states)
-    this.archival = new Archival(core, this.writes)
-    this.hydration = new Hydration(core, this.writes, this.archival)
-    this.timeTravel = new TimeTravel(core, this.hydration, this.writes)
-    this.lifecycle = new Lifecycle(core, this.writes, this.archival)
+    // The modules, each given what it uses (the closures call modules made just below).
+    const context = new StoreContext(storage, replicaId, createReplica, options, (error, states) => writes.rollBack(error, states))
+    const owner = new Names(context, {
+      attach: (entry) => writes.attach(entry),
+      migrate: (entry, schema) => writes.migrate(entry, schema),
+      rehydrate: (name, signal) => archival.rehydrate(name, signal),
+    })
+    const writes = new Writes(context, owner)
+    const archival = new Archival(context, owner)
+    this.context = context
+    this.owner = owner
+    this.writes = writes
+    this.archival = archival
+    this.timeTravel = new TimeTravel(context, owner, writes)
+    this.lifecycle = new Lifecycle(context, owner, archival)
+    this.events = context.events
+    this.clock = context.clock
+    this.truncations = context.truncations
     const sweepMs = options.sweepMs ?? 10_000
     if (sweepMs > 0) this.lifecycle.start(sweepMs)
   }
 
   // ---------------------------------------------------------------- opening
 
-  private sealChecked = false
-
   /** The folder of a store on disk that opened its own storage: where its seal lives. */
   private get sealDir(): string | undefined {
-    return this.ownsStorage ? this.core.options.dir : undefined
+    return this.ownsStorage ? this.context.options.dir : undefined
   }
 
   /** @internal on open: compares the seal with what LevelDB holds (persistence/lifecycle/seal.ts). */
   async checkSeal(): Promise<void> {
     const dir = this.sealDir
     if (dir === undefined) return
-    const found = await checkSeal(this.core, dir)
-    // Only a store whose seal was checked writes one on close: else it could cover up a loss not yet recorded.
+    const found = await checkSeal(this.context, this.owner, dir)
     this.sealChecked = true
     if (found.length === 0) return
     this.losses.push(...found)
@@ -190,7 +195,7 @@ export class Store {
 
   /** Every loss found on an open ({@link losses}) and not yet accepted by `repair`. */
   async recordedLosses(options: SignalOptions = {}): Promise<Loss[]> {
-    this.core.checkOpen()
+    this.context.checkOpen()
     throwIfAborted(options.signal)
     return readLosses(this.storage)
   }
@@ -202,23 +207,56 @@ export class Store {
    * `CONCORD_SCHEMA_TOO_NEW` / `CONCORD_MIGRATION_FAILED` for schema problems.
    */
   async open(name: string, type: ReplicaType, options: NameOptions = {}): Promise<Replica> {
-    this.core.checkOpen()
+    this.context.checkOpen()
     throwIfAborted(options.signal)
     checkName(name)
-    const entry = await this.hydration.entry(name, type, options)
-    await this.hydration.create(entry)
+    const entry = await this.owner.entry(name, type, options)
+    await this.owner.store(entry)
     return entry.replica
   }
 
   /** The type of a stored name, or undefined if it does not exist (archived names included). */
   async typeOf(name: string, options?: SignalOptions): Promise<ReplicaType | undefined> {
-    this.core.checkOpen()
-    return this.hydration.typeOf(name, options)
+    this.context.checkOpen()
+    return this.owner.typeOf(name, options)
   }
 
   /** The version of an empty replica of `type` (what `deltaSince` takes to mean "everything"). */
   emptyVersion(type: ReplicaType): Uint8Array {
-    return this.core.emptyVersion(type)
+    return this.context.emptyVersion(type)
+  }
+
+  // ---------------------------------------------------------------- reading many names (sync)
+
+  /** Every stored name that is not archived, with its type; hydrates nothing. */
+  async listNames(options: SignalOptions = {}): Promise<Array<{ readonly name: string; readonly type: ReplicaType }>> {
+    this.context.checkOpen()
+    return this.owner.list(options)
+  }
+
+  /** The type of `name` as far as the store knows without reading storage (hydrated, or listed since it opened). */
+  knownType(name: string): ReplicaType | undefined {
+    return this.owner.knownType(name)
+  }
+
+  /** The version of `name` where the store has it without hydrating it (today: a hydrated name), else undefined. */
+  versionOf(name: string): Uint8Array | undefined {
+    return this.owner.versionOf(name)
+  }
+
+  /** The replica of `name` if it is hydrated (no storage read), else undefined. */
+  hydratedReplica(name: string): Replica | undefined {
+    return this.owner.live(name)?.replica
+  }
+
+  /**
+   * Hydrates the names that exist among `names` and keeps them in memory
+   * until the lease is released, whatever the cache size (a sync answer
+   * reads them at one instant); names that cannot be read are in `failed`.
+   */
+  async lease(names: readonly string[], options: SignalOptions = {}): Promise<NameLease> {
+    this.context.checkOpen()
+    return this.owner.lease(names, options)
   }
 
   // ---------------------------------------------------------------- writing
@@ -236,28 +274,24 @@ export class Store {
   /**
    * Applies deltas to several names and logs them as one atomic unit: after
    * a crash, either every record is there or none. Every delta is checked
-   * against the document limits (`CONCORD_LIMIT_EXCEEDED`) and validated
-   * (on a scratch replica) before any is applied.
+   * (against the document limits, `CONCORD_LIMIT_EXCEEDED`, and decoded,
+   * `CONCORD_DECODE_ERROR`) before any is applied, and a refused commit
+   * leaves no name it would have created.
    */
   async commit(deltas: ReadonlyArray<{ name: string; delta: Uint8Array; type?: ReplicaType }>, options: { origin?: unknown; agent?: string } & SignalOptions = {}): Promise<ApplyResult[]> {
-    this.core.checkOpen()
+    this.context.checkOpen()
     throwIfAborted(options.signal)
-    // Deltas that would create a name are validated before any name is created,
-    // so a refused commit leaves no empty name behind.
     for (const item of deltas) {
       checkName(item.name)
       if (!(item.delta instanceof Uint8Array)) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'a delta must be a Uint8Array')
-      if (item.type !== undefined && !this.hydration.hydrated(item.name, item.type) &&
-        (await this.typeOf(item.name, { signal: options.signal })) === undefined) {
-        this.core.validateDelta(item.type, item.delta)
-      }
     }
-    const entries = []
-    for (const item of deltas) {
+    for (;;) {
+      const entries = []
       // A name the commit creates is stored with its first records, in the commit's batch.
-      entries.push(this.hydration.hydrated(item.name, item.type) ?? await this.hydration.entry(item.name, item.type, { signal: options.signal }, true))
+      for (const item of deltas) entries.push(this.owner.use(item.name, item.type) ?? await this.owner.entry(item.name, item.type, { signal: options.signal }, true))
+      // An entry dropped while others hydrated (a concurrent commit refused it) is hydrated again.
+      if (entries.every((entry) => !entry.detached)) return this.writes.commit(entries, deltas, options)
     }
-    return this.writes.commitDeltas(entries, deltas, options)
   }
 
   /**
@@ -267,21 +301,21 @@ export class Store {
    * {@link ChangeProvenance}.
    */
   async atomic(fn: () => void, options: SignalOptions & ChangeProvenance = {}): Promise<ReadonlyArray<{ name: string; seq: number }>> {
-    this.core.checkOpen()
+    this.context.checkOpen()
     throwIfAborted(options.signal)
     return this.writes.atomic(fn, checkAgent(options.agent))
   }
 
   /** Resolves once every change so far is written and fsynced (whatever the mode). */
   async flush(options: SignalOptions = {}): Promise<void> {
-    this.core.checkOpen()
+    this.context.checkOpen()
     throwIfAborted(options.signal)
-    await this.core.committer.flush()
+    await this.context.committer.flush()
   }
 
   /** Highest seq of `name` on stable storage (0 if none or not hydrated). */
   persistedSeq(name: string): number {
-    return this.core.cache.live(name)?.state.durableSeq ?? 0
+    return this.owner.live(name)?.state.durableSeq ?? 0
   }
 
   /**
@@ -291,21 +325,21 @@ export class Store {
    * the replica's current state.
    */
   settledSeq(name: string): number | undefined {
-    const live = this.core.cache.live(name)
+    const live = this.owner.live(name)
     if (live === undefined || live.state.pending > 0) return undefined
     return live.state.meta.lastSeq
   }
 
   /** Highest seq of `name` written (maybe not yet fsynced in async mode). */
   committedSeq(name: string): number {
-    return this.core.cache.live(name)?.state.meta.lastSeq ?? 0
+    return this.owner.live(name)?.state.meta.lastSeq ?? 0
   }
 
   /** Writes a checkpoint of `name` now; resolves with its seq. */
   async checkpoint(name: string, options: SignalOptions = {}): Promise<number> {
-    this.core.checkOpen()
-    const entry = await this.hydration.entry(name, undefined, { mustExist: true, signal: options.signal })
-    return this.core.committer.enqueue(this.writes.checkpointUnit(entry))
+    this.context.checkOpen()
+    const entry = await this.owner.entry(name, undefined, { mustExist: true, signal: options.signal })
+    return this.context.committer.enqueue(checkpointUnit(this.context, entry))
   }
 
   // ---------------------------------------------------------------- reading history
@@ -356,17 +390,17 @@ export class Store {
    * with `CONCORD_CORRUPT_RECORD`): keeps the newest usable checkpoint and
    * the intact records before the damage, drops the damaged records and
    * writes every intact record after them again, renumbered and chained
-   * anew (persistence/repair.ts). A healthy name gives `repaired: false`;
-   * a damaged name open in this store `CONCORD_LOCKED`.
+   * anew (persistence/history/repair.ts). A healthy name gives `repaired:
+   * false`; a damaged name open in this store `CONCORD_LOCKED`.
    */
   async repair(name: string, options: SignalOptions = {}): Promise<RepairReport> {
-    this.core.checkOpen()
+    this.context.checkOpen()
     // A recorded loss (persistence/lifecycle/seal.ts) is accepted: verify stops failing for it.
     const loss = await acceptLoss(this.storage, name)
     if (loss !== undefined && await this.typeOf(name, options) === undefined) {
       return { name, repaired: true, reason: `accepted the loss of the whole name (records 1..${loss.toSeq})`, lostRecords: loss.toSeq }
     }
-    const report = await repairName(this.core, name, options)
+    const report = await repairName(this.context, this.owner, name, options)
     if (loss === undefined) return report
     const reason = `accepted the loss of records ${loss.fromSeq}..${loss.toSeq}`
     return { ...report, repaired: true, reason: report.reason ? `${report.reason}; ${reason}` : reason, lostRecords: (report.lostRecords ?? 0) + loss.toSeq - loss.fromSeq + 1 }
@@ -374,7 +408,7 @@ export class Store {
 
   /** Every stored name (archived ones included), in name order. */
   names(options: SignalOptions = {}): Promise<NameInfo[]> {
-    return this.lifecycle.names(options)
+    return this.lifecycle.list(options)
   }
 
   // ---------------------------------------------------------------- lifecycle
@@ -429,19 +463,19 @@ export class Store {
    * store opened. Dropped ones come again by anti-entropy.
    */
   waitingStats(): WaitingStats {
-    return this.core.waitingBudget.stats()
+    return this.context.waitingBudget.stats()
   }
 
   /** Number of names hydrated and held by the store (statistics). */
   get cachedNames(): number {
-    return this.core.cache.size
+    return this.owner.size
   }
 
   // ---------------------------------------------------------------- closing
 
   /** True once `close()` was called. */
   get closed(): boolean {
-    return this.core.isClosed
+    return this.context.closed
   }
 
   /** Checkpoints (per policy), flushes, and closes the storage it opened. */
@@ -451,36 +485,30 @@ export class Store {
   }
 
   private async doClose(): Promise<void> {
-    const { core } = this
+    const { context, owner } = this
     this.lifecycle.stop()
-    await Promise.allSettled([...core.cache.opening.values()])
-    const live = core.cache.allLive()
-    const checkpoints: Promise<unknown>[] = []
-    for (const entry of live) {
+    await owner.settled()
+    const writes: Promise<unknown>[] = []
+    for (const entry of owner.allLive()) {
       const { state } = entry
       if (entry.policy.onClose && state.meta.lastSeq > (state.meta.checkpoints.at(-1)?.seq ?? 0)) {
-        checkpoints.push(core.committer.enqueue(this.writes.checkpointUnit(entry)).catch(() => undefined))
+        writes.push(context.committer.enqueue(checkpointUnit(context, entry)).catch(() => undefined))
       } else if (state.metaBehind) {
         // Bring the stored metadata up to the log, so the next open has no tail to derive.
-        checkpoints.push(core.committer.enqueue({
+        writes.push(context.committer.enqueue({
           sync: false, states: [state], build: (b) => b.setMeta(state, b.meta(state)),
         }).catch(() => undefined))
       }
     }
-    await Promise.all(checkpoints)
-    core.isClosed = true
-    for (const wake of core.waiters) wake()
-    await core.committer.close()
+    await Promise.all(writes)
+    context.close()
+    await context.committer.close()
     const dir = this.sealDir
     if (dir !== undefined && this.sealChecked) {
       // Everything is written: the seal records it (a failure leaves a stale seal, which says nothing).
-      await writeSeal(core, dir).catch(() => undefined)
+      await writeSeal(context, owner, dir).catch(() => undefined)
     }
-    for (const entry of live) {
-      entry.detached = true
-      entry.unsubscribe()
-    }
-    core.cache.clear()
+    owner.clear()
     if (this.ownsStorage) await this.storage.close()
   }
 }

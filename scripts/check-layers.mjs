@@ -11,7 +11,12 @@
 //   storage adapters (persistence/storage/) only each other and crdt/errors,
 //   crdt/codec: they move bytes and know no record; the browser's modules
 //   (persistence/browser/: the IndexedDB adapter and the twins of the
-//   Node-only modules) import only what those may;
+//   Node-only modules) import only what those may; the behaviour is in
+//   layers that import only the layers below them: pipeline/ (the commit
+//   queue: no replica, no entry) < names/ (the owner of per-name state) <
+//   writes/ (the write path) < lifecycle/ < history/ < the facade
+//   (persistence/*.ts; context.ts, options.ts and store-types.ts are shared
+//   from names/ up, turn.ts from pipeline/ up);
 // - testing/ (the conformance suites of concord/testing) imports only the
 //   interfaces it checks and what it checks them with: crdt/, persistence/,
 //   transports/ (no peer/, sync/ or cli/);
@@ -26,6 +31,11 @@ import { join, relative, dirname, resolve } from 'node:path'
 const root = resolve(dirname(new URL(import.meta.url).pathname), '..')
 const baseUtilities = new Set(['crdt/errors.ts', 'crdt/codec.ts', 'crdt/emitter.ts'])
 const formatUtilities = new Set([...baseUtilities, 'crdt/hlc.ts', 'crdt/types/crc32.ts', 'crdt/replica.ts', 'crdt/registry.ts'])
+/** The behaviour layers of persistence/, lowest first, and the folders a layer may import (itself and those below). */
+const persistenceLayers = ['format', 'storage', 'pipeline', 'names', 'writes', 'lifecycle', 'history']
+const below = (layer) => persistenceLayers.slice(0, persistenceLayers.indexOf(layer) + 1).map((name) => `persistence/${name}`)
+/** Files of the facade's folder that the layers from names/ up share. */
+const shared = new Set(['persistence/context.ts', 'persistence/options.ts', 'persistence/store-types.ts', 'persistence/turn.ts'])
 // By folder; a file follows the rule of the longest folder that holds it. `allow` lists folders.
 const rules = {
   crdt: { allow: ['crdt'], pure: true },
@@ -34,6 +44,11 @@ const rules = {
   persistence: { allow: ['persistence', 'crdt'], pure: false },
   'persistence/format': { allow: ['persistence/format'], allowFiles: formatUtilities, pure: false },
   'persistence/storage': { allow: ['persistence/storage'], allowFiles: new Set(['crdt/errors.ts', 'crdt/codec.ts']), pure: false },
+  'persistence/pipeline': { allow: ['persistence/pipeline', 'persistence/format', 'persistence/storage'], allowFiles: new Set([...baseUtilities, 'crdt/hlc.ts', 'persistence/turn.ts']), pure: false },
+  'persistence/names': { allow: [...below('names'), 'crdt'], allowFiles: shared, pure: false },
+  'persistence/writes': { allow: [...below('writes'), 'crdt'], allowFiles: shared, pure: false },
+  'persistence/lifecycle': { allow: [...below('lifecycle'), 'crdt'], allowFiles: shared, pure: false },
+  'persistence/history': { allow: [...below('history'), 'crdt'], allowFiles: shared, pure: false },
   'persistence/browser': { allow: ['persistence/browser', 'persistence/storage', 'persistence/format'], allowFiles: formatUtilities, pure: false },
   testing: { allow: ['testing', 'crdt', 'persistence', 'transports'], pure: false },
   peer: { allow: ['peer', 'crdt', 'sync', 'transports', 'persistence'], pure: false },

@@ -26,11 +26,10 @@
  * A folder from before the seal has neither; it opens unchanged, and its
  * first clean close writes both.
  */
-import type { StoreCore } from '../store-core.ts'
-import { decodeArchiveMarker } from '../format/archive.ts'
-import { ARCHIVE_PREFIX, archiveKey, LOSSES_KEY, META_PREFIX, SEAL_KEY } from '../format/keys.ts'
-import { decodeMeta } from '../format/name-meta.ts'
+import type { StoreContext } from '../context.ts'
+import { LOSSES_KEY, SEAL_KEY } from '../format/keys.ts'
 import { decodeLosses, decodeSealFile, decodeSealKey, encodeLosses, encodeSealFile, encodeSealKey, SEAL_FILE, type Loss, type SealFile, type SealKey } from '../format/seal.ts'
+import type { Names } from '../names/owner.ts'
 import type { Storage } from '../storage/storage.ts'
 import { readSealFile, writeSealFile } from './seal-files.ts'
 
@@ -52,40 +51,18 @@ function tryDecode(bytes: Uint8Array | undefined, names: boolean): SealFile | un
 }
 
 /** Every stored name with its last seq (the log tail included), then the archived ones. */
-async function sealedNames(core: StoreCore): Promise<Array<{ name: string; lastSeq: number }>> {
-  const tails = await core.tailNames()
+async function sealedNames(owner: Names): Promise<Array<{ name: string; lastSeq: number }>> {
   const names: Array<{ name: string; lastSeq: number }> = []
-  for await (const entry of core.storage.iterate({ prefix: META_PREFIX })) {
-    let meta
-    try {
-      meta = decodeMeta(entry.value)
-    } catch {
-      continue
-    }
-    names.push({ name: meta.name, lastSeq: (tails.has(meta.name) ? await core.withTail(meta) : meta).lastSeq })
-  }
-  for await (const entry of core.storage.iterate({ prefix: ARCHIVE_PREFIX })) {
-    try {
-      const marker = decodeArchiveMarker(entry.value)
-      names.push({ name: marker.name, lastSeq: marker.lastSeq })
-    } catch {
-      continue
-    }
-  }
+  for await (const meta of owner.metas()) names.push({ name: meta.name, lastSeq: meta.lastSeq })
+  for await (const marker of owner.markers()) names.push({ name: marker.name, lastSeq: marker.lastSeq })
   return names
 }
 
 /** The last seq the store holds for `name` (archived: as archived), or undefined when it has no such name. */
-async function heldSeq(core: StoreCore, name: string): Promise<number | undefined> {
-  const meta = await core.storedMeta(name).catch(() => undefined)
+async function heldSeq(owner: Names, name: string): Promise<number | undefined> {
+  const meta = await owner.meta(name).catch(() => undefined)
   if (meta) return meta.lastSeq
-  const marker = await core.storage.get(archiveKey(name))
-  if (!marker) return undefined
-  try {
-    return decodeArchiveMarker(marker).lastSeq
-  } catch {
-    return undefined
-  }
+  return (await owner.marker(name).catch(() => undefined))?.lastSeq
 }
 
 /**
@@ -93,8 +70,8 @@ async function heldSeq(core: StoreCore, name: string): Promise<number | undefine
  * holds, records the losses it finds, and marks the store open. Returns the
  * losses found now.
  */
-export async function checkSeal(core: StoreCore, dir: string): Promise<Loss[]> {
-  const { storage } = core
+export async function checkSeal(context: StoreContext, owner: Names, dir: string): Promise<Loss[]> {
+  const { storage } = context
   const fileBytes = await readSealFile(dir, SEAL_FILE)
   const file = tryDecode(fileBytes, false)
   const keyBytes = await storage.get(SEAL_KEY)
@@ -110,10 +87,10 @@ export async function checkSeal(core: StoreCore, dir: string): Promise<Loss[]> {
     ? tryDecode(fileBytes, true)
     : undefined
   if (sealed !== undefined) {
-    const now = core.now()
+    const now = context.now()
     for (const { name, lastSeq } of sealed.names) {
       if (lastSeq === 0) continue
-      const held = await heldSeq(core, name)
+      const held = await heldSeq(owner, name)
       if (held === undefined) found.push({ name, fromSeq: 1, toSeq: lastSeq, closedAt: sealed.closedAt, foundAt: now })
       else if (held < lastSeq) found.push({ name, fromSeq: held + 1, toSeq: lastSeq, closedAt: sealed.closedAt, foundAt: now })
     }
@@ -140,12 +117,12 @@ export async function checkSeal(core: StoreCore, dir: string): Promise<Loss[]> {
  * batch), then the seal file. Failures leave the previous file, which the
  * next open then takes for stale (its generation is lower than the key's).
  */
-export async function writeSeal(core: StoreCore, dir: string): Promise<void> {
-  const key = await core.storage.get(SEAL_KEY)
+export async function writeSeal(context: StoreContext, owner: Names, dir: string): Promise<void> {
+  const key = await context.storage.get(SEAL_KEY)
   const generation = (key ? decodeSealKey(key).generation : 0) + 1
-  const names = await sealedNames(core)
-  await core.storage.batch([{ type: 'put', key: SEAL_KEY, value: encodeSealKey({ generation, closed: true }) }], { sync: true })
-  await writeSealFile(dir, SEAL_FILE, encodeSealFile({ replicaId: core.replicaId, generation, closedAt: core.now(), names }))
+  const names = await sealedNames(owner)
+  await context.storage.batch([{ type: 'put', key: SEAL_KEY, value: encodeSealKey({ generation, closed: true }) }], { sync: true })
+  await writeSealFile(dir, SEAL_FILE, encodeSealFile({ replicaId: context.replicaId, generation, closedAt: context.now(), names }))
 }
 
 /** How `verify` states a loss, and what to do about it. */

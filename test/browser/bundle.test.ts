@@ -22,7 +22,7 @@ test('concord/browser bundles for the browser with no Node built-in, module or g
   assert.deepEqual(bundle.polyfills.map((line) => line.split(' ')[0]).sort(), ['buffer', 'events'])
   const has = (file: string) => bundle.inputs.includes(file)
   for (const file of ['crdt/registry.ts', 'crdt/causal/causal-context.ts', 'crdt/documents/yjs-guard.ts', 'crdt/documents/automerge-replica.ts',
-    'sync/session.ts', 'sync/admission.ts', 'sync/anti-entropy.ts', 'sync/credentials.ts', 'persistence/store.ts', 'persistence/committer.ts']) {
+    'sync/session.ts', 'sync/admission.ts', 'sync/anti-entropy.ts', 'sync/credentials.ts', 'persistence/store.ts', 'persistence/pipeline/committer.ts']) {
     assert.ok(has(file), `${file} is part of the browser build`)
   }
   // The package's `browser` field swaps the Node-only modules below the peer for the browser's.

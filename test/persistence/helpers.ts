@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { YjsReplica } from '../../crdt/documents/yjs-replica.ts'
 import type { Replica } from '../../crdt/replica.ts'
-import type { Timers } from '../../persistence/committer.ts'
+import type { Timers } from '../../persistence/pipeline/committer.ts'
 
 /** A temp folder and its removal. */
 export async function tempDir(prefix = 'concord-persist-'): Promise<{ dir: string; remove: () => Promise<void> }> {

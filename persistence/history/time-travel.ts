@@ -4,38 +4,37 @@
  * forward change back to a past value), `changes` (catch-up then live
  * records), `verify` (hash chain, checkpoints and live state against a replay).
  */
-import { bytesEqual } from '../crdt/codec.ts'
-import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
-import type { Replica } from '../crdt/replica.ts'
-import { ZERO_HASH } from './format/checksum.ts'
-import type { Hydration } from './hydration.ts'
-import { logKey, logPrefix, parseSeqKey } from './format/keys.ts'
-import { throwIfAborted } from './storage/storage.ts'
-import { decodeRecord } from './format/record.ts'
-import { loadCheckpoint, rebuild } from './replay.ts'
-import { lossProblem, readLosses } from './lifecycle/seal.ts'
-import type { SignalOptions } from './storage/storage.ts'
-import type { StoreCore } from './store-core.ts'
-import { sameState, toHistoryEntry, type HistoryEntry, type VerifyReport } from './store-types.ts'
-import type { Writes } from './writes.ts'
+import { bytesEqual } from '../../crdt/codec.ts'
+import { ConcordError, ErrorCodes, isConcordError } from '../../crdt/errors.ts'
+import type { Replica } from '../../crdt/replica.ts'
+import type { StoreContext } from '../context.ts'
+import { ZERO_HASH } from '../format/checksum.ts'
+import { logKey, logPrefix, parseSeqKey } from '../format/keys.ts'
+import { decodeRecord } from '../format/record.ts'
+import { lossProblem, readLosses } from '../lifecycle/seal.ts'
+import type { Names } from '../names/owner.ts'
+import { loadCheckpoint, rebuild } from '../names/replay.ts'
+import { throwIfAborted, type SignalOptions } from '../storage/storage.ts'
+import { sameState, toHistoryEntry, type HistoryEntry, type VerifyReport } from '../store-types.ts'
+import type { Writes } from '../writes/writes.ts'
 
 /** Records per page of `changes()` catch-up reads. */
 const PAGE = 256
 
 /** @internal history, at, revert, changes, verify. */
 export class TimeTravel {
-  constructor(private readonly core: StoreCore, private readonly hydration: Hydration, private readonly writes: Writes) {}
+  constructor(private readonly context: StoreContext, private readonly names: Names, private readonly writes: Writes) {}
 
   /** Records of `name`, oldest first from `from` (default: the first retained), at most `limit` (default 100). */
   async history(name: string, options: { from?: number; limit?: number; reverse?: boolean } & SignalOptions = {}): Promise<HistoryEntry[]> {
-    this.core.checkOpen()
-    const meta = await this.core.metaOf(name, options.signal)
+    this.context.checkOpen()
+    const meta = await this.names.meta(name, { signal: options.signal, mustExist: true })
     const limit = options.limit ?? 100
     const range = options.reverse
       ? { prefix: logPrefix(name), lte: logKey(name, Math.min(options.from ?? meta.lastSeq, meta.lastSeq)), reverse: true, limit, signal: options.signal }
       : { prefix: logPrefix(name), gte: logKey(name, Math.max(options.from ?? meta.firstSeq, 0)), lte: logKey(name, meta.lastSeq), limit, signal: options.signal }
     const out: HistoryEntry[] = []
-    for await (const entry of this.core.storage.iterate(range)) {
+    for await (const entry of this.context.storage.iterate(range)) {
       const record = decodeRecord(entry.value)
       if (record.name !== name || record.seq !== parseSeqKey(entry.key[2])) {
         throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `"${name}": record under ${entry.key[2]} is misplaced`)
@@ -51,15 +50,15 @@ export class TimeTravel {
    * changes nothing stored.
    */
   async at(name: string, seq: number, options: SignalOptions = {}): Promise<Replica> {
-    this.core.checkOpen()
-    const meta = await this.core.metaOf(name, options.signal)
+    this.context.checkOpen()
+    const meta = await this.names.meta(name, { signal: options.signal, mustExist: true })
     if (!Number.isSafeInteger(seq) || seq < 0 || seq > meta.lastSeq) {
       throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `"${name}": seq ${seq} is outside 0..${meta.lastSeq}`)
     }
-    if (seq === 0) return this.core.createReplica(meta.type, { replicaId: this.core.replicaId })
+    if (seq === 0) return this.context.createReplica(meta.type, { replicaId: this.context.replicaId })
     const rebuilt = await rebuild({
-      storage: this.core.storage, meta, target: seq, allowTornTail: false, signal: options.signal,
-      create: (snapshot) => this.core.createReplica(meta.type, { replicaId: this.core.replicaId, snapshot }),
+      storage: this.context.storage, meta, target: seq, allowTornTail: false, signal: options.signal,
+      create: (snapshot) => this.context.createReplica(meta.type, { replicaId: this.context.replicaId, snapshot }),
     })
     return rebuilt.replica
   }
@@ -70,8 +69,8 @@ export class TimeTravel {
    * the seq of the new record, or null when the value already equals it.
    */
   async revert(name: string, seq: number, options: SignalOptions & { agent?: string } = {}): Promise<number | null> {
-    this.core.checkOpen()
-    const entry = await this.hydration.entry(name, undefined, { mustExist: true, signal: options.signal })
+    this.context.checkOpen()
+    const entry = await this.names.entry(name, undefined, { mustExist: true, signal: options.signal })
     const past = await this.at(name, seq, options)
     let delta: Uint8Array | null = null
     throwIfAborted(options.signal)
@@ -84,25 +83,25 @@ export class TimeTravel {
    * live as new ones commit. Ends when `signal` aborts or the store closes.
    */
   async *changes(name: string, options: { since?: number } & SignalOptions = {}): AsyncGenerator<HistoryEntry> {
-    this.core.checkOpen()
+    this.context.checkOpen()
     const signal = options.signal
-    const meta = await this.core.metaOf(name, signal)
+    const meta = await this.names.meta(name, { signal, mustExist: true })
     let next = options.since ?? meta.firstSeq
     if (next < meta.firstSeq) {
       throw new ConcordError(ErrorCodes.NOT_FOUND, `"${name}": records before ${meta.firstSeq} were trimmed by retention`)
     }
     const buffer: HistoryEntry[] = []
     let wake: (() => void) | undefined
-    const off = this.core.events.on('commit', (record) => {
+    const off = this.context.events.on('commit', (record) => {
       if (record.name !== name) return
       buffer.push(record)
       wake?.()
     })
     const onAbort = (): void => wake?.()
     signal?.addEventListener('abort', onAbort)
-    this.core.waiters.add(onAbort)
+    this.context.waiters.add(onAbort)
     try {
-      while (!signal?.aborted && !this.core.isClosed) {
+      while (!signal?.aborted && !this.context.closed) {
         // Catch up from storage, then serve live records; a gap means we must read again.
         const page = await this.history(name, { from: next, limit: PAGE, signal }).catch((error) => {
           if (isConcordError(error, ErrorCodes.CLOSED) || isConcordError(error, ErrorCodes.ABORTED)) return undefined
@@ -116,7 +115,7 @@ export class TimeTravel {
         }
         if (page.length === PAGE) continue
         let gap = false
-        while (!gap && !signal?.aborted && !this.core.isClosed) {
+        while (!gap && !signal?.aborted && !this.context.closed) {
           while (buffer.length > 0) {
             const record = buffer.shift()!
             if (record.seq < next) continue
@@ -128,7 +127,7 @@ export class TimeTravel {
             yield record
             next = record.seq + 1
           }
-          if (gap || signal?.aborted || this.core.isClosed) break
+          if (gap || signal?.aborted || this.context.closed) break
           await new Promise<void>((resolve) => { wake = resolve })
           wake = undefined
         }
@@ -136,7 +135,7 @@ export class TimeTravel {
     } finally {
       off()
       signal?.removeEventListener('abort', onAbort)
-      this.core.waiters.delete(onAbort)
+      this.context.waiters.delete(onAbort)
     }
   }
 
@@ -147,14 +146,14 @@ export class TimeTravel {
    * state and the live state.
    */
   async verify(name: string, options: SignalOptions = {}): Promise<VerifyReport> {
-    this.core.checkOpen()
-    await this.core.committer.idle()
-    const meta = await this.core.metaOf(name, options.signal)
+    this.context.checkOpen()
+    await this.context.committer.idle()
+    const meta = await this.names.meta(name, { signal: options.signal, mustExist: true })
     const problems: string[] = []
-    const create = (snapshot?: Uint8Array): Replica => this.core.createReplica(meta.type, { replicaId: this.core.replicaId, snapshot })
+    const create = (snapshot?: Uint8Array): Replica => this.context.createReplica(meta.type, { replicaId: this.context.replicaId, snapshot })
     const checkpoints = new Map<number, Replica | undefined>()
     for (const ref of meta.checkpoints) {
-      const cp = await loadCheckpoint(this.core.storage, meta, ref.seq)
+      const cp = await loadCheckpoint(this.context.storage, meta, ref.seq)
       if (!cp) {
         problems.push(`checkpoint ${ref.seq} is missing or damaged`)
         continue
@@ -174,7 +173,7 @@ export class TimeTravel {
       hash = ZERO_HASH
     } else {
       const anchor = meta.checkpoints.find((cp) => cp.seq === meta.firstSeq - 1)
-      const cp = anchor && await loadCheckpoint(this.core.storage, meta, anchor.seq)
+      const cp = anchor && await loadCheckpoint(this.context.storage, meta, anchor.seq)
       if (!cp) {
         problems.push(`no checkpoint at seq ${meta.firstSeq - 1} to anchor the retained log`)
         return { name, ok: false, firstSeq: meta.firstSeq, lastSeq: meta.lastSeq, records: 0, checkpoints: meta.checkpoints.length, problems }
@@ -184,7 +183,7 @@ export class TimeTravel {
       hash = cp.hash
     }
     let records = 0
-    for await (const entry of this.core.storage.iterate({ prefix: logPrefix(name), gte: logKey(name, meta.firstSeq), lte: logKey(name, meta.lastSeq), signal: options.signal })) {
+    for await (const entry of this.context.storage.iterate({ prefix: logPrefix(name), gte: logKey(name, meta.firstSeq), lte: logKey(name, meta.lastSeq), signal: options.signal })) {
       const keySeq = parseSeqKey(entry.key[2])
       if (keySeq !== seq + 1) {
         problems.push(`record ${seq + 1} is missing`)
@@ -207,11 +206,11 @@ export class TimeTravel {
     }
     if (problems.length === 0 && seq !== meta.lastSeq) problems.push(`the log ends at ${seq}, the metadata says ${meta.lastSeq}`)
     if (problems.length === 0 && !bytesEqual(hash, meta.lastHash)) problems.push('the newest record hash differs from the metadata')
-    const live = this.core.cache.live(name)
+    const live = this.names.live(name)
     if (problems.length === 0 && live && live.state.pending === 0 && !sameState(replica, live.replica)) {
       problems.push('replaying the log differs from the live state')
     }
-    const loss = (await readLosses(this.core.storage).catch(() => [])).find((l) => l.name === name)
+    const loss = (await readLosses(this.context.storage).catch(() => [])).find((l) => l.name === name)
     if (loss) problems.push(lossProblem(loss))
     return { name, ok: problems.length === 0, firstSeq: meta.firstSeq, lastSeq: meta.lastSeq, records, checkpoints: meta.checkpoints.length, problems }
   }

@@ -15,16 +15,17 @@
  * what the damaged records held through anti-entropy. The seqs from the
  * cut on are renumbered.
  */
-import { bytesEqual } from '../crdt/codec.ts'
-import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
-import type { Replica } from '../crdt/replica.ts'
-import type { NameState } from './committer.ts'
-import { checkpointKey, logKey, logPrefix, parseSeqKey } from './format/keys.ts'
-import { decodeRecord, type StoredRecord } from './format/record.ts'
-import { loadCheckpoint } from './replay.ts'
-import type { StoreCore } from './store-core.ts'
-import type { SignalOptions, StorageKey } from './storage/storage.ts'
-import { ZERO_HASH } from './format/checksum.ts'
+import { bytesEqual } from '../../crdt/codec.ts'
+import { ConcordError, ErrorCodes, isConcordError } from '../../crdt/errors.ts'
+import type { Replica } from '../../crdt/replica.ts'
+import type { StoreContext } from '../context.ts'
+import { ZERO_HASH } from '../format/checksum.ts'
+import { checkpointKey, logKey, logPrefix, parseSeqKey } from '../format/keys.ts'
+import { decodeRecord, type StoredRecord } from '../format/record.ts'
+import type { Names } from '../names/owner.ts'
+import { loadCheckpoint } from '../names/replay.ts'
+import { NameState } from '../pipeline/name-state.ts'
+import type { SignalOptions, StorageKey } from '../storage/storage.ts'
 
 /** What {@link repairName} did. */
 export interface RepairReport {
@@ -50,11 +51,11 @@ function inUse(name: string): ConcordError {
  * its newest checkpoint opens fine; it must not be open (hydrated) in this
  * store to be repaired (`CONCORD_LOCKED`).
  */
-export async function repairName(core: StoreCore, name: string, options: SignalOptions = {}): Promise<RepairReport> {
-  core.checkOpen()
-  const meta = await core.readMeta(name, options.signal)
+export async function repairName(context: StoreContext, names: Names, name: string, options: SignalOptions = {}): Promise<RepairReport> {
+  context.checkOpen()
+  const meta = await names.meta(name, { signal: options.signal, written: true })
   if (!meta) throw new ConcordError(ErrorCodes.NOT_FOUND, `"${name}" does not exist`)
-  const { storage } = core
+  const { storage } = context
 
   // The whole retained log is checked (damage before the newest checkpoint
   // breaks the audit trail even though the name opens): from the start when
@@ -68,7 +69,7 @@ export async function repairName(core: StoreCore, name: string, options: SignalO
       const cp = await loadCheckpoint(storage, meta, ref.seq)
       if (!cp) continue
       try {
-        replica = core.detachedReplica(meta.type, cp.snapshot)
+        replica = context.detachedReplica(meta.type, cp.snapshot)
       } catch {
         continue
       }
@@ -80,7 +81,7 @@ export async function repairName(core: StoreCore, name: string, options: SignalO
       throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `"${name}": no usable checkpoint and the log before seq ${meta.firstSeq} was trimmed: nothing to rebuild from (delete the name; peers resend it)`)
     }
   } else {
-    replica = core.detachedReplica(meta.type)
+    replica = context.detachedReplica(meta.type)
   }
   const base = seq
 
@@ -118,19 +119,19 @@ export async function repairName(core: StoreCore, name: string, options: SignalO
   if (cut === undefined && seq < meta.lastSeq) cut = { seq: seq + 1, hash, reason: `records ${seq + 1}..${meta.lastSeq} are missing` }
   if (cut === undefined) return { name, repaired: false }
 
-  if (core.cache.live(name) || core.cache.opening.has(name)) throw inUse(name)
+  if (names.live(name) || names.hydrating(name)) throw inUse(name)
   const at = cut
   const doomed: StorageKey[] = []
   for await (const key of storage.keys({ prefix: logPrefix(name), gte: logKey(name, at.seq), signal: options.signal })) doomed.push(key)
   // metaBehind: the batch writes the metadata and deletes any tail marker the name had.
-  const nameState: NameState = { meta: { ...meta, lastSeq: at.seq - 1, lastHash: at.hash }, durableSeq: at.seq - 1, pending: 0, metaBehind: true }
-  const now = core.now()
-  await core.committer.enqueue({
+  const nameState = new NameState({ ...meta, lastSeq: at.seq - 1, lastHash: at.hash }, { metaBehind: true })
+  const now = context.now()
+  await context.committer.enqueue({
     sync: true,
     states: [nameState],
     build: (b) => {
       // Checked when the batch forms (synchronously): the log must not change under a hydrated replica.
-      if (core.cache.live(name) || core.cache.opening.has(name)) throw inUse(name)
+      if (names.live(name) || names.hydrating(name)) throw inUse(name)
       for (const key of doomed) b.del(key)
       for (const cp of meta.checkpoints) if (cp.seq >= at.seq) b.del(checkpointKey(name, cp.seq))
       const checkpoints = meta.checkpoints.filter((cp) => cp.seq < at.seq)
@@ -143,6 +144,6 @@ export async function repairName(core: StoreCore, name: string, options: SignalO
     // Failed records, and seqs with no record at all.
     lostRecords: failed + Math.max(0, Math.max(meta.lastSeq, lastKeySeq) - base - iterated), salvagedRecords: kept.length,
   }
-  core.events.emit('repaired', report)
+  context.events.emit('repaired', report)
   return report
 }

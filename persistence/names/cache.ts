@@ -1,20 +1,18 @@
 /**
  * The bounded cache of hydrated names. The most recently used `limit` names
- * are held; older ones are evicted once everything of theirs is durable and
- * no checkpoint is queued. An evicted entry stays reachable through a weak
+ * are held; older ones are evicted once everything of theirs is durable, no
+ * checkpoint is queued and no reader pins them ({@link NameEntry.evictable}). An evicted entry stays reachable through a weak
  * reference while the application still holds its replica, so a held replica
  * keeps being persisted and `open` hands the same object back.
  */
-import type { Entry } from './store-types.ts'
+import type { NameEntry as Entry } from './entry.ts'
 
-/** @internal the store's cache of hydrated names. */
+/** @internal the owner's cache of hydrated names (persistence/names/owner.ts). */
 export class NameCache {
   private readonly cache = new Map<string, Entry>()
   private readonly evicted = new Map<string, WeakRef<Entry>>()
   /** Held names whose metadata write was queued so that they can leave (see {@link evictIfNeeded}). */
   private readonly catchingUp = new Set<Entry>()
-  /** Hydrations in flight, by name (one per name). */
-  readonly opening = new Map<string, Promise<Entry>>()
   private readonly cleanup = new FinalizationRegistry<string>((name) => {
     const ref = this.evicted.get(name)
     if (ref && ref.deref() === undefined) this.evicted.delete(name)
@@ -25,8 +23,14 @@ export class NameCache {
    * @param catchUp called instead of evicting a name whose stored metadata
    *   lags its log: it queues a metadata write (the name is evicted once that
    *   is written), so names that leave memory have current metadata.
+   * @param evicted called for each entry evicted (still reachable while the
+   *   application holds its replica).
    */
-  constructor(private readonly limit: number, private readonly catchUp: (entry: Entry) => void = () => undefined) {}
+  constructor(
+    private readonly limit: number,
+    private readonly catchUp: (entry: Entry) => void = () => undefined,
+    private readonly onEvicted: (entry: Entry) => void = () => undefined,
+  ) {}
 
   /** The live entry of `name` (held or evicted but still reachable), without touching the LRU order. */
   live(name: string): Entry | undefined {
@@ -63,17 +67,16 @@ export class NameCache {
     this.evictIfNeeded()
   }
 
-  /** True when `name` is held (recently used) or being hydrated. */
+  /** True when `name` is held (recently used). */
   busy(name: string): boolean {
-    return this.cache.has(name) || this.opening.has(name)
+    return this.cache.has(name)
   }
 
   /** Forgets `name`: its replica stops being persisted. */
   detach(name: string): void {
     const entry = this.live(name)
     if (!entry) return
-    entry.detached = true
-    entry.unsubscribe()
+    entry.detach()
     this.catchingUp.delete(entry)
     this.cache.delete(name)
     this.evicted.delete(name)
@@ -106,10 +109,6 @@ export class NameCache {
     return this.cache.size
   }
 
-  private evictable(entry: Entry): boolean {
-    return entry.state.pending === 0 && entry.state.durableSeq === entry.state.meta.lastSeq && !entry.checkpointQueued
-  }
-
   /**
    * Evicts the least recently used durable names beyond the limit. A name
    * whose metadata is catching up counts as leaving, so that a more recently
@@ -124,7 +123,7 @@ export class NameCache {
         excess--
         continue
       }
-      if (!this.evictable(entry)) continue
+      if (!entry.evictable) continue
       if (entry.state.metaBehind) {
         this.catchingUp.add(entry)
         this.catchUp(entry)
@@ -137,6 +136,7 @@ export class NameCache {
       // Still reachable while the application holds the replica: keep using it then.
       this.evicted.set(name, new WeakRef(entry))
       this.cleanup.register(entry.replica, name)
+      this.onEvicted(entry)
     }
   }
 }

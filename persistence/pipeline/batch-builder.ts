@@ -4,30 +4,13 @@
  * are assigned here, when the batch is formed), savepoints to drop a unit
  * whose build throws, and what to run once the batch is written.
  */
-import type { HlcTimestamp } from '../crdt/hlc.ts'
-import { sha256 } from './format/checksum.ts'
-import { logKey, TAIL_MARKER, tailKey } from './format/keys.ts'
-import type { NameMeta } from './format/name-meta.ts'
-import { encodeRecord, type RecordKind } from './format/record.ts'
-import type { StorageKey, StorageOperation } from './storage/storage.ts'
-
-/** The live state of one name, shared by the store and the pipeline. */
-export interface NameState {
-  /** The metadata as last written (committed). */
-  meta: NameMeta
-  /** Highest seq known to be on stable storage. */
-  durableSeq: number
-  /** Units queued or in flight that touch this name. */
-  pending: number
-  /** The stored metadata lags `meta` (records were appended since it was last written). */
-  metaBehind: boolean
-  /**
-   * The name is not stored yet (created in memory): the first batch that
-   * touches it writes its metadata too, so a name is created together with
-   * its first records (an import killed midway leaves no empty names).
-   */
-  unborn?: boolean
-}
+import type { HlcTimestamp } from '../../crdt/hlc.ts'
+import { sha256 } from '../format/checksum.ts'
+import { logKey, TAIL_MARKER, tailKey } from '../format/keys.ts'
+import type { NameMeta } from '../format/name-meta.ts'
+import { encodeRecord, type RecordKind } from '../format/record.ts'
+import type { NameState } from './name-state.ts'
+import type { StorageKey, StorageOperation } from '../storage/storage.ts'
 
 /** A record as committed, handed to listeners. */
 export interface CommittedRecord {

@@ -12,16 +12,16 @@
  * change) fails the name (`CONCORD_LIMIT_EXCEEDED` or
  * `CONCORD_CORRUPT_RECORD`) and is never deleted: the store wrote it.
  */
-import { bytesEqual } from '../crdt/codec.ts'
-import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
-import type { HlcTimestamp } from '../crdt/hlc.ts'
-import type { Replica } from '../crdt/replica.ts'
-import { decodeCheckpoint, type Checkpoint } from './format/checkpoint.ts'
-import { ZERO_HASH } from './format/checksum.ts'
-import { checkpointKey, logKey, logPrefix, parseSeqKey } from './format/keys.ts'
-import type { NameMeta } from './format/name-meta.ts'
-import { decodeRecord, type StoredRecord } from './format/record.ts'
-import type { Storage } from './storage/storage.ts'
+import { bytesEqual } from '../../crdt/codec.ts'
+import { ConcordError, ErrorCodes, isConcordError } from '../../crdt/errors.ts'
+import type { HlcTimestamp } from '../../crdt/hlc.ts'
+import type { Replica } from '../../crdt/replica.ts'
+import { decodeCheckpoint, type Checkpoint } from '../format/checkpoint.ts'
+import { ZERO_HASH } from '../format/checksum.ts'
+import { checkpointKey, logKey, logPrefix, parseSeqKey } from '../format/keys.ts'
+import type { NameMeta } from '../format/name-meta.ts'
+import { decodeRecord, type StoredRecord } from '../format/record.ts'
+import type { Storage } from '../storage/storage.ts'
 
 /** A torn tail found while rebuilding. */
 export interface TornTail {

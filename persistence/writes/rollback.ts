@@ -17,57 +17,58 @@
  * - listeners see a `change` event (the value went back), the store a
  *   `rolledBack` event.
  */
-import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
-import type { Replica } from '../crdt/replica.ts'
-import type { NameState } from './committer.ts'
-import { rebuild } from './replay.ts'
-import type { StoreCore } from './store-core.ts'
-import type { Entry } from './store-types.ts'
+import { ConcordError, ErrorCodes, isConcordError } from '../../crdt/errors.ts'
+import type { Replica } from '../../crdt/replica.ts'
+import type { StoreContext } from '../context.ts'
+import type { NameEntry } from '../names/entry.ts'
+import type { Names } from '../names/owner.ts'
+import { rebuild } from '../names/replay.ts'
+import type { NameState } from '../pipeline/committer.ts'
 import type { Writes } from './writes.ts'
 
 /** @internal the committer's failure handler: rolls `states` back (see the module comment). */
-export async function rollBack(core: StoreCore, writes: Writes, error: ConcordError, states: ReadonlySet<NameState>): Promise<void> {
+export async function rollBack(context: StoreContext, names: Names, writes: Writes, error: ConcordError, states: ReadonlySet<NameState>): Promise<void> {
   // The merging unit is ended first: its runs close and it can be refused whole.
   writes.endMerging()
-  let pending = core.committer.refuseQueued(states, error)
+  let pending = context.committer.refuseQueued(states, error)
   while (pending.size > 0) {
-    const rebuilt = new Map<NameState, { entry: Entry; logged?: Replica; failure?: unknown }>()
+    const rebuilt = new Map<NameState, { entry: NameEntry; logged?: Replica; failure?: unknown }>()
     for (const state of pending) {
-      const entry = core.cache.live(state.meta.name)
+      const entry = names.live(state.meta.name)
       if (entry === undefined || entry.state !== state || entry.detached) continue
       try {
-        rebuilt.set(state, { entry, logged: await loggedState(core, entry) })
+        rebuilt.set(state, { entry, logged: await loggedState(context, entry) })
       } catch (failure) {
         rebuilt.set(state, { entry, failure })
       }
     }
     // Changes made while the logged states were read are refused as well.
     writes.endMerging()
-    const more = core.committer.refuseQueued(pending, error)
-    for (const [state, { entry, logged, failure }] of rebuilt) settle(core, writes, entry, error, logged, failure)
+    const more = context.committer.refuseQueued(pending, error)
+    for (const [, { entry, logged, failure }] of rebuilt) settle(context, writes, entry, error, logged, failure)
     pending = new Set([...more].filter((state) => !rebuilt.has(state) && !pending.has(state)))
   }
 }
 
 /** The state the log of `entry` holds (up to its last written seq). */
-async function loggedState(core: StoreCore, entry: Entry): Promise<Replica> {
+async function loggedState(context: StoreContext, entry: NameEntry): Promise<Replica> {
   const meta = entry.state.meta
-  if (meta.lastSeq === 0) return core.newReplica(meta.type)
+  if (meta.lastSeq === 0) return context.newReplica(meta.type)
   const { replica } = await rebuild({
-    storage: core.storage, meta, target: meta.lastSeq, allowTornTail: false,
-    create: (snapshot) => core.newReplica(meta.type, snapshot),
+    storage: context.storage, meta, target: meta.lastSeq, allowTornTail: false,
+    create: (snapshot) => context.newReplica(meta.type, snapshot),
   })
   return replica
 }
 
-function settle(core: StoreCore, writes: Writes, entry: Entry, error: ConcordError, logged: Replica | undefined, failure: unknown): void {
+function settle(context: StoreContext, writes: Writes, entry: NameEntry, error: ConcordError, logged: Replica | undefined, failure: unknown): void {
   const { replica, name } = entry
   const seq = entry.state.meta.lastSeq
   if (logged === undefined) {
     // The log cannot be read: the replica keeps what it holds, all of it logged with its next change.
-    entry.repairSince = core.emptyVersion(entry.state.meta.type)
+    entry.rolledBackTo(context.emptyVersion(entry.type))
     const cause = isConcordError(failure) ? failure : new ConcordError(ErrorCodes.STORAGE_ERROR, String(failure), { cause: failure })
-    core.events.emit('error', { name, error: new ConcordError(cause.code, `"${name}": a refused change could not be rolled back (${cause.message}); it stays in memory and is logged with the next change`, { cause }) })
+    context.events.emit('error', { name, error: new ConcordError(cause.code, `"${name}": a refused change could not be rolled back (${cause.message}); it stays in memory and is logged with the next change`, { cause }) })
     return
   }
   const version = logged.version()
@@ -75,9 +76,9 @@ function settle(core: StoreCore, writes: Writes, entry: Entry, error: ConcordErr
     if (replica.reset !== undefined) replica.reset(logged.snapshot())
     else writes.silently(entry, () => replica.restore(logged))
   } catch (cause) {
-    core.events.emit('error', { name, error: isConcordError(cause) ? cause : new ConcordError(ErrorCodes.STORAGE_ERROR, `"${name}": rollback failed: ${String(cause)}`, { cause }) })
+    context.events.emit('error', { name, error: isConcordError(cause) ? cause : new ConcordError(ErrorCodes.STORAGE_ERROR, `"${name}": rollback failed: ${String(cause)}`, { cause }) })
   }
   // What the replica still holds beyond the log (a compensating change, ids kept seen) goes with the next change.
-  entry.repairSince = version
-  core.events.emit('rolledBack', { name, seq, error })
+  entry.rolledBackTo(version)
+  context.events.emit('rolledBack', { name, seq, error })
 }

@@ -19,15 +19,17 @@
  * tail after it from the log itself (FORMAT.md). A plain append is then one
  * storage operation.
  */
-import { Emitter } from '../crdt/emitter.ts'
-import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
-import { BatchBuilder, type CommittedRecord, type NameState } from './batch-builder.ts'
-import { metaKey, tailKey } from './format/keys.ts'
-import { encodeMeta } from './format/name-meta.ts'
-import type { Storage } from './storage/storage.ts'
-import { afterThisTurn } from './turn.ts'
+import { Emitter } from '../../crdt/emitter.ts'
+import { ConcordError, ErrorCodes, isConcordError } from '../../crdt/errors.ts'
+import { BatchBuilder, type CommittedRecord } from './batch-builder.ts'
+import type { NameState } from './name-state.ts'
+import { metaKey, tailKey } from '../format/keys.ts'
+import { encodeMeta } from '../format/name-meta.ts'
+import type { Storage } from '../storage/storage.ts'
+import { afterThisTurn } from '../turn.ts'
 
-export { BatchBuilder, type AppendInput, type CommittedRecord, type NameState } from './batch-builder.ts'
+export { BatchBuilder, type AppendInput, type CommittedRecord } from './batch-builder.ts'
+export { NameState } from './name-state.ts'
 
 /** One unit of work: built into a batch, resolved when written per its mode. */
 export interface Unit<T> {
@@ -47,9 +49,18 @@ export interface Unit<T> {
   /**
    * The unit logs changes its names' replicas hold in memory: when it fails
    * (a write error, or its build throws), those replicas are rolled back
-   * (see {@link Committer.onFailure}).
+   * (see {@link CommitterOptions.onFailure}).
    */
   readonly changes?: boolean
+  /**
+   * The unit takes more work ({@link Committer.join}) while it is the newest
+   * unit queued and not yet taken into a batch: from when it is queued until
+   * another unit is queued after it (then {@link superseded} is called) or
+   * it is built.
+   */
+  readonly joinable?: boolean
+  /** Called when a joinable unit stops taking work because another unit was queued after it. */
+  superseded?(): void
 }
 
 /** Events of the pipeline. */
@@ -101,6 +112,8 @@ export interface CommitterOptions {
    * its snapshot stays exact.
    */
   readonly maxBatchBytes?: number
+  /** See {@link FailureHandler} (the store's rollback). */
+  readonly onFailure?: FailureHandler
 }
 
 /** Resolves after the pending promise callbacks and I/O events have run. */
@@ -120,6 +133,8 @@ interface Queued {
 export class Committer {
   readonly events = new Emitter<CommitterEvents>()
   private queue: Queued[] = []
+  /** The joinable unit that may take more work (see {@link Unit.joinable}). */
+  private open: Unit<unknown> | undefined
   private running: Promise<void> | undefined
   private readonly unsynced = new Set<NameState>()
   private timer: unknown
@@ -133,15 +148,6 @@ export class Committer {
     this.timers = options.timers ?? realTimers
     this.maxBytes = options.maxBatchBytes ?? 1 << 20
   }
-
-  /**
-   * Called at the start of every {@link enqueue} (before the unit is
-   * queued): the store's writes end the unit that changes were joining.
-   */
-  beforeEnqueue: (() => void) | undefined
-
-  /** See {@link FailureHandler}; set by the store. */
-  onFailure: FailureHandler | undefined
 
   /**
    * Rejects with `error` every queued unit (not yet taken into a batch)
@@ -166,6 +172,7 @@ export class Committer {
       this.queue = kept
     }
     for (const item of refused) {
+      if (this.open === item.unit) this.open = undefined
       this.release(item)
       if (this.deferred !== undefined) this.deferred.push(() => item.reject(error))
       else item.reject(error)
@@ -176,10 +183,15 @@ export class Committer {
   /** Queues a unit; resolves with what its `build` returned once written per its mode. */
   enqueue<T>(unit: Unit<T>): Promise<T> {
     if (this.isClosed) return Promise.reject(new ConcordError(ErrorCodes.CLOSED, 'the store is closed'))
-    this.beforeEnqueue?.()
-    for (const state of unit.states) state.pending++
+    const open = this.open
+    if (open !== undefined) {
+      this.open = undefined
+      open.superseded?.()
+    }
+    for (const state of unit.states) state.entered()
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ unit, states: [...unit.states], resolve: resolve as (value: unknown) => void, reject })
+      if (unit.joinable === true) this.open = unit
       if (!this.running) this.running = this.run()
     })
   }
@@ -192,11 +204,12 @@ export class Committer {
    * (the caller queues a new unit instead).
    */
   join(unit: Unit<unknown>, state: NameState): boolean {
+    if (this.open !== unit) return false
     const last = this.queue.at(-1)
     if (last === undefined || last.unit !== unit) return false
     if (!last.states.includes(state)) {
       last.states.push(state)
-      state.pending++
+      state.entered()
     }
     return true
   }
@@ -250,6 +263,7 @@ export class Committer {
     /** Rejections of failed units: run after the failure handler, so that a caller sees its names rolled back. */
     const rejections: Array<() => void> = []
     const build = (item: Queued): void => {
+      if (this.open === item.unit) this.open = undefined
       const point = builder.savepoint()
       try {
         built.push({ item, value: item.unit.build(builder) })
@@ -321,9 +335,7 @@ export class Committer {
     this.stats.units += built.length
     const persisted = builder.persisted()
     for (const [state, meta] of touched) {
-      state.meta = meta
-      state.metaBehind = !persisted.has(state)
-      if (persisted.has(state)) state.unborn = false
+      state.written(meta, persisted.has(state))
       this.unsynced.add(state)
     }
     if (sync) this.markDurable()
@@ -345,7 +357,7 @@ export class Committer {
     const outer = this.deferred
     this.deferred = rejections
     try {
-      if (error !== undefined && states.size > 0 && this.onFailure !== undefined) await this.onFailure(error, states)
+      if (error !== undefined && states.size > 0 && this.options.onFailure !== undefined) await this.options.onFailure(error, states)
     } catch {
       // The handler reports what it could not roll back.
     } finally {
@@ -358,7 +370,7 @@ export class Committer {
   private deferred: Array<() => void> | undefined
 
   private release(item: Queued): void {
-    for (const state of item.states) state.pending--
+    for (const state of item.states) state.left()
   }
 
   private markDurable(): void {
@@ -369,10 +381,7 @@ export class Committer {
     }
     const names: Array<{ name: string; seq: number }> = []
     for (const state of this.unsynced) {
-      if (state.durableSeq !== state.meta.lastSeq) {
-        state.durableSeq = state.meta.lastSeq
-        names.push({ name: state.meta.name, seq: state.durableSeq })
-      }
+      if (state.synced()) names.push({ name: state.meta.name, seq: state.durableSeq })
     }
     this.unsynced.clear()
     if (names.length > 0) this.events.emit('durable', { names })

@@ -1,0 +1,193 @@
+/**
+ * Lifecycle of names: listing, deletion, TTL expiry, garbage collection, and
+ * the background sweep (timed checkpoints, TTL, archival of cold names).
+ */
+import { ConcordError, ErrorCodes, isConcordError } from '../../crdt/errors.ts'
+import type { StoreContext } from '../context.ts'
+import { ARCHIVE_PREFIX, archiveKey, checkpointPrefix, logPrefix, metaKey, parseSeqKey, TAIL_PREFIX, tailKey } from '../format/keys.ts'
+import type { NameMeta } from '../format/name-meta.ts'
+import type { Names } from '../names/owner.ts'
+import type { SignalOptions, StorageOperation } from '../storage/storage.ts'
+import type { GcReport, NameInfo } from '../store-types.ts'
+import { queueCheckpoint } from '../writes/checkpoints.ts'
+import type { Archival } from './archival.ts'
+
+/** Collects an async iterable into an array. */
+export async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = []
+  for await (const item of items) out.push(item)
+  return out
+}
+
+/** @internal names, delete, TTL, GC, sweep. */
+export class Lifecycle {
+  private sweepTimer: unknown
+
+  constructor(private readonly context: StoreContext, private readonly owner: Names, private readonly archival: Archival) {}
+
+  /** Every stored name (archived ones included), in name order. */
+  async list(options: SignalOptions = {}): Promise<NameInfo[]> {
+    this.context.checkOpen()
+    const out: NameInfo[] = []
+    for await (const meta of this.owner.metas({ signal: options.signal })) {
+      out.push({
+        name: meta.name, type: meta.type, records: meta.lastSeq - meta.firstSeq + 1, lastSeq: meta.lastSeq,
+        size: meta.logBytes + (meta.checkpoints.at(-1)?.size ?? 0), lastChange: meta.touched,
+        checkpoints: meta.checkpoints.length, schema: meta.schema, archived: false,
+      })
+    }
+    for await (const marker of this.owner.markers(options)) {
+      out.push({
+        name: marker.name, type: marker.type, records: marker.records, lastSeq: marker.lastSeq, size: marker.fileSize,
+        lastChange: marker.touched, checkpoints: 0, schema: marker.schema, archived: true,
+      })
+    }
+    return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  }
+
+  /** Deletes of every key of `name` (metadata, records, checkpoints), read once the pipeline is idle. */
+  private async deleteOps(name: string, signal?: AbortSignal): Promise<StorageOperation[]> {
+    const { context } = this
+    await context.committer.idle()
+    const ops: StorageOperation[] = [{ type: 'del', key: metaKey(name) }, { type: 'del', key: tailKey(name) }]
+    for (const prefix of [logPrefix(name), checkpointPrefix(name)]) {
+      for await (const key of context.storage.keys({ prefix, signal })) ops.push({ type: 'del', key })
+    }
+    return ops
+  }
+
+  /** Deletes `name` and all its data; false if it did not exist. */
+  async delete(name: string, options: SignalOptions = {}): Promise<boolean> {
+    const { context, owner: names } = this
+    context.checkOpen()
+    await context.committer.idle()
+    const stored = names.live(name) !== undefined || (await names.meta(name, { signal: options.signal, written: true })) !== undefined
+    const marker = await names.marker(name)
+    if (!stored && !marker) return false
+    names.remove(name)
+    const ops = stored ? await this.deleteOps(name, options.signal) : []
+    if (marker) ops.push({ type: 'del', key: archiveKey(name) })
+    await context.committer.enqueue({ sync: true, states: [], build: (b) => { for (const op of ops) b.del(op.key) } })
+    return true
+  }
+
+  private ttlOf(meta: NameMeta): number {
+    return meta.ttlMs > 0 ? meta.ttlMs : this.context.options.ttlMs ?? 0
+  }
+
+  /**
+   * Expires every name untouched for its TTL and not recently used; returns
+   * the names. `dryRun`: only returns them. `only`: considers these names only.
+   */
+  async expire(options: SignalOptions & { readonly dryRun?: boolean; readonly only?: readonly string[] } = {}): Promise<string[]> {
+    const { context, owner: names } = this
+    context.checkOpen()
+    const now = context.now()
+    const expired: string[] = []
+    const only = options.only === undefined ? undefined : new Set(options.only)
+    // Candidates by their metadata as written; the newest record decides (the stored metadata may lag the log).
+    const candidates = await collect(names.metas({
+      signal: options.signal,
+      where: (written) => (only === undefined || only.has(written.name)) && this.ttlOf(written) > 0 && now - written.touched >= this.ttlOf(written) && !names.busy(written.name),
+    }))
+    for (const meta of candidates) {
+      if (now - meta.touched < this.ttlOf(meta) || names.busy(meta.name)) continue
+      if (options.dryRun) {
+        expired.push(meta.name)
+        continue
+      }
+      names.remove(meta.name)
+      const ops = await this.deleteOps(meta.name, options.signal)
+      await context.committer.enqueue({ sync: true, states: [], build: (b) => { for (const op of ops) b.del(op.key) } })
+      expired.push(meta.name)
+      context.events.emit('expired', { name: meta.name })
+    }
+    return expired
+  }
+
+  /** Deletes records outside each name's retained range, unlisted checkpoints, and keys of names that no longer exist. */
+  async gc(options: SignalOptions = {}): Promise<GcReport> {
+    const { context, owner: names } = this
+    context.checkOpen()
+    await context.committer.idle()
+    const metas = new Map((await collect(names.metas({ signal: options.signal, written: true }))).map((meta) => [meta.name, meta]))
+    const archived = new Set<string>()
+    for await (const key of context.storage.keys({ prefix: ARCHIVE_PREFIX, signal: options.signal })) archived.add(key[1])
+    let deletedRecords = 0
+    let deletedCheckpoints = 0
+    const orphans = new Set<string>()
+    let ops: StorageOperation[] = []
+    const drain = async (): Promise<void> => {
+      if (ops.length === 0) return
+      const batch = ops
+      ops = []
+      await context.committer.enqueue({ sync: true, states: [], build: (b) => { for (const op of batch) b.del(op.key) } })
+    }
+    // Tail markers of names that no longer exist (left over from an interrupted deletion).
+    for await (const key of context.storage.keys({ prefix: TAIL_PREFIX, signal: options.signal })) {
+      if (!metas.has(key[1]) && !names.live(key[1]) && !names.hydrating(key[1])) ops.push({ type: 'del', key })
+    }
+    for (const kind of ['l', 'c'] as const) {
+      for await (const key of context.storage.keys({ prefix: [kind], signal: options.signal })) {
+        const name = key[1]
+        const seq = parseSeqKey(key[2] ?? '')
+        const meta = names.live(name)?.state.meta ?? metas.get(name)
+        let doomed: boolean
+        if (!meta) {
+          doomed = !archived.has(name) && !names.hydrating(name)
+          if (doomed) orphans.add(name)
+        } else if (kind === 'l') {
+          // Records after the stored metadata's lastSeq are the log tail, not garbage.
+          doomed = Number.isNaN(seq) || seq < meta.firstSeq
+        } else {
+          doomed = Number.isNaN(seq) || !meta.checkpoints.some((cp) => cp.seq === seq)
+        }
+        if (!doomed) continue
+        if (kind === 'l') deletedRecords++
+        else deletedCheckpoints++
+        ops.push({ type: 'del', key })
+        if (ops.length >= 1000) await drain()
+      }
+    }
+    await drain()
+    return { deletedRecords, deletedCheckpoints, orphanNames: orphans.size }
+  }
+
+  /** Starts the background sweep every `ms`. */
+  start(ms: number): void {
+    const { context } = this
+    this.sweepTimer = context.timers.setTimeout(() => {
+      if (context.closed) return
+      this.sweep().catch((error) => {
+        if (!context.closed) context.events.emit('error', { error: isConcordError(error) ? error : new ConcordError(ErrorCodes.STORAGE_ERROR, String(error)) })
+      }).finally(() => {
+        if (!context.closed) this.start(ms)
+      })
+    }, ms)
+  }
+
+  /** Stops the background sweep. */
+  stop(): void {
+    if (this.sweepTimer !== undefined) this.context.timers.clearTimeout(this.sweepTimer)
+  }
+
+  /** One sweep: timed checkpoints, TTL expiry, archival of cold names. */
+  async sweep(options: SignalOptions = {}): Promise<void> {
+    const { context, owner: names } = this
+    context.checkOpen()
+    const now = context.now()
+    for (const entry of names.held()) {
+      const every = entry.policy.everyMs
+      if (every > 0 && entry.dirtySince > 0 && now - entry.dirtySince >= every && !entry.checkpointQueued) {
+        await queueCheckpoint(context, entry).catch(() => undefined)
+      }
+    }
+    if ((context.options.ttlMs ?? 0) > 0 || (await this.anyNameTtl(options.signal))) await this.expire(options)
+    if ((context.options.archive?.afterMs ?? 0) > 0) await this.archival.archiveCold(options)
+  }
+
+  private async anyNameTtl(signal?: AbortSignal): Promise<boolean> {
+    for await (const meta of this.owner.metas({ signal, written: true })) if (meta.ttlMs > 0) return true
+    return false
+  }
+}

@@ -1,0 +1,174 @@
+/**
+ * A hydrated name: its replica, its policies, its log tail (the pipeline's
+ * {@link NameState}) and the flags the store keeps about it. The flags
+ * change only through the methods here, each saying why; the owner of the
+ * entries is persistence/names/owner.ts.
+ */
+import type { Unsubscribe } from '../../crdt/emitter.ts'
+import type { Replica } from '../../crdt/replica.ts'
+import type { CheckpointPolicy, Durability, Retention } from '../options.ts'
+import type { NameState } from '../pipeline/name-state.ts'
+
+/** What an entry is made of. */
+export interface NameEntryInit {
+  readonly name: string
+  readonly state: NameState
+  readonly replica: Replica
+  readonly durability: Durability
+  readonly policy: Required<CheckpointPolicy>
+  readonly retention: Retention
+  /** Wall time of the first change not in a checkpoint (0: none). */
+  readonly dirtySince: number
+}
+
+/** @internal one hydrated name. */
+export class NameEntry {
+  readonly name: string
+  /** The log tail (changed by the commit pipeline only). */
+  readonly state: NameState
+  readonly replica: Replica
+  readonly durability: Durability
+  readonly policy: Required<CheckpointPolicy>
+  readonly retention: Retention
+  private isDetached = false
+  private off: Unsubscribe | undefined
+  private repairVersion: Uint8Array | undefined
+  private dirtyAt: number
+  private checkpointing = false
+  private pins = 0
+  private applyingNow = 0
+
+  constructor(init: NameEntryInit) {
+    this.name = init.name
+    this.state = init.state
+    this.replica = init.replica
+    this.durability = init.durability
+    this.policy = init.policy
+    this.retention = init.retention
+    this.dirtyAt = init.dirtySince
+  }
+
+  /** The type of the name. */
+  get type(): Replica['type'] {
+    return this.state.meta.type
+  }
+
+  // ------------------------------------------------------------ persisted or not
+
+  /** True once the store no longer persists the name's replica (expired, archived, deleted, closed, a failed migration). */
+  get detached(): boolean {
+    return this.isDetached
+  }
+
+  /** Wires the replica to the store (its `change` listener); undone by {@link detach}. */
+  attach(off: Unsubscribe): void {
+    this.off = off
+  }
+
+  /** The store stops persisting the replica: its changes are refused from now on. */
+  detach(): void {
+    this.isDetached = true
+    this.off?.()
+    this.off = undefined
+  }
+
+  // ------------------------------------------------------------ what the log lacks
+
+  /**
+   * Set when the replica holds changes the log lacks although they are no
+   * changes to log one by one (a rollback, an undo by a compensating
+   * change, a replica that could not be rolled back): the version of what
+   * the log holds. The next write of the name logs first a `state` record
+   * of what the replica holds beyond it.
+   */
+  get repairSince(): Uint8Array | undefined {
+    return this.repairVersion
+  }
+
+  /** The replica went beyond its log without a change to log (see {@link repairSince}); an earlier mark is kept. */
+  beyondLog(loggedVersion: Uint8Array): void {
+    this.repairVersion ??= loggedVersion
+  }
+
+  /** After a rollback: the log holds exactly `loggedVersion`, and the replica may hold more (see {@link repairSince}). */
+  rolledBackTo(loggedVersion: Uint8Array): void {
+    this.repairVersion = loggedVersion
+  }
+
+  /** The `state` record for `since` was written: nothing beyond the log is left (unless marked again since). */
+  caughtUp(since: Uint8Array): void {
+    if (this.repairVersion === since) this.repairVersion = undefined
+  }
+
+  // ------------------------------------------------------------ checkpoints
+
+  /** Wall time of the first change not in a checkpoint (0: none). */
+  get dirtySince(): number {
+    return this.dirtyAt
+  }
+
+  /** A record was written at `now`: the name has changes no checkpoint holds, since then if not before. */
+  wrote(now: number): void {
+    if (this.dirtyAt === 0) this.dirtyAt = now
+  }
+
+  /** A checkpoint holds every change written. */
+  checkpointed(): void {
+    this.dirtyAt = 0
+  }
+
+  /** A checkpoint of the name is queued (no second one is queued meanwhile, and the name is not evicted). */
+  get checkpointQueued(): boolean {
+    return this.checkpointing
+  }
+
+  /** A checkpoint of the name was queued. */
+  checkpointStarted(): void {
+    this.checkpointing = true
+  }
+
+  /** The queued checkpoint was written or failed. */
+  checkpointEnded(): void {
+    this.checkpointing = false
+  }
+
+  // ------------------------------------------------------------ memory
+
+  /** Held in memory by a reader (a sync answer): not evicted while pinned. */
+  get pinned(): boolean {
+    return this.pins > 0
+  }
+
+  /** @internal see {@link pinned} (the owner's leases). */
+  pin(): void {
+    this.pins++
+  }
+
+  /** @internal */
+  unpin(): void {
+    this.pins--
+  }
+
+  /** Whether the cache may let the name go: nothing of it under way or unsynced, no checkpoint queued, not pinned. */
+  get evictable(): boolean {
+    const { state } = this
+    return state.pending === 0 && state.durableSeq === state.meta.lastSeq && !this.checkpointing && this.pins === 0
+  }
+
+  // ------------------------------------------------------------ the store's own applies
+
+  /** True while the store applies a remote delta to the replica: its `change` event is the apply's, logged from what the apply returned. */
+  get applying(): boolean {
+    return this.applyingNow > 0
+  }
+
+  /** Runs `fn` (the store's apply of a delta to the replica) with {@link applying} set. */
+  whileApplying<T>(fn: () => T): T {
+    this.applyingNow++
+    try {
+      return fn()
+    } finally {
+      this.applyingNow--
+    }
+  }
+}

@@ -1,0 +1,112 @@
+/**
+ * Hydration of one name (for its owner, owner.ts): its replica rebuilt
+ * from the newest checkpoint and the log after it (integrity-checked; a
+ * torn tail is truncated and reported), or a new, empty name; its policies;
+ * a TTL change written; the replica wired to the write path and its schema
+ * migrations run (the owner's hooks).
+ */
+import { ConcordError, ErrorCodes, TypeMismatchError } from '../../crdt/errors.ts'
+import type { Replica, ReplicaType } from '../../crdt/replica.ts'
+import type { StoreContext } from '../context.ts'
+import { logKey, logPrefix } from '../format/keys.ts'
+import { newMeta, type NameMeta } from '../format/name-meta.ts'
+import { DEFAULT_CHECKPOINT, DEFAULT_RETENTION, type NameOptions, type Schema } from '../options.ts'
+import { NameState } from '../pipeline/name-state.ts'
+import type { StorageKey } from '../storage/storage.ts'
+import { NameEntry } from './entry.ts'
+import { rebuild, type TornTail } from './replay.ts'
+
+/** What the owner's hydration needs of the modules above it (given by the store when it is composed). */
+export interface NameHooks {
+  /** Wires a newly hydrated entry's replica to the write path (its change listener and guard). */
+  attach(entry: NameEntry): void
+  /** Brings the data of a newly hydrated entry to `schema` (its migrations, logged as one unit). */
+  migrate(entry: NameEntry, schema: Schema): Promise<void>
+  /** Brings an archived name back into the database; false if it is not archived. */
+  rehydrate(name: string, signal?: AbortSignal): Promise<boolean>
+}
+
+/**
+ * Loads `name` from its metadata as written (`written`; undefined: a new
+ * name, created in memory when `type` is given). A name it creates is
+ * stored at once, or with `deferCreation` by the first batch that writes it
+ * (a commit: the name and its first records are one batch).
+ */
+export async function loadEntry(
+  context: StoreContext, hooks: NameHooks, name: string, written: NameMeta | undefined,
+  type: ReplicaType | undefined, options: NameOptions, deferCreation: boolean,
+): Promise<NameEntry> {
+  const schema = options.schema ?? context.options.schema ?? { version: 0 }
+  if (!written && (options.mustExist || type === undefined)) throw new ConcordError(ErrorCodes.NOT_FOUND, `"${name}" does not exist`)
+  if (written && type !== undefined && written.type !== type) throw new TypeMismatchError(name, type, written.type)
+  if (written && written.schema > schema.version) {
+    throw new ConcordError(ErrorCodes.SCHEMA_TOO_NEW, `"${name}" was written with schema version ${written.schema}; this code knows up to ${schema.version}`)
+  }
+  let state: NameState
+  let replica: Replica
+  let torn: { tail: TornTail; seq: number; hash: Uint8Array } | undefined
+  if (!written) {
+    // A new name is stored by the first batch that writes it (with its first records).
+    state = new NameState(newMeta(name, type!, schema.version, context.now(), options.ttlMs ?? 0), { unborn: true })
+    replica = context.newReplica(type!)
+  } else {
+    // The stored metadata may lag the log: replay to the end of the log and take its tail from there.
+    const rebuilt = await rebuild({
+      storage: context.storage, meta: written, target: written.lastSeq, toEnd: true, allowTornTail: true, signal: options.signal,
+      create: (snapshot) => context.newReplica(written.type, snapshot),
+    })
+    replica = rebuilt.replica
+    state = rebuilt.seq === written.lastSeq ? new NameState(written) : new NameState({
+      ...written, lastSeq: rebuilt.seq, lastHash: rebuilt.hash, logBytes: rebuilt.replayedBytes,
+      touched: Math.max(written.touched, rebuilt.hlc?.wall ?? 0),
+    }, { metaBehind: true })
+    if (rebuilt.torn) torn = { tail: rebuilt.torn, seq: rebuilt.seq, hash: rebuilt.hash }
+  }
+  const entry = new NameEntry({
+    name, state, replica,
+    durability: options.durability ?? context.options.durability ?? { mode: 'sync' },
+    policy: { ...DEFAULT_CHECKPOINT, ...context.options.checkpoint, ...options.checkpoint },
+    retention: options.retention ?? context.options.retention ?? DEFAULT_RETENTION,
+    dirtySince: written && state.meta.lastSeq > (state.meta.checkpoints.at(-1)?.seq ?? 0) ? context.now() : 0,
+  })
+  if (torn) await truncate(context, state, torn.seq, torn.hash, torn.tail)
+  if (written && options.ttlMs !== undefined && options.ttlMs !== state.meta.ttlMs) {
+    const ttlMs = options.ttlMs
+    await context.committer.enqueue({ sync: true, states: [state], build: (b) => b.setMeta(state, { ...b.meta(state), ttlMs }) })
+  }
+  if (!written && !deferCreation) await storeCreated(context, entry)
+  hooks.attach(entry)
+  if (state.meta.schema < schema.version) await hooks.migrate(entry, schema)
+  return entry
+}
+
+/** Stores a name created in memory and not written yet (its metadata alone), as `open` promises. */
+export async function storeCreated(context: StoreContext, entry: NameEntry): Promise<void> {
+  const { state } = entry
+  if (!state.unborn) return
+  await context.committer.enqueue({
+    sync: true, states: [state],
+    build: (b) => { if (state.unborn) b.setMeta(state, b.meta(state)) },
+  })
+}
+
+/** Deletes a torn tail (every key from its first damaged record on) and reports it. */
+async function truncate(context: StoreContext, state: NameState, seq: number, hash: Uint8Array, torn: TornTail): Promise<void> {
+  const name = state.meta.name
+  const doomed: StorageKey[] = []
+  for await (const key of context.storage.keys({ prefix: logPrefix(name), gte: logKey(name, torn.fromSeq) })) doomed.push(key)
+  await context.committer.enqueue({
+    sync: true, states: [state],
+    build: (b) => {
+      for (const key of doomed) b.del(key)
+      const meta = b.meta(state)
+      b.setMeta(state, {
+        ...meta, lastSeq: seq, lastHash: hash, firstSeq: Math.min(meta.firstSeq, seq + 1),
+        checkpoints: meta.checkpoints.filter((cp) => cp.seq <= seq),
+      })
+    },
+  })
+  const report = { name, fromSeq: torn.fromSeq, toSeq: torn.toSeq, reason: torn.reason }
+  context.truncations.push(report)
+  context.events.emit('truncated', report)
+}

@@ -1,0 +1,385 @@
+/**
+ * The owner of every name's state: the hydrated entries (bounded cache,
+ * shared hydrations, leases), what is stored about each name (metadata,
+ * archive markers, the index of names and types) and how it is read. Every
+ * other module of the store asks it; none reads a name's metadata itself.
+ *
+ * Reading metadata is one method per cardinality: {@link Names.meta} for a
+ * name, {@link Names.metas} for all. Both give the current metadata (a
+ * hydrated name's live one; else the stored one brought up to the end of
+ * its log, FORMAT.md "Name metadata") or, with `written`, the metadata as
+ * stored.
+ */
+import { ConcordError, ErrorCodes, TypeMismatchError } from '../../crdt/errors.ts'
+import type { Replica, ReplicaType } from '../../crdt/replica.ts'
+import type { StoreContext } from '../context.ts'
+import { decodeArchiveMarker, type ArchiveMarker } from '../format/archive.ts'
+import { ARCHIVE_PREFIX, archiveKey, logKey, logPrefix, META_PREFIX, metaKey, parseSeqKey, TAIL_PREFIX } from '../format/keys.ts'
+import { decodeMeta, type NameMeta } from '../format/name-meta.ts'
+import { decodeRecord } from '../format/record.ts'
+import type { NameOptions } from '../options.ts'
+import type { SignalOptions } from '../storage/storage.ts'
+import { NameCache } from './cache.ts'
+import type { NameEntry } from './entry.ts'
+import { loadEntry, storeCreated, type NameHooks } from './hydration.ts'
+
+export type { NameHooks } from './hydration.ts'
+
+/** How {@link Names.meta} and {@link Names.metas} read. */
+export interface MetaOptions extends SignalOptions {
+  /** The metadata as stored: no live entry, no log tail after it. */
+  readonly written?: boolean | undefined
+}
+
+/** Names hydrated and kept in memory for a reader until {@link release} (see {@link Names.lease}). */
+export interface NameLease {
+  /** The replicas held, by name. */
+  readonly replicas: ReadonlyMap<string, Replica>
+  /** The names that could not be read, with why (`CONCORD_NOT_FOUND`, `CONCORD_CORRUPT_RECORD`, ...). */
+  readonly failed: ReadonlyMap<string, unknown>
+  /** Lets the names go (the cache may evict them again); idempotent. */
+  release(): void
+}
+
+/** @internal the owner of the names of a store. */
+export class Names {
+  private readonly cache: NameCache
+  /** Hydrations in flight, by name (one per name). */
+  private readonly opening = new Map<string, Promise<NameEntry>>()
+  /** Stored (not archived) names and their types, loaded by the first {@link list}, kept since. */
+  private index: Map<string, ReplicaType> | undefined
+  private indexing: Promise<Map<string, ReplicaType>> | undefined
+  /** Names removed while the index loads (the load's scan may still hold them). */
+  private readonly removedWhileIndexing = new Set<string>()
+
+  constructor(private readonly context: StoreContext, private readonly hooks: NameHooks) {
+    this.cache = new NameCache(Math.max(1, context.options.cacheSize ?? 1000), (entry) => this.catchUp(entry), (entry) => {
+      if (!entry.state.unborn) this.index?.set(entry.name, entry.type)
+    })
+    context.committer.events.on('durable', () => this.cache.evictIfNeeded())
+  }
+
+  // ------------------------------------------------------------ hydrated entries
+
+  /** The entry of `name` if hydrated (without touching the LRU order). */
+  live(name: string): NameEntry | undefined {
+    return this.cache.live(name)
+  }
+
+  /** The entry of `name` if hydrated, marked recently used; `TypeMismatchError` if `type` differs. */
+  use(name: string, type?: ReplicaType): NameEntry | undefined {
+    const entry = this.cache.use(name)
+    if (entry && type !== undefined && entry.type !== type) throw new TypeMismatchError(name, type, entry.type)
+    return entry
+  }
+
+  /**
+   * The entry of `name`, hydrating it if needed (an archived name is
+   * brought back first); `TypeMismatchError` if `type` differs. Concurrent
+   * calls share one hydration. A name it creates is stored at once, or with
+   * `deferCreation` by the first batch that writes it.
+   */
+  async entry(name: string, type: ReplicaType | undefined, options: NameOptions = {}, deferCreation = false): Promise<NameEntry> {
+    let entry = this.use(name, type)
+    if (entry) return entry
+    let pending = this.opening.get(name)
+    if (!pending) {
+      pending = this.hydrate(name, type, options, deferCreation).finally(() => this.opening.delete(name))
+      this.opening.set(name, pending)
+    }
+    entry = await pending
+    if (type !== undefined && entry.type !== type) throw new TypeMismatchError(name, type, entry.type)
+    return entry
+  }
+
+  private async hydrate(name: string, type: ReplicaType | undefined, options: NameOptions, deferCreation: boolean): Promise<NameEntry> {
+    let written = await this.meta(name, { signal: options.signal, written: true })
+    if (!written && await this.hooks.rehydrate(name, options.signal)) written = await this.meta(name, { signal: options.signal, written: true })
+    const entry = await loadEntry(this.context, this.hooks, name, written, type, options, deferCreation)
+    if (written) this.index?.set(name, entry.type)
+    this.cache.add(entry)
+    return entry
+  }
+
+  /** Stores a name `entry` created in memory (its metadata alone) unless a batch stored it already. */
+  store(entry: NameEntry): Promise<void> {
+    return storeCreated(this.context, entry)
+  }
+
+  /**
+   * Drops entries a refused commit created in memory and never stored (so
+   * that no name is left behind by a refusal); a stored one is kept.
+   */
+  forgetUnstored(entries: Iterable<NameEntry>): void {
+    for (const entry of entries) {
+      if (entry.state.unborn && entry.state.pending === 0 && entry.state.meta.lastSeq === 0) this.cache.detach(entry.name)
+    }
+  }
+
+  /** The store stops persisting the replica of `name` (it is being archived): its entry is detached; the name stays listed. */
+  detach(name: string): void {
+    this.cache.detach(name)
+  }
+
+  /** The store stops persisting `name` (expired, archived, deleted): its entry is detached and the name unlisted. */
+  remove(name: string): void {
+    this.cache.detach(name)
+    this.index?.delete(name)
+    if (this.indexing) this.removedWhileIndexing.add(name)
+  }
+
+  /** True when `name` is held (recently used) or being hydrated. */
+  busy(name: string): boolean {
+    return this.cache.busy(name) || this.opening.has(name)
+  }
+
+  /** True while `name` is being hydrated. */
+  hydrating(name: string): boolean {
+    return this.opening.has(name)
+  }
+
+  /** The held entries, least recently used first. */
+  held(): IterableIterator<NameEntry> {
+    return this.cache.held()
+  }
+
+  /** Every live entry (held, or evicted but still reachable). */
+  allLive(): Set<NameEntry> {
+    return this.cache.allLive()
+  }
+
+  /** Number of names held in memory. */
+  get size(): number {
+    return this.cache.size
+  }
+
+  /** Evicts the least recently used names beyond the cache size that may go. */
+  evictIfNeeded(): void {
+    this.cache.evictIfNeeded()
+  }
+
+  /** Resolves once no hydration is under way (on close). */
+  async settled(): Promise<void> {
+    await Promise.allSettled([...this.opening.values()])
+  }
+
+  /** Forgets every entry (on close: each is detached). */
+  clear(): void {
+    for (const entry of this.cache.allLive()) entry.detach()
+    this.cache.clear()
+    this.index = undefined
+  }
+
+  /**
+   * Hydrates `names` (that exist) and keeps them in memory until the lease
+   * is released, whatever the cache size: what a reader that needs their
+   * replicas at one instant holds (a sync answer). Names that cannot be
+   * read are reported in `failed`, not thrown.
+   */
+  async lease(names: readonly string[], options: SignalOptions = {}): Promise<NameLease> {
+    const held = new Map<string, NameEntry>()
+    const failed = new Map<string, unknown>()
+    let released = false
+    const release = (): void => {
+      if (released) return
+      released = true
+      for (const entry of held.values()) entry.unpin()
+      this.cache.evictIfNeeded()
+    }
+    try {
+      for (const name of names) {
+        if (held.has(name)) continue
+        let entry: NameEntry
+        try {
+          entry = await this.entry(name, undefined, { mustExist: true, signal: options.signal })
+        } catch (error) {
+          if (isConcordAbort(error)) throw error
+          failed.set(name, error)
+          continue
+        }
+        entry.pin()
+        held.set(name, entry)
+      }
+    } catch (error) {
+      release()
+      throw error
+    }
+    const replicas = new Map([...held].map(([name, entry]) => [name, entry.replica]))
+    return { replicas, failed, release }
+  }
+
+  /** Queues a metadata write of a name whose stored metadata lags its log, so that it can leave memory. */
+  private catchUp(entry: NameEntry): void {
+    // Not synced on its own: until it is, the name's tail marker covers a crash.
+    const { state } = entry
+    this.context.committer.enqueue({
+      sync: false,
+      states: [state],
+      build: (b) => {
+        b.setMeta(state, b.meta(state))
+        // Written: the name can leave memory now, not at the next activity.
+        b.onCommit(() => this.cache.evictIfNeeded())
+      },
+    }).catch(() => undefined)
+  }
+
+  // ------------------------------------------------------------ what is stored
+
+  /** The type of a stored name, or undefined if it does not exist (archived names included). */
+  async typeOf(name: string, options: SignalOptions = {}): Promise<ReplicaType | undefined> {
+    const live = this.cache.live(name)
+    if (live) return live.type
+    const meta = await this.meta(name, { signal: options.signal, written: true })
+    if (meta) return meta.type
+    return (await this.marker(name, options))?.type
+  }
+
+  /**
+   * The type of `name` as far as this store knows without reading storage:
+   * a hydrated name's, or one listed by {@link list} (and kept up to date
+   * since); undefined otherwise (it may still be stored).
+   */
+  knownType(name: string): ReplicaType | undefined {
+    return this.cache.live(name)?.type ?? this.index?.get(name)
+  }
+
+  /**
+   * The version of `name` read without hydrating it, where the store holds
+   * it: today a hydrated name's. The seam for versions kept in the
+   * metadata (issue 15): then every stored name has one.
+   */
+  versionOf(name: string): Uint8Array | undefined {
+    return this.cache.live(name)?.replica.version()
+  }
+
+  /** Every stored name that is not archived, with its type, in no particular order; hydrates nothing. */
+  async list(options: SignalOptions = {}): Promise<Array<{ readonly name: string; readonly type: ReplicaType }>> {
+    const index = this.index ?? await (this.indexing ??= this.loadIndex(options).finally(() => { this.indexing = undefined }))
+    const out = new Map(index)
+    for (const entry of this.cache.allLive()) if (!entry.state.unborn) out.set(entry.name, entry.type)
+    return [...out].map(([name, type]) => ({ name, type }))
+  }
+
+  private async loadIndex(options: SignalOptions): Promise<Map<string, ReplicaType>> {
+    const index = new Map<string, ReplicaType>()
+    this.removedWhileIndexing.clear()
+    for await (const meta of this.metas({ signal: options.signal, written: true })) index.set(meta.name, meta.type)
+    // Names stored meanwhile are live (list adds them) or indexed when they leave memory; those removed meanwhile go.
+    for (const name of this.removedWhileIndexing) index.delete(name)
+    this.removedWhileIndexing.clear()
+    this.index = index
+    return index
+  }
+
+  /**
+   * The metadata of `name` (see the module comment), or undefined if it is
+   * not stored. With `mustExist`, `CONCORD_NOT_FOUND` instead (saying when
+   * the name is archived).
+   */
+  async meta(name: string, options: MetaOptions & { readonly mustExist: true }): Promise<NameMeta>
+  async meta(name: string, options?: MetaOptions & { readonly mustExist?: boolean }): Promise<NameMeta | undefined>
+  async meta(name: string, options: MetaOptions & { readonly mustExist?: boolean } = {}): Promise<NameMeta | undefined> {
+    const live = options.written ? undefined : this.cache.live(name)
+    if (live) return live.state.meta
+    const bytes = await this.context.storage.get(metaKey(name), { signal: options.signal })
+    let meta: NameMeta | undefined
+    if (bytes) {
+      meta = decodeMeta(bytes)
+      if (meta.name !== name) throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `metadata stored under "${name}" belongs to "${meta.name}"`)
+      if (!options.written) meta = await this.withTail(meta, options.signal)
+    }
+    if (!meta && options.mustExist) {
+      throw new ConcordError(ErrorCodes.NOT_FOUND, `"${name}" does not exist${await this.context.storage.get(archiveKey(name)) ? ' (it is archived: open it first)' : ''}`)
+    }
+    return meta
+  }
+
+  /**
+   * The metadata of every stored name that is not archived (see the module
+   * comment; damaged ones skipped), in name order, once the pipeline is
+   * idle. `where` picks names by their metadata as written before anything
+   * else is read for them (a name's `touched` only grows, its type never
+   * changes).
+   */
+  async *metas(options: MetaOptions & { readonly where?: (written: NameMeta) => boolean } = {}): AsyncGenerator<NameMeta> {
+    const { signal } = options
+    await this.context.committer.idle()
+    const tails = options.written ? undefined : await this.tailNames(signal)
+    for await (const item of this.context.storage.iterate({ prefix: META_PREFIX, signal })) {
+      let written: NameMeta
+      try {
+        written = decodeMeta(item.value)
+      } catch {
+        // A damaged metadata value fails its name when opened; listings skip it.
+        continue
+      }
+      if (options.where && !options.where(written)) continue
+      if (!tails) {
+        yield written
+        continue
+      }
+      const live = this.cache.live(written.name)
+      yield live ? live.state.meta : tails.has(written.name) ? await this.withTail(written, signal) : written
+    }
+  }
+
+  /** The archive marker of `name`, or undefined when it is not archived. */
+  async marker(name: string, options: SignalOptions = {}): Promise<ArchiveMarker | undefined> {
+    const bytes = await this.context.storage.get(archiveKey(name), options)
+    return bytes ? decodeArchiveMarker(bytes) : undefined
+  }
+
+  /** Every archive marker (damaged ones skipped), in name order. */
+  async *markers(options: SignalOptions = {}): AsyncGenerator<ArchiveMarker> {
+    for await (const item of this.context.storage.iterate({ prefix: ARCHIVE_PREFIX, signal: options.signal })) {
+      try {
+        yield decodeArchiveMarker(item.value)
+      } catch {
+        continue
+      }
+    }
+  }
+
+  /**
+   * Stored metadata brought up to the end of the log: records appended after
+   * the metadata was last written move `lastSeq`, `lastHash`, `logBytes` and
+   * `touched` (the HLC wall time of the newest record). Records are not
+   * checked here (hydration, `history`, `at` and `verify` do that).
+   */
+  private async withTail(meta: NameMeta, signal?: AbortSignal): Promise<NameMeta> {
+    const { name } = meta
+    let lastSeq = meta.lastSeq
+    let logBytes = meta.logBytes
+    let newest: Uint8Array | undefined
+    for await (const entry of this.context.storage.iterate({ prefix: logPrefix(name), gt: logKey(name, meta.lastSeq), signal })) {
+      const seq = parseSeqKey(entry.key[2] ?? '')
+      if (Number.isNaN(seq)) continue
+      lastSeq = seq
+      logBytes += entry.value.length
+      newest = entry.value
+    }
+    if (!newest) return meta
+    let lastHash = meta.lastHash
+    let touched = meta.touched
+    try {
+      const record = decodeRecord(newest)
+      lastHash = record.hash
+      touched = Math.max(touched, record.hlc.wall)
+    } catch {
+      // A damaged newest record: hydration truncates it; readers report it.
+    }
+    return { ...meta, lastSeq, lastHash, logBytes, touched }
+  }
+
+  /** Names whose log runs past their stored metadata (they have a tail marker). */
+  private async tailNames(signal?: AbortSignal): Promise<Set<string>> {
+    const names = new Set<string>()
+    for await (const key of this.context.storage.keys({ prefix: TAIL_PREFIX, signal })) names.add(key[1])
+    return names
+  }
+}
+
+/** An abort of the caller (not a name's failure). */
+function isConcordAbort(error: unknown): boolean {
+  return error instanceof ConcordError && (error.code === ErrorCodes.ABORTED || error.code === ErrorCodes.CLOSED)
+}

@@ -1,0 +1,357 @@
+/**
+ * The write path: every change of a hydrated name becomes log records
+ * through one commit path, and the records hold exactly the bytes that
+ * were applied.
+ *
+ * - A remote commit (`commit`) checks every delta first (`prepareDelta`:
+ *   one decode each, against the store's document limits; strictly when
+ *   there are several, so that applying cannot fail halfway), then applies
+ *   them and logs what each apply returned (the delta, or its merge with
+ *   document updates that waited for it). A refused delta leaves nothing
+ *   applied, and no name it would have created.
+ * - A local change (a replica's mutator) is logged from the delta its
+ *   `change` event carries: one unit of its own (`sync` names), or merged
+ *   into the waiting unit of earlier ones (`async` names, local-merge.ts).
+ * - An `atomic` block, a migration and a remote commit assemble one unit:
+ *   the local changes made while it is being assembled (in the block, in
+ *   the migration's steps, in listeners of the deltas it applies) join it,
+ *   so that the unit is logged, announced and shipped all or none.
+ */
+import { ConcordError, ErrorCodes, isConcordError } from '../../crdt/errors.ts'
+import type { HlcTimestamp } from '../../crdt/hlc.ts'
+import type { ChangeEvent, PreparedDelta, Replica, ReplicaType, UndoRecord } from '../../crdt/replica.ts'
+import type { StoreContext } from '../context.ts'
+import type { NameEntry } from '../names/entry.ts'
+import type { Names } from '../names/owner.ts'
+import type { Schema } from '../options.ts'
+import type { BatchBuilder, CommittedRecord, NameState, Unit } from '../pipeline/committer.ts'
+import type { ApplyResult } from '../store-types.ts'
+import { afterWrite, recordLimit } from './checkpoints.ts'
+import { LocalMerge } from './local-merge.ts'
+import { rollBack } from './rollback.ts'
+
+/** @internal one change to log: its name, its bytes, when and by whom. */
+export interface LogItem {
+  readonly entry: NameEntry
+  readonly delta: Uint8Array
+  readonly hlc: HlcTimestamp
+  readonly agent: string
+}
+
+/** What an `atomic` block needs to take its changes back if it throws. */
+interface BlockUndo {
+  /** Per name touched: its undo record (none: the replica cannot undo) and its version before the block. */
+  readonly records: Map<NameEntry, { readonly record: UndoRecord | undefined; readonly before: Uint8Array }>
+}
+
+/** @internal the store's write path. */
+export class Writes {
+  /** The unit being assembled, if any: local changes made meanwhile join it. */
+  private assembling: LogItem[] | undefined
+  private readonly merge: LocalMerge
+  /** The innermost `atomic` block running, if any. */
+  private block: BlockUndo | undefined
+  /** A name whose replica's change events are not changes to log (a rollback in progress). */
+  private silenced: NameEntry | undefined
+
+  constructor(private readonly context: StoreContext, private readonly names: Names) {
+    this.merge = new LocalMerge(context, {
+      buildAppends: (b, items) => this.buildAppends(b, items),
+      enqueueUnit: (unit, entries) => this.enqueueUnit(unit, entries),
+      reportFailure: (entries, error) => this.reportFailure(entries, error),
+    })
+  }
+
+  // ------------------------------------------------------------ wiring
+
+  /** Wires a hydrated entry's replica to the write path: its changes are logged, its mutations guarded. */
+  attach(entry: NameEntry): void {
+    entry.attach(entry.replica.events.on('change', (event) => this.onChange(entry, event)))
+    entry.replica.guard = () => this.guard(entry)
+  }
+
+  /**
+   * The guard of a hydrated replica ({@link Replica.guard}): refuses local
+   * changes of a name the store no longer persists (`CONCORD_CLOSED`), and
+   * starts the undo record of a name an `atomic` block touches first.
+   */
+  private guard(entry: NameEntry): void {
+    if (entry.detached) {
+      throw new ConcordError(ErrorCodes.CLOSED, this.context.closed
+        ? `"${entry.name}": the store is closed; the change was refused`
+        : `"${entry.name}" was expired, archived or deleted: open it again to change it`)
+    }
+    const block = this.block
+    if (block !== undefined && !block.records.has(entry)) {
+      block.records.set(entry, { before: entry.replica.version(), record: entry.replica.recordUndo?.() })
+    }
+  }
+
+  /** The `change` listener of every hydrated replica: a local change (or a delta applied to it directly) to log. */
+  private onChange(entry: NameEntry, event: ChangeEvent): void {
+    // A rollback, a compensating change the store makes itself, or the store's own apply (logged from what it returned).
+    if (event.rollback === true || this.silenced === entry || (!event.local && entry.applying)) return
+    if (entry.detached) {
+      this.context.events.emit('error', { name: entry.name, error: new ConcordError(ErrorCodes.CLOSED, `"${entry.name}" was expired, archived or the store closed: a change was not persisted`) })
+      return
+    }
+    if (this.assembling === undefined && this.merge.merges(entry)) {
+      // Its delta is not read here: a replica's local run may encode it only when read.
+      this.merge.add(entry, event)
+      return
+    }
+    const item: LogItem = { entry, delta: event.delta, hlc: this.context.clock.now(), agent: this.context.replicaId }
+    if (this.assembling !== undefined) this.assembling.push(item)
+    else this.enqueueItems([item]).catch((error) => this.reportFailure([entry], error))
+  }
+
+  /** Runs `fn` with the change events of `entry` not logged (the store's own rollback of it). */
+  silently<T>(entry: NameEntry, fn: () => T): T {
+    const previous = this.silenced
+    this.silenced = entry
+    try {
+      return fn()
+    } finally {
+      this.silenced = previous
+    }
+  }
+
+  /** Ends the unit local changes of async names were joining (see local-merge.ts). */
+  endMerging(): void {
+    this.merge.end()
+  }
+
+  /** The pipeline's failure handler: rolls the names of refused units back (rollback.ts). */
+  rollBack(error: ConcordError, states: ReadonlySet<NameState>): Promise<void> {
+    return rollBack(this.context, this.names, this, error, states)
+  }
+
+  /** Runs `fn` and returns the local changes made meanwhile (not written); assemblies nest. */
+  private assemble(fn: (items: readonly LogItem[]) => void): LogItem[] {
+    // Changes made while a unit is assembled are not the merging unit's.
+    this.merge.end()
+    const items: LogItem[] = []
+    const previous = this.assembling
+    this.assembling = items
+    try {
+      fn(items)
+    } finally {
+      this.assembling = previous
+    }
+    return items
+  }
+
+  // ------------------------------------------------------------ the three assembled units
+
+  /**
+   * Applies remote `deltas` to their (hydrated) entries and logs what they
+   * changed as one unit, all or none (see the module comment); resolves
+   * once durable per the names' modes. `agent` is recorded as the author of
+   * every record of the unit.
+   */
+  async commit(
+    entries: readonly NameEntry[],
+    deltas: ReadonlyArray<{ readonly name: string; readonly delta: Uint8Array }>,
+    options: { readonly origin?: unknown; readonly agent?: string },
+  ): Promise<ApplyResult[]> {
+    const { context } = this
+    // Several deltas, or a name to create: checked strictly, so that none is refused once one applied.
+    const strict = deltas.length > 1 || entries.some((entry) => entry.state.unborn)
+    const agent = options.agent ?? context.replicaId
+    const changed: boolean[] = []
+    let items: LogItem[]
+    try {
+      const prepared = deltas.map((item, i) => prepareRemote(entries[i].replica, item.delta, context, strict))
+      items = this.assemble((assembled) => {
+        for (const [i, entry] of entries.entries()) {
+          const before = assembled.length
+          const applied = entry.whileApplying(() => prepared[i].apply(options.origin))
+          // Local changes made by listeners while it applied joined the unit before it.
+          if (applied !== null) (assembled as LogItem[]).push({ entry, delta: applied, hlc: context.clock.now(), agent })
+          changed.push(applied !== null || assembled.length > before)
+        }
+      })
+    } catch (error) {
+      // Refused (nothing of it was applied): the names this commit would have created are not left behind.
+      this.names.forgetUnstored(entries)
+      throw error
+    }
+    const stamped = items.map((item) => (item.agent === agent ? item : { ...item, agent }))
+    // A name this commit creates is stored in the commit's batch, with its first records.
+    const created = entries.filter((entry) => entry.state.unborn)
+    const records = stamped.length > 0 || created.length > 0 ? await this.enqueueItems(stamped, options.origin, created) : []
+    return entries.map((entry, i) => {
+      const last = records.filter((r) => r.name === entry.name).at(-1)
+      return { changed: changed[i], seq: last?.seq ?? entry.state.meta.lastSeq }
+    })
+  }
+
+  /**
+   * Runs `fn` (local mutations) and logs its changes as one unit. When `fn`
+   * throws, every change it made is taken back (each name it touched undoes
+   * them: exactly for native types and Automerge, by a compensating
+   * transaction for a Yjs document, whose undone structs are logged with
+   * its next change), nothing is logged or sent, and the error is rethrown.
+   * The records name `agent` as their author (default: this replica).
+   */
+  async atomic(fn: () => void, agent?: string): Promise<ReadonlyArray<{ name: string; seq: number }>> {
+    const block: BlockUndo = { records: new Map() }
+    const outer = this.block
+    this.block = block
+    let items: LogItem[]
+    try {
+      items = this.assemble(() => fn())
+    } catch (error) {
+      this.block = outer
+      undoBlock(block)
+      throw error
+    }
+    this.block = outer
+    for (const { record } of block.records.values()) record?.release()
+    if (items.length === 0) return []
+    const records = await this.enqueueItems(agent === undefined ? items : items.map((item) => ({ ...item, agent })))
+    return records.map((r) => ({ name: r.name, seq: r.seq }))
+  }
+
+  /**
+   * Runs the migration steps of a newly hydrated `entry` up to `schema` and
+   * logs their changes with the new schema version, as one unit. A step
+   * that throws fails the hydration (`CONCORD_MIGRATION_FAILED`) and the
+   * entry stops being persisted.
+   */
+  async migrate(entry: NameEntry, schema: Schema): Promise<void> {
+    const from = entry.state.meta.schema
+    let items: LogItem[]
+    try {
+      items = this.assemble(() => {
+        for (let version = from + 1; version <= schema.version; version++) {
+          const step = schema.migrations?.[version]
+          if (!step) throw new ConcordError(ErrorCodes.MIGRATION_FAILED, `"${entry.name}": no migration to schema version ${version}`)
+          try {
+            step(entry.replica, { name: entry.name, from: version - 1, to: version })
+          } catch (error) {
+            throw new ConcordError(ErrorCodes.MIGRATION_FAILED, `"${entry.name}": migration to version ${version} failed: ${(error as Error)?.message}`, { cause: error })
+          }
+        }
+      })
+    } catch (error) {
+      entry.detach()
+      throw error
+    }
+    const { state } = entry
+    await this.context.committer.enqueue({
+      sync: entry.durability.mode === 'sync', states: [state],
+      build: (b) => {
+        this.buildAppends(b, items)
+        b.setMeta(state, { ...b.meta(state), schema: schema.version })
+      },
+    })
+    this.context.events.emit('migrated', { name: entry.name, from, to: schema.version })
+  }
+
+  // ------------------------------------------------------------ records
+
+  /**
+   * Adds the records of `items` to a batch: first, for a name rolled back
+   * or undone in place by a compensating change (its replica holds structs
+   * the log lacks), a `state` record of what the replica holds beyond the
+   * logged state. A payload larger than the name's replica accepts back
+   * (`limits.maxBytes`) is refused with `CONCORD_LIMIT_EXCEEDED` (the unit
+   * fails and the name is rolled back): the store never writes a record it
+   * could not load again.
+   */
+  buildAppends(b: BatchBuilder, items: readonly LogItem[]): CommittedRecord[] {
+    const { context } = this
+    const now = context.now()
+    const records: CommittedRecord[] = []
+    const repaired = new Map<NameEntry, Uint8Array>()
+    for (const item of items) {
+      const { entry } = item
+      const since = entry.repairSince
+      if (since !== undefined && !repaired.has(entry)) {
+        repaired.set(entry, since)
+        const beyond = entry.replica.deltaSince(since)
+        if (beyond) records.push(b.append(entry.state, { payload: checkedPayload(entry, beyond), hlc: item.hlc, agent: context.replicaId, kind: 'state', now }))
+      }
+      records.push(b.append(entry.state, { payload: checkedPayload(entry, item.delta), hlc: item.hlc, agent: item.agent, now }))
+    }
+    const entries = new Set(items.map((item) => item.entry))
+    b.onCommit(() => {
+      for (const [entry, since] of repaired) entry.caughtUp(since)
+      for (const entry of entries) afterWrite(context, entry)
+    })
+    return records
+  }
+
+  /** Writes `items` as one unit; resolves once durable per the names' modes, then emits `committed`. */
+  private enqueueItems(items: readonly LogItem[], origin?: unknown, create: readonly NameEntry[] = []): Promise<CommittedRecord[]> {
+    const entries = [...new Set([...items.map((item) => item.entry), ...create])]
+    return this.enqueueUnit({
+      sync: entries.some((entry) => entry.durability.mode === 'sync'),
+      states: entries.map((entry) => entry.state),
+      changes: true,
+      build: (b) => {
+        const records = this.buildAppends(b, items)
+        // Names the unit creates without a record of theirs (a delta that added nothing).
+        for (const entry of create) if (entry.state.unborn) b.setMeta(entry.state, b.meta(entry.state))
+        return records
+      },
+    }, () => entries, origin)
+  }
+
+  /**
+   * Queues a unit that logs changes of `entries()` (read once written: a
+   * merging unit's names grow while it waits); resolves once durable per
+   * its mode, then emits `committed`.
+   */
+  private async enqueueUnit(unit: Unit<CommittedRecord[]>, entries: () => Iterable<NameEntry>, origin?: unknown): Promise<CommittedRecord[]> {
+    const { context } = this
+    const records = await context.committer.enqueue(unit)
+    if (records.length > 0 && context.events.listenerCount('committed') > 0) {
+      const types = new Map<string, ReplicaType>()
+      for (const entry of entries()) types.set(entry.name, entry.type)
+      context.events.emit('committed', {
+        origin,
+        records: records.map((r) => ({ name: r.name, type: types.get(r.name)!, seq: r.seq, payload: r.payload })),
+      })
+    }
+    return records
+  }
+
+  private reportFailure(entries: readonly NameEntry[], error: unknown): void {
+    const failure = isConcordError(error) ? error : new ConcordError(ErrorCodes.STORAGE_ERROR, String(error))
+    for (const entry of entries) this.context.events.emit('error', { name: entry.name, error: failure })
+  }
+}
+
+/**
+ * `delta` checked for `replica` against the store's document limits, ready
+ * to apply (a replica without `prepareDelta` applies it unchecked).
+ */
+function prepareRemote(replica: Replica, delta: Uint8Array, context: StoreContext, strict: boolean): PreparedDelta {
+  if (replica.prepareDelta !== undefined) return replica.prepareDelta(delta, { limits: context.remoteLimits, strict })
+  return { apply: (origin) => (replica.applyDelta(delta, origin) ? delta : null) }
+}
+
+/** Takes back the changes of a block that threw, newest name first. */
+function undoBlock(block: BlockUndo): void {
+  for (const [entry, { record, before }] of [...block.records].reverse()) {
+    if (record === undefined) {
+      // A replica that cannot undo: its changes stay, and are logged with its next change.
+      entry.beyondLog(before)
+      continue
+    }
+    const exact = record.undo()
+    // A compensating change: the replica holds structs the log lacks, logged with the next change.
+    if (!exact) entry.beyondLog(before)
+  }
+}
+
+/** `payload`, if the name's replica accepts it back on reload; else `CONCORD_LIMIT_EXCEEDED`. */
+function checkedPayload(entry: NameEntry, payload: Uint8Array): Uint8Array {
+  const limit = recordLimit(entry)
+  if (payload.length > limit) {
+    throw new ConcordError(ErrorCodes.LIMIT_EXCEEDED, `"${entry.name}": a change of ${payload.length} bytes is over the limit of ${limit} bytes its replica loads back (limits.maxBytes); it was refused and the name rolled back`)
+  }
+  return payload
+}

@@ -163,8 +163,6 @@ export class PeerCore {
       storedType: (name) => store.typeOf(name),
     })
     store.events.on('error', (event) => this.events.emit('error', event))
-    store.events.on('expired', ({ name }) => this.host.untrack(name))
-    store.events.on('archived', ({ name }) => this.host.untrack(name))
     // A repaired name syncs again: anti-entropy both ways now, so peers refill what the damage lost.
     store.events.on('repaired', ({ name }) => {
       this.host.readable(name)
@@ -266,9 +264,7 @@ export class PeerCore {
     this.checkOpen()
     const unsupported = await this.prepareType(type)
     if (unsupported !== undefined) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, unsupported)
-    const replica = await this.store.open(name, type, options)
-    this.host.track(name, replica)
-    return replica
+    return this.store.open(name, type, options)
   }
 
   /**

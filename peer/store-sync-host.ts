@@ -18,9 +18,6 @@ import type { AccessFunction, AuthOptions, CredentialCheck } from './options.ts'
 
 type ApplyResultOfStore = Awaited<ReturnType<Store['commit']>>[number]
 
-/** `list()` yields a turn after hydrating this many names. */
-const LIST_SLICE = 256
-
 /** Options of a {@link StoreSyncHost}. */
 export interface StoreSyncHostOptions {
   readonly store: Store
@@ -32,8 +29,6 @@ export interface StoreSyncHostOptions {
    * anti-entropy and every other name still syncs.
    */
   readonly onUnreadable?: (name: string, error: ConcordError) => void
-  /** Delta bytes from which a remote commit waits its turn (see apply-gate.ts; default 64 KiB, 0: off). */
-  readonly heavyApplyBytes?: number | undefined
   /**
    * Gets a type ready before a remote commit carrying it is applied
    * (resolves undefined), or says why this peer cannot hold it: entries of
@@ -43,59 +38,38 @@ export interface StoreSyncHostOptions {
   readonly prepareType?: (type: ReplicaType) => string | undefined | Promise<string | undefined>
   /** Called once per name left out of remote commits because its type cannot be held here. */
   readonly onUnsupported?: (name: string, error: ConcordError) => void
+  /** Delta bytes from which a remote commit waits its turn (see apply-gate.ts; default 64 KiB, 0: off). */
+  readonly heavyApplyBytes?: number | undefined
 }
 
 /**
- * Implements the sync protocol's local side over a {@link Store}.
- *
- * The protocol reads versions and deltas synchronously, right after
- * `list()` resolves (an anti-entropy round). So `list()` hydrates the names
- * it lists and holds their replicas until the end of that turn only; after
- * it, the store's bounded cache alone decides what stays in memory (a peer
- * with 100,000 names does not keep them all hydrated because it synced
- * them). Names the application opened are held as long as the peer is.
+ * Implements the sync protocol's local side over a {@link Store}. It keeps
+ * no replicas of its own: names and types come from the store (`list()`
+ * hydrates nothing), and what the protocol reads it holds for the slice it
+ * reads (`hold`: the store hydrates the names and keeps them in memory until
+ * released), so an anti-entropy round over 100,000 names keeps a slice of
+ * them in memory besides the store's bounded cache. A name the store holds
+ * hydrated (the application has it open) reads without a hold.
  */
 export class StoreSyncHost implements SyncHost {
   private readonly commits = new Emitter<{ commit: LocalCommit }>()
-  /** Replicas the application opened through the peer. */
-  private readonly opened = new Map<string, Replica>()
-  /** Replicas hydrated by `list()`, held until the end of the turn it resolved in. */
-  private readonly listed = new Map<string, Replica>()
-  /** Replicas a session holds across turns while it answers (`hold`), with how many holds each. */
+  /** Replicas held for sessions that read them (`hold`), with how many holds each. */
   private readonly leased = new Map<string, { readonly replica: Replica; holds: number }>()
-  private releaseScheduled = false
-  private readonly types = new Map<string, ReplicaType>()
   private readonly emptyVersions = new Map<ReplicaType, Uint8Array>()
   private readonly offCommitted: Unsubscribe
-  private namesLoaded = false
   /** Names left out of sync because their data is corrupt (reported once each). */
   private readonly unreadable = new Set<string>()
-  /** Heavy remote commits take turns, after a macrotask each, so that other sessions' small ones go first. */
-  private readonly gate: HeavyApplyGate
   /** Names left out of remote commits because their type cannot be held here (reported once each). */
   private readonly unsupported = new Set<string>()
+  /** Heavy remote commits take turns, after a macrotask each, so that other sessions' small ones go first. */
+  private readonly gate: HeavyApplyGate
 
   constructor(private readonly options: StoreSyncHostOptions) {
     this.gate = new HeavyApplyGate(options.heavyApplyBytes)
     this.offCommitted = options.store.events.on('committed', ({ records, origin }) => {
-      // A name committed through the store directly (a door changing names for its clients) is synced like any.
-      for (const record of records) if (this.namesLoaded && !this.types.has(record.name)) this.types.set(record.name, record.type)
       const entries: DeltaEntry[] = records.map((record) => ({ name: record.name, replicaType: record.type, delta: record.payload }))
       if (entries.length > 0) this.commits.emit('commit', { entries, origin })
     })
-  }
-
-  /** Registers a replica the application opened, so sync can read its version synchronously. */
-  track(name: string, replica: Replica): void {
-    this.opened.set(name, replica)
-    this.types.set(name, replica.type)
-  }
-
-  /** Forgets a name (expired, archived, deleted). */
-  untrack(name: string): void {
-    this.opened.delete(name)
-    this.listed.delete(name)
-    this.types.delete(name)
   }
 
   /** Takes a name back into sync after its data was repaired (`Store.repair`). */
@@ -108,36 +82,53 @@ export class StoreSyncHost implements SyncHost {
     this.offCommitted()
   }
 
-  /** How many replicas this host holds in memory (opened ones, and those of the anti-entropy work under way). */
+  /** How many replicas this host holds in memory for the anti-entropy work under way. */
   get heldReplicas(): number {
-    const held = new Set(this.opened.keys())
-    for (const name of this.listed.keys()) held.add(name)
-    for (const name of this.leased.keys()) held.add(name)
-    return held.size
+    return this.leased.size
   }
 
+  /** Every stored name but the damaged ones, from the store's index (nothing is hydrated). */
   async list(): Promise<Iterable<NameInfo>> {
-    const { store } = this.options
-    if (!this.namesLoaded) {
-      for (const info of await store.names()) if (!info.archived) this.types.set(info.name, info.type)
-      this.namesLoaded = true
-    }
-    // Versions are read synchronously after this resolves: hydrate every name
-    // first, and publish them all at once, after the last await.
-    const hydrated: Array<[string, Replica]> = []
-    let sinceYield = 0
-    for (const [name, type] of [...this.types]) {
-      // Names the store holds hydrate in microtasks only: let other work run now and then.
-      if (++sinceYield > LIST_SLICE) {
-        await this.yieldTurn()
-        sinceYield = 0
+    const names = await this.options.store.listNames()
+    return this.unreadable.size === 0 ? names : names.filter((info) => !this.unreadable.has(info.name))
+  }
+
+  /**
+   * Keeps the replicas of `names` in memory, hydrated by the store, until
+   * the returned function is called; a name whose data is corrupt is left
+   * out and reported once, a name that is gone is left out.
+   */
+  async hold(names: readonly string[]): Promise<() => void> {
+    const lease = await this.options.store.lease(names)
+    for (const [name, error] of lease.failed) {
+      if (isConcordError(error, ErrorCodes.CORRUPT_RECORD)) this.markUnreadable(name, error)
+      else if (!isConcordError(error, ErrorCodes.NOT_FOUND)) {
+        lease.release()
+        throw error
       }
-      const replica = this.opened.get(name) ?? this.listed.get(name) ?? this.leased.get(name)?.replica ?? await this.hydrate(name, type)
-      if (replica !== undefined) hydrated.push([name, replica])
     }
-    for (const [name, replica] of hydrated) if (this.types.has(name)) this.listed.set(name, replica)
-    this.releaseListedAfterThisTurn()
-    return [...this.types].filter(([name]) => this.listed.has(name) || this.opened.has(name)).map(([name, type]) => ({ name, type }))
+    for (const [name, replica] of lease.replicas) {
+      this.unreadable.delete(name)
+      const held = this.leased.get(name)
+      if (held) held.holds++
+      else this.leased.set(name, { replica, holds: 1 })
+    }
+    let released = false
+    return () => {
+      if (released) return
+      released = true
+      for (const name of lease.replicas.keys()) {
+        const held = this.leased.get(name)
+        if (held && --held.holds === 0) this.leased.delete(name)
+      }
+      lease.release()
+    }
+  }
+
+  private markUnreadable(name: string, error: ConcordError): void {
+    if (this.unreadable.has(name)) return
+    this.unreadable.add(name)
+    this.options.onUnreadable?.(name, error)
   }
 
   /** The store's replica of `name`, or undefined (reported once) when its data is corrupt. */
@@ -148,45 +139,8 @@ export class StoreSyncHost implements SyncHost {
       return replica
     } catch (error) {
       if (!isConcordError(error, ErrorCodes.CORRUPT_RECORD)) throw error
-      if (!this.unreadable.has(name)) {
-        this.unreadable.add(name)
-        this.options.onUnreadable?.(name, error)
-      }
+      this.markUnreadable(name, error)
       return undefined
-    }
-  }
-
-  /** Drops the replicas `list()` hydrated once the current turn (its callers' synchronous reads) is over. */
-  private releaseListedAfterThisTurn(): void {
-    if (this.releaseScheduled) return
-    this.releaseScheduled = true
-    afterThisTurn(() => {
-      this.releaseScheduled = false
-      this.listed.clear()
-    })
-  }
-
-  /** Keeps the replicas of `names` (just listed) readable until the returned function is called. */
-  hold(names: readonly string[]): () => void {
-    const held: string[] = []
-    for (const name of names) {
-      const lease = this.leased.get(name)
-      if (lease) lease.holds++
-      else {
-        const replica = this.opened.get(name) ?? this.listed.get(name)
-        if (!replica) continue
-        this.leased.set(name, { replica, holds: 1 })
-      }
-      held.push(name)
-    }
-    let released = false
-    return () => {
-      if (released) return
-      released = true
-      for (const name of held) {
-        const lease = this.leased.get(name)
-        if (lease && --lease.holds === 0) this.leased.delete(name)
-      }
     }
   }
 
@@ -195,12 +149,17 @@ export class StoreSyncHost implements SyncHost {
     return new Promise((resolve) => afterThisTurn(resolve))
   }
 
+  /** The type the store knows for `name` without reading storage (the admission's quick check; the store has the last word). */
   typeOf(name: string): ReplicaType | undefined {
-    return this.types.get(name)
+    return this.options.store.knownType(name)
   }
 
   version(name: string): Uint8Array {
-    return this.replica(name).version()
+    const held = this.leased.get(name)
+    if (held) return held.replica.version()
+    const version = this.options.store.versionOf(name)
+    if (version === undefined) throw notHeld(name)
+    return version
   }
 
   deltaSince(name: string, version: Uint8Array | null): Uint8Array | null {
@@ -244,10 +203,7 @@ export class StoreSyncHost implements SyncHost {
       results = await this.commitThroughStore(applying, origin, agent)
     }
     const changed: string[] = []
-    for (const [i, entry] of applying.entries()) {
-      if (!this.types.has(entry.name)) this.types.set(entry.name, entry.replicaType)
-      if (results[i].changed) changed.push(entry.name)
-    }
+    for (const [i, entry] of applying.entries()) if (results[i].changed) changed.push(entry.name)
     return { changed }
   }
 
@@ -296,8 +252,8 @@ export class StoreSyncHost implements SyncHost {
   }
 
   private replica(name: string): Replica {
-    const replica = this.opened.get(name) ?? this.listed.get(name) ?? this.leased.get(name)?.replica
-    if (!replica) throw new ConcordError(ErrorCodes.NOT_FOUND, `"${name}" is not held by this peer's sync host (read versions right after list())`)
+    const replica = this.leased.get(name)?.replica ?? this.options.store.hydratedReplica(name)
+    if (!replica) throw notHeld(name)
     return replica
   }
 
@@ -309,6 +265,11 @@ export class StoreSyncHost implements SyncHost {
     }
     return version
   }
+}
+
+/** The error of reading a name that is neither held nor hydrated. */
+function notHeld(name: string): ConcordError {
+  return new ConcordError(ErrorCodes.NOT_FOUND, `"${name}" is not held by this peer's sync host (hold it first)`)
 }
 
 /** Applies a {@link CredentialCheck}: what `peer` presented must prove the secret expected of it; no check accepts everyone. */

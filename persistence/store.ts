@@ -31,6 +31,7 @@ import { TimeTravel } from './history/time-travel.ts'
 import { Archival } from './lifecycle/archival.ts'
 import { Lifecycle } from './lifecycle/lifecycle.ts'
 import { acceptLoss, checkSeal, readLosses, writeSeal, type Loss } from './lifecycle/seal.ts'
+import type { NameEntry } from './names/entry.ts'
 import { Names, type NameLease } from './names/owner.ts'
 import type { NameOptions, ReplicaCreator, StoreOptions } from './options.ts'
 import { openLevelStorage } from './storage/level/open-level-storage.ts'
@@ -286,9 +287,15 @@ export class Store {
       if (!(item.delta instanceof Uint8Array)) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'a delta must be a Uint8Array')
     }
     for (;;) {
-      const entries = []
-      // A name the commit creates is stored with its first records, in the commit's batch.
-      for (const item of deltas) entries.push(this.owner.use(item.name, item.type) ?? await this.owner.entry(item.name, item.type, { signal: options.signal }, true))
+      const entries: NameEntry[] = []
+      try {
+        // A name the commit creates is stored with its first records, in the commit's batch.
+        for (const item of deltas) entries.push(this.owner.use(item.name, item.type) ?? await this.owner.entry(item.name, item.type, { signal: options.signal }, true))
+      } catch (error) {
+        // Refused before anything applied (a type mismatch, a damaged name): no name it created is left behind.
+        this.owner.forgetUnstored(entries)
+        throw error
+      }
       // An entry dropped while others hydrated (a concurrent commit refused it) is hydrated again.
       if (entries.every((entry) => !entry.detached)) return this.writes.commit(entries, deltas, options)
     }

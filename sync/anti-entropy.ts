@@ -32,38 +32,50 @@ export const SLICE_NAMES = 64
 export const SLICE_BYTES = 4 * 1024 * 1024
 
 /**
- * Lists the local names (`host.list()`), keeps them readable while `work`
- * runs (`host.hold`, across yields), and releases them after.
+ * Runs `read` with `names` readable: held by the host (`host.hold`, which
+ * may load them) until it returns, when the host holds names; at once
+ * otherwise (every name is readable).
  */
-async function withListedNames<T>(host: SyncHost, work: (names: readonly NameInfo[]) => Promise<T>): Promise<T> {
-  const names = [...await host.list()]
-  const release = host.hold?.(names.map((info) => info.name))
+async function withHeld<T>(host: SyncHost, names: readonly string[], read: () => T): Promise<T> {
+  if (!host.hold) return read()
+  const release = await host.hold(names)
   try {
-    return await work(names)
+    return read()
   } finally {
-    release?.()
+    release()
   }
+}
+
+/** Whether `error` says the host cannot read a name (gone, damaged, not held): the name is left out. */
+function unreadable(error: unknown): boolean {
+  return isConcordError(error, ErrorCodes.NOT_FOUND) || isConcordError(error, ErrorCodes.CORRUPT_RECORD)
 }
 
 /**
  * The versions of the local names within `filter` that the remote may read
  * (`readable`; a name it may not read is not listed), for a VERSIONS message
- * (built in slices).
+ * (built in slices of {@link SLICE_NAMES} names, each held while it is read).
  */
 export async function listVersions(host: SyncHost, filter: NameFilter, readable: (name: string) => boolean): Promise<VersionEntry[]> {
-  return withListedNames(host, async (names) => {
-    const entries: VersionEntry[] = []
-    let inSlice = 0
-    for (const { name, type } of names) {
-      if (!matchesFilter(filter, name) || !readable(name)) continue
-      if (++inSlice > SLICE_NAMES && host.yieldTurn) {
-        await host.yieldTurn()
-        inSlice = 1
+  const listed = [...await host.list()].filter(({ name }) => matchesFilter(filter, name) && readable(name))
+  const entries: VersionEntry[] = []
+  for (let start = 0; start < listed.length; start += SLICE_NAMES) {
+    if (start > 0 && host.yieldTurn) await host.yieldTurn()
+    const slice = listed.slice(start, start + SLICE_NAMES)
+    await withHeld(host, slice.map((info) => info.name), () => {
+      for (const { name, type } of slice) {
+        let version: Uint8Array
+        try {
+          version = host.version(name)
+        } catch (error) {
+          if (unreadable(error)) continue
+          throw error
+        }
+        entries.push({ name, replicaType: type, version })
       }
-      entries.push({ name, replicaType: type, version: host.version(name) })
-    }
-    return entries
-  })
+    })
+  }
+  return entries
 }
 
 /** What {@link answerBundles} needs to know about the remote. */
@@ -98,11 +110,12 @@ function wantedNames(names: Iterable<NameInfo>, entries: readonly VersionEntry[]
   return wanted
 }
 
-/** What the remote lacks of one name, or null; a remote version that does not decode skips the name. */
+/** What the remote lacks of one name, or null; a remote version that does not decode, or a name the host cannot read, skips the name. */
 function deltaOf(wanted: Wanted, context: AnswerContext): Uint8Array | null {
   try {
     return context.host.deltaSince(wanted.name, wanted.since)
   } catch (error) {
+    if (unreadable(error)) return null
     if (!isConcordError(error, ErrorCodes.DECODE_ERROR)) throw error
     context.malformed(`bad version for "${wanted.name}"`)
     return null
@@ -145,16 +158,17 @@ export function answerBundles(names: Iterable<NameInfo>, entries: readonly Versi
 }
 
 /**
- * {@link answerBundles}, computed in slices with a turn of the event loop
- * between them (when the host can yield). The result is still one snapshot:
- * a name committed to after its delta was computed (a local transaction
- * that also touched a name computed later, say) is computed again at the
- * end, in the same turn as the last slice, so a multi-name commit is never
- * half in the answer.
+ * {@link answerBundles}, computed in slices of {@link SLICE_NAMES} names or
+ * {@link SLICE_BYTES} delta bytes, each held while it is read, with a turn
+ * of the event loop between them (when the host can yield). The result is
+ * still one snapshot: a name committed to after its delta was computed (a
+ * local transaction that also touched a name computed later, say) is
+ * computed again at the end, all of them in one turn (held together), so
+ * a multi-name commit is never half in the answer.
  */
 export async function answerInSlices(names: readonly NameInfo[], entries: readonly VersionEntry[], context: AnswerContext): Promise<DeltaEntry[][]> {
   const { host } = context
-  if (!host.yieldTurn) return answerBundles(names, entries, context)
+  if (!host.yieldTurn && !host.hold) return answerBundles(names, entries, context)
   const wanted = wantedNames(names, entries, context)
   const deltas: Array<DeltaEntry | null> = []
   const index = new Map<string, number>()
@@ -162,26 +176,36 @@ export async function answerInSlices(names: readonly NameInfo[], entries: readon
   const off = host.subscribe((commit) => {
     for (const entry of commit.entries) if (index.has(entry.name)) stale.add(entry.name)
   })
+  const compute = (at: number): void => {
+    const item = wanted[at]
+    const delta = deltaOf(item, context)
+    deltas[at] = delta ? { name: item.name, replicaType: item.type, delta } : null
+  }
   try {
-    let sliceNames = 0
-    let sliceBytes = 0
-    for (const item of wanted) {
-      if (sliceNames >= SLICE_NAMES || sliceBytes >= SLICE_BYTES) {
-        await host.yieldTurn()
-        sliceNames = 0
-        sliceBytes = 0
-      }
-      const delta = deltaOf(item, context)
-      index.set(item.name, deltas.length)
-      deltas.push(delta ? { name: item.name, replicaType: item.type, delta } : null)
-      sliceNames++
-      sliceBytes += delta?.length ?? 0
+    for (let start = 0; start < wanted.length;) {
+      if (start > 0 && host.yieldTurn) await host.yieldTurn()
+      // The slice: up to SLICE_NAMES names, fewer once their deltas reach SLICE_BYTES.
+      const end = Math.min(wanted.length, start + SLICE_NAMES)
+      let at = start
+      await withHeld(host, wanted.slice(start, end).map((item) => item.name), () => {
+        for (let bytes = 0; at < end && bytes < SLICE_BYTES; at++) {
+          index.set(wanted[at].name, at)
+          compute(at)
+          bytes += deltas[at]?.delta.length ?? 0
+        }
+      })
+      start = at
     }
-    for (const name of stale) {
-      const at = index.get(name)!
-      const item = wanted[at]
-      const delta = deltaOf(item, context)
-      deltas[at] = delta ? { name: item.name, replicaType: item.type, delta } : null
+    // Names committed to meanwhile, computed again in one turn; holding them may take turns, in which more may come.
+    for (let again = new Set(stale); again.size > 0;) {
+      stale.clear()
+      const settled = await withHeld(host, [...again], () => {
+        if ([...stale].some((name) => !again.has(name))) return false
+        for (const name of again) compute(index.get(name)!)
+        return true
+      })
+      if (settled) break
+      again = new Set([...again, ...stale])
     }
   } finally {
     off()
@@ -274,11 +298,10 @@ export class AntiEntropy {
    */
   async answer(entries: readonly VersionEntry[], remote: AnswerContext, closed: () => boolean): Promise<void> {
     const marks = this.context.outbox.beginAnswer()
-    const bundles = await withListedNames(this.context.host, async (names) => {
-      if (closed()) return undefined
-      return answerInSlices(names, entries, remote)
-    })
-    if (closed() || !bundles) return
+    const names = [...await this.context.host.list()]
+    if (closed()) return
+    const bundles = await answerInSlices(names, entries, remote)
+    if (closed()) return
     this.context.outbox.queueAnswer(bundles, marks)
   }
 }

@@ -49,12 +49,17 @@ export interface SyncHost {
   list(): MaybePromise<Iterable<NameInfo>>
   /** Type of a name held locally, or `undefined` if it is unknown here. */
   typeOf(name: string): ReplicaType | undefined
-  /** Encoded version of a local name (see `Replica.version`). */
+  /**
+   * Encoded version of a local name (see `Replica.version`). A host with
+   * {@link hold} may refuse a name it does not hold (`CONCORD_NOT_FOUND`):
+   * the protocol then leaves the name out.
+   */
   version(name: string): Uint8Array
   /**
    * What a replica at `version` lacks of the local name (`null` version:
    * the remote has nothing), or `null` if it lacks nothing. Throws
-   * DecodeError for a malformed version.
+   * DecodeError for a malformed version, and `CONCORD_NOT_FOUND` as
+   * {@link version} does.
    */
   deltaSince(name: string, version: Uint8Array | null): Uint8Array | null
   /**
@@ -77,12 +82,15 @@ export interface SyncHost {
   /** What `peer` may do with `name`: `read` (receive) or `write` (also send changes). */
   access(peer: PeerId, name: string): Access
   /**
-   * Optional, for hosts that keep what {@link list} read only for the turn it
-   * resolved in: keeps `names` readable ({@link version}, {@link deltaSince})
-   * until the returned function is called, across {@link yieldTurn}s. Called
-   * right after `list()` resolves, in the same turn.
+   * Optional, for hosts that do not keep every name in memory (a store):
+   * makes `names` readable synchronously ({@link version},
+   * {@link deltaSince}) until the returned function is called, across
+   * {@link yieldTurn}s, loading them first if needed. The protocol holds a
+   * slice of names at a time, so that an anti-entropy round over many names
+   * keeps a slice of them in memory, not all. Names the host cannot read
+   * (gone, damaged) are left unheld.
    */
-  hold?(names: readonly string[]): () => void
+  hold?(names: readonly string[]): MaybePromise<() => void>
   /**
    * Optional: lets other work run (a macrotask). A session calls it between
    * slices of an expensive answer, so one peer's anti-entropy never holds

@@ -1,8 +1,9 @@
 /**
- * The sync host holds replicas only while the protocol reads them: a peer
- * that syncs many names keeps no more of them in memory than its store's
- * bounded cache (plus the names the application opened). A name whose data
- * is corrupt is left out of sync and reported; the others still sync.
+ * The sync host holds replicas only while the protocol reads them (a slice
+ * at a time): a peer that syncs many names keeps no more of them in memory
+ * than its store's bounded cache (plus the names the application opened and
+ * the slice under way). A name whose data is corrupt is left out of sync
+ * and reported; the others still sync.
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
@@ -60,33 +61,37 @@ async function withPeers(fn: (root: string, peer: (id: string, extra?: Partial<P
   }
 }
 
-test('list() holds the replicas it hydrated for the synchronous reads of that turn only', async () => {
+test('the sync host keeps no replicas of its own: list() hydrates nothing, hold() keeps what a slice reads until released', async () => {
   const dir = await tempDir('concord-host-')
-  const store = await openStore({ dir: dir.path, replicaId: 'h', sweepMs: 0, cacheSize: 8 })
-  const host = new StoreSyncHost({ store })
+  let store = await openStore({ dir: dir.path, replicaId: 'h', sweepMs: 0, cacheSize: 8 })
+  let host = new StoreSyncHost({ store })
   try {
     for (let i = 0; i < 60; i++) await host.applyRemote([{ name: `n${i}`, replicaType: 'pncounter', delta: incrementBy(i + 1) }], undefined)
     assert.equal(host.heldReplicas, 0, 'remote commits do not pin their names')
+    await store.close()
+    // A fresh store: nothing hydrated. Listing reads the names from the store, hydrating none.
+    store = await openStore({ dir: dir.path, replicaId: 'h', sweepMs: 0, cacheSize: 8 })
+    host = new StoreSyncHost({ store })
     const names = [...await host.list()]
     assert.equal(names.length, 60)
-    // Right after list(): every version and delta is readable synchronously.
+    assert.equal(store.cachedNames, 0, 'list() hydrated nothing')
+    assert.throws(() => host.version('n0'), /not held/, 'a name neither held nor hydrated is not read')
+    // Held: every version and delta is readable synchronously, across turns, whatever the cache size.
+    const release = await host.hold(names.map((info) => info.name))
+    assert.equal(host.heldReplicas, 60)
+    await nextTurn()
     for (const { name } of names) {
       assert.ok(host.version(name).length > 0)
       assert.ok(host.deltaSince(name, null) !== null)
     }
-    assert.equal(host.heldReplicas, 60)
-    await nextTurn()
-    assert.equal(host.heldReplicas, 0, 'released after the turn')
-    assert.throws(() => host.version('n0'), /not held/)
+    release()
+    release()
+    assert.equal(host.heldReplicas, 0, 'released')
     await store.flush()
-    assert.ok(store.cachedNames <= 8, `the store holds ${store.cachedNames} names`)
-    // A name the application opened stays held.
+    await until(() => store.cachedNames <= 8, `the store keeps at most its cache of 8 names (holds ${store.cachedNames})`)
+    // A name the application opened reads without a hold.
     const opened: Replica = await store.open('n5', 'pncounter')
-    host.track('n5', opened)
-    await host.list()
-    await nextTurn()
-    assert.equal(host.heldReplicas, 1)
-    assert.equal(host.version('n5').length > 0, true)
+    assert.deepEqual(host.version('n5'), opened.version())
   } finally {
     host.stop()
     await store.close()

@@ -8,6 +8,7 @@
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import { ConcordError, ErrorCodes } from '../../crdt/errors.ts'
 import { createReplica } from '../../crdt/registry.ts'
 import { replicaId } from '../../crdt/replica.ts'
 import type { GCounterReplica } from '../../crdt/types/replicas.ts'
@@ -243,6 +244,93 @@ test('an answer built in slices is still one snapshot: a transaction made betwee
     return replica.value()
   }
   assert.deepEqual([valueIn('c000'), valueIn('c199'), valueIn('c100')], [1001, 1001, 1])
+  assert.deepEqual(a.host.values(), host.values())
+})
+
+/**
+ * A memory host that reads only the names it holds, and takes turns to hold
+ * them (as a store that hydrates them does): `hold` is how the protocol
+ * gets at a name. Counts how many names it held at once.
+ */
+class HoldingHost extends MemoryHost {
+  private readonly held = new Map<string, number>()
+  maxHeld = 0
+  onHold: ((names: readonly string[]) => void) | undefined
+  onDelta: ((name: string) => void) | undefined
+
+  async hold(names: readonly string[]): Promise<() => void> {
+    this.onHold?.(names)
+    for (let i = 0; i < 3; i++) await Promise.resolve()
+    for (const name of names) this.held.set(name, (this.held.get(name) ?? 0) + 1)
+    this.maxHeld = Math.max(this.maxHeld, this.held.size)
+    return () => {
+      for (const name of names) {
+        const count = this.held.get(name)! - 1
+        if (count === 0) this.held.delete(name)
+        else this.held.set(name, count)
+      }
+    }
+  }
+
+  private check(name: string): void {
+    if (!this.held.has(name)) throw new ConcordError(ErrorCodes.NOT_FOUND, `"${name}" is not held`)
+  }
+
+  override version(name: string): Uint8Array {
+    this.check(name)
+    return super.version(name)
+  }
+
+  override deltaSince(name: string, version: Uint8Array | null): Uint8Array | null {
+    this.check(name)
+    this.onDelta?.(name)
+    return super.deltaSince(name, version)
+  }
+}
+
+test('a host that holds what it reads: VERSIONS and answers hold a slice of names at a time, and an answer stays one snapshot while transactions land as its stale names are held again', async () => {
+  const network = new Network({ seed: 37 })
+  const host = new HoldingHost('b')
+  const b = new SimPeer(network, 'b', {}, {}, host)
+  await b.listen()
+  const names = Array.from({ length: 200 }, (_, i) => `c${String(i).padStart(3, '0')}`)
+  for (const name of names) (host.open(name, 'gcounter') as GCounterReplica).increment(1)
+  const counter = (name: string): GCounterReplica => host.replicas.get(name) as GCounterReplica
+  // Between two slices of the answer: a transaction over a name computed already and one computed later.
+  let first = true
+  host.onDelta = (name) => {
+    if (name !== 'c064' || !first) return
+    first = false
+    host.transact(() => { counter('c000').increment(1000); counter('c199').increment(1000) })
+  }
+  // While c000, stale, is held again to be computed anew: a transaction with a name outside what is held.
+  let second = true
+  host.onHold = (held) => {
+    if (held.length !== 1 || held[0] !== 'c000' || !second) return
+    second = false
+    host.transact(() => { counter('c000').increment(10); counter('c100').increment(10) })
+  }
+  const fromB: DecodedMessage[] = []
+  b.transport.events.on('connection', (connection) => {
+    const send = connection.send.bind(connection)
+    ;(connection as { send: Connection['send'] }).send = (bytes) => {
+      fromB.push(decodeMessage(bytes))
+      return send(bytes)
+    }
+  })
+  const a = new SimPeer(network, 'a')
+  await connectPair(network, a, b)
+  assert.ok(!first && !second, 'both transactions landed during the answer')
+  assert.ok(host.maxHeld <= 64, `at most a slice held at once (held ${host.maxHeld})`)
+  const answer = fromB.find((m) => m.type === 'transaction' || m.type === 'delta')
+  assert.ok(answer?.type === 'transaction')
+  const valueIn = (name: string): unknown => {
+    const replica = createReplica('gcounter', { replicaId: replicaId('probe') })
+    for (const entry of answer.entries) if (entry.name === name) replica.applyDelta(entry.delta)
+    return replica.value()
+  }
+  // Both transactions whole: the names they touched as after both.
+  assert.deepEqual([valueIn('c000'), valueIn('c199'), valueIn('c100'), valueIn('c150')], [1011, 1001, 11, 1])
   assert.deepEqual(a.host.values(), host.values())
 })
 

@@ -24,14 +24,26 @@ export type { ReconnectingEvent, DialOptions } from './peer/dialer.ts'
 export { FlushTimeoutError, type FlushOptions, type FlushProgress } from './peer/flush.ts'
 export type { AuthOptions, AccessFunction, CredentialCheck, SyncTuning } from './peer/options.ts'
 export {
-  ConcordError, DecodeError, TypeMismatchError, ErrorCodes, isConcordError, type ErrorCode,
+  ConcordError,
+  DecodeError,
+  TypeMismatchError,
+  ErrorCodes,
+  isConcordError,
+  type ErrorCode,
 } from './crdt/errors.ts'
 export type { Emitter, Unsubscribe } from './crdt/emitter.ts'
 export type { HybridClock, HlcTimestamp } from './crdt/hlc.ts'
 export type { Replica, ReplicaId, ReplicaType, ReplicaOptions, ReplicaEvents, ReplicaFactory, ChangeEvent, LocalRun } from './crdt/replica.ts'
 export type { Json } from './crdt/types/json.ts'
 export {
-  GCounterReplica, PNCounterReplica, GSetReplica, ORSetReplica, LWWRegisterReplica, MVRegisterReplica, EWFlagReplica, ORMapReplica,
+  GCounterReplica,
+  PNCounterReplica,
+  GSetReplica,
+  ORSetReplica,
+  LWWRegisterReplica,
+  MVRegisterReplica,
+  EWFlagReplica,
+  ORMapReplica,
 } from './crdt/types/replicas.ts'
 export type { GCounterView, PNCounterView, GSetView, ORSetView, EWFlagView, MVRegisterView, LWWRegisterView, ORMapView } from './crdt/types/views.ts'
 export { YjsReplica } from './crdt/documents/yjs-replica.ts'
@@ -43,4 +55,9 @@ export type { Storage, StorageKey, StorageEntry, StorageOperation, RangeOptions,
 export { openIndexedDbStorage, IndexedDbStorage, INDEXEDDB_PREFIX, type IndexedDbStorageOptions } from './persistence/browser/indexeddb-storage.ts'
 export type { SyncSession, SessionStats, SessionEvents, SessionState, PeerId, RefuseReason, NameFilter, Access, AdmissionStats } from './sync/index.ts'
 export type { Transport, TransportEvents, Connection, ConnectionEvents, AbortOptions } from './transports/transport.ts'
-export { BrowserWebSocketTransport, type BrowserWebSocketTransportOptions, type WebSocketLike, type WebSocketLikeConstructor } from './transports/browser-websocket/index.ts'
+export {
+  BrowserWebSocketTransport,
+  type BrowserWebSocketTransportOptions,
+  type WebSocketLike,
+  type WebSocketLikeConstructor,
+} from './transports/browser-websocket/index.ts'

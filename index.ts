@@ -14,20 +14,42 @@
  */
 export { createPeer, Peer, FlushTimeoutError } from './peer/index.ts'
 export type {
-  PeerOptions, AuthOptions, AccessFunction, CredentialCheck, SyncTuning, ListenOptions, ConnectOptions, ReconnectingEvent, FlushOptions, FlushProgress,
-  PeerEvents, PeerStats,
+  PeerOptions,
+  AuthOptions,
+  AccessFunction,
+  CredentialCheck,
+  SyncTuning,
+  ListenOptions,
+  ConnectOptions,
+  ReconnectingEvent,
+  FlushOptions,
+  FlushProgress,
+  PeerEvents,
+  PeerStats,
 } from './peer/index.ts'
 export type { Libp2pListenOptions, Libp2pListening, PeerLibp2pOptions, PeerGossipOptions, GossipStats } from './peer/index.ts'
 export type { YWebsocketOptions, YWebsocketStats, YWebsocketBridgeStats, AwarenessLimits } from './peer/index.ts'
 export {
-  ConcordError, DecodeError, TypeMismatchError, ErrorCodes, isConcordError, type ErrorCode,
+  ConcordError,
+  DecodeError,
+  TypeMismatchError,
+  ErrorCodes,
+  isConcordError,
+  type ErrorCode,
 } from './crdt/errors.ts'
 export type { Emitter, Unsubscribe } from './crdt/emitter.ts'
 export type { HybridClock, HlcTimestamp } from './crdt/hlc.ts'
 export type { Replica, ReplicaId, ReplicaType, ReplicaOptions, ReplicaEvents, ReplicaFactory, ChangeEvent, LocalRun, UndoRecord } from './crdt/replica.ts'
 export type { Json } from './crdt/types/json.ts'
 export {
-  GCounterReplica, PNCounterReplica, GSetReplica, ORSetReplica, LWWRegisterReplica, MVRegisterReplica, EWFlagReplica, ORMapReplica,
+  GCounterReplica,
+  PNCounterReplica,
+  GSetReplica,
+  ORSetReplica,
+  LWWRegisterReplica,
+  MVRegisterReplica,
+  EWFlagReplica,
+  ORMapReplica,
 } from './crdt/types/replicas.ts'
 export type { GCounterView, PNCounterView, GSetView, ORSetView, EWFlagView, MVRegisterView, LWWRegisterView, ORMapView } from './crdt/types/views.ts'
 export type { NativeType } from './crdt/types/store-spec.ts'
@@ -41,10 +63,26 @@ export type { RepairReport } from './persistence/history/repair.ts'
 export type { StoreOptions, NameOptions, Durability, Retention, CheckpointPolicy, Schema, Migration, ReplicaCreator } from './persistence/options.ts'
 export type { Storage, StorageKey, StorageEntry, StorageOperation, RangeOptions, WriteOptions, SignalOptions } from './persistence/storage/storage.ts'
 export type {
-  SyncSession, SessionStats, SessionEvents, SessionState, SessionOptions, PeerId, RefuseReason, NameFilter, Access, AdmissionStats,
+  SyncSession,
+  SessionStats,
+  SessionEvents,
+  SessionState,
+  SessionOptions,
+  PeerId,
+  RefuseReason,
+  NameFilter,
+  Access,
+  AdmissionStats,
 } from './sync/index.ts'
 export type { Transport, TransportEvents, Connection, ConnectionEvents, AbortOptions } from './transports/transport.ts'
 export type { WebSocketListenOptions } from './transports/websocket/index.ts'
 export type {
-  Libp2pTransport, Libp2pTransportOptions, Libp2pTransportStats, Libp2pListenAddress, Libp2pLimits, RedialOptions, PubSubChannel, PubSubHandler,
+  Libp2pTransport,
+  Libp2pTransportOptions,
+  Libp2pTransportStats,
+  Libp2pListenAddress,
+  Libp2pLimits,
+  RedialOptions,
+  PubSubChannel,
+  PubSubHandler,
 } from './transports/libp2p/index.ts'

@@ -23,14 +23,30 @@ const SMALL = 30
 /** A sync host that holds nothing and sends what it is given as live commits. */
 class PushHost implements SyncHost {
   private readonly commits = new Emitter<{ commit: LocalCommit }>()
-  list() { return [] }
-  typeOf() { return undefined }
-  version(): Uint8Array { throw new Error('holds nothing') }
-  deltaSince() { return null }
-  async applyRemote() { return { changed: [] } }
-  subscribe(listener: (commit: LocalCommit) => void) { return this.commits.on('commit', listener) }
-  authenticate() { return true }
-  access() { return 'write' as const }
+  list() {
+    return []
+  }
+  typeOf() {
+    return undefined
+  }
+  version(): Uint8Array {
+    throw new Error('holds nothing')
+  }
+  deltaSince() {
+    return null
+  }
+  async applyRemote() {
+    return { changed: [] }
+  }
+  subscribe(listener: (commit: LocalCommit) => void) {
+    return this.commits.on('commit', listener)
+  }
+  authenticate() {
+    return true
+  }
+  access() {
+    return 'write' as const
+  }
   push(name: string, delta: Uint8Array): void {
     this.commits.emit('commit', { entries: [{ name, replicaType: 'yjs', delta }] })
   }
@@ -40,7 +56,9 @@ function heavyUpdate(seed: number): Uint8Array {
   const doc = new Y.Doc()
   doc.clientID = 1_000 + seed
   const array = doc.getArray<number>('a')
-  doc.transact(() => { for (let i = 0; i < 20_000; i++) array.insert(i % 2 === 0 ? 0 : array.length >> 1, [i]) })
+  doc.transact(() => {
+    for (let i = 0; i < 20_000; i++) array.insert(i % 2 === 0 ? 0 : array.length >> 1, [i])
+  })
   return Y.encodeStateAsUpdate(doc)
 }
 
@@ -81,8 +99,20 @@ const interleave: Benchmark = {
     const open = [await run(0, updates), await run(0, updates)]
     const best = (runs: Array<{ worst: number; median: number }>, key: 'worst' | 'median') => Math.min(...runs.map((r) => r[key]))
     return [
-      { name: `small write's worst wait during ${HEAVY} heavy commits, gate on`, value: best(gated, 'worst'), unit: 'ms', better: 'lower', baseline: { label: 'gate off', value: best(open, 'worst') } },
-      { name: 'its median wait, gate on', value: best(gated, 'median'), unit: 'ms', better: 'lower', baseline: { label: 'gate off', value: best(open, 'median') } },
+      {
+        name: `small write's worst wait during ${HEAVY} heavy commits, gate on`,
+        value: best(gated, 'worst'),
+        unit: 'ms',
+        better: 'lower',
+        baseline: { label: 'gate off', value: best(open, 'worst') },
+      },
+      {
+        name: 'its median wait, gate on',
+        value: best(gated, 'median'),
+        unit: 'ms',
+        better: 'lower',
+        baseline: { label: 'gate off', value: best(open, 'median') },
+      },
     ]
   },
 }

@@ -30,7 +30,12 @@ async function roundTrips(pair: LegitPair, count: number): Promise<number[]> {
   for (let i = 0; i < count; i++) {
     const target = theirs.value() + 1
     const arrived = new Promise<void>((resolve) => {
-      const off = theirs.on('change', () => { if (theirs.value() >= target) { off(); resolve() } })
+      const off = theirs.on('change', () => {
+        if (theirs.value() >= target) {
+          off()
+          resolve()
+        }
+      })
     })
     const started = performance.now()
     mine.increment()
@@ -58,8 +63,13 @@ const attacks: Attack[] = [
     async start(server) {
       const client = await rawClient(server.url)
       await handshake(client, 'mallory', 'm')
-      const timer = setInterval(() => { for (let i = 0; i < 100; i++) client.send(frame(MessageType.request)) }, 10)
-      return async () => { clearInterval(timer); client.ws.terminate() }
+      const timer = setInterval(() => {
+        for (let i = 0; i < 100; i++) client.send(frame(MessageType.request))
+      }, 10)
+      return async () => {
+        clearInterval(timer)
+        client.ws.terminate()
+      }
     },
   },
   {
@@ -67,8 +77,13 @@ const attacks: Attack[] = [
     async start(server) {
       const client = await rawClient(server.url)
       await handshake(client, 'eve', 'e')
-      const timer = setInterval(() => { for (let i = 0; i < 10; i++) client.send(frame(MessageType.versions, 0)) }, 10)
-      return async () => { clearInterval(timer); client.ws.terminate() }
+      const timer = setInterval(() => {
+        for (let i = 0; i < 10; i++) client.send(frame(MessageType.versions, 0))
+      }, 10)
+      return async () => {
+        clearInterval(timer)
+        client.ws.terminate()
+      }
     },
   },
   {
@@ -77,13 +92,20 @@ const attacks: Attack[] = [
       const clients: RawClient[] = []
       let stopped = false
       const timer = setInterval(() => {
-        void rawClient(server.url).then((client) => {
-          if (stopped) return client.ws.terminate()
-          clients.push(client)
-          for (let id = 0; id < 4; id++) client.send(frame(MessageType.chunk, ...varUint(id), 0, ...varUint(32 << 20), ...varUint(32 << 20), 1, 0))
-        }, () => {})
+        void rawClient(server.url).then(
+          (client) => {
+            if (stopped) return client.ws.terminate()
+            clients.push(client)
+            for (let id = 0; id < 4; id++) client.send(frame(MessageType.chunk, ...varUint(id), 0, ...varUint(32 << 20), ...varUint(32 << 20), 1, 0))
+          },
+          () => {},
+        )
       }, 20)
-      return async () => { stopped = true; clearInterval(timer); for (const client of clients) client.ws.terminate() }
+      return async () => {
+        stopped = true
+        clearInterval(timer)
+        for (const client of clients) client.ws.terminate()
+      }
     },
   },
   {
@@ -95,7 +117,9 @@ const attacks: Attack[] = [
         socket.on('error', () => {})
         sockets.push(socket)
       }
-      return async () => { for (const socket of sockets) socket.destroy() }
+      return async () => {
+        for (const socket of sockets) socket.destroy()
+      }
     },
   },
 ]
@@ -110,11 +134,17 @@ export const benchmarks: Benchmark[] = [
       for (let i = 0; i < 2000; i++) (await seed.counter(`n/${i}`)).increment(i + 1)
       await seed.close()
       const aclFile = join(root.path, 'acl.json')
-      await writeFile(aclFile, JSON.stringify({
-        tokens: { writer: 'w', reader: 'r', mallory: 'm', eve: 'e' },
-        default: 'write',
-        rules: [{ peer: 'mallory', name: '*', access: 'none' }, { peer: 'eve', name: '*', access: 'read' }],
-      }))
+      await writeFile(
+        aclFile,
+        JSON.stringify({
+          tokens: { writer: 'w', reader: 'r', mallory: 'm', eve: 'e' },
+          default: 'write',
+          rules: [
+            { peer: 'mallory', name: '*', access: 'none' },
+            { peer: 'eve', name: '*', access: 'read' },
+          ],
+        }),
+      )
       const measurements: Measurement[] = []
       try {
         for (const attack of attacks) {
@@ -130,7 +160,9 @@ export const benchmarks: Benchmark[] = [
             await stop()
             measurements.push({
               name: `legit write to another peer, p95, during: ${attack.label}`,
-              value: percentile(attacked, 0.95), unit: 'ms', better: 'lower',
+              value: percentile(attacked, 0.95),
+              unit: 'ms',
+              better: 'lower',
               baseline: { label: 'no attack', value: percentile(quiet, 0.95) },
               note: `median ${percentile(attacked, 0.5).toFixed(1)} ms, max ${Math.max(...attacked).toFixed(1)} ms (no attack: median ${percentile(quiet, 0.5).toFixed(1)}, max ${Math.max(...quiet).toFixed(1)}); server RSS ${rss.toFixed(0)} MiB${server.alive() ? '' : '; the server died'}`,
             })

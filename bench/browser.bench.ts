@@ -15,10 +15,26 @@ export const benchmarks: Benchmark[] = [
     async run() {
       const concord = await bundleForBrowser("export * from './browser.ts'")
       const yjs = await bundleForBrowser("export * from 'yjs'; export { WebsocketProvider } from 'y-websocket'")
-      const top = concord.breakdown.slice(0, 6).map((part) => `${part.part} ${(part.bytes / 1024).toFixed(0)} KiB`).join(', ')
+      const top = concord.breakdown
+        .slice(0, 6)
+        .map((part) => `${part.part} ${(part.bytes / 1024).toFixed(0)} KiB`)
+        .join(', ')
       return [
-        { name: 'concord/browser, minified', value: concord.bytes, unit: 'bytes', better: 'lower', baseline: { label: 'Yjs + y-websocket', value: yjs.bytes }, note: `largest parts: ${top}` },
-        { name: 'concord/browser, minified + gzip -9', value: concord.gzipBytes, unit: 'bytes', better: 'lower', baseline: { label: 'Yjs + y-websocket', value: yjs.gzipBytes } },
+        {
+          name: 'concord/browser, minified',
+          value: concord.bytes,
+          unit: 'bytes',
+          better: 'lower',
+          baseline: { label: 'Yjs + y-websocket', value: yjs.bytes },
+          note: `largest parts: ${top}`,
+        },
+        {
+          name: 'concord/browser, minified + gzip -9',
+          value: concord.gzipBytes,
+          unit: 'bytes',
+          better: 'lower',
+          baseline: { label: 'Yjs + y-websocket', value: yjs.gzipBytes },
+        },
       ]
     },
   },

@@ -7,7 +7,14 @@ import { HybridClock } from '../crdt/hlc.ts'
 import { replicaId, type Replica } from '../crdt/replica.ts'
 import { createReplica } from '../crdt/registry.ts'
 import type {
-  EWFlagReplica, GCounterReplica, GSetReplica, LWWRegisterReplica, MVRegisterReplica, ORMapReplica, ORSetReplica, PNCounterReplica,
+  EWFlagReplica,
+  GCounterReplica,
+  GSetReplica,
+  LWWRegisterReplica,
+  MVRegisterReplica,
+  ORMapReplica,
+  ORSetReplica,
+  PNCounterReplica,
 } from '../crdt/types/replicas.ts'
 import type { NativeType } from '../crdt/types/store-spec.ts'
 import { opsPerSecond, timeMs, type Benchmark, type Measurement } from './harness.ts'
@@ -31,17 +38,101 @@ const mutators: Benchmark = {
   name: 'crdt/mutators',
   async run() {
     return [
-      mutatorRate('gcounter increment', 'gcounter', () => {}, (r) => { (r as GCounterReplica).increment() }),
-      mutatorRate('pncounter increment/decrement', 'pncounter', () => {}, (r, i) => { if (i & 1) (r as PNCounterReplica).decrement(); else (r as PNCounterReplica).increment() }),
-      mutatorRate('gset add (distinct)', 'gset', () => {}, (r, i) => { (r as GSetReplica).add(`e${i}`) }),
-      mutatorRate('orset add (distinct)', 'orset', () => {}, (r, i) => { (r as ORSetReplica).add(`e${i}`) }),
-      mutatorRate('orset add+delete', 'orset', () => {}, (r, i) => { const s = r as ORSetReplica; s.add(`e${i}`); s.delete(`e${i}`) }),
-      mutatorRate('lww-register set', 'lww-register', () => {}, (r, i) => { (r as LWWRegisterReplica).set({ step: i }) }),
-      mutatorRate('mv-register set', 'mv-register', () => {}, (r, i) => { (r as MVRegisterReplica).set({ step: i }) }),
-      mutatorRate('ewflag enable/disable', 'ewflag', () => {}, (r, i) => { if (i & 1) (r as EWFlagReplica).disable(); else (r as EWFlagReplica).enable() }),
-      mutatorRate('ormap set (1,000 keys)', 'ormap', () => {}, (r, i) => { (r as ORMapReplica).set(`k${i % 1000}`, i) }),
-      mutatorRate('ormap nested counter increment', 'ormap', () => {}, (r, i) => { (r as ORMapReplica).map(`m${i % 10}`).counter('c').increment() }),
-      mutatorRate('ormap nested orset add', 'ormap', () => {}, (r, i) => { (r as ORMapReplica).orset('s').add(i) }),
+      mutatorRate(
+        'gcounter increment',
+        'gcounter',
+        () => {},
+        (r) => {
+          ;(r as GCounterReplica).increment()
+        },
+      ),
+      mutatorRate(
+        'pncounter increment/decrement',
+        'pncounter',
+        () => {},
+        (r, i) => {
+          if (i & 1) (r as PNCounterReplica).decrement()
+          else (r as PNCounterReplica).increment()
+        },
+      ),
+      mutatorRate(
+        'gset add (distinct)',
+        'gset',
+        () => {},
+        (r, i) => {
+          ;(r as GSetReplica).add(`e${i}`)
+        },
+      ),
+      mutatorRate(
+        'orset add (distinct)',
+        'orset',
+        () => {},
+        (r, i) => {
+          ;(r as ORSetReplica).add(`e${i}`)
+        },
+      ),
+      mutatorRate(
+        'orset add+delete',
+        'orset',
+        () => {},
+        (r, i) => {
+          const s = r as ORSetReplica
+          s.add(`e${i}`)
+          s.delete(`e${i}`)
+        },
+      ),
+      mutatorRate(
+        'lww-register set',
+        'lww-register',
+        () => {},
+        (r, i) => {
+          ;(r as LWWRegisterReplica).set({ step: i })
+        },
+      ),
+      mutatorRate(
+        'mv-register set',
+        'mv-register',
+        () => {},
+        (r, i) => {
+          ;(r as MVRegisterReplica).set({ step: i })
+        },
+      ),
+      mutatorRate(
+        'ewflag enable/disable',
+        'ewflag',
+        () => {},
+        (r, i) => {
+          if (i & 1) (r as EWFlagReplica).disable()
+          else (r as EWFlagReplica).enable()
+        },
+      ),
+      mutatorRate(
+        'ormap set (1,000 keys)',
+        'ormap',
+        () => {},
+        (r, i) => {
+          ;(r as ORMapReplica).set(`k${i % 1000}`, i)
+        },
+      ),
+      mutatorRate(
+        'ormap nested counter increment',
+        'ormap',
+        () => {},
+        (r, i) => {
+          ;(r as ORMapReplica)
+            .map(`m${i % 10}`)
+            .counter('c')
+            .increment()
+        },
+      ),
+      mutatorRate(
+        'ormap nested orset add',
+        'ormap',
+        () => {},
+        (r, i) => {
+          ;(r as ORMapReplica).orset('s').add(i)
+        },
+      ),
     ]
   },
 }
@@ -53,7 +144,9 @@ function remoteDeltaRate(label: string, type: NativeType, op: (r: Replica, i: nu
   a.events.on('change', (event) => deltas.push(event.delta))
   for (let i = 0; i < OPS; i++) op(a, i)
   const b = make(type, 'b')
-  const rate = opsPerSecond(deltas.length, (i) => { b.applyDelta(deltas[i]) })
+  const rate = opsPerSecond(deltas.length, (i) => {
+    b.applyDelta(deltas[i])
+  })
   return { name: `${label}: remote deltas applied/s`, value: rate, unit: 'ops/s', better: 'higher' }
 }
 
@@ -66,22 +159,49 @@ function snapshotJoinRate(label: string, type: NativeType, replicas: number, ops
     snapshots.push(r.snapshot())
   }
   const target = make(type, 'target')
-  const rate = opsPerSecond(snapshots.length, (i) => { target.applyDelta(snapshots[i]) })
+  const rate = opsPerSecond(snapshots.length, (i) => {
+    target.applyDelta(snapshots[i])
+  })
   const bytes = snapshots.reduce((sum, s) => sum + s.length, 0) / snapshots.length
-  return { name: `${label}: snapshot joins/s`, value: rate, unit: 'ops/s', better: 'higher', note: `${replicas} snapshots of ${opsEach} ops each, ${Math.round(bytes)} bytes on average` }
+  return {
+    name: `${label}: snapshot joins/s`,
+    value: rate,
+    unit: 'ops/s',
+    better: 'higher',
+    note: `${replicas} snapshots of ${opsEach} ops each, ${Math.round(bytes)} bytes on average`,
+  }
 }
 
 const joins: Benchmark = {
   name: 'crdt/joins',
   async run() {
     return [
-      remoteDeltaRate('pncounter', 'pncounter', (r) => { (r as PNCounterReplica).increment() }),
-      remoteDeltaRate('orset add', 'orset', (r, i) => { (r as ORSetReplica).add(`e${i}`) }),
-      remoteDeltaRate('lww-register set', 'lww-register', (r, i) => { (r as LWWRegisterReplica).set(i) }),
-      remoteDeltaRate('ormap nested counter', 'ormap', (r, i) => { (r as ORMapReplica).map(`m${i % 10}`).counter('c').increment() }),
-      snapshotJoinRate('pncounter', 'pncounter', 2000, 5, (r) => { (r as PNCounterReplica).increment() }),
-      snapshotJoinRate('orset', 'orset', 500, 100, (r, i) => { (r as ORSetReplica).add(`e${i % 5000}`) }),
-      snapshotJoinRate('ormap', 'ormap', 500, 50, (r, i) => { const m = r as ORMapReplica; m.set(`k${i % 200}`, i); m.counter(`c${i % 7}`).increment() }),
+      remoteDeltaRate('pncounter', 'pncounter', (r) => {
+        ;(r as PNCounterReplica).increment()
+      }),
+      remoteDeltaRate('orset add', 'orset', (r, i) => {
+        ;(r as ORSetReplica).add(`e${i}`)
+      }),
+      remoteDeltaRate('lww-register set', 'lww-register', (r, i) => {
+        ;(r as LWWRegisterReplica).set(i)
+      }),
+      remoteDeltaRate('ormap nested counter', 'ormap', (r, i) => {
+        ;(r as ORMapReplica)
+          .map(`m${i % 10}`)
+          .counter('c')
+          .increment()
+      }),
+      snapshotJoinRate('pncounter', 'pncounter', 2000, 5, (r) => {
+        ;(r as PNCounterReplica).increment()
+      }),
+      snapshotJoinRate('orset', 'orset', 500, 100, (r, i) => {
+        ;(r as ORSetReplica).add(`e${i % 5000}`)
+      }),
+      snapshotJoinRate('ormap', 'ormap', 500, 50, (r, i) => {
+        const m = r as ORMapReplica
+        m.set(`k${i % 200}`, i)
+        m.counter(`c${i % 7}`).increment()
+      }),
     ]
   },
 }
@@ -92,7 +212,10 @@ const resync: Benchmark = {
     const n = 100_000
     const a = make<ORSetReplica<string>>('orset', 'a')
     let built = 0
-    const buildMs = await timeMs(() => { for (let i = 0; i < n; i++) a.add(`element-${i}`); built = a.size })
+    const buildMs = await timeMs(() => {
+      for (let i = 0; i < n; i++) a.add(`element-${i}`)
+      built = a.size
+    })
     const full = a.snapshot()
     const b = make<ORSetReplica<string>>('orset', 'b', full)
     // 10 changes on the other side: 5 adds, 5 removes spread over the set.
@@ -102,15 +225,27 @@ const resync: Benchmark = {
     }
     const version = a.version()
     let delta: Uint8Array | null = null
-    const deltaMs = await timeMs(() => { delta = b.deltaSince(version) })
+    const deltaMs = await timeMs(() => {
+      delta = b.deltaSince(version)
+    })
     const bytes = delta === null ? 0 : (delta as Uint8Array).length
-    const applyMs = await timeMs(() => { if (delta) a.applyDelta(delta) })
+    const applyMs = await timeMs(() => {
+      if (delta) a.applyDelta(delta)
+    })
     const converged = a.size === b.size && a.deltaSince(b.version()) === null && b.deltaSince(a.version()) === null
-    const note = `${built} elements (built in ${buildMs.toFixed(0)} ms); version ${version.length} bytes; ` +
+    const note =
+      `${built} elements (built in ${buildMs.toFixed(0)} ms); version ${version.length} bytes; ` +
       `deltaSince ${deltaMs.toFixed(2)} ms, apply ${applyMs.toFixed(2)} ms; converged: ${converged}`
     return [
       { name: 'resync delta after 10 changes', value: bytes, unit: 'bytes', better: 'lower', baseline: { label: 'full state', value: full.length }, note },
-      { name: 'resync delta vs the 2 KB budget', value: bytes, unit: 'bytes', better: 'lower', baseline: { label: '2 KB budget', value: 2048 }, target: '<= 1' },
+      {
+        name: 'resync delta vs the 2 KB budget',
+        value: bytes,
+        unit: 'bytes',
+        better: 'lower',
+        baseline: { label: '2 KB budget', value: 2048 },
+        target: '<= 1',
+      },
     ]
   },
 }

@@ -80,7 +80,9 @@ function concordYjsSender(edits: Edit[]) {
   const start = now()
   const replica = new YjsReplica({ replicaId: replicaId('bench'), types: { text: 'text' }, clientId: CLIENT_ID })
   const updates: Uint8Array[] = []
-  replica.events.on('change', ({ delta }) => { updates.push(delta) })
+  replica.events.on('change', ({ delta }) => {
+    updates.push(delta)
+  })
   const text = replica.doc.getText('text')
   for (const [pos, del, ins] of edits) {
     if (del > 0) text.delete(pos, del)
@@ -103,7 +105,9 @@ function concordYjsReceiver(updates: Uint8Array[]) {
   const start = now()
   const replica = new YjsReplica({ replicaId: replicaId('receiver') })
   let events = 0
-  replica.events.on('change', () => { events++ })
+  replica.events.on('change', () => {
+    events++
+  })
   for (const update of updates) replica.applyDelta(update)
   return { ms: now() - start, text: replica.doc.getText('text').toString(), events }
 }
@@ -140,11 +144,47 @@ const yjsB4: Benchmark = {
     const recvBareMs = Math.min(...recvBare.map((r) => r.ms))
     const recvMineMs = Math.min(...recvMine.map((r) => r.ms))
     return [
-      { name: `sender: ${edits.length} edits, one transaction each`, value: mineMs, unit: 'ms', better: 'lower', baseline: { label: 'bare Yjs + update listener', value: bareMs }, target: '<= 1.2' },
-      { name: 'receiver: applyDelta of every update (guarded)', value: recvMineMs, unit: 'ms', better: 'lower', baseline: { label: 'bare Y.applyUpdate', value: recvBareMs }, target: '<= 1.2', note: `guard alone: ${guardMs.toFixed(0)} ms for ${updates.length} updates (${((guardMs / recvBareMs) * 100).toFixed(1)}% of bare apply); ${recvMine[0].events} change events` },
-      { name: 'update bytes (sum of change events)', value: sum(mine.updates), unit: 'bytes', better: 'lower', baseline: { label: 'bare Yjs updates', value: sum(bare.updates) }, target: '<= 1.0' },
-      { name: 'document size (snapshot)', value: mine.size, unit: 'bytes', better: 'lower', baseline: { label: 'bare encodeStateAsUpdate', value: bare.size }, target: '<= 1.01' },
-      { name: 'heap after the run (incl. collected updates)', value: mine.heap, unit: 'MiB', better: 'lower', baseline: { label: 'bare Yjs', value: bare.heap }, target: '<= 1.2' },
+      {
+        name: `sender: ${edits.length} edits, one transaction each`,
+        value: mineMs,
+        unit: 'ms',
+        better: 'lower',
+        baseline: { label: 'bare Yjs + update listener', value: bareMs },
+        target: '<= 1.2',
+      },
+      {
+        name: 'receiver: applyDelta of every update (guarded)',
+        value: recvMineMs,
+        unit: 'ms',
+        better: 'lower',
+        baseline: { label: 'bare Y.applyUpdate', value: recvBareMs },
+        target: '<= 1.2',
+        note: `guard alone: ${guardMs.toFixed(0)} ms for ${updates.length} updates (${((guardMs / recvBareMs) * 100).toFixed(1)}% of bare apply); ${recvMine[0].events} change events`,
+      },
+      {
+        name: 'update bytes (sum of change events)',
+        value: sum(mine.updates),
+        unit: 'bytes',
+        better: 'lower',
+        baseline: { label: 'bare Yjs updates', value: sum(bare.updates) },
+        target: '<= 1.0',
+      },
+      {
+        name: 'document size (snapshot)',
+        value: mine.size,
+        unit: 'bytes',
+        better: 'lower',
+        baseline: { label: 'bare encodeStateAsUpdate', value: bare.size },
+        target: '<= 1.01',
+      },
+      {
+        name: 'heap after the run (incl. collected updates)',
+        value: mine.heap,
+        unit: 'MiB',
+        better: 'lower',
+        baseline: { label: 'bare Yjs', value: bare.heap },
+        target: '<= 1.2',
+      },
     ]
   },
 }
@@ -154,10 +194,14 @@ type Txn = { patches: Edit[] }
 function bareAutomergeSender(txns: Txn[]) {
   const start = now()
   let doc = A.init<{ text: string }>()
-  doc = A.change(doc, (d) => { d.text = '' })
+  doc = A.change(doc, (d) => {
+    d.text = ''
+  })
   const changes: Uint8Array[] = []
   for (const txn of txns) {
-    doc = A.change(doc, (d) => { for (const [pos, del, ins] of txn.patches) A.splice(d, ['text'], pos, del, ins) })
+    doc = A.change(doc, (d) => {
+      for (const [pos, del, ins] of txn.patches) A.splice(d, ['text'], pos, del, ins)
+    })
     changes.push(A.getLastLocalChange(doc)!)
   }
   return { ms: now() - start, changes, size: A.save(doc).length, text: doc.text }
@@ -167,9 +211,13 @@ function concordAutomergeSender(txns: Txn[]) {
   const start = now()
   const replica = new AutomergeReplica<{ text: string }>({ replicaId: replicaId('bench'), initial: { text: '' } })
   const changes: Uint8Array[] = []
-  replica.events.on('change', ({ delta }) => { changes.push(delta) })
+  replica.events.on('change', ({ delta }) => {
+    changes.push(delta)
+  })
   for (const txn of txns) {
-    replica.change((d) => { for (const [pos, del, ins] of txn.patches) A.splice(d, ['text'], pos, del, ins) })
+    replica.change((d) => {
+      for (const [pos, del, ins] of txn.patches) A.splice(d, ['text'], pos, del, ins)
+    })
   }
   return { ms: now() - start, changes, size: replica.snapshot().length, text: replica.doc.text }
 }
@@ -178,7 +226,9 @@ const BATCH = 100
 
 function bareAutomergeReceiver(changes: Uint8Array[]) {
   const start = now()
-  let doc = A.change(A.init<{ text: string }>({ actor: '00' }), { time: 0 }, (d) => { d.text = '' })
+  let doc = A.change(A.init<{ text: string }>({ actor: '00' }), { time: 0 }, (d) => {
+    d.text = ''
+  })
   for (let i = 0; i < changes.length; i += BATCH) [doc] = A.applyChanges(doc, changes.slice(i, i + BATCH))
   return { ms: now() - start, text: doc.text }
 }
@@ -207,12 +257,42 @@ const automergeSvelte: Benchmark = {
     const recvMine = [concordAutomergeReceiver(changes)]
     recvBare.push(bareAutomergeReceiver(changes))
     recvMine.push(concordAutomergeReceiver(changes))
-    if (recvMine[0].text !== trace.endContent || recvBare[0].text !== trace.endContent) throw new Error('sveltecomponent receiver: the text does not match endContent')
+    if (recvMine[0].text !== trace.endContent || recvBare[0].text !== trace.endContent)
+      throw new Error('sveltecomponent receiver: the text does not match endContent')
     return [
-      { name: `sender: ${txns.length} changes`, value: Math.min(...mine.map((r) => r.ms)), unit: 'ms', better: 'lower', baseline: { label: 'bare Automerge.change', value: Math.min(...bare.map((r) => r.ms)) }, target: '<= 1.2' },
-      { name: `receiver: applyDelta of batches of ${BATCH} changes (guarded)`, value: Math.min(...recvMine.map((r) => r.ms)), unit: 'ms', better: 'lower', baseline: { label: 'bare applyChanges', value: Math.min(...recvBare.map((r) => r.ms)) }, target: '<= 1.2' },
-      { name: 'update bytes (sum of change events)', value: sum(mine[0].changes), unit: 'bytes', better: 'lower', baseline: { label: 'bare changes', value: sum(bare[0].changes) }, target: '<= 1.05', note: 'the shared initial change (fixed actor) puts a second actor in every change' },
-      { name: 'document size (snapshot)', value: mine[0].size, unit: 'bytes', better: 'lower', baseline: { label: 'bare save()', value: bare[0].size }, target: '<= 1.01' },
+      {
+        name: `sender: ${txns.length} changes`,
+        value: Math.min(...mine.map((r) => r.ms)),
+        unit: 'ms',
+        better: 'lower',
+        baseline: { label: 'bare Automerge.change', value: Math.min(...bare.map((r) => r.ms)) },
+        target: '<= 1.2',
+      },
+      {
+        name: `receiver: applyDelta of batches of ${BATCH} changes (guarded)`,
+        value: Math.min(...recvMine.map((r) => r.ms)),
+        unit: 'ms',
+        better: 'lower',
+        baseline: { label: 'bare applyChanges', value: Math.min(...recvBare.map((r) => r.ms)) },
+        target: '<= 1.2',
+      },
+      {
+        name: 'update bytes (sum of change events)',
+        value: sum(mine[0].changes),
+        unit: 'bytes',
+        better: 'lower',
+        baseline: { label: 'bare changes', value: sum(bare[0].changes) },
+        target: '<= 1.05',
+        note: 'the shared initial change (fixed actor) puts a second actor in every change',
+      },
+      {
+        name: 'document size (snapshot)',
+        value: mine[0].size,
+        unit: 'bytes',
+        better: 'lower',
+        baseline: { label: 'bare save()', value: bare[0].size },
+        target: '<= 1.01',
+      },
     ]
   },
 }

@@ -69,9 +69,11 @@ function storeContender(spec: Extract<ContenderSpec, { kind: 'store' }>): LocalC
     },
     async slice(index) {
       const from = (index + spec.warmup) * spec.perSlice
-      await Promise.all(chains.map(async (chain, w) => {
-        for (let i = from; i < from + spec.perSlice; i++) await store!.applyRemote(`doc-${w}`, chain[i])
-      }))
+      await Promise.all(
+        chains.map(async (chain, w) => {
+          for (let i = from; i < from + spec.perSlice; i++) await store!.applyRemote(`doc-${w}`, chain[i])
+        }),
+      )
       return { ops: spec.writers * spec.perSlice }
     },
     async close() {
@@ -134,9 +136,11 @@ function yLeveldbContender(spec: Extract<ContenderSpec, { kind: 'y-leveldb' }>):
     },
     async slice(index) {
       const from = (index + spec.warmup) * spec.perSlice
-      await Promise.all(chains.map(async (chain, w) => {
-        for (let i = from; i < from + spec.perSlice; i++) await persistence!.storeUpdate(`doc-${w}`, chain[i])
-      }))
+      await Promise.all(
+        chains.map(async (chain, w) => {
+          for (let i = from; i < from + spec.perSlice; i++) await persistence!.storeUpdate(`doc-${w}`, chain[i])
+        }),
+      )
       return { ops: spec.writers * spec.perSlice }
     },
     async close() {
@@ -161,7 +165,9 @@ function yWebsocketContender(spec: Extract<ContenderSpec, { kind: 'y-websocket' 
       persistence = ldb
       docs = chains.map((_, w) => {
         const doc = new Y.Doc()
-        doc.on('update', (update: Uint8Array) => { pending.push(ldb.storeUpdate(`doc-${w}`, update)) })
+        doc.on('update', (update: Uint8Array) => {
+          pending.push(ldb.storeUpdate(`doc-${w}`, update))
+        })
         return doc
       })
     },
@@ -182,20 +188,29 @@ function yWebsocketContender(spec: Extract<ContenderSpec, { kind: 'y-websocket' 
 
 function localContender(spec: ContenderSpec): LocalContender {
   switch (spec.kind) {
-    case 'store': return storeContender(spec)
-    case 'raw-fsync': return rawFsyncContender(spec)
-    case 'level-put': return levelContender(async (db, value, nextKey) => {
-      for (let i = 0; i < spec.perSlice; i++) await db.put(nextKey(), value, { sync: true })
-      return spec.perSlice
-    })
-    case 'level-batch': return levelContender(async (db, value, nextKey) => {
-      for (let b = 0; b < spec.batchesPerSlice; b++) {
-        await db.batch(Array.from({ length: 100 }, () => ({ type: 'put' as const, key: nextKey(), value })), { sync: true })
-      }
-      return spec.batchesPerSlice * 100
-    })
-    case 'y-leveldb': return yLeveldbContender(spec)
-    case 'y-websocket': return yWebsocketContender(spec)
+    case 'store':
+      return storeContender(spec)
+    case 'raw-fsync':
+      return rawFsyncContender(spec)
+    case 'level-put':
+      return levelContender(async (db, value, nextKey) => {
+        for (let i = 0; i < spec.perSlice; i++) await db.put(nextKey(), value, { sync: true })
+        return spec.perSlice
+      })
+    case 'level-batch':
+      return levelContender(async (db, value, nextKey) => {
+        for (let b = 0; b < spec.batchesPerSlice; b++) {
+          await db.batch(
+            Array.from({ length: 100 }, () => ({ type: 'put' as const, key: nextKey(), value })),
+            { sync: true },
+          )
+        }
+        return spec.batchesPerSlice * 100
+      })
+    case 'y-leveldb':
+      return yLeveldbContender(spec)
+    case 'y-websocket':
+      return yWebsocketContender(spec)
   }
 }
 
@@ -208,18 +223,21 @@ export function isolatedContender(spec: ContenderSpec): Contender {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
   let exited = false
-  child.once('exit', () => { exited = true })
-  const request = (message: object): Promise<Record<string, unknown>> => new Promise((resolve, reject) => {
-    if (exited) return reject(new Error(`the ${spec.kind} contender has exited`))
-    const onExit = (code: number | null) => reject(new Error(`the ${spec.kind} contender exited (code ${code})`))
-    child.once('exit', onExit)
-    child.once('message', (reply: Record<string, unknown>) => {
-      child.off('exit', onExit)
-      if (typeof reply.error === 'string') reject(new Error(`${spec.kind} contender: ${reply.error}`))
-      else resolve(reply)
-    })
-    child.send(message)
+  child.once('exit', () => {
+    exited = true
   })
+  const request = (message: object): Promise<Record<string, unknown>> =>
+    new Promise((resolve, reject) => {
+      if (exited) return reject(new Error(`the ${spec.kind} contender has exited`))
+      const onExit = (code: number | null) => reject(new Error(`the ${spec.kind} contender exited (code ${code})`))
+      child.once('exit', onExit)
+      child.once('message', (reply: Record<string, unknown>) => {
+        child.off('exit', onExit)
+        if (typeof reply.error === 'string') reject(new Error(`${spec.kind} contender: ${reply.error}`))
+        else resolve(reply)
+      })
+      child.send(message)
+    })
   return {
     async open(dir) {
       await request({ open: dir })

@@ -36,7 +36,9 @@ const QUIET_MS = 1_500
 // ---- wire byte counter -------------------------------------------------------
 
 const sockets = new Set<Socket>()
-const onSocket = (message: unknown): void => { sockets.add((message as { socket: Socket }).socket) }
+const onSocket = (message: unknown): void => {
+  sockets.add((message as { socket: Socket }).socket)
+}
 function wireBytes(): number {
   let total = 0
   for (const socket of sockets) total += socket.bytesWritten
@@ -74,8 +76,11 @@ async function startMesh(nodes: MeshNode[], options: { floodPublish: boolean }):
     nodes.push(node)
   }
   for (const node of nodes) node.transport.pubsub.subscribe(TOPIC, (data, from) => node.onFrame(from, data))
-  await waitFor('full mesh and subscriptions', () => nodes.every((n) =>
-    n.links.size === NODES - 1 && n.transport.pubsub.subscribers(TOPIC).length === NODES - 1), 60_000)
+  await waitFor(
+    'full mesh and subscriptions',
+    () => nodes.every((n) => n.links.size === NODES - 1 && n.transport.pubsub.subscribers(TOPIC).length === NODES - 1),
+    60_000,
+  )
   // let gossipsub build its mesh (a few heartbeats) before measuring
   await new Promise((resolve) => setTimeout(resolve, 2_000))
 }
@@ -109,7 +114,9 @@ async function burst(nodes: MeshNode[], mode: Mode, writers: number, perWriter: 
   const seen = nodes.map(() => new Set<number>())
   let complete = expected.filter((count) => count === 0).length
   let done!: () => void
-  const allDone = new Promise<void>((resolve) => { done = resolve })
+  const allDone = new Promise<void>((resolve) => {
+    done = resolve
+  })
   nodes.forEach((node, i) => {
     node.onFrame = (_from, frame) => {
       if (frame.byteLength !== FRAME_BYTES) return
@@ -125,16 +132,21 @@ async function burst(nodes: MeshNode[], mode: Mode, writers: number, perWriter: 
   await sleep(QUIET_MS)
   const before = wireBytes()
   const ms = await timeMs(async () => {
-    await Promise.all(nodes.slice(0, writers).map(async (node, writer) => {
-      for (let seq = 0; seq < perWriter; seq++) {
-        const frame = makeFrame(writer, seq)
-        if (mode === 'gossipsub') await node.transport.pubsub.publish(TOPIC, frame)
-        else await Promise.all([...node.links.values()].map((set) => [...set][0].send(frame)))
-      }
-    }))
+    await Promise.all(
+      nodes.slice(0, writers).map(async (node, writer) => {
+        for (let seq = 0; seq < perWriter; seq++) {
+          const frame = makeFrame(writer, seq)
+          if (mode === 'gossipsub') await node.transport.pubsub.publish(TOPIC, frame)
+          else await Promise.all([...node.links.values()].map((set) => [...set][0].send(frame)))
+        }
+      }),
+    )
     let timer: ReturnType<typeof setTimeout> | undefined
     const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`libp2p bench: ${mode} burst incomplete after 60 s: received ${seen.map((set) => set.size)} of ${expected}`)), 60_000)
+      timer = setTimeout(
+        () => reject(new Error(`libp2p bench: ${mode} burst incomplete after 60 s: received ${seen.map((set) => set.size)} of ${expected}`)),
+        60_000,
+      )
     })
     try {
       await Promise.race([allDone, deadline])
@@ -175,12 +187,25 @@ async function compare(nodes: MeshNode[], label: string, writers: number, perWri
     }
   }
   const payload = results.direct[0].payload
-  const note = `${writers} writer(s) x ${perWriter} frames of ${FRAME_BYTES} B to ${NODES - 1} peers each (${(payload / 1024).toFixed(0)} KiB delivered), median of ${rounds}; bytes include ${(2 * QUIET_MS / 1000).toFixed(0)} s of idle background`
+  const note = `${writers} writer(s) x ${perWriter} frames of ${FRAME_BYTES} B to ${NODES - 1} peers each (${(payload / 1024).toFixed(0)} KiB delivered), median of ${rounds}; bytes include ${((2 * QUIET_MS) / 1000).toFixed(0)} s of idle background`
   const ms = (mode: Mode) => median(results[mode].map((r) => r.ms))
   const bytes = (mode: Mode) => median(results[mode].map((r) => r.bytes))
   return [
-    { name: `${label}: time to deliver to all`, value: ms('gossipsub'), unit: 'ms', better: 'lower', baseline: { label: 'direct streams', value: ms('direct') }, note },
-    { name: `${label}: wire bytes`, value: bytes('gossipsub') / 1024, unit: 'KiB', better: 'lower', baseline: { label: 'direct streams', value: bytes('direct') / 1024 } },
+    {
+      name: `${label}: time to deliver to all`,
+      value: ms('gossipsub'),
+      unit: 'ms',
+      better: 'lower',
+      baseline: { label: 'direct streams', value: ms('direct') },
+      note,
+    },
+    {
+      name: `${label}: wire bytes`,
+      value: bytes('gossipsub') / 1024,
+      unit: 'KiB',
+      better: 'lower',
+      baseline: { label: 'direct streams', value: bytes('direct') / 1024 },
+    },
     { name: `${label}: wire bytes / payload (direct)`, value: bytes('direct') / payload, unit: 'x', better: 'lower' },
   ]
 }
@@ -192,12 +217,24 @@ async function run(floodPublish: boolean): Promise<Measurement[]> {
   try {
     const setupMs = await timeMs(() => startMesh(nodes, { floodPublish }))
     const measurements: Measurement[] = [
-      { name: `${NODES} nodes: full mesh via bootstrap + subscriptions`, value: setupMs - 2_000, unit: 'ms', better: 'lower', note: 'start, bootstrap dials, identify, auto-opened Concord streams, gossipsub subscriptions' },
+      {
+        name: `${NODES} nodes: full mesh via bootstrap + subscriptions`,
+        value: setupMs - 2_000,
+        unit: 'ms',
+        better: 'lower',
+        note: 'start, bootstrap dials, identify, auto-opened Concord streams, gossipsub subscriptions',
+      },
     ]
     const idle = await idleBytes(5_000)
-    measurements.push({ name: 'idle background traffic (whole mesh)', value: idle / 1024 / 5, unit: 'KiB/s', better: 'lower', note: 'pings every 10 s per connection, gossipsub heartbeats every 500 ms' })
-    measurements.push(...await compare(nodes, 'one writer', 1, 200, 2))
-    measurements.push(...await compare(nodes, 'all 16 write', NODES, 25, 2))
+    measurements.push({
+      name: 'idle background traffic (whole mesh)',
+      value: idle / 1024 / 5,
+      unit: 'KiB/s',
+      better: 'lower',
+      note: 'pings every 10 s per connection, gossipsub heartbeats every 500 ms',
+    })
+    measurements.push(...(await compare(nodes, 'one writer', 1, 200, 2)))
+    measurements.push(...(await compare(nodes, 'all 16 write', NODES, 25, 2)))
     return measurements
   } finally {
     await Promise.all(nodes.map((node) => node.transport.stop()))
@@ -241,16 +278,24 @@ async function startPeerMesh(mesh: PeerMesh): Promise<void> {
     await Promise.all([peer.counter('tasks'), peer.set<string>('seen'), peer.yjs('notes')])
   }
   const topic = gossipTopic()
-  await waitFor(`${mesh.label} mesh: sessions${gossip ? ' and subscriptions' : ''}`, () => mesh.peers.every((peer) =>
-    new Set(peer.connectedPeers).size === NODES - 1 && (!gossip || peer.libp2p!.pubsub.subscribers(topic).length === NODES - 1)), 60_000)
+  await waitFor(
+    `${mesh.label} mesh: sessions${gossip ? ' and subscriptions' : ''}`,
+    () =>
+      mesh.peers.every((peer) => new Set(peer.connectedPeers).size === NODES - 1 && (!gossip || peer.libp2p!.pubsub.subscribers(topic).length === NODES - 1)),
+    60_000,
+  )
   await sleep(2_000) // gossipsub mesh upkeep (a few heartbeats)
 }
 
 /** A burst of writes on every peer; resolves with the time until every replica agrees and the mesh's wire bytes. */
 async function peerBurst(mesh: PeerMesh, round: number): Promise<{ ms: number; bytes: number }> {
-  const replicas = await Promise.all(mesh.peers.map(async (peer) => ({
-    counter: await peer.counter('tasks'), set: await peer.set<string>('seen'), notes: await peer.yjs('notes'),
-  })))
+  const replicas = await Promise.all(
+    mesh.peers.map(async (peer) => ({
+      counter: await peer.counter('tasks'),
+      set: await peer.set<string>('seen'),
+      notes: await peer.yjs('notes'),
+    })),
+  )
   const target = {
     counter: replicas[0].counter.value() + NODES * PEER_WRITES,
     set: replicas[0].set.size + NODES * PEER_WRITES,
@@ -266,8 +311,11 @@ async function peerBurst(mesh: PeerMesh, round: number): Promise<{ ms: number; b
         r.notes.doc.getText('t').insert(0, 'x')
       }
     }
-    await waitFor(`${mesh.label} peers converge`, () => replicas.every((r) =>
-      r.counter.value() === target.counter && r.set.size === target.set && r.notes.doc.getText('t').length === target.text), 60_000)
+    await waitFor(
+      `${mesh.label} peers converge`,
+      () => replicas.every((r) => r.counter.value() === target.counter && r.set.size === target.set && r.notes.doc.getText('t').length === target.text),
+      60_000,
+    )
   })
   await sleep(QUIET_MS) // acks, gossip IHAVE of the last messages
   return { ms, bytes: meshBytes(mesh) - before }
@@ -297,9 +345,20 @@ async function runPeers(): Promise<Measurement[]> {
     const writes = NODES * PEER_WRITES * 3
     const note = `${NODES} createPeer peers (memory stores), each writes ${PEER_WRITES} x (counter, OR-set, Yjs) = ${writes} writes per burst, median of ${rounds}`
     return [
-      { name: `${NODES} peers: burst of ${writes} CRDT writes, time to converge`, value: ms('gossipsub'), unit: 'ms', better: 'lower', baseline: { label: 'direct sessions', value: ms('direct') }, note },
       {
-        name: `${NODES} peers: burst of ${writes} CRDT writes, wire bytes`, value: bytes('gossipsub') / 1024, unit: 'KiB', better: 'lower', baseline: { label: 'direct sessions', value: bytes('direct') / 1024 },
+        name: `${NODES} peers: burst of ${writes} CRDT writes, time to converge`,
+        value: ms('gossipsub'),
+        unit: 'ms',
+        better: 'lower',
+        baseline: { label: 'direct sessions', value: ms('direct') },
+        note,
+      },
+      {
+        name: `${NODES} peers: burst of ${writes} CRDT writes, wire bytes`,
+        value: bytes('gossipsub') / 1024,
+        unit: 'KiB',
+        better: 'lower',
+        baseline: { label: 'direct sessions', value: bytes('direct') / 1024 },
         note: `gossip over all runs: ${sum('published')} published, ${sum('applied')} applied, ${sum('skipped')} session sends skipped, ${sum('pulls')} pulls`,
       },
     ]

@@ -63,13 +63,15 @@ async function sixteenPeers(): Promise<{ ms: number; frames: number; bytes: numb
     const increments = PEERS * Math.ceil(OPS / 2)
     const adds = PEERS * Math.floor(OPS / 2)
     const start = now()
-    await Promise.all(peers.map(async (peer, p) => {
-      for (let i = 0; i < OPS; i++) {
-        if (i % 2 === 0) counters[p].increment()
-        else sets[p].add(`${p}:${i}`)
-        if (i % 64 === 63) await yieldToIo()
-      }
-    }))
+    await Promise.all(
+      peers.map(async (_peer, p) => {
+        for (let i = 0; i < OPS; i++) {
+          if (i % 2 === 0) counters[p].increment()
+          else sets[p].add(`${p}:${i}`)
+          if (i % 64 === 63) await yieldToIo()
+        }
+      }),
+    )
     await until(() => counters.every((c) => c.value() === increments) && sets.every((s) => s.size === adds), '16 peers to converge', 600_000)
     const ms = now() - start
     let frames = 0
@@ -98,8 +100,12 @@ function sixteenReplicas(): number {
     const counter = counters[p] as PNCounterReplica
     const set = sets[p] as ORSetReplica<string>
     // Each local change's delta, from its change event, joined into the 15 others.
-    const offCounter = counter.on('change', ({ delta }) => { for (let q = 0; q < PEERS; q++) if (q !== p) counters[q].applyDelta(delta) })
-    const offSet = set.on('change', ({ delta }) => { for (let q = 0; q < PEERS; q++) if (q !== p) sets[q].applyDelta(delta) })
+    const offCounter = counter.on('change', ({ delta }) => {
+      for (let q = 0; q < PEERS; q++) if (q !== p) counters[q].applyDelta(delta)
+    })
+    const offSet = set.on('change', ({ delta }) => {
+      for (let q = 0; q < PEERS; q++) if (q !== p) sets[q].applyDelta(delta)
+    })
     for (let i = 0; i < OPS; i++) {
       if (i % 2 === 0) counter.increment()
       else set.add(`${p}:${i}`)
@@ -169,12 +175,18 @@ export const benchmarks: Benchmark[] = [
       const baselineOps = total / (baselineMs / 1000)
       return [
         {
-          name: `${PEERS} peers x ${OPS} ops over WebSocket: time to converge`, value: result.ms, unit: 'ms', better: 'lower',
+          name: `${PEERS} peers x ${OPS} ops over WebSocket: time to converge`,
+          value: result.ms,
+          unit: 'ms',
+          better: 'lower',
           baseline: { label: 'in-memory replicas, no network', value: baselineMs },
           note: `hub and ${PEERS - 1} spokes, in-memory stores (sync mode); ${result.frames} frames, ${(result.bytes / 1048576).toFixed(1)} MiB sent`,
         },
         {
-          name: `${PEERS} peers x ${OPS} ops over WebSocket: throughput`, value: total / (result.ms / 1000), unit: 'ops/s', better: 'higher',
+          name: `${PEERS} peers x ${OPS} ops over WebSocket: throughput`,
+          value: total / (result.ms / 1000),
+          unit: 'ops/s',
+          better: 'higher',
           baseline: { label: 'in-memory replicas, no network', value: baselineOps },
         },
       ]
@@ -187,11 +199,17 @@ export const benchmarks: Benchmark[] = [
       const edits = trace.txns.map((txn) => txn.patches[0] as Edit)
       const bare = Math.min(bareYjs(edits, trace.endContent), bareYjs(edits, trace.endContent))
       const result = await peerYjs(edits, trace.endContent)
-      return [{
-        name: `automerge-paper (${edits.length} edits) typed into a peer, async LevelDB, live to a 2nd peer`, value: result.ms, unit: 'ms', better: 'lower',
-        baseline: { label: 'bare Yjs in memory', value: bare }, target: '<= 2',
-        note: `typing done at ${result.typedMs.toFixed(0)} ms; ${result.frames} frames from the writer; the 2nd peer's text equals endContent`,
-      }]
+      return [
+        {
+          name: `automerge-paper (${edits.length} edits) typed into a peer, async LevelDB, live to a 2nd peer`,
+          value: result.ms,
+          unit: 'ms',
+          better: 'lower',
+          baseline: { label: 'bare Yjs in memory', value: bare },
+          target: '<= 2',
+          note: `typing done at ${result.typedMs.toFixed(0)} ms; ${result.frames} frames from the writer; the 2nd peer's text equals endContent`,
+        },
+      ]
     },
   },
 ]

@@ -61,7 +61,11 @@ const storeOptions = (dir: string, extra: Partial<StoreOptions> = {}): StoreOpti
  * raw contenders write records of the store's record size, as last reported
  * by a store contender (100 B until then).
  */
-async function interleaved(specs: readonly ContenderSpec[], slices: number, warmup: number): Promise<{ rates: number[]; warmupRates: number[]; recordBytes: number }> {
+async function interleaved(
+  specs: readonly ContenderSpec[],
+  slices: number,
+  warmup: number,
+): Promise<{ rates: number[]; warmupRates: number[]; recordBytes: number }> {
   const contenders = specs.map((spec) => isolatedContender(spec))
   const dirs = await Promise.all(contenders.map(() => mkdtemp(join(tmpdir(), 'concord-bench-'))))
   const ops = contenders.map(() => 0)
@@ -104,22 +108,40 @@ const ingest1: Benchmark = {
     const slices = 10
     // 6,000 untimed appends each: past the warm-up of a fresh process (see the module comment).
     const warmup = 40
-    const { rates: [oursRate, raw, levelPut], warmupRates: [oursWarmup, , levelWarmup], recordBytes: bytes } = await interleaved([
-      { kind: 'store', writers: 1, perSlice: 150, slices, warmup, durability: { mode: 'sync' } },
-      { kind: 'raw-fsync', perSlice: 150 },
-      { kind: 'level-put', perSlice: 150 },
-    ], slices, warmup)
+    const {
+      rates: [oursRate, raw, levelPut],
+      warmupRates: [oursWarmup, , levelWarmup],
+      recordBytes: bytes,
+    } = await interleaved(
+      [
+        { kind: 'store', writers: 1, perSlice: 150, slices, warmup, durability: { mode: 'sync' } },
+        { kind: 'raw-fsync', perSlice: 150 },
+        { kind: 'level-put', perSlice: 150 },
+      ],
+      slices,
+      warmup,
+    )
     return [
       {
-        name: 'sync mode, 1 writer awaiting each append', value: oursRate, unit: 'ops/s', better: 'higher',
-        baseline: { label: `raw write+fsync of ${bytes} B`, value: raw }, target: '>= 0.8',
+        name: 'sync mode, 1 writer awaiting each append',
+        value: oursRate,
+        unit: 'ops/s',
+        better: 'higher',
+        baseline: { label: `raw write+fsync of ${bytes} B`, value: raw },
+        target: '>= 0.8',
       },
       {
-        name: 'sync mode, 1 writer awaiting each append', value: oursRate, unit: 'ops/s', better: 'higher',
+        name: 'sync mode, 1 writer awaiting each append',
+        value: oursRate,
+        unit: 'ops/s',
+        better: 'higher',
         baseline: { label: 'classic-level put(sync) alone, 1 writer', value: levelPut },
       },
       {
-        name: `sync mode, 1 writer, the warm-up (first ${warmup * 150} appends of the process)`, value: oursWarmup, unit: 'ops/s', better: 'higher',
+        name: `sync mode, 1 writer, the warm-up (first ${warmup * 150} appends of the process)`,
+        value: oursWarmup,
+        unit: 'ops/s',
+        better: 'higher',
         baseline: { label: 'classic-level put(sync) alone, same slices', value: levelWarmup },
       },
     ]
@@ -132,28 +154,49 @@ const ingest64: Benchmark = {
     const slices = 10
     // 64 x 15 x 4 = 3,840 untimed appends per store: past the JIT warm-up (see the module comment).
     const warmup = 4
-    const { rates: [oursRate, level, yleveldb, yWebsocket, asyncRate] } = await interleaved([
-      { kind: 'store', writers: 64, perSlice: 15, slices, warmup, durability: { mode: 'sync' } },
-      { kind: 'level-batch', batchesPerSlice: 15 },
-      { kind: 'y-leveldb', writers: 64, perSlice: 6, slices, warmup },
-      { kind: 'y-websocket', writers: 64, perSlice: 6, slices, warmup },
-      { kind: 'store', writers: 64, perSlice: 15, slices, warmup, durability: { mode: 'async', rpoMs: 100 } },
-    ], slices, warmup)
+    const {
+      rates: [oursRate, level, yleveldb, yWebsocket, asyncRate],
+    } = await interleaved(
+      [
+        { kind: 'store', writers: 64, perSlice: 15, slices, warmup, durability: { mode: 'sync' } },
+        { kind: 'level-batch', batchesPerSlice: 15 },
+        { kind: 'y-leveldb', writers: 64, perSlice: 6, slices, warmup },
+        { kind: 'y-websocket', writers: 64, perSlice: 6, slices, warmup },
+        { kind: 'store', writers: 64, perSlice: 15, slices, warmup, durability: { mode: 'async', rpoMs: 100 } },
+      ],
+      slices,
+      warmup,
+    )
     return [
       {
-        name: 'sync mode, 64 concurrent writers', value: oursRate, unit: 'ops/s', better: 'higher',
-        baseline: { label: 'classic-level batch(100, sync)', value: level }, target: '>= 0.5',
+        name: 'sync mode, 64 concurrent writers',
+        value: oursRate,
+        unit: 'ops/s',
+        better: 'higher',
+        baseline: { label: 'classic-level batch(100, sync)', value: level },
+        target: '>= 0.5',
       },
       {
-        name: 'sync mode, 64 concurrent writers', value: oursRate, unit: 'ops/s', better: 'higher',
-        baseline: { label: 'y-leveldb storeUpdate, 64 writers, no fsync', value: yleveldb }, target: '>= 20',
+        name: 'sync mode, 64 concurrent writers',
+        value: oursRate,
+        unit: 'ops/s',
+        better: 'higher',
+        baseline: { label: 'y-leveldb storeUpdate, 64 writers, no fsync', value: yleveldb },
+        target: '>= 20',
       },
       {
-        name: 'sync mode, 64 concurrent writers', value: oursRate, unit: 'ops/s', better: 'higher',
-        baseline: { label: 'y-leveldb as y-websocket calls it (apply, storeUpdate unawaited), no fsync', value: yWebsocket }, target: '>= 20',
+        name: 'sync mode, 64 concurrent writers',
+        value: oursRate,
+        unit: 'ops/s',
+        better: 'higher',
+        baseline: { label: 'y-leveldb as y-websocket calls it (apply, storeUpdate unawaited), no fsync', value: yWebsocket },
+        target: '>= 20',
       },
       {
-        name: 'async mode (rpoMs 100), 64 concurrent writers', value: asyncRate, unit: 'ops/s', better: 'higher',
+        name: 'async mode (rpoMs 100), 64 concurrent writers',
+        value: asyncRate,
+        unit: 'ops/s',
+        better: 'higher',
         baseline: { label: 'sync mode, 64 writers', value: oursRate },
       },
     ]
@@ -167,21 +210,22 @@ const recovery: Benchmark = {
     const updates = typingUpdates(count)
     const expected = updates.length
     // Ours: ingest with the default checkpoint policy, then time a cold open of the name.
-    const timeOurs = async (onClose: boolean): Promise<number> => withDir(async (dir) => {
-      const writer = await openStore(storeOptions(dir, { checkpoint: { onClose } }))
-      await writer.open('doc', 'yjs')
-      const pending: Promise<unknown>[] = []
-      for (const update of updates) pending.push(writer.applyRemote('doc', update))
-      await Promise.all(pending)
-      await writer.close()
-      const start = process.hrtime.bigint()
-      const store = await openStore(storeOptions(dir))
-      const doc = await store.open('doc', 'yjs') as YjsReplica
-      const ms = seconds(start) * 1000
-      if (doc.doc.getText('t').length !== expected) throw new Error(`recovered ${doc.doc.getText('t').length} of ${expected} characters`)
-      await store.close()
-      return ms
-    })
+    const timeOurs = async (onClose: boolean): Promise<number> =>
+      withDir(async (dir) => {
+        const writer = await openStore(storeOptions(dir, { checkpoint: { onClose } }))
+        await writer.open('doc', 'yjs')
+        const pending: Promise<unknown>[] = []
+        for (const update of updates) pending.push(writer.applyRemote('doc', update))
+        await Promise.all(pending)
+        await writer.close()
+        const start = process.hrtime.bigint()
+        const store = await openStore(storeOptions(dir))
+        const doc = (await store.open('doc', 'yjs')) as YjsReplica
+        const ms = seconds(start) * 1000
+        if (doc.doc.getText('t').length !== expected) throw new Error(`recovered ${doc.doc.getText('t').length} of ${expected} characters`)
+        await store.close()
+        return ms
+      })
     const withCloseCheckpoint = await timeOurs(true)
     const afterCrash = await timeOurs(false)
     // y-leveldb: the same updates through storeUpdate, then a cold getYDoc.
@@ -199,12 +243,20 @@ const recovery: Benchmark = {
     })
     return [
       {
-        name: 'recover 100k 1-char updates (no close checkpoint: newest policy checkpoint + replay)', value: afterCrash, unit: 'ms', better: 'lower',
-        baseline: { label: 'y-leveldb getYDoc', value: theirs }, target: '<= 0.25',
+        name: 'recover 100k 1-char updates (no close checkpoint: newest policy checkpoint + replay)',
+        value: afterCrash,
+        unit: 'ms',
+        better: 'lower',
+        baseline: { label: 'y-leveldb getYDoc', value: theirs },
+        target: '<= 0.25',
       },
       {
-        name: 'recover 100k 1-char updates (checkpoint on close)', value: withCloseCheckpoint, unit: 'ms', better: 'lower',
-        baseline: { label: 'y-leveldb getYDoc', value: theirs }, target: '<= 0.25',
+        name: 'recover 100k 1-char updates (checkpoint on close)',
+        value: withCloseCheckpoint,
+        unit: 'ms',
+        better: 'lower',
+        baseline: { label: 'y-leveldb getYDoc', value: theirs },
+        target: '<= 0.25',
       },
     ]
   },

@@ -64,10 +64,15 @@ for (const load of suites) {
 
 const widths = rows[0].map((_, col) => Math.max(...rows.map((row) => row[col].length)))
 for (const [index, row] of rows.entries()) {
-  console.log(row.map((cell, col) => cell.padEnd(widths[col])).join('  ').trimEnd())
+  console.log(
+    row
+      .map((cell, col) => cell.padEnd(widths[col]))
+      .join('  ')
+      .trimEnd(),
+  )
   if (index === 0) console.log(widths.map((w) => '-'.repeat(w)).join('  '))
 }
-writeFileSync(options.out, JSON.stringify({ date: new Date().toISOString(), node: process.version, results: mergedWithPrevious(results) }, null, 2) + '\n')
+writeFileSync(options.out, `${JSON.stringify({ date: new Date().toISOString(), node: process.version, results: mergedWithPrevious(results) }, null, 2)}\n`)
 console.log(`\nresults written to ${options.out}`)
 
 /** With a filter, the previous results of the benchmarks that did not run, in their old order. */

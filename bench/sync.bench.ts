@@ -70,7 +70,9 @@ async function handshakes(count: number, versions: { min: number; max: number })
   let opened = 0
   listener.events.on('connection', (connection) => {
     const session = attachSession(connection, server, { peerId: peerId('server'), versions, legacyBearer: versions.max < 2 })
-    session.events.once('open', () => { opened++ })
+    session.events.once('open', () => {
+      opened++
+    })
   })
   const url = await listener.listen({ port: 0 })
   const dialer = new WebSocketTransport()
@@ -103,15 +105,21 @@ export const benchmarks: Benchmark[] = [
       await handshakes(20, { min: 1, max: 2 })
       let bearer = 0
       let proof = 0
-      for (let round = 0; round < 2; round++) { // interleaved, so drift of the machine hits both alike
+      for (let round = 0; round < 2; round++) {
+        // interleaved, so drift of the machine hits both alike
         bearer += await handshakes(count, { min: 1, max: 1 })
         proof += await handshakes(count, { min: 1, max: 2 })
       }
-      return [{
-        name: `${2 * count} handshakes with a shared secret, dial to both sides open`, value: proof / (2 * count), unit: 'ms', better: 'lower',
-        baseline: { label: 'protocol 1 bearer token', value: bearer / (2 * count) },
-        note: 'protocol 2 adds a round trip (the listener proves after the dialer) and 2 HMAC-SHA-256 per side',
-      }]
+      return [
+        {
+          name: `${2 * count} handshakes with a shared secret, dial to both sides open`,
+          value: proof / (2 * count),
+          unit: 'ms',
+          better: 'lower',
+          baseline: { label: 'protocol 1 bearer token', value: bearer / (2 * count) },
+          note: 'protocol 2 adds a round trip (the listener proves after the dialer) and 2 HMAC-SHA-256 per side',
+        },
+      ]
     },
   },
   {
@@ -125,12 +133,20 @@ export const benchmarks: Benchmark[] = [
         const yjs = yjsBaseline(full, partial)
         const label = `${missing * 100}% missing`
         out.push({
-          name: `resync bytes, ${label} (both directions)`, value: ours.concord, unit: 'bytes', better: 'lower',
-          baseline: { label: 'Yjs sync step 1+2 both ways', value: yjs.total }, target: '<= 1.1',
+          name: `resync bytes, ${label} (both directions)`,
+          value: ours.concord,
+          unit: 'bytes',
+          better: 'lower',
+          baseline: { label: 'Yjs sync step 1+2 both ways', value: yjs.total },
+          target: '<= 1.1',
         })
         out.push({
-          name: `resync bytes, ${label} (online peer to offline)`, value: ours.concordPayload, unit: 'bytes', better: 'lower',
-          baseline: { label: 'state vector + Y.diffUpdate', value: yjs.payload }, target: '<= 1.1',
+          name: `resync bytes, ${label} (online peer to offline)`,
+          value: ours.concordPayload,
+          unit: 'bytes',
+          better: 'lower',
+          baseline: { label: 'state vector + Y.diffUpdate', value: yjs.payload },
+          target: '<= 1.1',
         })
       }
       return out

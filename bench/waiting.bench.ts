@@ -43,11 +43,15 @@ function concordYjs(order: Uint8Array[]): { ms: number; text: string } {
 }
 
 function automergeChanges(count: number, bytes: number): { base: Uint8Array; changes: Uint8Array[]; text: string } {
-  let doc = A.change(A.init<{ text: string }>({ actor: '00' }), { time: 0 }, (d) => { d.text = '' })
+  let doc = A.change(A.init<{ text: string }>({ actor: '00' }), { time: 0 }, (d) => {
+    d.text = ''
+  })
   const base = A.save(doc)
   const changes: Uint8Array[] = []
   for (let i = 0; i < count; i++) {
-    doc = A.change(doc, (d) => { A.splice(d, ['text'], d.text.length, 0, `${i}:${'a'.repeat(bytes - 8)}\n`) })
+    doc = A.change(doc, (d) => {
+      A.splice(d, ['text'], d.text.length, 0, `${i}:${'a'.repeat(bytes - 8)}\n`)
+    })
     changes.push(A.getLastLocalChange(doc)!)
   }
   return { base, changes, text: doc.text }
@@ -78,25 +82,49 @@ const waitingFlood: Benchmark = {
     const yjsFlood = bareYjs(flood(yjs.updates))
     const mineInOrder = [concordYjs(yjs.updates), concordYjs(yjs.updates)]
     const mineFlood = [concordYjs(flood(yjs.updates)), concordYjs(flood(yjs.updates))]
-    for (const result of [yjsInOrder, yjsFlood, ...mineInOrder, ...mineFlood]) if (result.text !== yjs.text) throw new Error('waiting-flood: a Yjs replay does not match')
+    for (const result of [yjsInOrder, yjsFlood, ...mineInOrder, ...mineFlood])
+      if (result.text !== yjs.text) throw new Error('waiting-flood: a Yjs replay does not match')
     const am = automergeChanges(100, 2 * 1024)
     const amInOrder = bareAutomerge(am.base, am.changes)
     const amFlood = bareAutomerge(am.base, flood(am.changes))
     const amMineInOrder = concordAutomerge(am.base, am.changes)
     const amMineFlood = concordAutomerge(am.base, flood(am.changes))
-    for (const result of [amInOrder, amFlood, amMineInOrder, amMineFlood]) if (result.text !== am.text) throw new Error('waiting-flood: an Automerge replay does not match')
+    for (const result of [amInOrder, amFlood, amMineInOrder, amMineFlood])
+      if (result.text !== am.text) throw new Error('waiting-flood: an Automerge replay does not match')
     const min = (results: Array<{ ms: number }>) => Math.min(...results.map((r) => r.ms))
     return [
-      { name: 'yjs, 600 x 50 KB waiting for the first: bare Y.applyUpdate (before)', value: yjsFlood.ms, unit: 'ms', better: 'lower', baseline: { label: 'the same in order', value: yjsInOrder.ms } },
       {
-        name: 'yjs, the same flood: Concord applyDelta (after)', value: min(mineFlood), unit: 'ms', better: 'lower', baseline: { label: 'the same in order', value: min(mineInOrder) }, target: '<= 4',
+        name: 'yjs, 600 x 50 KB waiting for the first: bare Y.applyUpdate (before)',
+        value: yjsFlood.ms,
+        unit: 'ms',
+        better: 'lower',
+        baseline: { label: 'the same in order', value: yjsInOrder.ms },
+      },
+      {
+        name: 'yjs, the same flood: Concord applyDelta (after)',
+        value: min(mineFlood),
+        unit: 'ms',
+        better: 'lower',
+        baseline: { label: 'the same in order', value: min(mineInOrder) },
+        target: '<= 4',
         note: 'linear: each update is walked by the guard, copied while it waits, applied once, and merged once into the change event',
       },
       {
-        name: 'automerge, 100 x 2 KB changes waiting for the first: bare applyChanges (before)', value: amFlood.ms, unit: 'ms', better: 'lower', baseline: { label: 'the same in order', value: amInOrder.ms },
-        note: 'Automerge\'s own queue is not quadratic; one change per call is (each call is linear in the document)',
+        name: 'automerge, 100 x 2 KB changes waiting for the first: bare applyChanges (before)',
+        value: amFlood.ms,
+        unit: 'ms',
+        better: 'lower',
+        baseline: { label: 'the same in order', value: amInOrder.ms },
+        note: "Automerge's own queue is not quadratic; one change per call is (each call is linear in the document)",
       },
-      { name: 'automerge, the same flood: Concord applyDelta (after)', value: amMineFlood.ms, unit: 'ms', better: 'lower', baseline: { label: 'the same in order', value: amMineInOrder.ms }, target: '<= 2' },
+      {
+        name: 'automerge, the same flood: Concord applyDelta (after)',
+        value: amMineFlood.ms,
+        unit: 'ms',
+        better: 'lower',
+        baseline: { label: 'the same in order', value: amMineInOrder.ms },
+        target: '<= 2',
+      },
     ]
   },
 }

@@ -54,7 +54,9 @@ export function matchPattern(pattern: string, value: string): boolean {
 
 /** Parses and validates an ACL file's text; a bad file is a usage error (exit 2) naming what is wrong. */
 export function parseAcl(text: string, file = 'ACL file'): Acl {
-  const bad = (why: string): never => { throw new CliError(ExitCodes.USAGE, `${file}: ${why}`) }
+  const bad = (why: string): never => {
+    throw new CliError(ExitCodes.USAGE, `${file}: ${why}`)
+  }
   let json: unknown
   try {
     json = JSON.parse(text)
@@ -96,7 +98,9 @@ export function parseAcl(text: string, file = 'ACL file'): Acl {
  * @throws CliError exit 2, naming the rule and how to fix it.
  */
 export function checkAclIdentities(acl: Acl, file: string, sharedToken: boolean): { readonly byPeer: boolean } {
-  const bad = (why: string): never => { throw new CliError(ExitCodes.USAGE, `${file}: ${why}`) }
+  const bad = (why: string): never => {
+    throw new CliError(ExitCodes.USAGE, `${file}: ${why}`)
+  }
   const owners = new Map<string, string>()
   for (const [peer, token] of Object.entries(acl.tokens ?? {})) {
     const other = owners.get(token)
@@ -108,8 +112,10 @@ export function checkAclIdentities(acl: Acl, file: string, sharedToken: boolean)
   if (acl.tokens === undefined) {
     const rule = acl.rules[index]
     const apart = sharedToken ? '--token is one secret shared by every peer' : 'there is no --token and no "tokens": anyone may connect'
-    bad(`rule ${index + 1} gives peer "${rule.peer}" its own access, but peers are not told apart (${apart}): ` +
-      `any peer could claim the id "${rule.peer}" and get its access. Give each peer its own token in "tokens"`)
+    bad(
+      `rule ${index + 1} gives peer "${rule.peer}" its own access, but peers are not told apart (${apart}): ` +
+        `any peer could claim the id "${rule.peer}" and get its access. Give each peer its own token in "tokens"`,
+    )
   }
   return { byPeer: true }
 }

@@ -34,14 +34,12 @@ export function dirOption(what = 'the data folder (LevelDB) of a peer'): Option 
 
 /** Adds `-d, --dir` (or `$CONCORD_DIR`) and `--json` to a command. */
 export function folderOptions(command: Command, what?: string): Command {
-  return command
-    .addOption(dirOption(what))
-    .option('--json', 'print the result as JSON (one document on stdout)')
+  return command.addOption(dirOption(what)).option('--json', 'print the result as JSON (one document on stdout)')
 }
 
 /** Writes an error as the `--json` document: `{ ok: false, error: { code, message, exit } }`. */
 export function writeJsonError(io: Io, error: { code?: string; message: string; exit: ExitCode }): void {
-  io.stdout.write(JSON.stringify({ ok: false, error }) + '\n')
+  io.stdout.write(`${JSON.stringify({ ok: false, error })}\n`)
 }
 
 /**

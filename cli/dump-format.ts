@@ -93,19 +93,27 @@ export function decodeBinaryDump(bytes: Uint8Array): Dump {
 
 /** Encodes a dump as JSON Lines (one header line, one line per name). */
 export function encodeJsonlDump(dump: Dump): string {
-  const lines = [JSON.stringify({
-    format: JSONL_FORMAT, version: DUMP_VERSION, source: dump.source, exported: new Date(dump.exported).toISOString(), names: dump.entries.length,
-  })]
+  const lines = [
+    JSON.stringify({
+      format: JSONL_FORMAT,
+      version: DUMP_VERSION,
+      source: dump.source,
+      exported: new Date(dump.exported).toISOString(),
+      names: dump.entries.length,
+    }),
+  ]
   for (const entry of dump.entries) {
     lines.push(JSON.stringify({ name: entry.name, type: entry.type, value: entry.value ?? null, state: Buffer.from(entry.state).toString('base64') }))
   }
-  return lines.join('\n') + '\n'
+  return `${lines.join('\n')}\n`
 }
 
 /** Decodes JSON Lines; `CONCORD_DECODE_ERROR` naming the line on anything malformed. */
 export function decodeJsonlDump(text: string): Dump {
   const lines = text.split('\n').map((line) => line.trim())
-  const fail = (line: number, why: string): never => { throw new DecodeError(`concord export, line ${line}: ${why}`) }
+  const fail = (line: number, why: string): never => {
+    throw new DecodeError(`concord export, line ${line}: ${why}`)
+  }
   const parse = (line: number): Record<string, unknown> => {
     // The value of a line is informative JSON; a line nested past any value a replica makes is refused before it is parsed.
     if (nestingExceeds(lines[line - 1], MAX_LINE_NESTING)) return fail(line, `nested deeper than ${MAX_LINE_NESTING}`)

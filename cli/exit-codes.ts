@@ -34,7 +34,11 @@ export const EXIT_CODES_HELP = `Exit codes:
 
 /** A failure the CLI reports with a message and an exit code (no stack trace). */
 export class CliError extends Error {
-  constructor(readonly exitCode: ExitCode, message: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly exitCode: ExitCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
     super(message, options)
     this.name = 'CliError'
   }
@@ -45,11 +49,16 @@ export function exitCodeOf(error: unknown): ExitCode {
   if (error instanceof CliError) return error.exitCode
   if (isConcordError(error)) {
     switch (error.code) {
-      case ErrorCodes.NOT_FOUND: return ExitCodes.NOT_FOUND
-      case ErrorCodes.LOCKED: return ExitCodes.LOCKED
-      case ErrorCodes.INVALID_ARGUMENT: return ExitCodes.USAGE
-      case ErrorCodes.CORRUPT_RECORD: return ExitCodes.VERIFY_FAILED
-      default: return ExitCodes.FAILURE
+      case ErrorCodes.NOT_FOUND:
+        return ExitCodes.NOT_FOUND
+      case ErrorCodes.LOCKED:
+        return ExitCodes.LOCKED
+      case ErrorCodes.INVALID_ARGUMENT:
+        return ExitCodes.USAGE
+      case ErrorCodes.CORRUPT_RECORD:
+        return ExitCodes.VERIFY_FAILED
+      default:
+        return ExitCodes.FAILURE
     }
   }
   return ExitCodes.FAILURE
@@ -60,10 +69,14 @@ export function codeOf(error: unknown): string | undefined {
   if (isConcordError(error)) return error.code
   if (error instanceof CliError) {
     switch (error.exitCode) {
-      case ExitCodes.USAGE: return ErrorCodes.INVALID_ARGUMENT
-      case ExitCodes.NOT_FOUND: return ErrorCodes.NOT_FOUND
-      case ExitCodes.LOCKED: return ErrorCodes.LOCKED
-      default: return undefined
+      case ExitCodes.USAGE:
+        return ErrorCodes.INVALID_ARGUMENT
+      case ExitCodes.NOT_FOUND:
+        return ErrorCodes.NOT_FOUND
+      case ExitCodes.LOCKED:
+        return ErrorCodes.LOCKED
+      default:
+        return undefined
     }
   }
   return undefined

@@ -18,7 +18,9 @@ export interface Io {
 /** The process's own streams. */
 export function processIo(): Io {
   return {
-    stdout: process.stdout, stderr: process.stderr, progress: process.stderr.isTTY === true,
+    stdout: process.stdout,
+    stderr: process.stderr,
+    progress: process.stderr.isTTY === true,
     interactive: process.stdin.isTTY === true && process.stderr.isTTY === true,
   }
 }
@@ -31,36 +33,42 @@ export interface Progress {
 
 /** Writes results as text or JSON. */
 export class Output {
-  constructor(readonly io: Io, readonly json: boolean) {}
+  constructor(
+    readonly io: Io,
+    readonly json: boolean,
+  ) {}
 
   /** One line of text (ignored in JSON mode). */
   line(text = ''): void {
-    if (!this.json) this.io.stdout.write(text + '\n')
+    if (!this.json) this.io.stdout.write(`${text}\n`)
   }
 
   /** The result: JSON when `--json`, else the text `render` gives. */
   result(value: unknown, render: () => string): void {
-    if (this.json) this.io.stdout.write(JSON.stringify(value, jsonReplacer) + '\n')
+    if (this.json) this.io.stdout.write(`${JSON.stringify(value, jsonReplacer)}\n`)
     else {
       const text = render()
-      if (text.length > 0) this.io.stdout.write(text.endsWith('\n') ? text : text + '\n')
+      if (text.length > 0) this.io.stdout.write(text.endsWith('\n') ? text : `${text}\n`)
     }
   }
 
   /** A note on stderr (never pollutes stdout, so piping stays clean). */
   note(text: string): void {
-    this.io.stderr.write(text + '\n')
+    this.io.stderr.write(`${text}\n`)
   }
 
   /** A progress bar over `total` steps, on a TTY only, and only for long work. */
   progress(total: number, title: string): Progress {
     if (!this.io.progress || total < 2) return { tick() {}, stop() {} }
-    const bar = new SingleBar({
-      format: `${title} [{bar}] {value}/{total} {label}`,
-      stream: this.io.stderr as NodeJS.WriteStream,
-      clearOnComplete: true,
-      hideCursor: true,
-    }, Presets.shades_classic)
+    const bar = new SingleBar(
+      {
+        format: `${title} [{bar}] {value}/{total} {label}`,
+        stream: this.io.stderr as NodeJS.WriteStream,
+        clearOnComplete: true,
+        hideCursor: true,
+      },
+      Presets.shades_classic,
+    )
     bar.start(total, 0, { label: '' })
     return {
       tick: (label = '') => bar.increment(1, { label }),
@@ -79,7 +87,11 @@ export function jsonReplacer(_key: string, value: unknown): unknown {
 /** A plain text table (columns padded to the widest cell). */
 export function table(headers: readonly string[], rows: ReadonlyArray<readonly string[]>): string {
   const widths = headers.map((header, i) => Math.max(header.length, ...rows.map((row) => (row[i] ?? '').length)))
-  const format = (row: readonly string[]) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]))).join('  ').trimEnd()
+  const format = (row: readonly string[]) =>
+    row
+      .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i])))
+      .join('  ')
+      .trimEnd()
   return [format(headers), ...rows.map(format)].join('\n')
 }
 

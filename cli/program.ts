@@ -60,7 +60,12 @@ function wantsJson(argv: readonly string[]): boolean {
 
 /** commander's message on one line, without its `error: ` prefix: "unknown option '--dri' (Did you mean --dir?)". */
 function usageMessage(message: string): string {
-  return message.replace(/^error: /, '').split('\n').map((line) => line.trim()).filter(Boolean).join(' ')
+  return message
+    .replace(/^error: /, '')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(Boolean)
+    .join(' ')
 }
 
 /**

@@ -55,7 +55,11 @@ async function loadYLeveldb(): Promise<typeof import('y-leveldb')> {
   } catch (error) {
     const code = (error as { code?: string }).code
     if (code === 'ERR_MODULE_NOT_FOUND' && /'y-leveldb'/.test(String((error as Error).message))) {
-      throw new CliError(ExitCodes.FAILURE, `--from-y-leveldb needs the y-leveldb package (an optional peer dependency of concord): npm i y-leveldb@${Y_LEVELDB_RANGE}`, { cause: error })
+      throw new CliError(
+        ExitCodes.FAILURE,
+        `--from-y-leveldb needs the y-leveldb package (an optional peer dependency of concord): npm i y-leveldb@${Y_LEVELDB_RANGE}`,
+        { cause: error },
+      )
     }
     throw error
   }
@@ -70,7 +74,8 @@ async function checkSource(path: string): Promise<void> {
   } catch (error) {
     const code = (error as { code?: string }).code
     const cause = (error as { cause?: { code?: string } }).cause?.code
-    if (code === 'LEVEL_LOCKED' || cause === 'LEVEL_LOCKED') throw new CliError(ExitCodes.LOCKED, `${path}: the y-leveldb database is held by another process`, { cause: error })
+    if (code === 'LEVEL_LOCKED' || cause === 'LEVEL_LOCKED')
+      throw new CliError(ExitCodes.LOCKED, `${path}: the y-leveldb database is held by another process`, { cause: error })
     throw new CliError(ExitCodes.FAILURE, `${path}: cannot open the y-leveldb database (${(error as Error).message})`, { cause: error })
   } finally {
     await db.close().catch(() => undefined)
@@ -100,14 +105,14 @@ export async function importFromYLeveldb(store: Store, path: string, options: YL
     if (!Array.isArray(docs)) throw new CliError(ExitCodes.FAILURE, `${path}: y-leveldb could not list its documents`)
     options.onCount?.(docs.length)
     for (const [index, doc] of docs.entries()) {
-      const ydoc = await source.getYDoc(doc) as Y.Doc | null
+      const ydoc = (await source.getYDoc(doc)) as Y.Doc | null
       if (!ydoc) throw new CliError(ExitCodes.FAILURE, `${path}: y-leveldb could not read document "${doc}"`)
       try {
         const name = (options.prefix ?? '') + doc
         const created = (await store.typeOf(name)) === undefined
         const update = Y.encodeStateAsUpdate(ydoc)
         await store.applyRemote(name, update, { type: 'yjs' })
-        const replica = await store.open(name, 'yjs') as YjsReplica
+        const replica = (await store.open(name, 'yjs')) as YjsReplica
         const verified = created
           ? Y.equalSnapshots(Y.snapshot(replica.doc), Y.snapshot(ydoc)) && JSON.stringify(documentValue(replica.doc)) === JSON.stringify(documentValue(ydoc))
           : contains(replica.doc, ydoc)

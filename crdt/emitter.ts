@@ -26,10 +26,13 @@ export class Emitter<Events extends Record<string, unknown>> {
 
   /** Adds a listener that runs once (`off(event, listener)` removes it too). */
   once<K extends keyof Events>(event: K, listener: (payload: Events[K]) => void): Unsubscribe {
-    const wrapper = Object.assign((payload: Events[K]) => {
-      unsubscribe()
-      listener(payload)
-    }, { original: listener })
+    const wrapper = Object.assign(
+      (payload: Events[K]) => {
+        unsubscribe()
+        listener(payload)
+      },
+      { original: listener },
+    )
     const unsubscribe = this.on(event, wrapper)
     return unsubscribe
   }
@@ -58,7 +61,7 @@ export class Emitter<Events extends Record<string, unknown>> {
     if (!set) return
     for (const listener of [...set]) {
       try {
-        (listener as (payload: Events[K]) => void)(payload)
+        ;(listener as (payload: Events[K]) => void)(payload)
       } catch (error) {
         this.onListenerError(error, event)
       }

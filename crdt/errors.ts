@@ -80,9 +80,7 @@ export class DecodeError extends ConcordError {
  * "an lww-register" (initialisms read letter by letter), "a Uint8Array".
  */
 export function withArticle(word: string): string {
-  const an = /^(lww|mv|ew|rga|fwd|hlc|mdns|rpo)\b/i.test(word) ? true
-    : /^(u(ni|se|int|rl|tf)|one\b|eu)/i.test(word) ? false
-      : /^[aeiou]/i.test(word)
+  const an = /^(lww|mv|ew|rga|fwd|hlc|mdns|rpo)\b/i.test(word) ? true : /^(u(ni|se|int|rl|tf)|one\b|eu)/i.test(word) ? false : /^[aeiou]/i.test(word)
   return `${an ? 'an' : 'a'} ${word}`
 }
 

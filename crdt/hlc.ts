@@ -51,9 +51,7 @@ export class HybridClock {
   /** A new timestamp for a local event, greater than every earlier one. */
   now(): HlcTimestamp {
     const physical = Math.floor(this.physical())
-    this.last = physical > this.last.wall
-      ? { wall: physical, logical: 0 }
-      : { wall: this.last.wall, logical: this.last.logical + 1 }
+    this.last = physical > this.last.wall ? { wall: physical, logical: 0 } : { wall: this.last.wall, logical: this.last.logical + 1 }
     return this.last
   }
 

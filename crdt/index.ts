@@ -12,13 +12,27 @@ export { bytesEqual } from './codec.ts'
 export { HybridClock, HLC_ZERO, compareHlc, type HlcTimestamp, type PhysicalClock } from './hlc.ts'
 export { Emitter, type Unsubscribe } from './emitter.ts'
 export {
-  replicaId, type Replica, type ReplicaId, type ReplicaType, type ReplicaOptions, type ReplicaFactory, type ReplicaEvents, type ChangeEvent,
+  replicaId,
+  type Replica,
+  type ReplicaId,
+  type ReplicaType,
+  type ReplicaOptions,
+  type ReplicaFactory,
+  type ReplicaEvents,
+  type ChangeEvent,
   type LocalRun,
   type UndoRecord,
 } from './replica.ts'
 export { createReplica, replicaFactories, isRegisteredType, deltaMerger, mergeDeltas } from './registry.ts'
 export {
-  GCounterReplica, PNCounterReplica, GSetReplica, ORSetReplica, LWWRegisterReplica, MVRegisterReplica, EWFlagReplica, ORMapReplica,
+  GCounterReplica,
+  PNCounterReplica,
+  GSetReplica,
+  ORSetReplica,
+  LWWRegisterReplica,
+  MVRegisterReplica,
+  EWFlagReplica,
+  ORMapReplica,
 } from './types/replicas.ts'
 export type { GCounterView, PNCounterView, GSetView, ORSetView, EWFlagView, MVRegisterView, LWWRegisterView, ORMapView } from './types/views.ts'
 export { NATIVE_TYPES, isNativeType, type NativeType } from './types/store-spec.ts'
@@ -28,5 +42,9 @@ export { AutomergeReplica } from './documents/automerge-replica.ts'
 export { validateYjsUpdate, validateYjsStateVector, type YjsUpdateSummary } from './documents/yjs-guard.ts'
 export { documentValue } from './documents/yjs-view.ts'
 export {
-  DEFAULT_DOCUMENT_LIMITS, type DocumentLimits, type YjsReplicaOptions, type YjsTopLevelKind, type AutomergeReplicaOptions,
+  DEFAULT_DOCUMENT_LIMITS,
+  type DocumentLimits,
+  type YjsReplicaOptions,
+  type YjsTopLevelKind,
+  type AutomergeReplicaOptions,
 } from './documents/options.ts'

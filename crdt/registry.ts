@@ -23,7 +23,7 @@ export const replicaFactories: Partial<Record<ReplicaType, ReplicaFactory>> = {
 
 /** Whether a factory is registered for `type`. */
 export function isRegisteredType(type: string): type is ReplicaType {
-  return Object.prototype.hasOwnProperty.call(replicaFactories, type)
+  return Object.hasOwn(replicaFactories, type)
 }
 
 /**

@@ -38,17 +38,7 @@ export function replicaId(id: string): ReplicaId {
 }
 
 /** Every replicated type, by its stable tag (persisted and sent on the wire). */
-export type ReplicaType =
-  | 'gcounter'
-  | 'pncounter'
-  | 'gset'
-  | 'orset'
-  | 'lww-register'
-  | 'mv-register'
-  | 'ormap'
-  | 'ewflag'
-  | 'yjs'
-  | 'automerge'
+export type ReplicaType = 'gcounter' | 'pncounter' | 'gset' | 'orset' | 'lww-register' | 'mv-register' | 'ormap' | 'ewflag' | 'yjs' | 'automerge'
 
 /** Payload of a replica's `change` event. */
 export interface ChangeEvent {

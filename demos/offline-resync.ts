@@ -24,17 +24,20 @@ await runDemo('demo-offline', 'Demo 2 — offline resync: offline work, SIGKILL,
   await cluster.request('field', 'links', { urls: [hub.url] })
   const initial = await poll(() => same(['hub', 'field']), Boolean, 30_000)
   const initialStats = await cluster.request('field', 'stats', {})
-  console.log(`  the hub holds ${corpus} facts and ${corpus} Yjs paragraphs; the field synced them: ${bytes(initialStats.bytesIn + initialStats.bytesOut)} exchanged`)
+  console.log(
+    `  the hub holds ${corpus} facts and ${corpus} Yjs paragraphs; the field synced them: ${bytes(initialStats.bytesIn + initialStats.bytesOut)} exchanged`,
+  )
 
   section('the field agent goes offline and keeps working; the hub keeps working too')
   await cluster.request('field', 'links', { urls: [] })
-  const offline = await poll(() => cluster.request('field', 'stats', {}), (s) => s.peers.length === 0, 10_000)
+  const offline = await poll(
+    () => cluster.request('field', 'stats', {}),
+    (s) => s.peers.length === 0,
+    10_000,
+  )
   const fieldIds = Array.from({ length: offlineWrites }, (_, i) => `field-offline-${i}`)
   const hubIds = Array.from({ length: offlineWrites }, (_, i) => `hub-meanwhile-${i}`)
-  const [fieldAcked] = await Promise.all([
-    cluster.request('field', 'write', { ids: fieldIds }),
-    cluster.request('hub', 'write', { ids: hubIds }),
-  ])
+  const [fieldAcked] = await Promise.all([cluster.request('field', 'write', { ids: fieldIds }), cluster.request('hub', 'write', { ids: hubIds })])
   console.log(`  field: ${fieldAcked.acked.length} writes acknowledged by its own disk while offline; hub: ${hubIds.length} writes meanwhile`)
 
   section('SIGKILL the field agent, then restart it from its LevelDB folder')
@@ -44,7 +47,9 @@ await runDemo('demo-offline', 'Demo 2 — offline resync: offline work, SIGKILL,
   const restarted = await cluster.start('field')
   const afterRestart = await cluster.request('field', 'state', {})
   const survived = fieldAcked.acked.filter((id) => afterRestart.facts.includes(id)).length
-  console.log(`  restarted as pid ${restarted.child.pid} in ${restarted.startupMs} ms: its folder holds ${afterRestart.facts.length} facts, ${survived}/${fieldAcked.acked.length} of its offline writes`)
+  console.log(
+    `  restarted as pid ${restarted.child.pid} in ${restarted.startupMs} ms: its folder holds ${afterRestart.facts.length} facts, ${survived}/${fieldAcked.acked.length} of its offline writes`,
+  )
 
   section('reconnect and resync')
   await cluster.request('field', 'links', { urls: [hub.url] })
@@ -71,11 +76,17 @@ await runDemo('demo-offline', 'Demo 2 — offline resync: offline work, SIGKILL,
   return [
     { ok: initial.ok, what: 'the field agent synced the corpus from the hub' },
     { ok: offline.ok, what: 'the field agent went offline (no session left)' },
-    { ok: survived === fieldAcked.acked.length, what: `after SIGKILL its folder held every write it acknowledged offline (${survived}/${fieldAcked.acked.length})` },
+    {
+      ok: survived === fieldAcked.acked.length,
+      what: `after SIGKILL its folder held every write it acknowledged offline (${survived}/${fieldAcked.acked.length})`,
+    },
     { ok: resynced.ok, what: 'after reconnecting, hub and field hold the same state' },
     { ok: fieldIds.every((id) => hubState.facts.includes(id)), what: 'the offline writes reached the hub' },
     { ok: hubIds.every((id) => fieldState.facts.includes(id)), what: 'what the hub wrote meanwhile reached the field' },
     { ok: fresh.ok, what: 'a newcomer with an empty folder reached the same state' },
-    { ok: ratio < 0.2, what: `the resync exchanged only the gap: ${bytes(resyncBytes)} vs ${bytes(fullBytes)} for the full state (${(ratio * 100).toFixed(1)}%, limit 20%)` },
+    {
+      ok: ratio < 0.2,
+      what: `the resync exchanged only the gap: ${bytes(resyncBytes)} vs ${bytes(fullBytes)} for the full state (${(ratio * 100).toFixed(1)}%, limit 20%)`,
+    },
   ] satisfies Check[]
 })

@@ -24,7 +24,14 @@ await runDemo('demo-partitions', 'Demo 3 — partitions: concurrent writes on ev
       ]
     : [
         { label: 'connected', groups: [agents], writes: 3 },
-        { label: 'split 3|2', groups: [[a, b, c], [d, e]], writes: 6 },
+        {
+          label: 'split 3|2',
+          groups: [
+            [a, b, c],
+            [d, e],
+          ],
+          writes: 6,
+        },
         { label: 'healed', groups: [agents], writes: 3 },
         { label: 'split 2|2|1', groups: [[a, d], [b, e], [c]], writes: 6 },
         { label: 'isolated', groups: agents.map((id) => [id]), writes: 4 },
@@ -40,12 +47,23 @@ await runDemo('demo-partitions', 'Demo 3 — partitions: concurrent writes on ev
   section('result')
   console.log(`  ${result.ackedTotal} acknowledged writes, ${result.finalFacts} facts in the final state on every agent`)
   const peak = peakDivergence(result)
-  console.log(`  schedule took ${(result.durationMs / 1000).toFixed(1)} s (the phases and the final heal; the total below also counts starting and stopping the agents)`)
+  console.log(
+    `  schedule took ${(result.durationMs / 1000).toFixed(1)} s (the phases and the final heal; the total below also counts starting and stopping the agents)`,
+  )
   console.log(`  distinct states while partitioned, once each side had settled: up to ${peak.settled}`)
-  console.log(`  most distinct states at once: ${peak.partitioned} while partitioned, ${peak.connected} in connected phases (writes, or the resync after a heal, still in flight)`)
+  console.log(
+    `  most distinct states at once: ${peak.partitioned} while partitioned, ${peak.connected} in connected phases (writes, or the resync after a heal, still in flight)`,
+  )
   console.log(`  bytes sent by all agents: ${bytes(result.bytesTotal)}`)
   const out = options.out ?? join(options.data, 'report.html')
-  await writeFile(out, renderReport(result, 'Concord — partitions demo', `${agents.length} agent processes, each with its own LevelDB folder, synced over WebSocket, under a schedule of partitions and heals with concurrent writes on every side.`))
+  await writeFile(
+    out,
+    renderReport(
+      result,
+      'Concord — partitions demo',
+      `${agents.length} agent processes, each with its own LevelDB folder, synced over WebSocket, under a schedule of partitions and heals with concurrent writes on every side.`,
+    ),
+  )
   console.log(`  HTML report: ${out}`)
   return [...result.checks]
 })

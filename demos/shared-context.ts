@@ -22,7 +22,11 @@ await runDemo('demo-context', 'Demo 1 — shared context: agents research a topi
   for (const agent of agents) console.log(`  ${agent.id.padEnd(8)} pid ${agent.child.pid}  ${agent.url}  (${agent.dir})`)
   // Full mesh: each agent dials the ones started before it.
   await Promise.all(ids.map((id, i) => cluster.request(id, 'links', { urls: ids.slice(0, i).map((other) => cluster.agent(other).url) })))
-  const meshed = await poll(() => Promise.all(ids.map((id) => cluster.request(id, 'stats', {}))), (all) => all.every((s) => s.peers.length === ids.length - 1), 15_000)
+  const meshed = await poll(
+    () => Promise.all(ids.map((id) => cluster.request(id, 'stats', {}))),
+    (all) => all.every((s) => s.peers.length === ids.length - 1),
+    15_000,
+  )
   console.log(`  full mesh: ${meshed.ok ? 'every agent connected to every other' : 'NOT complete'}`)
 
   section('planner publishes the plan (LWW register "plan")')
@@ -31,10 +35,14 @@ await runDemo('demo-context', 'Demo 1 — shared context: agents research a topi
   await cluster.request('planner', 'plan', { topic: TOPIC, tasks, peers: ids.length - 1 })
 
   section('researchers claim tasks (OR-set "claims"), write findings (Yjs "context"), count them (counter "tasks-done")')
-  const results = await Promise.all(researchers.map((id) => cluster.request(id, 'research', { peers: ids.length - 1, workMs: options.short ? 40 : 120 }, 60_000)))
+  const results = await Promise.all(
+    researchers.map((id) => cluster.request(id, 'research', { peers: ids.length - 1, workMs: options.short ? 40 : 120 }, 60_000)),
+  )
   for (const [i, id] of researchers.entries()) {
-    console.log(`  ${id.padEnd(8)} completed ${results[i].completed.length}: ${results[i].completed.join(', ') || '-'}` +
-      (results[i].withdrawn.length > 0 ? `  (yielded ${results[i].withdrawn.join(', ')} to a concurrent claim)` : ''))
+    console.log(
+      `  ${id.padEnd(8)} completed ${results[i].completed.length}: ${results[i].completed.join(', ') || '-'}` +
+        (results[i].withdrawn.length > 0 ? `  (yielded ${results[i].withdrawn.join(', ')} to a concurrent claim)` : ''),
+    )
   }
   const { summary } = await cluster.request('planner', 'summarize', { timeoutMs: 30_000 })
 
@@ -45,7 +53,8 @@ await runDemo('demo-context', 'Demo 1 — shared context: agents research a topi
     15_000,
   )
   const states: ContextState[] = converged.value
-  for (const [i, id] of ids.entries()) console.log(`  ${id.padEnd(8)} state ${states[i].digest.slice(0, 16)}  tasks-done ${states[i].tasksDone}  findings ${states[i].findings.length}`)
+  for (const [i, id] of ids.entries())
+    console.log(`  ${id.padEnd(8)} state ${states[i].digest.slice(0, 16)}  tasks-done ${states[i].tasksDone}  findings ${states[i].findings.length}`)
   const state = states[0]
   section('the shared context document (as every agent holds it)')
   for (const finding of state.findings) console.log(`  - ${finding}`)

@@ -22,7 +22,14 @@ await runDemo('start', 'Concord — agents sharing state peer-to-peer through a 
   const rounds = options.short ? 1 : 3
   const phases: Phase[] = [
     { label: 'connected', groups: [agents], writes: rounds + 1 },
-    { label: 'partition 2|2', groups: [[planner, scout], [analyst, critic]], writes: rounds + 1 },
+    {
+      label: 'partition 2|2',
+      groups: [
+        [planner, scout],
+        [analyst, critic],
+      ],
+      writes: rounds + 1,
+    },
     { label: 'critic cut off', groups: [[planner, scout, analyst], [critic]], writes: rounds, after: [{ kill: critic }] },
     { label: 'critic down', groups: [[planner, scout, analyst], [critic]], writes: rounds },
     { label: 'critic back, alone', groups: [[planner, scout, analyst], [critic]], writes: rounds, before: [{ restart: critic }] },
@@ -43,12 +50,24 @@ await runDemo('start', 'Concord — agents sharing state peer-to-peer through a 
   console.log(`  writes acknowledged    ${result.ackedTotal} (${agents.map((a) => `${a} ${result.ackedBy[a]}`).join(', ')})`)
   console.log(`  final state            ${result.finalFacts} facts on every agent, digest ${Object.values(result.finalDigests)[0]}`)
   const peak = peakDivergence(result)
-  console.log(`  schedule               ${(result.durationMs / 1000).toFixed(1)} s (phases and final heal; the total below also counts starting and stopping the agents)`)
-  console.log(`  distinct states        up to ${peak.settled} while partitioned, once each side had settled (${peak.partitioned} at most at once; ${peak.connected} in connected phases: writes or a resync still in flight)`)
+  console.log(
+    `  schedule               ${(result.durationMs / 1000).toFixed(1)} s (phases and final heal; the total below also counts starting and stopping the agents)`,
+  )
+  console.log(
+    `  distinct states        up to ${peak.settled} while partitioned, once each side had settled (${peak.partitioned} at most at once; ${peak.connected} in connected phases: writes or a resync still in flight)`,
+  )
   console.log(`  bytes sent             ${bytes(result.bytesTotal)} by all agents`)
-  for (const survival of result.survivals) console.log(`  after SIGKILL          ${survival.agent}'s folder held ${survival.held}/${survival.acked} of its acknowledged writes`)
+  for (const survival of result.survivals)
+    console.log(`  after SIGKILL          ${survival.agent}'s folder held ${survival.held}/${survival.acked} of its acknowledged writes`)
   const out = options.out ?? join(options.data, 'report.html')
-  await writeFile(out, renderReport(result, 'Concord — npm start', `${agents.length} agent processes with their own LevelDB folders, synced over WebSocket: a partition, a SIGKILL of a cut-off agent, a restart from disk, and a final heal.`))
+  await writeFile(
+    out,
+    renderReport(
+      result,
+      'Concord — npm start',
+      `${agents.length} agent processes with their own LevelDB folders, synced over WebSocket: a partition, a SIGKILL of a cut-off agent, a restart from disk, and a final heal.`,
+    ),
+  )
   console.log(`  HTML report            ${relative(process.cwd(), out) || out}`)
   return [...result.checks]
 })

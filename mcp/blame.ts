@@ -47,9 +47,20 @@ export interface Before {
 
 /** A blame, by kind. */
 export type Blame =
-  | { readonly kind: 'text'; readonly field: string; readonly length: number; readonly spans: Array<{ index: number; length: number; text: string } & (Author | Before)>; readonly truncated?: boolean }
+  | {
+      readonly kind: 'text'
+      readonly field: string
+      readonly length: number
+      readonly spans: Array<{ index: number; length: number; text: string } & (Author | Before)>
+      readonly truncated?: boolean
+    }
   | { readonly kind: 'paths'; readonly paths: Array<{ path: string } & (Author | Before)>; readonly truncated?: boolean }
-  | { readonly kind: 'counter'; readonly value: number; readonly before: number; readonly contributions: Array<{ agent: string; amount: number; records: number }> }
+  | {
+      readonly kind: 'counter'
+      readonly value: number
+      readonly before: number
+      readonly contributions: Array<{ agent: string; amount: number; records: number }>
+    }
   | { readonly kind: 'set'; readonly elements: Array<{ element: Json } & (Author | Before)>; readonly truncated?: boolean }
 
 /** A blame with the records it is computed from. */
@@ -101,7 +112,11 @@ export async function blame(store: Store, name: string, live: Replica, options: 
     if (requested !== undefined && requested.kind !== 'text') {
       const prefix = formatPointer([options.field!])
       const all = blamePaths(base, records, before)
-      result = { kind: 'paths', paths: all.paths.filter((p) => p.path === prefix || p.path.startsWith(`${prefix}/`)), ...(all.truncated ? { truncated: true } : {}) }
+      result = {
+        kind: 'paths',
+        paths: all.paths.filter((p) => p.path === prefix || p.path.startsWith(`${prefix}/`)),
+        ...(all.truncated ? { truncated: true } : {}),
+      }
     } else {
       result = blameText(base as YjsReplica, chooseTextField(doc, options.field), records, before)
     }
@@ -143,7 +158,10 @@ function blameText(replica: YjsReplica, field: string, records: readonly History
     let found = -1
     while (lo <= hi) {
       const mid = (lo + hi) >> 1
-      if (list[mid].clock <= clock) { found = mid; lo = mid + 1 } else hi = mid - 1
+      if (list[mid].clock <= clock) {
+        found = mid
+        lo = mid + 1
+      } else hi = mid - 1
     }
     if (found >= 0 && clock < list[found].end) return { author: list[found].author, until: list[found].end }
     return { author: undefined, until: found + 1 < list.length ? list[found + 1].clock : Infinity }

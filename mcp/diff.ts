@@ -41,14 +41,20 @@ export type Changes =
   | { readonly kind: 'set'; readonly added: Json[]; readonly removed: Json[]; readonly truncated?: boolean }
   | { readonly kind: 'value'; readonly from: Json; readonly to: Json }
   | { readonly kind: 'json'; readonly patch: Json[]; readonly truncated?: boolean }
-  | { readonly kind: 'document'; readonly fields: Array<{ field: string; kind: 'text'; spans: TextSpan[]; truncated?: boolean } | { field: string; kind: 'json'; patch: Json[]; truncated?: boolean }> }
+  | {
+      readonly kind: 'document'
+      readonly fields: Array<
+        { field: string; kind: 'text'; spans: TextSpan[]; truncated?: boolean } | { field: string; kind: 'json'; patch: Json[]; truncated?: boolean }
+      >
+    }
 
 /** The spans that turn `from` into `to`. */
 export function textSpans(from: string, to: string): { spans: TextSpan[]; truncated: boolean } {
   let prefix = 0
   while (prefix < from.length && prefix < to.length && from.charCodeAt(prefix) === to.charCodeAt(prefix)) prefix++
   let suffix = 0
-  while (suffix < from.length - prefix && suffix < to.length - prefix && from.charCodeAt(from.length - 1 - suffix) === to.charCodeAt(to.length - 1 - suffix)) suffix++
+  while (suffix < from.length - prefix && suffix < to.length - prefix && from.charCodeAt(from.length - 1 - suffix) === to.charCodeAt(to.length - 1 - suffix))
+    suffix++
   const oldMiddle = from.slice(prefix, from.length - suffix)
   const newMiddle = to.slice(prefix, to.length - suffix)
   const changes = oldMiddle.length === 0 || newMiddle.length === 0 ? undefined : diffWordsWithSpace(oldMiddle, newMiddle, { maxEditLength: MAX_EDIT_LENGTH })
@@ -94,7 +100,12 @@ function setChanges(from: Json[], to: Json[]): Changes {
   const added = to.filter((v) => !before.has(canonicalJson(v)))
   const removed = from.filter((v) => !after.has(canonicalJson(v)))
   const truncated = added.length + removed.length > MCP_LIMITS.maxPageItems
-  return { kind: 'set', added: added.slice(0, MCP_LIMITS.maxPageItems), removed: removed.slice(0, Math.max(0, MCP_LIMITS.maxPageItems - added.length)), ...(truncated ? { truncated } : {}) }
+  return {
+    kind: 'set',
+    added: added.slice(0, MCP_LIMITS.maxPageItems),
+    removed: removed.slice(0, Math.max(0, MCP_LIMITS.maxPageItems - added.length)),
+    ...(truncated ? { truncated } : {}),
+  }
 }
 
 /** What changed from `from` to `to`, two states of one name of `type`. */
@@ -145,10 +156,15 @@ export function changesBetween(type: ReplicaType, from: Replica, to: Replica): C
 /** True when nothing changed. */
 export function isUnchanged(changes: Changes): boolean {
   switch (changes.kind) {
-    case 'counter': return changes.delta === 0
-    case 'set': return changes.added.length === 0 && changes.removed.length === 0
-    case 'value': return canonicalJson(changes.from) === canonicalJson(changes.to)
-    case 'json': return changes.patch.length === 0
-    case 'document': return changes.fields.length === 0
+    case 'counter':
+      return changes.delta === 0
+    case 'set':
+      return changes.added.length === 0 && changes.removed.length === 0
+    case 'value':
+      return canonicalJson(changes.from) === canonicalJson(changes.to)
+    case 'json':
+      return changes.patch.length === 0
+    case 'document':
+      return changes.fields.length === 0
   }
 }

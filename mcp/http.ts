@@ -75,7 +75,10 @@ export class McpHttpRoute implements HttpRoute {
   private readonly sweeper: ReturnType<typeof setInterval>
   private closed = false
 
-  constructor(private readonly peer: Peer, private readonly options: McpHttpOptions = {}) {
+  constructor(
+    private readonly peer: Peer,
+    private readonly options: McpHttpOptions = {},
+  ) {
     this.path = options.path ?? '/mcp'
     const idle = options.idleTimeoutMs ?? 30 * 60_000
     this.sweeper = setInterval(() => this.closeIdle(idle), Math.max(1000, Math.min(60_000, idle / 4)))
@@ -107,7 +110,9 @@ export class McpHttpRoute implements HttpRoute {
     const presented: PresentedCredentials = claim?.token ? { scheme: 'bearer', token: claim.token } : { scheme: 'none' }
     if (!claim || agent === this.peer.id || !(await this.peer.admission.authenticate(agent as PeerId, presented))) {
       this.counts.refusedCredentials++
-      return answer(response, 401, -32001, 'CONCORD_AUTH_FAILED: credentials refused (Authorization: Bearer <token>, X-Concord-Peer: <agent id>)', { 'www-authenticate': 'Bearer realm="concord"' })
+      return answer(response, 401, -32001, 'CONCORD_AUTH_FAILED: credentials refused (Authorization: Bearer <token>, X-Concord-Peer: <agent id>)', {
+        'www-authenticate': 'Bearer realm="concord"',
+      })
     }
     if (sessionId !== undefined) {
       if (!session || session.agent !== agent) {
@@ -117,8 +122,10 @@ export class McpHttpRoute implements HttpRoute {
       return this.serve(session, request, response)
     }
     if (request.method !== 'POST') return answer(response, 400, -32000, 'CONCORD_INVALID_ARGUMENT: no MCP session: POST an initialize request first')
-    if (this.sessions.size >= (this.options.maxSessions ?? 256) ||
-      [...this.sessions.values()].filter((s) => s.agent === agent).length >= (this.options.maxSessionsPerAgent ?? 16)) {
+    if (
+      this.sessions.size >= (this.options.maxSessions ?? 256) ||
+      [...this.sessions.values()].filter((s) => s.agent === agent).length >= (this.options.maxSessionsPerAgent ?? 16)
+    ) {
       this.counts.refusedBusy++
       return answer(response, 503, -32000, 'CONCORD_LIMIT_EXCEEDED: too many MCP sessions; close one (DELETE) or retry later', { 'retry-after': '5' })
     }

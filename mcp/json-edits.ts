@@ -27,7 +27,8 @@ const { applyPatch, deepClone, getValueByPointer, JsonPatchError } = jsonpatch
 function patchError(error: unknown): ConcordError {
   if (isConcordError(error)) return error
   if (error instanceof JsonPatchError) {
-    const where = error.operation && typeof error.operation === 'object' ? ` (operation ${error.index ?? 0}: ${clip(JSON.stringify(error.operation), 160)})` : ''
+    const where =
+      error.operation && typeof error.operation === 'object' ? ` (operation ${error.index ?? 0}: ${clip(JSON.stringify(error.operation), 160)})` : ''
     const first = error.message.split('\n')[0]
     if (error.name === 'TEST_OPERATION_FAILED') return new ConcordError(ErrorCodes.CONFLICT, `a "test" operation failed: the value differs${where}`)
     if (error.name === 'OPERATION_PATH_UNRESOLVABLE' || error.name === 'OPERATION_FROM_UNRESOLVABLE') {
@@ -90,7 +91,13 @@ export function mapSet(root: ORMapView, tokens: readonly string[], value: Json, 
   if (target.kind === 'json') {
     const current = target.view.get(target.key) ?? null
     const pointer = formatPointer(target.inner)
-    const exists = (() => { try { return getValueByPointer(current, pointer) !== undefined } catch { return false } })()
+    const exists = (() => {
+      try {
+        return getValueByPointer(current, pointer) !== undefined
+      } catch {
+        return false
+      }
+    })()
     target.view.set(target.key, editJson(current, { op: exists ? 'replace' : 'add', path: pointer, value }))
     return
   }
@@ -215,7 +222,8 @@ function removeAt(doc: unknown, tokens: readonly string[]): void {
 
 function addAt(doc: unknown, tokens: readonly string[], value: Json, op: 'add' | 'replace'): void {
   if (tokens.length === 0) {
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) throw invalid('an Automerge document is an object: the whole document can only be replaced by an object')
+    if (value === null || typeof value !== 'object' || Array.isArray(value))
+      throw invalid('an Automerge document is an object: the whole document can only be replaced by an object')
     const root = doc as Container
     for (const key of Object.keys(root)) if (!Object.hasOwn(value, key)) delete root[key]
     for (const [key, item] of Object.entries(value)) assign(doc, [key], root, key, item)

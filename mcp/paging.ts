@@ -136,8 +136,13 @@ export function pageOf(value: Json, request: PageRequest, what: string): Page {
     const next = offset + taken.length
     const page: Json = Array.isArray(target) ? taken.map(([, item]) => item) : Object.fromEntries(taken)
     return {
-      value: page, path, kind: Array.isArray(target) ? 'array' : 'object', total: entries.length, offset,
-      ...(next < entries.length ? { nextOffset: next } : {}), ...(truncated ? { truncated } : {}),
+      value: page,
+      path,
+      kind: Array.isArray(target) ? 'array' : 'object',
+      total: entries.length,
+      offset,
+      ...(next < entries.length ? { nextOffset: next } : {}),
+      ...(truncated ? { truncated } : {}),
     }
   }
   return { value: target, path, kind: 'scalar' }

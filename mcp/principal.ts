@@ -34,7 +34,8 @@ export function localPrincipal(peer: Peer): Principal {
 /** A client admitted by the peer's admission as `agent` (credentials already checked). */
 export function remotePrincipal(peer: Peer, agent: string): Principal {
   return {
-    agent, local: false,
+    agent,
+    local: false,
     mayRead: (name) => isValidName(name) && peer.admission.takes(name) && peer.admission.mayRead(agent as PeerId, name),
   }
 }
@@ -65,7 +66,12 @@ export async function openToRead(peer: Peer, principal: Principal, name: string)
  * refused `CONCORD_FORBIDDEN` by the admission.
  */
 export async function openToWrite(
-  peer: Peer, principal: Principal, name: string, accepts: readonly ReplicaType[], creates: ReplicaType | undefined, tool: string,
+  peer: Peer,
+  principal: Principal,
+  name: string,
+  accepts: readonly ReplicaType[],
+  creates: ReplicaType | undefined,
+  tool: string,
   checkNew?: (type: ReplicaType) => void,
 ): Promise<OpenedName> {
   if (!principal.mayRead(name)) throw noSuchName(name)

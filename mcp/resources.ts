@@ -88,7 +88,12 @@ export class NameResources {
     const all = (await this.peer.names()).filter((info) => this.principal.mayRead(info.name) && (cursor === undefined || info.name > cursor))
     const page = all.slice(0, MCP_LIMITS.maxPageItems)
     return {
-      resources: page.map((info) => ({ uri: nameUri(info.name), name: info.name, description: `${info.type}, ${info.records} records`, mimeType: 'application/json' })),
+      resources: page.map((info) => ({
+        uri: nameUri(info.name),
+        name: info.name,
+        description: `${info.type}, ${info.records} records`,
+        mimeType: 'application/json',
+      })),
       ...(all.length > page.length ? { nextCursor: page.at(-1)!.name } : {}),
     }
   }
@@ -100,7 +105,10 @@ export class NameResources {
       const opened = await openToRead(this.peer, this.principal, name)
       const { token, value } = await pinned(this.peer.store, opened.name, opened.replica, () => pageOf(toJson(opened.replica.value()), {}, `"${name}"`))
       const body = {
-        name, type: opened.type, version: encodeToken(token), value: value.value,
+        name,
+        type: opened.type,
+        version: encodeToken(token),
+        value: value.value,
         ...(value.nextOffset !== undefined || value.truncated ? { more: 'larger than one page: use the read tool with path, offset and limit' } : {}),
       }
       return { contents: [{ uri, mimeType: 'application/json', text: JSON.stringify(body) }] }

@@ -9,8 +9,15 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
 import {
-  CallToolRequestSchema, GetPromptRequestSchema, ListPromptsRequestSchema, ListResourceTemplatesRequestSchema, ListResourcesRequestSchema,
-  ListToolsRequestSchema, ReadResourceRequestSchema, SubscribeRequestSchema, UnsubscribeRequestSchema,
+  CallToolRequestSchema,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
+  ListResourceTemplatesRequestSchema,
+  ListResourcesRequestSchema,
+  ListToolsRequestSchema,
+  ReadResourceRequestSchema,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js'
 import type { Peer } from '../peer/index.ts'
 import { getPrompt, PROMPTS } from './prompts.ts'
@@ -42,7 +49,11 @@ export class ConcordMcpServer {
   readonly server: Server
   private readonly resources: NameResources
 
-  constructor(peer: Peer, readonly principal: Principal, options: McpServerOptions = {}) {
+  constructor(
+    peer: Peer,
+    readonly principal: Principal,
+    options: McpServerOptions = {},
+  ) {
     this.server = new Server(MCP_SERVER_INFO, {
       capabilities: { tools: {}, resources: { subscribe: true, listChanged: true }, prompts: {} },
       instructions: options.instructions ?? MCP_INSTRUCTIONS,

@@ -28,7 +28,9 @@ export async function serveMcpStdio(peer: Peer, options: McpServerOptions & { re
   const server = new ConcordMcpServer(peer, localPrincipal(peer), options)
   const transport = new StdioServerTransport(stdin, stdout, { maxBufferSize: STDIO_MAX_MESSAGE_BYTES })
   let done!: () => void
-  const closed = new Promise<void>((resolve) => { done = resolve })
+  const closed = new Promise<void>((resolve) => {
+    done = resolve
+  })
   let closing: Promise<void> | undefined
   const close = (): Promise<void> => {
     // Started in a later microtask: closing the server closes the transport, which calls back here.

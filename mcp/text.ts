@@ -56,7 +56,8 @@ export function chooseTextField(doc: Y.Doc, field: string | undefined): string {
   const fields = documentFields(doc)
   if (field !== undefined) {
     const kind = fields.find((f) => f.field === field)?.kind
-    if (kind !== undefined && kind !== 'text') throw invalid(`field "${clip(field, 60)}" of this document is ${kind === 'xml' ? 'an XML fragment' : `a ${kind}`}, not a text`)
+    if (kind !== undefined && kind !== 'text')
+      throw invalid(`field "${clip(field, 60)}" of this document is ${kind === 'xml' ? 'an XML fragment' : `a ${kind}`}, not a text`)
     return field
   }
   const texts = fields.filter((f) => f.kind === 'text').map((f) => f.field)
@@ -68,7 +69,8 @@ export function chooseTextField(doc: Y.Doc, field: string | undefined): string {
 function checkIndex(text: string, index: number, what: string): void {
   if (!Number.isSafeInteger(index) || index < 0 || index > text.length) throw invalid(`${what} ${index} is outside the text (0..${text.length})`)
   const before = index > 0 ? text.charCodeAt(index - 1) : 0
-  if (index < text.length && before >= 0xd800 && before <= 0xdbff) throw invalid(`${what} ${index} is inside a surrogate pair (a character of two UTF-16 units)`)
+  if (index < text.length && before >= 0xd800 && before <= 0xdbff)
+    throw invalid(`${what} ${index} is inside a surrogate pair (a character of two UTF-16 units)`)
 }
 
 /** The edit as a range of `text` (where it deletes and what it inserts), checked. */
@@ -93,7 +95,10 @@ export function locate(text: string, edit: TextEdit): { index: number; length: n
         from = at + edit.find.length
       }
       if (at < 0) {
-        throw new ConcordError(ErrorCodes.NOT_FOUND, `the text does not contain "${clip(edit.find, 80)}"${edit.occurrence > 1 ? ` ${edit.occurrence} times` : ''}`)
+        throw new ConcordError(
+          ErrorCodes.NOT_FOUND,
+          `the text does not contain "${clip(edit.find, 80)}"${edit.occurrence > 1 ? ` ${edit.occurrence} times` : ''}`,
+        )
       }
       return { index: at, length: edit.find.length, insert: edit.text }
     }

@@ -26,7 +26,9 @@ const TOKEN = /^v1\.(\d{1,15}|_)\.([0-9a-f]{20})$/
 
 /** The fingerprint of a replica's current state. */
 export function fingerprint(replica: Replica): string {
-  const hash = createHash('sha256').update(replica.type).update(new Uint8Array([0]))
+  const hash = createHash('sha256')
+    .update(replica.type)
+    .update(new Uint8Array([0]))
   if (replica.type === 'yjs') hash.update(Y.encodeSnapshot(Y.snapshot((replica as YjsReplica).doc)))
   else hash.update(replica.version())
   return hash.digest('hex').slice(0, 20)

@@ -41,7 +41,9 @@ export class HeavyApplyGate {
     this.heavy++
     const previous = this.tail
     let release!: () => void
-    this.tail = new Promise((resolve) => { release = resolve })
+    this.tail = new Promise((resolve) => {
+      release = resolve
+    })
     try {
       await previous
       await macrotask()

@@ -34,7 +34,9 @@ export class AutomergeLoader {
     if (isWasmInitialized()) return Promise.resolve(undefined)
     const options = this.options
     if (!options) {
-      return Promise.resolve('this browser peer was created without Automerge: give createPeer({ automerge: { wasm } }) the URL of @automerge/automerge/automerge.wasm')
+      return Promise.resolve(
+        'this browser peer was created without Automerge: give createPeer({ automerge: { wasm } }) the URL of @automerge/automerge/automerge.wasm',
+      )
     }
     this.loading ??= this.load(options).then((reason) => {
       if (reason !== undefined) this.loading = undefined

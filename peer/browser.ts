@@ -53,9 +53,12 @@ function validateBrowserOptions(options: BrowserPeerOptions): void {
   const node = options as PeerOptions
   for (const key of ['dir', 'libp2p', 'archiveAfterMs'] as const) {
     if (node[key] !== undefined) {
-      const why = key === 'dir' ? 'a browser keeps its data in IndexedDB: give database (a name) instead'
-        : key === 'libp2p' ? 'libp2p is not part of concord/browser: connect over WebSocket'
-          : 'archival writes files beside the database, and a browser has none'
+      const why =
+        key === 'dir'
+          ? 'a browser keeps its data in IndexedDB: give database (a name) instead'
+          : key === 'libp2p'
+            ? 'libp2p is not part of concord/browser: connect over WebSocket'
+            : 'archival writes files beside the database, and a browser has none'
       throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `createPeer: ${key} is not available in a browser (${why})`)
     }
   }
@@ -83,9 +86,15 @@ export async function createPeer(options: BrowserPeerOptions): Promise<BrowserPe
   validateBrowserOptions(options)
   const automerge = new AutomergeLoader(options.automerge)
   const ownStorage = options.storage === undefined
-  const storage = options.storage ?? (options.database === false
-    ? await openLevelStorage({ signal: options.signal })
-    : await openIndexedDbStorage({ database: options.database ?? options.id, lockWaitMs: options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS, signal: options.signal }))
+  const storage =
+    options.storage ??
+    (options.database === false
+      ? await openLevelStorage({ signal: options.signal })
+      : await openIndexedDbStorage({
+          database: options.database ?? options.id,
+          lockWaitMs: options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS,
+          signal: options.signal,
+        }))
   let store: Store | undefined
   try {
     store = await openStore(peerStoreOptions({ ...options, dir: undefined, libp2p: undefined, storage } as PeerOptions))
@@ -94,7 +103,10 @@ export async function createPeer(options: BrowserPeerOptions): Promise<BrowserPe
     if (documents.length > 0) {
       const unsupported = await automerge.prepare()
       if (unsupported !== undefined) {
-        throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `createPeer: this database holds Automerge documents (${documents.slice(0, 3).join(', ')}${documents.length > 3 ? ', ...' : ''}) and ${unsupported}`)
+        throw new ConcordError(
+          ErrorCodes.INVALID_ARGUMENT,
+          `createPeer: this database holds Automerge documents (${documents.slice(0, 3).join(', ')}${documents.length > 3 ? ', ...' : ''}) and ${unsupported}`,
+        )
       }
     }
     return new BrowserPeer(options, store, automerge, ownStorage ? storage : undefined)
@@ -111,7 +123,12 @@ export class BrowserPeer extends PeerCore {
   private transport: BrowserWebSocketTransport | undefined
 
   /** @internal use {@link createPeer}. */
-  constructor(options: BrowserPeerOptions, store: Store, private readonly automergeLoader: AutomergeLoader, private readonly ownStorage: Storage | undefined) {
+  constructor(
+    options: BrowserPeerOptions,
+    store: Store,
+    private readonly automergeLoader: AutomergeLoader,
+    private readonly ownStorage: Storage | undefined,
+  ) {
     super({ ...options, dir: undefined, libp2p: undefined } as PeerOptions, store)
     this.dialer = new Dialer({
       attach: (connection, attachOptions) => this.attach(connection, attachOptions),
@@ -134,7 +151,10 @@ export class BrowserPeer extends PeerCore {
     this.checkOpen()
     return this.dialer.connect(url, options, () => {
       const maxFrame = this.options.maxFrameBytes ?? 1 << 20
-      this.transport ??= new BrowserWebSocketTransport({ WebSocket: (this.options as BrowserPeerOptions).WebSocket, maxPayload: Math.max(maxFrame, 1 << 20) + 1024 })
+      this.transport ??= new BrowserWebSocketTransport({
+        WebSocket: (this.options as BrowserPeerOptions).WebSocket,
+        maxPayload: Math.max(maxFrame, 1 << 20) + 1024,
+      })
       return this.transport
     })
   }

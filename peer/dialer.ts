@@ -41,9 +41,18 @@ export interface ReconnectingEvent {
 
 /** OpenSSL's verdicts on a certificate chain it does not trust (Node's `error.code`). */
 const CERTIFICATE_ERRORS = new Set([
-  'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'CERT_HAS_EXPIRED', 'CERT_NOT_YET_VALID', 'CERT_UNTRUSTED', 'CERT_REJECTED',
-  'CERT_SIGNATURE_FAILURE', 'ERR_TLS_CERT_ALTNAME_INVALID', 'HOSTNAME_MISMATCH',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'CERT_SIGNATURE_FAILURE',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'HOSTNAME_MISMATCH',
 ])
 
 /** The certificate error code behind a failed dial, if that is why it failed. */
@@ -65,11 +74,16 @@ function checkTimeout(timeoutMs: unknown): void {
 
 /** The error a refused handshake gives `connect`. */
 function refusalError(url: string, by: 'local' | 'remote', reason: RefuseReason, message: string): ConcordError {
-  const code = reason === 'auth' ? ErrorCodes.AUTH_FAILED
-    : reason === 'version' ? ErrorCodes.UNSUPPORTED_VERSION
-      : reason === 'limit' ? ErrorCodes.LIMIT_EXCEEDED
-        : reason === 'shutdown' ? ErrorCodes.UNREACHABLE
-          : ErrorCodes.PROTOCOL_ERROR
+  const code =
+    reason === 'auth'
+      ? ErrorCodes.AUTH_FAILED
+      : reason === 'version'
+        ? ErrorCodes.UNSUPPORTED_VERSION
+        : reason === 'limit'
+          ? ErrorCodes.LIMIT_EXCEEDED
+          : reason === 'shutdown'
+            ? ErrorCodes.UNREACHABLE
+            : ErrorCodes.PROTOCOL_ERROR
   const who = by === 'remote' ? `${url} refused` : `refused ${url}`
   return new ConcordError(code, `${who}: ${message}`)
 }
@@ -124,7 +138,10 @@ export class Dialer {
         }
       }
       const onAbort = () => settle(new ConcordError(ErrorCodes.ABORTED, `connect to ${url} aborted`))
-      this.reconnectors.set(reconnector, { url, cancel: () => settle(new ConcordError(ErrorCodes.ABORTED, `disconnected from ${url} before the first handshake`)) })
+      this.reconnectors.set(reconnector, {
+        url,
+        cancel: () => settle(new ConcordError(ErrorCodes.ABORTED, `disconnected from ${url} before the first handshake`)),
+      })
       if (options.signal?.aborted) return onAbort()
       options.signal?.addEventListener('abort', onAbort, { once: true })
       // The first attempt is one dial and one handshake: its failure is the caller's answer. A certificate
@@ -136,8 +153,14 @@ export class Dialer {
         }
         const code = certificateError(error)
         if (code !== undefined) {
-          settle(new ConcordError(ErrorCodes.AUTH_FAILED, `${url}: the server's TLS certificate is not trusted (${code}); ` +
-            'give its CA (or the self-signed certificate) as connect(url, { tls: { ca } })', { cause: error }))
+          settle(
+            new ConcordError(
+              ErrorCodes.AUTH_FAILED,
+              `${url}: the server's TLS certificate is not trusted (${code}); ` +
+                'give its CA (or the self-signed certificate) as connect(url, { tls: { ca } })',
+              { cause: error },
+            ),
+          )
         } else {
           settle(isConcordError(error) ? error : new ConcordError(ErrorCodes.UNREACHABLE, `cannot reach ${url}: ${String(error)}`, { cause: error }))
         }
@@ -166,7 +189,9 @@ export class Dialer {
         })
         session.events.once('close', ({ reason }) => {
           if (!opened && !established) {
-            settle(new ConcordError(ErrorCodes.UNREACHABLE, `${url} closed the connection before the Concord handshake completed${reason ? ` (${reason})` : ''}`))
+            settle(
+              new ConcordError(ErrorCodes.UNREACHABLE, `${url} closed the connection before the Concord handshake completed${reason ? ` (${reason})` : ''}`),
+            )
           }
         })
       })

@@ -38,8 +38,16 @@ export const DEFAULT_FLUSH_TIMEOUT_MS = 30_000
 
 /** A `flush({ acks })` that timed out (`CONCORD_TIMEOUT`): who acknowledged, who did not. */
 export class FlushTimeoutError extends ConcordError {
-  constructor(readonly progress: FlushProgress, timeoutMs: number, options?: { cause?: unknown }) {
-    super(ErrorCodes.TIMEOUT, `flush: acknowledged by ${progress.acked.length} of the ${progress.needed} peer(s) needed within ${timeoutMs} ms (${describeProgress(progress)})`, options)
+  constructor(
+    readonly progress: FlushProgress,
+    timeoutMs: number,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      ErrorCodes.TIMEOUT,
+      `flush: acknowledged by ${progress.acked.length} of the ${progress.needed} peer(s) needed within ${timeoutMs} ms (${describeProgress(progress)})`,
+      options,
+    )
     this.name = 'FlushTimeoutError'
   }
 
@@ -59,7 +67,8 @@ function describeProgress(progress: FlushProgress): string {
   if (progress.acked.length > 0) parts.push(`acked: ${progress.acked.join(', ')}`)
   if (progress.waiting.length > 0) parts.push(`not yet: ${progress.waiting.join(', ')}`)
   if (progress.acked.length === 0 && progress.waiting.length === 0) parts.push('no peer was connected')
-  else if (progress.acked.length + progress.waiting.length < progress.needed) parts.push(`only ${progress.acked.length + progress.waiting.length} peer(s) connected`)
+  else if (progress.acked.length + progress.waiting.length < progress.needed)
+    parts.push(`only ${progress.acked.length + progress.waiting.length} peer(s) connected`)
   return parts.join('; ')
 }
 
@@ -83,8 +92,10 @@ export interface FlushContext {
 export async function flushWithAcks(context: FlushContext, options: FlushOptions = {}): Promise<void> {
   const acks = options.acks ?? 0
   const timeoutMs = options.timeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS
-  if (!Number.isSafeInteger(acks) || acks < 0) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `flush: acks must be a whole number >= 0, got ${String(acks)}`)
-  if (typeof timeoutMs !== 'number' || !(timeoutMs > 0)) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `flush: timeoutMs must be a number of ms > 0, got ${String(timeoutMs)}`)
+  if (!Number.isSafeInteger(acks) || acks < 0)
+    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `flush: acks must be a whole number >= 0, got ${String(acks)}`)
+  if (typeof timeoutMs !== 'number' || !(timeoutMs > 0))
+    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `flush: timeoutMs must be a number of ms > 0, got ${String(timeoutMs)}`)
   const controller = new AbortController()
   const onAbort = () => controller.abort()
   options.signal?.addEventListener('abort', onAbort, { once: true })
@@ -107,7 +118,10 @@ export async function flushWithAcks(context: FlushContext, options: FlushOptions
 class AckTracker {
   private readonly state = new Map<string, 'acked' | 'waiting'>()
 
-  constructor(readonly needed: number, private readonly onProgress?: (progress: FlushProgress) => void) {}
+  constructor(
+    readonly needed: number,
+    private readonly onProgress?: (progress: FlushProgress) => void,
+  ) {}
 
   get count(): number {
     let count = 0
@@ -172,13 +186,16 @@ async function waitForAcks(context: FlushContext, tracker: AckTracker, signal: A
       tracker.waiting(peer)
       // Live commits may have gone by gossip: a fresh anti-entropy round first, so the ack covers them.
       if (context.needsPush(session)) session.push()
-      session.whenAcked({ signal }).then(() => {
-        tracker.acked(peer)
-        if (tracker.count >= tracker.needed) cleanup()
-      }, (error) => {
-        if (signal.aborted) cleanup(isConcordError(error) ? error : new ConcordError(ErrorCodes.ABORTED, 'aborted'))
-        else tracker.gone(peer)
-      })
+      session.whenAcked({ signal }).then(
+        () => {
+          tracker.acked(peer)
+          if (tracker.count >= tracker.needed) cleanup()
+        },
+        (error) => {
+          if (signal.aborted) cleanup(isConcordError(error) ? error : new ConcordError(ErrorCodes.ABORTED, 'aborted'))
+          else tracker.gone(peer)
+        },
+      )
     }
     if (signal.aborted) return onAbort()
     signal.addEventListener('abort', onAbort, { once: true })

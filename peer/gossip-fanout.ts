@@ -124,8 +124,21 @@ interface Publisher {
 /** See the module comment. */
 export class GossipFanout {
   readonly stats: GossipStats = {
-    published: 0, messagesOut: 0, bytesOut: 0, notPublished: 0, received: 0, bytesIn: 0, applied: 0, malformed: 0,
-    refused: 0, kept: 0, unverified: 0, overflow: 0, gaps: 0, pulls: 0, skipped: 0,
+    published: 0,
+    messagesOut: 0,
+    bytesOut: 0,
+    notPublished: 0,
+    received: 0,
+    bytesIn: 0,
+    applied: 0,
+    malformed: 0,
+    refused: 0,
+    kept: 0,
+    unverified: 0,
+    overflow: 0,
+    gaps: 0,
+    pulls: 0,
+    skipped: 0,
   }
 
   private readonly options: GossipFanoutOptions
@@ -150,7 +163,9 @@ export class GossipFanout {
   constructor(options: GossipFanoutOptions) {
     this.options = options
     // Subscribed before any session, so a commit is published before sessions decide whether to skip it.
-    this.offCommits = options.host.subscribe((commit) => { this.decide(commit) })
+    this.offCommits = options.host.subscribe((commit) => {
+      this.decide(commit)
+    })
     this.offMessages = options.channel.subscribe(options.topic, (data, from, relayed) => this.receive(data, from, relayed), {
       relay: (data, from, via) => this.mayRelay(data, from, via),
     })
@@ -331,7 +346,11 @@ export class GossipFanout {
         const code = isConcordError(error) ? error.code : undefined
         if (code !== ErrorCodes.CLOSED) {
           // Not stored: anti-entropy brings it again.
-          this.options.onError(isConcordError(error) ? error : new ConcordError(ErrorCodes.STORAGE_ERROR, `could not apply a gossip unit: ${(error as Error)?.message ?? String(error)}`, { cause: error }))
+          this.options.onError(
+            isConcordError(error)
+              ? error
+              : new ConcordError(ErrorCodes.STORAGE_ERROR, `could not apply a gossip unit: ${(error as Error)?.message ?? String(error)}`, { cause: error }),
+          )
           this.pullSoon(from)
         }
       } finally {

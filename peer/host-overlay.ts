@@ -16,7 +16,7 @@ export function overlayHost(base: SyncHost, overrides: Partial<SyncHost>): SyncH
     subscribe: overrides.subscribe ?? ((listener) => base.subscribe(listener)),
     authenticate: overrides.authenticate ?? ((peer, presented) => base.authenticate(peer, presented)),
     access: overrides.access ?? ((peer, name) => base.access(peer, name)),
-    ...(overrides.hold ?? base.hold ? { hold: overrides.hold ?? ((names: readonly string[]) => base.hold!(names)) } : {}),
-    ...(overrides.yieldTurn ?? base.yieldTurn ? { yieldTurn: overrides.yieldTurn ?? (() => base.yieldTurn!()) } : {}),
+    ...((overrides.hold ?? base.hold) ? { hold: overrides.hold ?? ((names: readonly string[]) => base.hold!(names)) } : {}),
+    ...((overrides.yieldTurn ?? base.yieldTurn) ? { yieldTurn: overrides.yieldTurn ?? (() => base.yieldTurn!()) } : {}),
   }
 }

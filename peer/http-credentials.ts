@@ -21,7 +21,7 @@ export function readCredentials(request: IncomingMessage, url: URL): { readonly 
     token = bearer[1]
   }
   const header = request.headers['x-concord-peer']
-  const peer = typeof header === 'string' ? header : url.searchParams.get('peer') ?? undefined
+  const peer = typeof header === 'string' ? header : (url.searchParams.get('peer') ?? undefined)
   if (Buffer.byteLength(token, 'utf8') > WIRE_LIMITS.maxTokenBytes) return undefined
   if (peer !== undefined && (peer.length === 0 || peer.length > 256)) return undefined
   return { peer, token }

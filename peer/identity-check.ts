@@ -41,19 +41,21 @@ export function checkIdentities(options: PeerOptions): IdentityProof {
   let problem: string
   if (shared.kind === 'duplicate') problem = `peers "${shared.a}" and "${shared.b}" share one secret in auth.accept`
   else if (shared.kind === 'none') problem = 'this peer requires no credentials (no auth.accept, no auth.token)'
-  else problem = auth?.accept === undefined ? 'auth.token is one secret shared by every peer (no auth.accept)' : 'auth.accept is one secret shared by every peer'
-  throw new ConcordError(ErrorCodes.INVALID_ARGUMENT,
+  else
+    problem = auth?.accept === undefined ? 'auth.token is one secret shared by every peer (no auth.accept)' : 'auth.accept is one secret shared by every peer'
+  throw new ConcordError(
+    ErrorCodes.INVALID_ARGUMENT,
     `createPeer: access grants rights by peer id, but ${problem}: any peer can claim another's id and get its access. ` +
-    'Give each peer its own secret (auth.accept: { peerId: secret }, or a lookup (peerId) => secret), ' +
-    'or bind ids to libp2p PeerIds (libp2p.identities, libp2p only), ' +
-    'or, if access does not depend on the peer id, set auth.trustClaimedIds: true.')
+      'Give each peer its own secret (auth.accept: { peerId: secret }, or a lookup (peerId) => secret), ' +
+      'or bind ids to libp2p PeerIds (libp2p.identities, libp2p only), ' +
+      'or, if access does not depend on the peer id, set auth.trustClaimedIds: true.',
+  )
 }
 
 /** Why a credential check cannot tell peers apart, or undefined when it can. */
-function sharedSecrets(check: CredentialCheck | undefined):
-  | { readonly kind: 'none' | 'shared' }
-  | { readonly kind: 'duplicate'; readonly a: string; readonly b: string }
-  | undefined {
+function sharedSecrets(
+  check: CredentialCheck | undefined,
+): { readonly kind: 'none' | 'shared' } | { readonly kind: 'duplicate'; readonly a: string; readonly b: string } | undefined {
   if (check === undefined) return { kind: 'none' }
   if (typeof check === 'string') return { kind: 'shared' }
   if (typeof check === 'function') return undefined

@@ -1,7 +1,18 @@
 /** peer/: `createPeer()`, the composition root of Concord. */
 export { createPeer, Peer, FlushTimeoutError, PRESENCE_TABLE_LIMITS } from './peer.ts'
 export type { PresenceInfo, PresenceUpdate, PresenceStats } from './peer.ts'
-export type { ListenOptions, Libp2pListenOptions, ConnectOptions, ReconnectingEvent, FlushOptions, FlushProgress, PeerEvents, PeerStats, HttpRoute, ChangeOptions } from './peer.ts'
+export type {
+  ListenOptions,
+  Libp2pListenOptions,
+  ConnectOptions,
+  ReconnectingEvent,
+  FlushOptions,
+  FlushProgress,
+  PeerEvents,
+  PeerStats,
+  HttpRoute,
+  ChangeOptions,
+} from './peer.ts'
 export type { Libp2pListening } from './libp2p-link.ts'
 export type { PeerLibp2pOptions, PeerGossipOptions } from './libp2p-options.ts'
 export { gossipTopic, DEFAULT_GOSSIP_GROUP } from './libp2p-options.ts'

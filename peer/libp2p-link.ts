@@ -95,7 +95,10 @@ export class Libp2pLink {
     if (this.ready) {
       const { addresses, ...rest } = options
       if (Object.keys(rest).length > 0) {
-        throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'listen: the libp2p node already started; give bootstrap, allow, gossipsub ... to the first listen() or to createPeer({ libp2p })')
+        throw new ConcordError(
+          ErrorCodes.INVALID_ARGUMENT,
+          'listen: the libp2p node already started; give bootstrap, allow, gossipsub ... to the first listen() or to createPeer({ libp2p })',
+        )
       }
       const transport = await this.ready
       if (addresses !== undefined) await transport.listen({ addresses }, { signal })
@@ -231,25 +234,32 @@ export class Libp2pLink {
     const base = this.chosen.has(peer) ? this.ctx.dialHost : this.ctx.host
     const fanout = this.fanout
     const gossip = this.options.gossipsub
-    const withGossip = fanout ? overlayHost(base, {
-      // Versions are read after the gossip units received so far are applied and durable.
-      list: async () => {
-        await fanout.idle()
-        return base.list()
-      },
-      // Live commits that gossip carries to this remote are not sent twice.
-      subscribe: (listener) => base.subscribe((commit) => {
-        if (!fanout.carriesTo(commit, peer)) listener(commit)
-      }),
-    }) : base
+    const withGossip = fanout
+      ? overlayHost(base, {
+          // Versions are read after the gossip units received so far are applied and durable.
+          list: async () => {
+            await fanout.idle()
+            return base.list()
+          },
+          // Live commits that gossip carries to this remote are not sent twice.
+          subscribe: (listener) =>
+            base.subscribe((commit) => {
+              if (!fanout.carriesTo(commit, peer)) listener(commit)
+            }),
+        })
+      : base
     // The Concord id claimed in HELLO must be the one bound to the PeerId Noise proved.
-    const host = this.options.identities === undefined ? withGossip : overlayHost(withGossip, {
-      authenticate: async (remote, presented) => this.mayClaim(peer, remote) && await withGossip.authenticate(remote, presented),
-    })
+    const host =
+      this.options.identities === undefined
+        ? withGossip
+        : overlayHost(withGossip, {
+            authenticate: async (remote, presented) => this.mayClaim(peer, remote) && (await withGossip.authenticate(remote, presented)),
+          })
     const tuning = this.ctx.options.sync
-    const antiEntropyIntervalMs = fanout && tuning?.antiEntropyIntervalMs === undefined
-      ? (typeof gossip === 'object' ? gossip.antiEntropyIntervalMs : undefined) ?? DEFAULT_GOSSIP_ANTI_ENTROPY_MS
-      : undefined
+    const antiEntropyIntervalMs =
+      fanout && tuning?.antiEntropyIntervalMs === undefined
+        ? ((typeof gossip === 'object' ? gossip.antiEntropyIntervalMs : undefined) ?? DEFAULT_GOSSIP_ANTI_ENTROPY_MS)
+        : undefined
     const session = this.ctx.attach(connection, {
       token: this.tokens.get(peer),
       host,
@@ -280,7 +290,7 @@ export class Libp2pLink {
    */
   private mayClaim(peer: string, claimed: string): boolean {
     const identities = this.options.identities ?? {}
-    if (Object.prototype.hasOwnProperty.call(identities, claimed)) return identities[claimed] === peer
+    if (Object.hasOwn(identities, claimed)) return identities[claimed] === peer
     if (Object.values(identities).includes(peer)) return false
     return this.ctx.strictIdentities !== true
   }

@@ -91,13 +91,15 @@ export function validateLibp2pOptions(options: unknown, where: string): asserts 
     const seen = new Map<string, string>()
     for (const [id, peer] of Object.entries(ids as Record<string, string>)) {
       const other = seen.get(peer)
-      if (other !== undefined) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `${where}: libp2p.identities binds "${other}" and "${id}" to one PeerId ${peer}`)
+      if (other !== undefined)
+        throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `${where}: libp2p.identities binds "${other}" and "${id}" to one PeerId ${peer}`)
       seen.set(peer, id)
     }
   }
   const gossip = o.gossipsub
   if (gossip !== undefined && typeof gossip !== 'boolean') {
-    if (gossip === null || typeof gossip !== 'object') throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `${where}: libp2p.gossipsub must be a boolean or an object`)
+    if (gossip === null || typeof gossip !== 'object')
+      throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `${where}: libp2p.gossipsub must be a boolean or an object`)
     if (gossip.group !== undefined && (typeof gossip.group !== 'string' || !/^[\w.-]{1,64}$/.test(gossip.group))) {
       throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `${where}: libp2p.gossipsub.group must be 1 to 64 letters, digits, '_', '-' or '.'`)
     }

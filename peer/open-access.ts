@@ -33,7 +33,8 @@ export function openAccessWarning(addresses: readonly string[], transport: strin
   return {
     kind: 'open-access',
     address: open,
-    message: `listening on ${open} (${transport}) with no credentials: any machine that reaches it can read and write every name. ` +
+    message:
+      `listening on ${open} (${transport}) with no credentials: any machine that reaches it can read and write every name. ` +
       'Require credentials (auth.token or auth.accept; concord serve --token or --acl), or listen on 127.0.0.1',
   }
 }

@@ -22,10 +22,7 @@ export type AccessFunction = (peerId: PeerId, name: string) => Access
  * an unknown peer, refused). Secrets are proved by a challenge-response
  * (sync/PROTOCOL.md, "Credentials"); they never travel.
  */
-export type CredentialCheck =
-  | string
-  | Readonly<Record<string, string>>
-  | ((peerId: string) => string | undefined | Promise<string | undefined>)
+export type CredentialCheck = string | Readonly<Record<string, string>> | ((peerId: string) => string | undefined | Promise<string | undefined>)
 
 /** Credentials: what this peer proves, and what it accepts. */
 export interface AuthOptions {
@@ -131,9 +128,24 @@ export interface PeerOptions {
 }
 
 /** The session options a peer lets its user tune (see `SessionOptions` in sync/session.ts). */
-export type SyncTuning = Pick<SessionOptions,
-  'handshakeTimeoutMs' | 'resyncTimeoutMs' | 'antiEntropyIntervalMs' | 'window' | 'maxQueuedCommits' | 'maxMalformed' | 'ackEvery' | 'rateLimit' | 'now' |
-  'maxHelloBytes' | 'maxInboxBytes' | 'maxReassemblyBytes' | 'maxMessageBytes' | 'requestRate' | 'presence'>
+export type SyncTuning = Pick<
+  SessionOptions,
+  | 'handshakeTimeoutMs'
+  | 'resyncTimeoutMs'
+  | 'antiEntropyIntervalMs'
+  | 'window'
+  | 'maxQueuedCommits'
+  | 'maxMalformed'
+  | 'ackEvery'
+  | 'rateLimit'
+  | 'now'
+  | 'maxHelloBytes'
+  | 'maxInboxBytes'
+  | 'maxReassemblyBytes'
+  | 'maxMessageBytes'
+  | 'requestRate'
+  | 'presence'
+>
 
 /** Checks the options a user can get wrong, with a clear error. */
 export function validatePeerOptions(options: PeerOptions): void {
@@ -145,8 +157,7 @@ export function validatePeerOptions(options: PeerOptions): void {
   }
   const durability = options.durability
   if (durability !== undefined) {
-    const ok = durability.mode === 'sync' ||
-      (durability.mode === 'async' && Number.isFinite(durability.rpoMs) && durability.rpoMs > 0)
+    const ok = durability.mode === 'sync' || (durability.mode === 'async' && Number.isFinite(durability.rpoMs) && durability.rpoMs > 0)
     if (!ok) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, "createPeer: durability must be { mode: 'sync' } or { mode: 'async', rpoMs > 0 }")
   }
   if (options.tickMs !== undefined && !(Number.isFinite(options.tickMs) && options.tickMs >= 0)) {

@@ -17,15 +17,20 @@ import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import type { Replica, ReplicaType } from '../crdt/replica.ts'
 import type { Json } from '../crdt/types/json.ts'
 import type {
-  EWFlagReplica, GCounterReplica, GSetReplica, LWWRegisterReplica, MVRegisterReplica, ORMapReplica, ORSetReplica, PNCounterReplica,
+  EWFlagReplica,
+  GCounterReplica,
+  GSetReplica,
+  LWWRegisterReplica,
+  MVRegisterReplica,
+  ORMapReplica,
+  ORSetReplica,
+  PNCounterReplica,
 } from '../crdt/types/replicas.ts'
 import type { YjsReplica } from '../crdt/documents/yjs-replica.ts'
 import type { AutomergeReplica } from '../crdt/documents/automerge-replica.ts'
 import type { HistoryEntry, NameInfo, Store } from '../persistence/store.ts'
 import type { StoreOptions, NameOptions } from '../persistence/options.ts'
-import {
-  Admission, attachSession, peerId as toPeerId, type AdmissionStats, type SessionStats, type SyncHost, type SyncSession,
-} from '../sync/index.ts'
+import { Admission, attachSession, peerId as toPeerId, type AdmissionStats, type SessionStats, type SyncHost, type SyncSession } from '../sync/index.ts'
 import type { Connection } from '../transports/transport.ts'
 import type { PeerOptions, SyncTuning } from './options.ts'
 import { checkIdentities, type IdentityProof } from './identity-check.ts'
@@ -144,12 +149,18 @@ export class PeerCore {
   private readonly ticker: ReturnType<typeof setInterval> | undefined
   private closing: Promise<void> | undefined
 
-  constructor(protected readonly options: PeerOptions, store: Store) {
+  constructor(
+    protected readonly options: PeerOptions,
+    store: Store,
+  ) {
     this.id = options.id
     this.store = store
     this.identityProof = checkIdentities(options)
     this.host = new StoreSyncHost({
-      store, auth: options.auth, access: options.access, heavyApplyBytes: options.heavyApplyBytes,
+      store,
+      auth: options.auth,
+      access: options.access,
+      heavyApplyBytes: options.heavyApplyBytes,
       // A corrupt name is left out of sync (every other name still syncs) and reported once.
       onUnreadable: (name, error) => this.events.emit('error', { name, error }),
       prepareType: (type) => this.prepareType(type),
@@ -293,12 +304,15 @@ export class PeerCore {
    */
   async flush(options: FlushOptions = {}): Promise<void> {
     this.checkOpen()
-    return flushWithAcks({
-      store: this.store,
-      sessions: this.sessions,
-      onPeerConnected: (listener) => this.events.on('peer-connected', listener),
-      needsPush: (session) => this.needsPush(session),
-    }, options)
+    return flushWithAcks(
+      {
+        store: this.store,
+        sessions: this.sessions,
+        onPeerConnected: (listener) => this.events.on('peer-connected', listener),
+        needsPush: (session) => this.needsPush(session),
+      },
+      options,
+    )
   }
 
   /** The log records of `name`, oldest first: `{ seq, hlc, agent, bytes, hash }`. */
@@ -366,8 +380,12 @@ export class PeerCore {
     session.events.on('presence', ({ entries }) => this.presence.receive(session, entries))
     session.events.on('synced', ({ peerId }) => this.events.emit('peer-synced', { peerId }))
     session.events.on('refused', (event) => this.events.emit('refused', event))
-    session.events.on('refused-write', ({ name, code, message }) => this.events.emit('write-refused', { by: 'local', peerId: session.remotePeerId, name, code, message }))
-    session.events.on('rejected', ({ name, code, message }) => this.events.emit('write-refused', { by: 'remote', peerId: session.remotePeerId, name, code, message }))
+    session.events.on('refused-write', ({ name, code, message }) =>
+      this.events.emit('write-refused', { by: 'local', peerId: session.remotePeerId, name, code, message }),
+    )
+    session.events.on('rejected', ({ name, code, message }) =>
+      this.events.emit('write-refused', { by: 'remote', peerId: session.remotePeerId, name, code, message }),
+    )
     session.events.once('close', ({ reason }) => {
       this.sessions.delete(session)
       addStats(this.finishedTotals, session.stats)
@@ -378,7 +396,10 @@ export class PeerCore {
 
   /** Peer ids of the sessions that completed their handshake. */
   get connectedPeers(): string[] {
-    return [...this.sessions].filter((s) => s.state === 'open').map((s) => s.remotePeerId!).filter(Boolean)
+    return [...this.sessions]
+      .filter((s) => s.state === 'open')
+      .map((s) => s.remotePeerId!)
+      .filter(Boolean)
   }
 
   /** Counters: bytes and frames exchanged, malformed input dropped, and more. */
@@ -444,8 +465,11 @@ export class PeerCore {
   /** Refuses a door other than libp2p when only `libp2p.identities` proves the ids `access` relies on. */
   protected checkUnboundDoor(what: string): void {
     if (this.identityProof !== 'libp2p') return
-    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `${what}: access grants rights by peer id and only libp2p.identities proves ids here; ` +
-      'a peer that connects this way carries no PeerId and could claim any id. Give each peer its own secret (auth.accept) to serve it too.')
+    throw new ConcordError(
+      ErrorCodes.INVALID_ARGUMENT,
+      `${what}: access grants rights by peer id and only libp2p.identities proves ids here; ` +
+        'a peer that connects this way carries no PeerId and could claim any id. Give each peer its own secret (auth.accept) to serve it too.',
+    )
   }
 
   protected checkOpen(): void {

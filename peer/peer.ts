@@ -88,7 +88,12 @@ export class Peer extends PeerCore {
       if (extra.length > 0) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `listen: give either libp2p or ${extra.join(', ')} (one transport per call)`)
       const listening = await this.libp2pLink().listen(options.libp2p, options.signal)
       if (!this.requiresCredentials() && (options.libp2p.allow ?? this.options.libp2p?.allow) === undefined) {
-        this.warn(openAccessWarning(listening.multiaddrs.map((ma) => multiaddrHost(ma) ?? ma), 'libp2p, no allow list'))
+        this.warn(
+          openAccessWarning(
+            listening.multiaddrs.map((ma) => multiaddrHost(ma) ?? ma),
+            'libp2p, no allow list',
+          ),
+        )
       }
       return listening
     }
@@ -177,15 +182,18 @@ export class Peer extends PeerCore {
   private libp2pLink(): Libp2pLink {
     if (!this.link) {
       if (this.options.libp2p !== undefined) validateLibp2pOptions(this.options.libp2p, 'createPeer')
-      this.link = new Libp2pLink({
-        options: this.options,
-        strictIdentities: this.identityProof === 'libp2p',
-        host: this.host,
-        dialHost: this.dialHost,
-        admission: this.admission,
-        attach: (connection, options) => this.attachWith(connection, options),
-        onError: (error) => this.events.emit('error', { error }),
-      }, this.options.libp2p)
+      this.link = new Libp2pLink(
+        {
+          options: this.options,
+          strictIdentities: this.identityProof === 'libp2p',
+          host: this.host,
+          dialHost: this.dialHost,
+          admission: this.admission,
+          attach: (connection, options) => this.attachWith(connection, options),
+          onError: (error) => this.events.emit('error', { error }),
+        },
+        this.options.libp2p,
+      )
     }
     return this.link
   }

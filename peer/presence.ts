@@ -127,14 +127,18 @@ export class Presence {
     if (!Number.isSafeInteger(ttlMs) || ttlMs < 1 || ttlMs > PRESENCE_LIMITS.maxTtlMs) {
       throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `presence: ttl must be 1..${PRESENCE_LIMITS.maxTtlMs} ms, got ${String(ttlMs)}`)
     }
-    if (name !== undefined && !isValidName(name)) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'presence: a name must be a non-empty string of at most 1024 characters')
+    if (name !== undefined && !isValidName(name))
+      throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'presence: a name must be a non-empty string of at most 1024 characters')
     const state = new TextEncoder().encode(canonicalJson(status))
     if (state.length > PRESENCE_LIMITS.maxStateBytes) {
       throw new ConcordError(ErrorCodes.LIMIT_EXCEEDED, `presence: a status of ${state.length} bytes of JSON is over ${PRESENCE_LIMITS.maxStateBytes}`)
     }
     const previous = this.held.get(agent)
     if ((!previous || previous.entry.peer !== this.options.peerId) && !this.hasRoom(this.options.peerId, previous !== undefined)) {
-      throw new ConcordError(ErrorCodes.LIMIT_EXCEEDED, `presence: the table is full (${PRESENCE_TABLE_LIMITS.maxEntries} agents, ${PRESENCE_TABLE_LIMITS.maxPerPeer} per peer)`)
+      throw new ConcordError(
+        ErrorCodes.LIMIT_EXCEEDED,
+        `presence: the table is full (${PRESENCE_TABLE_LIMITS.maxEntries} agents, ${PRESENCE_TABLE_LIMITS.maxPerPeer} per peer)`,
+      )
     }
     const now = this.now()
     const clock = this.nextClock(agent, now)
@@ -154,7 +158,14 @@ export class Presence {
     const previous = this.held.get(agent)
     if (!previous || previous.entry.peer !== this.options.peerId) return false
     const now = this.now()
-    const entry: PresenceEntry = { agent, peer: this.options.peerId, clock: this.nextClock(agent, now), ttlMs: 0, name: previous.entry.name, state: new Uint8Array(0) }
+    const entry: PresenceEntry = {
+      agent,
+      peer: this.options.peerId,
+      clock: this.nextClock(agent, now),
+      ttlMs: 0,
+      name: previous.entry.name,
+      state: new Uint8Array(0),
+    }
     this.forget(agent, entry.clock)
     this.send({ entry, status: null, expiresAt: now, updatedAt: now, source: undefined })
     this.events.emit('change', { agents: [agent] })
@@ -300,8 +311,13 @@ export class Presence {
   private info(held: Held): PresenceInfo {
     const { entry } = held
     return {
-      agent: entry.agent, peer: entry.peer, ...(entry.name === '' ? {} : { name: entry.name }),
-      status: held.status, expiresAt: held.expiresAt, updatedAt: held.updatedAt, local: entry.peer === this.options.peerId,
+      agent: entry.agent,
+      peer: entry.peer,
+      ...(entry.name === '' ? {} : { name: entry.name }),
+      status: held.status,
+      expiresAt: held.expiresAt,
+      updatedAt: held.updatedAt,
+      local: entry.peer === this.options.peerId,
     }
   }
 }

@@ -32,6 +32,7 @@ export function checkChangeOptions(options: ChangeOptions): void {
       throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'meta must be a JSON object')
     }
     const bytes = new TextEncoder().encode(canonicalJson(meta)).length
-    if (bytes > MAX_CHANGE_META_BYTES) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `meta is ${bytes} bytes of JSON, over the limit of ${MAX_CHANGE_META_BYTES}`)
+    if (bytes > MAX_CHANGE_META_BYTES)
+      throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `meta is ${bytes} bytes of JSON, over the limit of ${MAX_CHANGE_META_BYTES}`)
   }
 }

@@ -10,7 +10,16 @@ import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
 import type { Replica, ReplicaType } from '../crdt/replica.ts'
 import type { Store } from '../persistence/store.ts'
 import { afterThisTurn } from '../persistence/turn.ts'
-import { provesSecret, type Access, type ApplyResult, type LocalCommit, type NameInfo, type PeerId, type PresentedCredentials, type SyncHost } from '../sync/index.ts'
+import {
+  provesSecret,
+  type Access,
+  type ApplyResult,
+  type LocalCommit,
+  type NameInfo,
+  type PeerId,
+  type PresentedCredentials,
+  type SyncHost,
+} from '../sync/index.ts'
 import type { DeltaEntry } from '../sync/messages.ts'
 import { overlayHost } from './host-overlay.ts'
 import { HeavyApplyGate } from './apply-gate.ts'
@@ -226,7 +235,10 @@ export class StoreSyncHost implements SyncHost {
 
   private commitThroughStore(entries: readonly DeltaEntry[], origin: unknown, agent: string | undefined): Promise<ApplyResultOfStore[]> {
     if (entries.length === 0) return Promise.resolve([])
-    return this.options.store.commit(entries.map((entry) => ({ name: entry.name, delta: entry.delta, type: entry.replicaType })), { origin, agent })
+    return this.options.store.commit(
+      entries.map((entry) => ({ name: entry.name, delta: entry.delta, type: entry.replicaType })),
+      { origin, agent },
+    )
   }
 
   subscribe(listener: (commit: LocalCommit) => void): Unsubscribe {
@@ -275,8 +287,6 @@ function notHeld(name: string): ConcordError {
 /** Applies a {@link CredentialCheck}: what `peer` presented must prove the secret expected of it; no check accepts everyone. */
 async function checkCredentials(check: CredentialCheck | undefined, peer: string, presented: PresentedCredentials): Promise<boolean> {
   if (check === undefined) return true
-  const secret = typeof check === 'function' ? await check(peer)
-    : typeof check === 'string' ? check
-    : Object.prototype.hasOwnProperty.call(check, peer) ? check[peer] : undefined
+  const secret = typeof check === 'function' ? await check(peer) : typeof check === 'string' ? check : Object.hasOwn(check, peer) ? check[peer] : undefined
   return provesSecret(presented, typeof secret === 'string' ? secret : undefined)
 }

@@ -101,14 +101,27 @@ export class WebSocketNetwork {
     const transport = this.transport()
     const routes = options.routes ?? []
     for (const route of routes) {
-      if (route === null || typeof route !== 'object' || typeof route.path !== 'string' || !route.path.startsWith('/') || typeof route.handleRequest !== 'function') {
+      if (
+        route === null ||
+        typeof route !== 'object' ||
+        typeof route.path !== 'string' ||
+        !route.path.startsWith('/') ||
+        typeof route.handleRequest !== 'function'
+      ) {
         throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'listen: a route is { path: "/...", handleRequest(request, response) }')
       }
     }
-    const url = await transport.listen({
-      port: options.port ?? 0, host: options.host ?? '127.0.0.1', tls: options.tls,
-      maxConnections: options.maxConnections, maxConnectionsPerAddress: options.maxConnectionsPerAddress, upgradeTimeoutMs: options.upgradeTimeoutMs,
-    }, { signal: options.signal })
+    const url = await transport.listen(
+      {
+        port: options.port ?? 0,
+        host: options.host ?? '127.0.0.1',
+        tls: options.tls,
+        maxConnections: options.maxConnections,
+        maxConnectionsPerAddress: options.maxConnectionsPerAddress,
+        upgradeTimeoutMs: options.upgradeTimeoutMs,
+      },
+      { signal: options.signal },
+    )
     for (const route of routes) {
       transport.routeRequests(route.path, (request, response) => route.handleRequest(request, response))
       this.httpRoutes.push(route)

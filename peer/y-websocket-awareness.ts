@@ -22,7 +22,7 @@
  */
 import * as Y from 'yjs'
 import * as awarenessProtocol from 'y-protocols/awareness'
-import { Decoder, Encoder, decodeGuarded } from '../crdt/codec.ts'
+import { type Decoder, Encoder, decodeGuarded } from '../crdt/codec.ts'
 import { DecodeError } from '../crdt/errors.ts'
 import { TokenBucket } from '../sync/token-bucket.ts'
 
@@ -40,7 +40,10 @@ export interface AwarenessLimits {
 
 /** The defaults of {@link AwarenessLimits}. */
 export const DEFAULT_AWARENESS_LIMITS: Required<AwarenessLimits> = {
-  maxStatesPerRoom: 256, maxStatesPerClient: 4, maxStateBytes: 8 * 1024, messagesPerSecond: 30,
+  maxStatesPerRoom: 256,
+  maxStatesPerClient: 4,
+  maxStateBytes: 8 * 1024,
+  messagesPerSecond: 30,
 }
 
 /** One client of the room, as far as awareness goes. */

@@ -130,8 +130,15 @@ interface RoomEntry {
 /** Serves y-websocket clients from Concord's Yjs documents. */
 export class YWebsocketBridge {
   readonly stats: YWebsocketBridgeStats = {
-    connections: 0, messagesReceived: 0, updatesApplied: 0, updatesDropped: 0, updatesRefused: 0,
-    malformedDropped: 0, awarenessDropped: 0, requestsDropped: 0, clientsDisconnected: 0,
+    connections: 0,
+    messagesReceived: 0,
+    updatesApplied: 0,
+    updatesDropped: 0,
+    updatesRefused: 0,
+    malformedDropped: 0,
+    awarenessDropped: 0,
+    requestsDropped: 0,
+    clientsDisconnected: 0,
   }
 
   private readonly rooms = new Map<string, RoomEntry>()
@@ -174,14 +181,22 @@ export class YWebsocketBridge {
         socket.pause() // a client that sends faster than its updates are persisted waits (TCP backpressure)
       }
       // Messages of one client are handled in order; updates wait for their commit.
-      queue = queue.then(() => this.onMessage(state, socket, member, bytes)).then((ok) => { if (!ok) malformed() }, () => malformed()).then(() => {
-        queuedMessages--
-        queuedBytes -= bytes.length
-        if (paused && queuedMessages <= MAX_QUEUED_MESSAGES / 2 && queuedBytes <= MAX_QUEUED_BYTES / 2) {
-          paused = false
-          socket.resume()
-        }
-      })
+      queue = queue
+        .then(() => this.onMessage(state, socket, member, bytes))
+        .then(
+          (ok) => {
+            if (!ok) malformed()
+          },
+          () => malformed(),
+        )
+        .then(() => {
+          queuedMessages--
+          queuedBytes -= bytes.length
+          if (paused && queuedMessages <= MAX_QUEUED_MESSAGES / 2 && queuedBytes <= MAX_QUEUED_BYTES / 2) {
+            paused = false
+            socket.resume()
+          }
+        })
     }
 
     socket.on('message', (data: Buffer | ArrayBuffer | Buffer[], isBinary: boolean) => {
@@ -196,27 +211,33 @@ export class YWebsocketBridge {
       enqueue(bytes)
     })
     socket.on('error', () => socket.terminate())
-    socket.on('close', () => { if (joined) this.leave(roomName, joined.state, socket, joined.member) })
+    socket.on('close', () => {
+      if (joined) this.leave(roomName, joined.state, socket, joined.member)
+    })
 
     const entry = this.join(roomName, client.access === 'write')
-    entry.ready.then((state) => {
-      entry.joining--
-      if (socket.readyState !== socket.OPEN || this.closed) {
-        this.releaseIfEmpty(roomName, entry, state)
-        return
-      }
-      const member: Member = {
-        client, awareness: state.awareness.join(),
-        requests: new TokenBucket(SYNC_REQUESTS_PER_SECOND, 2 * SYNC_REQUESTS_PER_SECOND, this.now()),
-      }
-      state.members.set(socket, member)
-      joined = { state, member }
-      this.greet(state, socket)
-      for (const bytes of pending.splice(0)) enqueue(bytes)
-    }, () => {
-      entry.joining--
-      socket.close(1011, 'room unavailable')
-    })
+    entry.ready.then(
+      (state) => {
+        entry.joining--
+        if (socket.readyState !== socket.OPEN || this.closed) {
+          this.releaseIfEmpty(roomName, entry, state)
+          return
+        }
+        const member: Member = {
+          client,
+          awareness: state.awareness.join(),
+          requests: new TokenBucket(SYNC_REQUESTS_PER_SECOND, 2 * SYNC_REQUESTS_PER_SECOND, this.now()),
+        }
+        state.members.set(socket, member)
+        joined = { state, member }
+        this.greet(state, socket)
+        for (const bytes of pending.splice(0)) enqueue(bytes)
+      },
+      () => {
+        entry.joining--
+        socket.close(1011, 'room unavailable')
+      },
+    )
   }
 
   /**
@@ -227,9 +248,12 @@ export class YWebsocketBridge {
     const entry = this.rooms.get(roomName)
     if (!entry) return
     const message = syncMessage(syncUpdate, update)
-    void entry.ready.then((state) => {
-      for (const [socket, member] of state.members) if (member.client !== origin) send(socket, message)
-    }, () => undefined)
+    void entry.ready.then(
+      (state) => {
+        for (const [socket, member] of state.members) if (member.client !== origin) send(socket, message)
+      },
+      () => undefined,
+    )
   }
 
   /** Rooms open (with clients, or one joining). */
@@ -246,10 +270,13 @@ export class YWebsocketBridge {
   close(): void {
     this.closed = true
     for (const entry of this.rooms.values()) {
-      entry.ready.then((state) => {
-        for (const socket of state.members.keys()) socket.close(1001, 'server closing')
-        this.closeRoom(state)
-      }, () => {})
+      entry.ready.then(
+        (state) => {
+          for (const socket of state.members.keys()) socket.close(1001, 'server closing')
+          this.closeRoom(state)
+        },
+        () => {},
+      )
     }
     this.rooms.clear()
   }
@@ -260,16 +287,23 @@ export class YWebsocketBridge {
     if (!entry) {
       const ready = this.options.openRoom(name, create).then((room) => {
         const state: RoomState = {
-          room, members: new Map(),
-          awareness: new RoomAwareness(this.options.awareness ?? {}, (update) => {
-            const message = awarenessMessage(update)
-            for (const socket of state.members.keys()) send(socket, message)
-          }, this.options.now),
+          room,
+          members: new Map(),
+          awareness: new RoomAwareness(
+            this.options.awareness ?? {},
+            (update) => {
+              const message = awarenessMessage(update)
+              for (const socket of state.members.keys()) send(socket, message)
+            },
+            this.options.now,
+          ),
         }
         return state
       })
       const created: RoomEntry = { ready, joining: 0 }
-      ready.catch(() => { if (this.rooms.get(name) === created) this.rooms.delete(name) })
+      ready.catch(() => {
+        if (this.rooms.get(name) === created) this.rooms.delete(name)
+      })
       this.rooms.set(name, created)
       entry = created
     }
@@ -346,9 +380,7 @@ export class YWebsocketBridge {
   }
 }
 
-type ClientMessage =
-  | { readonly type: 'step1' | 'update' | 'awareness'; readonly payload: Uint8Array }
-  | { readonly type: 'query-awareness' | 'auth' }
+type ClientMessage = { readonly type: 'step1' | 'update' | 'awareness'; readonly payload: Uint8Array } | { readonly type: 'query-awareness' | 'auth' }
 
 /** Reads one client message (bounds-checked; trailing bytes are an error). */
 function readMessage(decoder: Decoder): ClientMessage {
@@ -384,7 +416,9 @@ function isEmptyUpdate(update: Uint8Array): boolean {
 
 function send(socket: WebSocket, message: Uint8Array): void {
   if (socket.readyState !== socket.OPEN) return
-  socket.send(message, (error) => { if (error) socket.terminate() })
+  socket.send(message, (error) => {
+    if (error) socket.terminate()
+  })
 }
 
 function toBytes(data: Buffer | ArrayBuffer | Buffer[]): Uint8Array {

@@ -74,7 +74,10 @@ const CONFLICT = 'HTTP/1.1 409 Conflict\r\nConnection: close\r\n\r\n'
 
 /** A y-websocket client admitted by the route: the origin of its commits (the store logs `remotePeerId` as their agent). */
 class YWebsocketPeer implements YWebsocketClient {
-  constructor(readonly remotePeerId: string, readonly access: 'read' | 'write') {}
+  constructor(
+    readonly remotePeerId: string,
+    readonly access: 'read' | 'write',
+  ) {}
 }
 
 /** See the module comment. */
@@ -146,7 +149,7 @@ export class YWebsocketRoute {
 
   private async openRoom(name: string, create: boolean): Promise<YjsRoom> {
     const { store, admission } = this.options
-    let replica: YjsReplica | undefined = await store.open(name, 'yjs', create ? {} : { mustExist: true }) as YjsReplica
+    let replica: YjsReplica | undefined = (await store.open(name, 'yjs', create ? {} : { mustExist: true })) as YjsReplica
     const held = (): YjsReplica => {
       if (!replica) throw new Error(`room "${name}" was released`)
       return replica
@@ -162,7 +165,9 @@ export class YWebsocketRoute {
         return code === ErrorCodes.DECODE_ERROR || code === ErrorCodes.INVALID_ARGUMENT ? 'invalid' : 'refused'
       },
       // The store's cache decides from here whether the document stays in memory.
-      release: () => { replica = undefined },
+      release: () => {
+        replica = undefined
+      },
     }
   }
 }

@@ -6,7 +6,18 @@
  */
 export type { Storage, StorageKey, StorageEntry, StorageOperation, RangeOptions, WriteOptions, SignalOptions } from './storage/storage.ts'
 export { LevelStorage, openLevelStorage, type LevelStorageOptions, type BytesLevel } from './storage/level/index.ts'
-export { openStore, Store, type HistoryEntry, type NameInfo, type VerifyReport, type StoreEvents, type ApplyResult, type GcReport, type CommittedUnitRecord, type Loss } from './store.ts'
+export {
+  openStore,
+  Store,
+  type HistoryEntry,
+  type NameInfo,
+  type VerifyReport,
+  type StoreEvents,
+  type ApplyResult,
+  type GcReport,
+  type CommittedUnitRecord,
+  type Loss,
+} from './store.ts'
 export type { StoreOptions, NameOptions, Durability, Retention, CheckpointPolicy, Schema, Migration, ReplicaCreator, DeltaMerger } from './options.ts'
 export type { Timers } from './pipeline/committer.ts'
 export type { RepairReport } from './history/repair.ts'

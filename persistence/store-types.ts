@@ -139,8 +139,14 @@ export interface GcReport {
 /** A committed record as `history`, `changes` and the `commit` event show it. */
 export function toHistoryEntry(record: CommittedRecord): HistoryEntry {
   return {
-    name: record.name, seq: record.seq, hlc: record.hlc, agent: record.agent, kind: record.kind,
-    bytes: record.payload, hash: toHex(record.hash), size: record.size,
+    name: record.name,
+    seq: record.seq,
+    hlc: record.hlc,
+    agent: record.agent,
+    kind: record.kind,
+    bytes: record.payload,
+    hash: toHex(record.hash),
+    size: record.size,
   }
 }
 

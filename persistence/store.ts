@@ -62,7 +62,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   // A wasm trap in Automerge reloads its module instead of leaving every document dead.
   installAutomergeReloader()
   const ownsStorage = options.storage === undefined
-  const storage = options.storage ?? await openLevelStorage({ dir: options.dir, signal: options.signal })
+  const storage = options.storage ?? (await openLevelStorage({ dir: options.dir, signal: options.signal }))
   try {
     const id = brandReplicaId(String(options.replicaId))
     const now = options.now ?? Date.now
@@ -75,9 +75,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
       const replicaId = claim ? id : UNCLAIMED
       await storage.batch([{ type: 'put', key: STORE_INFO_KEY, value: encodeStoreInfo({ replicaId, created: info?.created ?? now() }) }], { sync: true })
     }
-    const defaults = options.createReplica === undefined || options.deltaMerger === undefined
-      ? await import('./default-replicas.ts')
-      : undefined
+    const defaults = options.createReplica === undefined || options.deltaMerger === undefined ? await import('./default-replicas.ts') : undefined
     const createReplica = options.createReplica ?? defaults!.defaultCreateReplica
     const deltaMerger = options.deltaMerger ?? defaults!.defaultDeltaMerger
     const store = new Store(storage, ownsStorage, id, createReplica, { ...options, deltaMerger })
@@ -105,10 +103,12 @@ function checkAgent(agent: unknown): string | undefined {
 
 /** The error of opening a store that belongs to another replica, saying how to proceed. */
 function ownerMismatch(owner: string, id: string): ConcordError {
-  return new ConcordError(ErrorCodes.INVALID_ARGUMENT,
+  return new ConcordError(
+    ErrorCodes.INVALID_ARGUMENT,
     `this store belongs to replica "${owner}", not "${id}": a folder holds the data of one replica. ` +
-    `Open it with id "${owner}", or give "${id}" a folder of its own (to start it with this data: ` +
-    `concord export --dir THIS | concord import --dir NEW; the first peer that opens NEW owns it)`)
+      `Open it with id "${owner}", or give "${id}" a folder of its own (to start it with this data: ` +
+      `concord export --dir THIS | concord import --dir NEW; the first peer that opens NEW owns it)`,
+  )
 }
 
 /** A store of named, persisted replicas. Create it with {@link openStore}. */
@@ -189,7 +189,13 @@ export class Store {
       for (const loss of found) {
         this.events.emit('lost', loss)
         const what = loss.fromSeq === 1 ? 'the whole name is missing' : `records ${loss.fromSeq}..${loss.toSeq} are missing`
-        this.events.emit('error', { name: loss.name, error: new ConcordError(ErrorCodes.CORRUPT_RECORD, `"${loss.name}": ${what}, although they were written before the last clean close (LevelDB lost the end of its log); peers resend what they hold, or restore the folder from a backup; \`concord repair\` accepts the loss`) })
+        this.events.emit('error', {
+          name: loss.name,
+          error: new ConcordError(
+            ErrorCodes.CORRUPT_RECORD,
+            `"${loss.name}": ${what}, although they were written before the last clean close (LevelDB lost the end of its log); peers resend what they hold, or restore the folder from a backup; \`concord repair\` accepts the loss`,
+          ),
+        })
       }
     })
   }
@@ -267,7 +273,11 @@ export class Store {
    * the name's mode. A delta that adds nothing is not logged (`changed:
    * false`). `type` is needed only when the name does not exist yet.
    */
-  async applyRemote(name: string, delta: Uint8Array, options: { type?: ReplicaType; origin?: unknown; agent?: string } & SignalOptions = {}): Promise<ApplyResult> {
+  async applyRemote(
+    name: string,
+    delta: Uint8Array,
+    options: { type?: ReplicaType; origin?: unknown; agent?: string } & SignalOptions = {},
+  ): Promise<ApplyResult> {
     const [result] = await this.commit([{ name, delta, type: options.type }], options)
     return result
   }
@@ -279,7 +289,10 @@ export class Store {
    * `CONCORD_DECODE_ERROR`) before any is applied, and a refused commit
    * leaves no name it would have created.
    */
-  async commit(deltas: ReadonlyArray<{ name: string; delta: Uint8Array; type?: ReplicaType }>, options: { origin?: unknown; agent?: string } & SignalOptions = {}): Promise<ApplyResult[]> {
+  async commit(
+    deltas: ReadonlyArray<{ name: string; delta: Uint8Array; type?: ReplicaType }>,
+    options: { origin?: unknown; agent?: string } & SignalOptions = {},
+  ): Promise<ApplyResult[]> {
     this.context.checkOpen()
     throwIfAborted(options.signal)
     for (const item of deltas) {
@@ -290,7 +303,8 @@ export class Store {
       const entries: NameEntry[] = []
       try {
         // A name the commit creates is stored with its first records, in the commit's batch.
-        for (const item of deltas) entries.push(this.owner.use(item.name, item.type) ?? await this.owner.entry(item.name, item.type, { signal: options.signal }, true))
+        for (const item of deltas)
+          entries.push(this.owner.use(item.name, item.type) ?? (await this.owner.entry(item.name, item.type, { signal: options.signal }, true)))
       } catch (error) {
         // Refused before anything applied (a type mismatch, a damaged name): no name it created is left behind.
         this.owner.forgetUnstored(entries)
@@ -404,13 +418,18 @@ export class Store {
     this.context.checkOpen()
     // A recorded loss (persistence/lifecycle/seal.ts) is accepted: verify stops failing for it.
     const loss = await acceptLoss(this.storage, name)
-    if (loss !== undefined && await this.typeOf(name, options) === undefined) {
+    if (loss !== undefined && (await this.typeOf(name, options)) === undefined) {
       return { name, repaired: true, reason: `accepted the loss of the whole name (records 1..${loss.toSeq})`, lostRecords: loss.toSeq }
     }
     const report = await repairName(this.context, this.owner, name, options)
     if (loss === undefined) return report
     const reason = `accepted the loss of records ${loss.fromSeq}..${loss.toSeq}`
-    return { ...report, repaired: true, reason: report.reason ? `${report.reason}; ${reason}` : reason, lostRecords: (report.lostRecords ?? 0) + loss.toSeq - loss.fromSeq + 1 }
+    return {
+      ...report,
+      repaired: true,
+      reason: report.reason ? `${report.reason}; ${reason}` : reason,
+      lostRecords: (report.lostRecords ?? 0) + loss.toSeq - loss.fromSeq + 1,
+    }
   }
 
   /** Every stored name (archived ones included), in name order. */
@@ -502,9 +521,15 @@ export class Store {
         writes.push(context.committer.enqueue(checkpointUnit(context, entry)).catch(() => undefined))
       } else if (state.metaBehind) {
         // Bring the stored metadata up to the log, so the next open has no tail to derive.
-        writes.push(context.committer.enqueue({
-          sync: false, states: [state], build: (b) => b.setMeta(state, b.meta(state)),
-        }).catch(() => undefined))
+        writes.push(
+          context.committer
+            .enqueue({
+              sync: false,
+              states: [state],
+              build: (b) => b.setMeta(state, b.meta(state)),
+            })
+            .catch(() => undefined),
+        )
       }
     }
     await Promise.all(writes)

@@ -31,6 +31,9 @@ function messageChannelTurn(): (callback: () => void) => void {
 }
 
 /** Calls `callback` once the current turn is over. */
-export const afterThisTurn: (callback: () => void) => void = typeof setImmediate === 'function'
-  ? (callback) => { setImmediate(callback) }
-  : messageChannelTurn()
+export const afterThisTurn: (callback: () => void) => void =
+  typeof setImmediate === 'function'
+    ? (callback) => {
+        setImmediate(callback)
+      }
+    : messageChannelTurn()

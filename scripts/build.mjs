@@ -37,12 +37,14 @@ for (const file of walk(dist)) {
     const rewritten = source.replace(relativeTs, (_match, head, quote, path) => `${head}${quote}${path}.js${quote}`)
     if (rewritten !== source) writeFileSync(file, rewritten)
   } else if (file.endsWith('.js')) {
-    const code = readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '')
+    const code = readFileSync(file, 'utf8')
+      .replace(/\/\*[\s\S]*?\*\//g, '')
+      .replace(/^\s*\/\/.*$/gm, '')
     for (const match of code.matchAll(relativeTs)) problems.push(`${relative(root, file)}: imports ${match[3]}.ts`)
   }
 }
 if (problems.length > 0) {
-  console.error('build: relative .ts imports left in the JavaScript:\n  ' + problems.join('\n  '))
+  console.error(`build: relative .ts imports left in the JavaScript:\n  ${problems.join('\n  ')}`)
   process.exit(1)
 }
 chmodSync(join(dist, 'cli', 'main.js'), 0o755)

@@ -44,7 +44,11 @@ const rules = {
   persistence: { allow: ['persistence', 'crdt'], pure: false },
   'persistence/format': { allow: ['persistence/format'], allowFiles: formatUtilities, pure: false },
   'persistence/storage': { allow: ['persistence/storage'], allowFiles: new Set(['crdt/errors.ts', 'crdt/codec.ts']), pure: false },
-  'persistence/pipeline': { allow: ['persistence/pipeline', 'persistence/format', 'persistence/storage'], allowFiles: new Set([...baseUtilities, 'crdt/hlc.ts', 'persistence/turn.ts']), pure: false },
+  'persistence/pipeline': {
+    allow: ['persistence/pipeline', 'persistence/format', 'persistence/storage'],
+    allowFiles: new Set([...baseUtilities, 'crdt/hlc.ts', 'persistence/turn.ts']),
+    pure: false,
+  },
   'persistence/names': { allow: [...below('names'), 'crdt'], allowFiles: shared, pure: false },
   'persistence/writes': { allow: [...below('writes'), 'crdt'], allowFiles: shared, pure: false },
   'persistence/lifecycle': { allow: [...below('lifecycle'), 'crdt'], allowFiles: shared, pure: false },
@@ -56,11 +60,13 @@ const rules = {
 }
 /** The rule of a file: the longest folder of `rules` that holds it. */
 function ruleOf(rel) {
-  const layer = Object.keys(rules).filter((folder) => rel.startsWith(folder + '/')).sort((a, b) => b.length - a.length)[0]
+  const layer = Object.keys(rules)
+    .filter((folder) => rel.startsWith(`${folder}/`))
+    .sort((a, b) => b.length - a.length)[0]
   return layer && { layer, rule: rules[layer] }
 }
 /** Whether `target` lies in one of `folders`. */
-const inFolders = (target, folders) => folders.some((folder) => target.startsWith(folder + '/'))
+const inFolders = (target, folders) => folders.some((folder) => target.startsWith(`${folder}/`))
 const nodeOnlyPackages = /^(node:|fs$|net$|path$|os$|child_process$|ws$|classic-level$|level$)/
 const nodeOnlyGlobals = /\b(Buffer|process\.|setTimeout|setInterval|setImmediate|require\()/
 
@@ -78,7 +84,11 @@ const problems = []
 const seen = new Set()
 for (const top of Object.keys(rules).filter((folder) => !folder.includes('/'))) {
   let files = []
-  try { files = walk(join(root, top)) } catch { continue }
+  try {
+    files = walk(join(root, top))
+  } catch {
+    continue
+  }
   for (const file of files) {
     const rel = relative(root, file)
     if (seen.has(rel)) continue
@@ -102,7 +112,7 @@ for (const top of Object.keys(rules).filter((folder) => !folder.includes('/'))) 
   }
 }
 if (problems.length > 0) {
-  console.error('layer rules broken (see docs/design-sketch.md):\n  ' + problems.join('\n  '))
+  console.error(`layer rules broken (see docs/design-sketch.md):\n  ${problems.join('\n  ')}`)
   process.exit(1)
 }
 console.log('layers: ok')

@@ -160,22 +160,27 @@ if (missing.length > 0) {
   process.exit(1)
 }
 
-const child = spawn(process.execPath, [
-  '--import', 'tsx',
-  '--test',
-  '--test-reporter=spec',
-  // A hung test fails instead of blocking the run: 3 minutes per test in the
-  // default and adversarial lists (the slowest take seconds), 30 in the long lists.
-  `--test-timeout=${listName === 'default' || listName === 'adversarial' ? 180_000 : 1_800_000}`,
-  ...files,
-], {
-  stdio: ['ignore', 'pipe', 'inherit'],
-  env: {
-    ...(listName === 'chaos' ? { CONCORD_LAW_RUNS: '300' } : {}),
-    ...process.env,
-    CONCORD_TEST_LIST: listName,
+const child = spawn(
+  process.execPath,
+  [
+    '--import',
+    'tsx',
+    '--test',
+    '--test-reporter=spec',
+    // A hung test fails instead of blocking the run: 3 minutes per test in the
+    // default and adversarial lists (the slowest take seconds), 30 in the long lists.
+    `--test-timeout=${listName === 'default' || listName === 'adversarial' ? 180_000 : 1_800_000}`,
+    ...files,
+  ],
+  {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: {
+      ...(listName === 'chaos' ? { CONCORD_LAW_RUNS: '300' } : {}),
+      ...process.env,
+      CONCORD_TEST_LIST: listName,
+    },
   },
-})
+)
 
 let tail = ''
 child.stdout.on('data', (chunk) => {

@@ -83,8 +83,14 @@ export function newAdmissionStats(): AdmissionStats {
 
 /** Error codes of a unit refused by validation in the store (not applied), rather than failing to persist. */
 export function isRefusedApply(code: string | undefined): boolean {
-  return code === ErrorCodes.DECODE_ERROR || code === ErrorCodes.TYPE_MISMATCH || code === ErrorCodes.FORBIDDEN ||
-    code === ErrorCodes.INVALID_ARGUMENT || code === ErrorCodes.LIMIT_EXCEEDED || code === ErrorCodes.PROTOCOL_ERROR
+  return (
+    code === ErrorCodes.DECODE_ERROR ||
+    code === ErrorCodes.TYPE_MISMATCH ||
+    code === ErrorCodes.FORBIDDEN ||
+    code === ErrorCodes.INVALID_ARGUMENT ||
+    code === ErrorCodes.LIMIT_EXCEEDED ||
+    code === ErrorCodes.PROTOCOL_ERROR
+  )
 }
 
 /** See the module comment. */
@@ -174,7 +180,11 @@ export class Admission {
     let bytes = 0
     for (const entry of entries) {
       if (!isValidName(entry.name)) {
-        return { name: String(entry.name).slice(0, 64), code: ErrorCodes.INVALID_ARGUMENT, message: 'a name must be a non-empty string of at most 1024 characters' }
+        return {
+          name: String(entry.name).slice(0, 64),
+          code: ErrorCodes.INVALID_ARGUMENT,
+          message: 'a name must be a non-empty string of at most 1024 characters',
+        }
       }
       if (!this.takes(entry.name)) {
         return { name: entry.name, code: ErrorCodes.FORBIDDEN, message: `"${entry.name}" is outside the requested names` }

@@ -57,23 +57,27 @@ function unreadable(error: unknown): boolean {
  * (built in slices of {@link SLICE_NAMES} names, each held while it is read).
  */
 export async function listVersions(host: SyncHost, filter: NameFilter, readable: (name: string) => boolean): Promise<VersionEntry[]> {
-  const listed = [...await host.list()].filter(({ name }) => matchesFilter(filter, name) && readable(name))
+  const listed = [...(await host.list())].filter(({ name }) => matchesFilter(filter, name) && readable(name))
   const entries: VersionEntry[] = []
   for (let start = 0; start < listed.length; start += SLICE_NAMES) {
     if (start > 0 && host.yieldTurn) await host.yieldTurn()
     const slice = listed.slice(start, start + SLICE_NAMES)
-    await withHeld(host, slice.map((info) => info.name), () => {
-      for (const { name, type } of slice) {
-        let version: Uint8Array
-        try {
-          version = host.version(name)
-        } catch (error) {
-          if (unreadable(error)) continue
-          throw error
+    await withHeld(
+      host,
+      slice.map((info) => info.name),
+      () => {
+        for (const { name, type } of slice) {
+          let version: Uint8Array
+          try {
+            version = host.version(name)
+          } catch (error) {
+            if (unreadable(error)) continue
+            throw error
+          }
+          entries.push({ name, replicaType: type, version })
         }
-        entries.push({ name, replicaType: type, version })
-      }
-    })
+      },
+    )
   }
   return entries
 }
@@ -182,22 +186,26 @@ export async function answerInSlices(names: readonly NameInfo[], entries: readon
     deltas[at] = delta ? { name: item.name, replicaType: item.type, delta } : null
   }
   try {
-    for (let start = 0; start < wanted.length;) {
+    for (let start = 0; start < wanted.length; ) {
       if (start > 0 && host.yieldTurn) await host.yieldTurn()
       // The slice: up to SLICE_NAMES names, fewer once their deltas reach SLICE_BYTES.
       const end = Math.min(wanted.length, start + SLICE_NAMES)
       let at = start
-      await withHeld(host, wanted.slice(start, end).map((item) => item.name), () => {
-        for (let bytes = 0; at < end && bytes < SLICE_BYTES; at++) {
-          index.set(wanted[at].name, at)
-          compute(at)
-          bytes += deltas[at]?.delta.length ?? 0
-        }
-      })
+      await withHeld(
+        host,
+        wanted.slice(start, end).map((item) => item.name),
+        () => {
+          for (let bytes = 0; at < end && bytes < SLICE_BYTES; at++) {
+            index.set(wanted[at].name, at)
+            compute(at)
+            bytes += deltas[at]?.delta.length ?? 0
+          }
+        },
+      )
       start = at
     }
     // Names committed to meanwhile, computed again in one turn; holding them may take turns, in which more may come.
-    for (let again = new Set(stale); again.size > 0;) {
+    for (let again = new Set(stale); again.size > 0; ) {
       stale.clear()
       const settled = await withHeld(host, [...again], () => {
         if ([...stale].some((name) => !again.has(name))) return false
@@ -298,7 +306,7 @@ export class AntiEntropy {
    */
   async answer(entries: readonly VersionEntry[], remote: AnswerContext, closed: () => boolean): Promise<void> {
     const marks = this.context.outbox.beginAnswer()
-    const names = [...await this.context.host.list()]
+    const names = [...(await this.context.host.list())]
     if (closed()) return
     const bundles = await answerInSlices(names, entries, remote)
     if (closed()) return

@@ -92,8 +92,11 @@ export function secretsEqual(a: string, b: string): boolean {
 export function provesSecret(presented: PresentedCredentials, expected: string | undefined): boolean {
   if (typeof expected !== 'string' || expected.length === 0) return false
   switch (presented.scheme) {
-    case 'none': return false
-    case 'bearer': return secretsEqual(expected, presented.token)
-    case 'proof': return presented.verify(expected)
+    case 'none':
+      return false
+    case 'bearer':
+      return secretsEqual(expected, presented.token)
+    case 'proof':
+      return presented.verify(expected)
   }
 }

@@ -6,9 +6,7 @@
  * `legacyBearer`), and whether the remote was accepted and our HELLO-OK
  * received. The session drives it; this module holds its state and rules.
  */
-import {
-  constantTimeEqual, handshakeProof, helloNonce, NONCE_EXTENSION, type PresentedCredentials, type ProofInput,
-} from './credentials.ts'
+import { constantTimeEqual, handshakeProof, helloNonce, NONCE_EXTENSION, type PresentedCredentials, type ProofInput } from './credentials.ts'
 import type { AuthMessage, HelloMessage, Message, PeerId, RefuseMessage, RefuseReason } from './messages.ts'
 import type { NameFilter } from './names.ts'
 
@@ -101,9 +99,14 @@ export class Handshake {
   hello(filter: NameFilter, maxFrameBytes: number, window: number, extensions: HelloMessage['extensions'] = []): Message {
     const { minVersion, maxVersion, peerId, token, legacyBearer, nonce } = this.options
     return {
-      type: 'hello', minVersion, maxVersion, peerId,
+      type: 'hello',
+      minVersion,
+      maxVersion,
+      peerId,
       token: legacyBearer ? token : '',
-      filter, maxFrameBytes, window,
+      filter,
+      maxFrameBytes,
+      window,
       extensions: [...(maxVersion >= PROOF_VERSION ? [{ key: NONCE_EXTENSION, value: nonce }] : []), ...extensions],
     }
   }
@@ -112,7 +115,9 @@ export class Handshake {
   negotiate(hello: HelloMessage): { readonly version: number } | { readonly refusal: string } {
     const version = Math.min(this.options.maxVersion, hello.maxVersion)
     if (version < Math.max(this.options.minVersion, hello.minVersion)) {
-      return { refusal: `incompatible protocol versions: remote speaks ${hello.minVersion}..${hello.maxVersion}, this peer ${this.options.minVersion}..${this.options.maxVersion}` }
+      return {
+        refusal: `incompatible protocol versions: remote speaks ${hello.minVersion}..${hello.maxVersion}, this peer ${this.options.minVersion}..${this.options.maxVersion}`,
+      }
     }
     return { version }
   }
@@ -180,7 +185,7 @@ export class Handshake {
     if (negotiated.version >= PROOF_VERSION) {
       const nonce = helloNonce(hello)
       if (!nonce) return { refusal: { reason: 'protocol', message: `protocol ${negotiated.version} needs a ${this.options.nonce.length}-byte nonce in HELLO` } }
-      if (constantTimeEqual(nonce, this.options.nonce)) return { refusal: { reason: 'auth', message: 'the remote HELLO repeats this side\'s nonce' } }
+      if (constantTimeEqual(nonce, this.options.nonce)) return { refusal: { reason: 'auth', message: "the remote HELLO repeats this side's nonce" } }
       this.remoteNonce = nonce
     }
     this.received = hello
@@ -249,7 +254,8 @@ export class Handshake {
     if (ok) return { ok }
     let message = `credentials refused for peer "${peer}"`
     if (this.version < PROOF_VERSION && !this.options.legacyBearer && this.received!.token.length > 0) {
-      message += ': it speaks protocol 1 only, whose token travels in the clear and can be replayed; this peer takes only the' +
+      message +=
+        ': it speaks protocol 1 only, whose token travels in the clear and can be replayed; this peer takes only the' +
         ' challenge-response of protocol 2 (upgrade that peer, or enable legacyBearer here, over wss:// only)'
     }
     return { refusal: { reason: 'auth', message } }
@@ -265,8 +271,10 @@ export class Handshake {
   /** The message of a remote REFUSE, with a hint when a protocol-1 remote wanted our token in the clear. */
   explain(refuse: RefuseMessage): string {
     if (refuse.reason === 'auth' && refuse.maxVersion < PROOF_VERSION && !this.options.legacyBearer && this.options.token.length > 0) {
-      return `${refuse.message} (the remote speaks protocol 1 only, which takes the token in the clear; this peer never sends it` +
+      return (
+        `${refuse.message} (the remote speaks protocol 1 only, which takes the token in the clear; this peer never sends it` +
         ' unless legacyBearer is on, which is safe over wss:// only)'
+      )
     }
     return refuse.message
   }

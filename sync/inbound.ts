@@ -14,7 +14,11 @@ import type { SessionStats } from './session-types.ts'
  * message once complete (`undefined` until then), with the bytes it took.
  * Throws on bad bytes (`CONCORD_LIMIT_EXCEEDED` over the reassembly budget).
  */
-export function readFrame(frame: Uint8Array, reassembler: Reassembler, stats: SessionStats): { readonly message: DecodedMessage; readonly bytes: number } | undefined {
+export function readFrame(
+  frame: Uint8Array,
+  reassembler: Reassembler,
+  stats: SessionStats,
+): { readonly message: DecodedMessage; readonly bytes: number } | undefined {
   const message = decodeMessage(frame)
   if (message.type !== 'chunk') return { message, bytes: frame.length }
   stats.chunksIn++

@@ -4,13 +4,40 @@
  * implements for it, and the message codec. Chunking stays internal.
  */
 export {
-  FRAME_FORMAT, PROTOCOL_VERSION, MIN_PROTOCOL_VERSION, MessageType, KNOWN_TYPES, WIRE_LIMITS,
-  peerId, encodeMessage, decodeMessage, isHandshakeMessage, isCommitMessage, isChunkMessage,
+  FRAME_FORMAT,
+  PROTOCOL_VERSION,
+  MIN_PROTOCOL_VERSION,
+  MessageType,
+  KNOWN_TYPES,
+  WIRE_LIMITS,
+  peerId,
+  encodeMessage,
+  decodeMessage,
+  isHandshakeMessage,
+  isCommitMessage,
+  isChunkMessage,
 } from './messages.ts'
 export type {
-  PeerId, RefuseReason, Message, DecodedMessage, HelloMessage, HelloOkMessage, RefuseMessage, VersionsMessage,
-  VersionEntry, DeltaEntry, DeltaMessage, TransactionMessage, AckMessage, ChunkMessage, DoneMessage, RequestMessage,
-  RejectMessage, UnknownMessage, AuthMessage, PresenceMessage,
+  PeerId,
+  RefuseReason,
+  Message,
+  DecodedMessage,
+  HelloMessage,
+  HelloOkMessage,
+  RefuseMessage,
+  VersionsMessage,
+  VersionEntry,
+  DeltaEntry,
+  DeltaMessage,
+  TransactionMessage,
+  AckMessage,
+  ChunkMessage,
+  DoneMessage,
+  RequestMessage,
+  RejectMessage,
+  UnknownMessage,
+  AuthMessage,
+  PresenceMessage,
 } from './messages.ts'
 export { PRESENCE_EXTENSION, PRESENCE_FORMAT, PRESENCE_LIMITS, presenceExtension, takesPresence } from './presence.ts'
 export type { PresenceEntry } from './presence.ts'
@@ -20,7 +47,15 @@ export { ALL_NAMES, MAX_NAME_LENGTH, isAllNames, matchesFilter, isValidName } fr
 export type { NameFilter } from './names.ts'
 export type { SyncHost, Access, NameInfo, LocalCommit, ApplyResult, MaybePromise } from './host.ts'
 export { Admission, DEFAULT_MAX_UNIT_BYTES, isRefusedApply, newAdmissionStats } from './admission.ts'
-export type { AdmissionHost, AdmissionOptions, AdmissionStats, Admitted, CredentialCheck as AdmissionCredentialCheck, Opened, WriteRefusal } from './admission.ts'
+export type {
+  AdmissionHost,
+  AdmissionOptions,
+  AdmissionStats,
+  Admitted,
+  CredentialCheck as AdmissionCredentialCheck,
+  Opened,
+  WriteRefusal,
+} from './admission.ts'
 export { SyncSession } from './session.ts'
 export type { SyncChannel, SessionOptions, SessionStats, SessionEvents, SessionState } from './session.ts'
 export { newSessionStats } from './session-types.ts'

@@ -79,7 +79,11 @@ export class Intake {
   private inboxBytes = 0
   private violated = false
 
-  constructor(private readonly limits: IntakeLimits, private readonly context: IntakeContext, startedAt: number) {
+  constructor(
+    private readonly limits: IntakeLimits,
+    private readonly context: IntakeContext,
+    startedAt: number,
+  ) {
     this.reassembler = new Reassembler({ maxMessageBytes: limits.maxMessageBytes, maxPartial: 4, maxBufferedBytes: limits.maxReassemblyBytes })
     this.rateGate = limits.rateLimit ? new InboundRateGate(limits.rateLimit, startedAt) : undefined
     this.gate = new PreHandshakeGate(limits.maxHelloBytes)

@@ -8,7 +8,7 @@
  * an {@link UnknownMessage} so newer peers can add messages (forward
  * compatibility).
  */
-import { Decoder, Encoder, decodeGuarded } from '../crdt/codec.ts'
+import { type Decoder, Encoder, decodeGuarded } from '../crdt/codec.ts'
 import { ConcordError, DecodeError, ErrorCodes } from '../crdt/errors.ts'
 import type { ReplicaType } from '../crdt/replica.ts'
 import { PROOF_BYTES } from './credentials.ts'
@@ -58,7 +58,16 @@ const refuseByCode = new Map<number, RefuseReason>(Object.entries(refuseCodes).m
 
 /** Every replica type tag a peer of this version knows. */
 export const KNOWN_TYPES: readonly ReplicaType[] = [
-  'gcounter', 'pncounter', 'gset', 'orset', 'lww-register', 'mv-register', 'ormap', 'ewflag', 'yjs', 'automerge',
+  'gcounter',
+  'pncounter',
+  'gset',
+  'orset',
+  'lww-register',
+  'mv-register',
+  'ormap',
+  'ewflag',
+  'yjs',
+  'automerge',
 ]
 
 /** First message on a connection, from both sides. */
@@ -199,8 +208,19 @@ export interface UnknownMessage {
 
 /** Every message. */
 export type Message =
-  | HelloMessage | HelloOkMessage | RefuseMessage | VersionsMessage | DeltaMessage | TransactionMessage
-  | AckMessage | ChunkMessage | DoneMessage | RequestMessage | RejectMessage | AuthMessage | PresenceMessage
+  | HelloMessage
+  | HelloOkMessage
+  | RefuseMessage
+  | VersionsMessage
+  | DeltaMessage
+  | TransactionMessage
+  | AckMessage
+  | ChunkMessage
+  | DoneMessage
+  | RequestMessage
+  | RejectMessage
+  | AuthMessage
+  | PresenceMessage
 
 /** A decoded frame: a known message or an unknown one. */
 export type DecodedMessage = Message | UnknownMessage
@@ -266,7 +286,11 @@ function readName(decoder: Decoder): string {
 
 /** Writes a name; one the decoder would refuse (empty, too long, a lone surrogate) is `CONCORD_INVALID_ARGUMENT`. */
 function writeName(encoder: Encoder, name: string): void {
-  if (!isValidName(name)) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `cannot send the name ${JSON.stringify(String(name).slice(0, 40))}: not a non-empty, well-formed string of at most ${MAX_NAME_LENGTH} characters`)
+  if (!isValidName(name))
+    throw new ConcordError(
+      ErrorCodes.INVALID_ARGUMENT,
+      `cannot send the name ${JSON.stringify(String(name).slice(0, 40))}: not a non-empty, well-formed string of at most ${MAX_NAME_LENGTH} characters`,
+    )
   encoder.writeString(name)
 }
 

@@ -77,7 +77,10 @@ export class Outbox {
   /** Settles the pending {@link whenAcked} promises with an error. */
   private readonly rejecters = new Set<(error: Error) => void>()
 
-  constructor(private readonly context: OutboxContext, now: number) {
+  constructor(
+    private readonly context: OutboxContext,
+    now: number,
+  ) {
     this.lastAckProgressAt = now
   }
 
@@ -284,9 +287,7 @@ export class Outbox {
       this.inflightBytes += bytes
       this.context.stats.commitsOut++
       if (item.kind === 'commit' && item.answer && item.entries.length > 1) this.bundles.set(seq, item.entries)
-      const message: Message = item.entries.length === 1
-        ? { type: 'delta', seq, entry: item.entries[0] }
-        : { type: 'transaction', seq, entries: item.entries }
+      const message: Message = item.entries.length === 1 ? { type: 'delta', seq, entry: item.entries[0] } : { type: 'transaction', seq, entries: item.entries }
       const frameLimit = Math.min(this.context.maxFrameBytes, Math.max(MIN_FRAME_BYTES, this.context.remote()?.maxFrameBytes ?? DEFAULT_MAX_FRAME))
       const frames = splitIntoChunks(encodeMessage(message), frameLimit, this.nextChunkId)
       if (frames.length > 1) {

@@ -102,7 +102,8 @@ export function readPresenceEntries(decoder: Decoder): PresenceEntry[] {
     const name = decoder.readString()
     if (name.length > 0 && !isValidName(name)) throw new DecodeError(`presence: invalid name (longer than ${MAX_NAME_LENGTH})`)
     const state = decoder.readBytes()
-    if (state.length > PRESENCE_LIMITS.maxStateBytes) throw new DecodeError(`presence: a state of ${state.length} bytes is over ${PRESENCE_LIMITS.maxStateBytes}`)
+    if (state.length > PRESENCE_LIMITS.maxStateBytes)
+      throw new DecodeError(`presence: a state of ${state.length} bytes is over ${PRESENCE_LIMITS.maxStateBytes}`)
     entries.push({ agent, peer, clock, ttlMs, name, state })
   }
   return entries

@@ -35,8 +35,14 @@ import type { LocalCommit, SyncHost } from './host.ts'
 import { InboundLedger } from './inbound.ts'
 import { Intake, intakeLimits } from './intake.ts'
 import {
-  MIN_PROTOCOL_VERSION, PROTOCOL_VERSION, encodeMessage,
-  type DecodedMessage, type DeltaEntry, type Message, type PeerId, type RefuseReason,
+  MIN_PROTOCOL_VERSION,
+  PROTOCOL_VERSION,
+  encodeMessage,
+  type DecodedMessage,
+  type DeltaEntry,
+  type Message,
+  type PeerId,
+  type RefuseReason,
   type VersionEntry,
 } from './messages.ts'
 import { ALL_NAMES, matchesFilter, type NameFilter } from './names.ts'
@@ -107,36 +113,47 @@ export class SyncSession {
     })
     this.now = options.now ?? Date.now
     this.startedAt = this.now()
-    this.intake = new Intake(intakeLimits(options, this.maxFrameBytes, this.window), {
-      stats: this.stat,
-      ledger: this.ledger,
-      now: this.now,
-      remoteAccepted: () => this.handshake.remote !== undefined,
-      active: () => this.stateValue !== 'closed' && !this.closing,
-      refuse: (reason, message) => this.refuse(reason, message),
-      violation: (refusal) => {
-        // After the handshake step under way: a replayed capture is refused for its credentials, if they fail.
-        this.violated = true
-        this.intake.enqueue(async () => this.refuse(refusal.reason, refusal.message))
+    this.intake = new Intake(
+      intakeLimits(options, this.maxFrameBytes, this.window),
+      {
+        stats: this.stat,
+        ledger: this.ledger,
+        now: this.now,
+        remoteAccepted: () => this.handshake.remote !== undefined,
+        active: () => this.stateValue !== 'closed' && !this.closing,
+        refuse: (reason, message) => this.refuse(reason, message),
+        violation: (refusal) => {
+          // After the handshake step under way: a replayed capture is refused for its credentials, if they fail.
+          this.violated = true
+          this.intake.enqueue(async () => this.refuse(refusal.reason, refusal.message))
+        },
+        malformed: (why) => this.malformed(why),
+        handle: (message) => this.handle(message),
+        handleNow: (message) => void this.handle(message),
+        fail: (reason) => this.close(reason),
       },
-      malformed: (why) => this.malformed(why),
-      handle: (message) => this.handle(message),
-      handleNow: (message) => void this.handle(message),
-      fail: (reason) => this.close(reason),
-    }, this.startedAt)
+      this.startedAt,
+    )
     this.requests = new RequestGate(options.requestRate ?? DEFAULT_REQUEST_RATE, this.startedAt)
-    this.outbox = new Outbox({
-      channel,
-      stats: this.stat,
-      maxFrameBytes: this.maxFrameBytes,
-      maxQueued: Math.max(1, options.maxQueuedCommits ?? 4096),
-      remote: () => this.handshake.remote,
-      remoteWindowBytes: () => this.remoteWindowBytes,
-      active: () => this.stateValue !== 'closed' && !this.closing,
-      fail: (reason) => this.close(reason),
-    }, this.startedAt)
+    this.outbox = new Outbox(
+      {
+        channel,
+        stats: this.stat,
+        maxFrameBytes: this.maxFrameBytes,
+        maxQueued: Math.max(1, options.maxQueuedCommits ?? 4096),
+        remote: () => this.handshake.remote,
+        remoteWindowBytes: () => this.remoteWindowBytes,
+        active: () => this.stateValue !== 'closed' && !this.closing,
+        fail: (reason) => this.close(reason),
+      },
+      this.startedAt,
+    )
     this.antiEntropy = new AntiEntropy({
-      host, filter: this.filter, outbox: this.outbox, stats: this.stat, now: this.now,
+      host,
+      filter: this.filter,
+      outbox: this.outbox,
+      stats: this.stat,
+      now: this.now,
       mayRead: (name) => this.admission.mayRead(this.handshake.remote?.peerId, name),
       fail: (reason) => this.close(reason),
     })
@@ -174,7 +191,12 @@ export class SyncSession {
 
   /** Sends HELLO. Call once, right after creating the session. */
   start(): void {
-    this.sendControl(this.handshake.hello(this.filter, this.maxFrameBytes, this.window, [windowBytesExtension(this.intake.windowBytes), ...(this.options.presence ? [presenceExtension()] : [])]))
+    this.sendControl(
+      this.handshake.hello(this.filter, this.maxFrameBytes, this.window, [
+        windowBytesExtension(this.intake.windowBytes),
+        ...(this.options.presence ? [presenceExtension()] : []),
+      ]),
+    )
   }
 
   /**
@@ -400,11 +422,15 @@ export class SyncSession {
 
   /** HELLO and AUTH go to the handshake, which answers (AUTH, HELLO-OK or REFUSE) through this. */
   private readonly handshakeIo: HandshakeIo = {
-    send: (message) => { if (!this.violated) this.sendControl(message) },
+    send: (message) => {
+      if (!this.violated) this.sendControl(message)
+    },
     refuse: (reason, message) => this.refuse(reason, message),
     authenticate: (peer, presented) => this.admission.authenticate(peer, presented),
     active: () => this.stateValue !== 'closed' && !this.closing,
-    unexpected: () => { this.stat.unexpected++ },
+    unexpected: () => {
+      this.stat.unexpected++
+    },
     accepted: () => {
       this.remoteWindowBytes = windowBytesOf(this.handshake.remote!)
       this.maybeOpen()
@@ -430,9 +456,16 @@ export class SyncSession {
 
   private async onVersions(entries: readonly VersionEntry[]): Promise<void> {
     const remote = this.handshake.remote!
-    await this.antiEntropy.answer(entries, {
-      filter: remote.filter, mayRead: (name) => this.admission.mayRead(remote.peerId, name), host: this.host, malformed: (why) => this.malformed(why),
-    }, () => this.stateValue === 'closed')
+    await this.antiEntropy.answer(
+      entries,
+      {
+        filter: remote.filter,
+        mayRead: (name) => this.admission.mayRead(remote.peerId, name),
+        host: this.host,
+        malformed: (why) => this.malformed(why),
+      },
+      () => this.stateValue === 'closed',
+    )
   }
 
   private async onCommit(seq: number, entries: readonly DeltaEntry[]): Promise<void> {
@@ -505,7 +538,10 @@ export class SyncSession {
   private onLocalCommit(commit: LocalCommit): void {
     if (this.stateValue !== 'open' || this.closing || !this.outbox.live || commit.origin === this) return
     const remote = this.handshake.remote!
-    const entries = this.admission.readable(remote.peerId, commit.entries.filter((entry) => matchesFilter(remote.filter, entry.name)))
+    const entries = this.admission.readable(
+      remote.peerId,
+      commit.entries.filter((entry) => matchesFilter(remote.filter, entry.name)),
+    )
     if (entries.length === 0) return
     if (!this.outbox.queueCommit(entries)) {
       // Too far behind: the queue was dropped; resync from the remote's versions instead.

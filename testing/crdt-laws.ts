@@ -146,7 +146,7 @@ function describeReplica(r: Replica): string {
   } catch (error) {
     value = `<value() threw ${String(error)}>`
   }
-  if (value.length > 400) value = value.slice(0, 400) + '...'
+  if (value.length > 400) value = `${value.slice(0, 400)}...`
   return `${r.type}@${r.replicaId} ${value}`
 }
 
@@ -154,7 +154,9 @@ function describeReplica(r: Replica): string {
 export function runCrdtLaws(runner: TestRunner, spec: LawSpec): void {
   const { describe } = runner
   const it = (name: string, body: () => void | Promise<void>): void => {
-    runner.it(name, async () => { await body() })
+    runner.it(name, async () => {
+      await body()
+    })
   }
   const seed = spec.seed ?? LAW_SEED
   const equal = spec.equal ?? defaultEqual
@@ -190,143 +192,171 @@ export function runCrdtLaws(runner: TestRunner, spec: LawSpec): void {
 
   describe(`law suite: ${spec.type} (seed ${seed}, ${runs} runs)`, () => {
     it('join is idempotent', () => {
-      fc.assert(fc.property(scenario, nonEmptyOps, (s, more) => {
-        const [a, b] = diverge(s)
-        const before = b.snapshot()
-        assert.equal(pull(b, b), false, 'joining a replica with itself changes nothing')
-        assert.ok(bytesEqual(before, b.snapshot()), 'self-join left the snapshot unchanged')
-        const x = spec.create('x')
-        const fa = full(a)
-        apply(x, fa)
-        const once = x.snapshot()
-        assert.equal(apply(x, fa), false, 'a full state applied twice: the second apply returns false')
-        assert.ok(bytesEqual(once, x.snapshot()), 'the second apply left the snapshot unchanged')
-        // A mutation's delta applied twice.
-        const y = spec.create('y')
-        pull(y, a)
-        let deltas: Uint8Array[] = []
-        deltas = recordLocal(a, () => { for (const op of more) op(a) })
-        for (const d of deltas) y.applyDelta(d)
-        const afterOnce = y.snapshot()
-        for (const d of deltas) assert.equal(y.applyDelta(d), false, 'a mutation delta applied twice: the second apply returns false')
-        assert.ok(bytesEqual(afterOnce, y.snapshot()))
-        assertEqual(a, y, 'mutation deltas')
-      }), params)
+      fc.assert(
+        fc.property(scenario, nonEmptyOps, (s, more) => {
+          const [a, b] = diverge(s)
+          const before = b.snapshot()
+          assert.equal(pull(b, b), false, 'joining a replica with itself changes nothing')
+          assert.ok(bytesEqual(before, b.snapshot()), 'self-join left the snapshot unchanged')
+          const x = spec.create('x')
+          const fa = full(a)
+          apply(x, fa)
+          const once = x.snapshot()
+          assert.equal(apply(x, fa), false, 'a full state applied twice: the second apply returns false')
+          assert.ok(bytesEqual(once, x.snapshot()), 'the second apply left the snapshot unchanged')
+          // A mutation's delta applied twice.
+          const y = spec.create('y')
+          pull(y, a)
+          let deltas: Uint8Array[] = []
+          deltas = recordLocal(a, () => {
+            for (const op of more) op(a)
+          })
+          for (const d of deltas) y.applyDelta(d)
+          const afterOnce = y.snapshot()
+          for (const d of deltas) assert.equal(y.applyDelta(d), false, 'a mutation delta applied twice: the second apply returns false')
+          assert.ok(bytesEqual(afterOnce, y.snapshot()))
+          assertEqual(a, y, 'mutation deltas')
+        }),
+        params,
+      )
     })
 
     it('join is commutative', () => {
-      fc.assert(fc.property(scenario, (s) => {
-        const [a, b] = diverge(s)
-        const fa = full(a)
-        const fb = full(b)
-        const x1 = spec.create('x')
-        apply(x1, fa)
-        apply(x1, fb)
-        const x2 = spec.create('x')
-        apply(x2, fb)
-        apply(x2, fa)
-        assertEqual(x1, x2, 'a ⊔ b vs b ⊔ a')
-        // Pulling in both directions converges.
-        pull(a, b)
-        pull(b, a)
-        assertEqual(a, x1, 'pulled a vs x')
-        assertEqual(b, x1, 'pulled b vs x')
-      }), params)
+      fc.assert(
+        fc.property(scenario, (s) => {
+          const [a, b] = diverge(s)
+          const fa = full(a)
+          const fb = full(b)
+          const x1 = spec.create('x')
+          apply(x1, fa)
+          apply(x1, fb)
+          const x2 = spec.create('x')
+          apply(x2, fb)
+          apply(x2, fa)
+          assertEqual(x1, x2, 'a ⊔ b vs b ⊔ a')
+          // Pulling in both directions converges.
+          pull(a, b)
+          pull(b, a)
+          assertEqual(a, x1, 'pulled a vs x')
+          assertEqual(b, x1, 'pulled b vs x')
+        }),
+        params,
+      )
     })
 
     it('join is associative', () => {
-      fc.assert(fc.property(scenario, (s) => {
-        const [a, b, c] = diverge(s)
-        const left = spec.create('x')
-        apply(left, full(a))
-        apply(left, full(b))
-        apply(left, full(c))
-        const bc = spec.create('y')
-        apply(bc, full(b))
-        apply(bc, full(c))
-        const right = spec.create('x')
-        apply(right, full(a))
-        apply(right, full(bc))
-        assertEqual(left, right, '(a ⊔ b) ⊔ c vs a ⊔ (b ⊔ c)')
-      }), params)
+      fc.assert(
+        fc.property(scenario, (s) => {
+          const [a, b, c] = diverge(s)
+          const left = spec.create('x')
+          apply(left, full(a))
+          apply(left, full(b))
+          apply(left, full(c))
+          const bc = spec.create('y')
+          apply(bc, full(b))
+          apply(bc, full(c))
+          const right = spec.create('x')
+          apply(right, full(a))
+          apply(right, full(bc))
+          assertEqual(left, right, '(a ⊔ b) ⊔ c vs a ⊔ (b ⊔ c)')
+        }),
+        params,
+      )
     })
 
     it("a mutation's delta applied elsewhere equals the mutation's effect", () => {
-      fc.assert(fc.property(scenario, nonEmptyOps, (s, more) => {
-        const [a, b] = diverge(s)
-        pull(a, b)
-        pull(b, a)
-        assertEqual(a, b, 'converged before the mutation')
-        for (const op of more) {
-          const deltas = recordLocal(a, () => op(a))
-          for (const d of deltas) b.applyDelta(d)
-          assertEqual(a, b, 'after one mutation and its deltas')
-        }
-      }), params)
+      fc.assert(
+        fc.property(scenario, nonEmptyOps, (s, more) => {
+          const [a, b] = diverge(s)
+          pull(a, b)
+          pull(b, a)
+          assertEqual(a, b, 'converged before the mutation')
+          for (const op of more) {
+            const deltas = recordLocal(a, () => op(a))
+            for (const d of deltas) b.applyDelta(d)
+            assertEqual(a, b, 'after one mutation and its deltas')
+          }
+        }),
+        params,
+      )
     })
 
     it('deltaSince(v) applied at v equals the full join (removals included)', () => {
-      fc.assert(fc.property(scenario, (s) => {
-        const [a, b] = diverge(s)
-        const viaDelta = build('b', [], b)
-        const viaFull = build('b', [], b)
-        assertEqual(viaDelta, b, 'copy of b')
-        apply(viaDelta, a.deltaSince(viaDelta.version()))
-        apply(viaFull, full(a))
-        assertEqual(viaDelta, viaFull, 'delta join vs full join')
-        // And the delta is enough in the other direction too.
-        const aCopy = build('a', [], a)
-        apply(aCopy, b.deltaSince(aCopy.version()))
-        assertEqual(aCopy, viaFull, 'a pulled b vs b pulled a')
-      }), params)
+      fc.assert(
+        fc.property(scenario, (s) => {
+          const [a, b] = diverge(s)
+          const viaDelta = build('b', [], b)
+          const viaFull = build('b', [], b)
+          assertEqual(viaDelta, b, 'copy of b')
+          apply(viaDelta, a.deltaSince(viaDelta.version()))
+          apply(viaFull, full(a))
+          assertEqual(viaDelta, viaFull, 'delta join vs full join')
+          // And the delta is enough in the other direction too.
+          const aCopy = build('a', [], a)
+          apply(aCopy, b.deltaSince(aCopy.version()))
+          assertEqual(aCopy, viaFull, 'a pulled b vs b pulled a')
+        }),
+        params,
+      )
     })
 
     it('codec round-trip: snapshot -> load -> snapshot is byte-equal', () => {
-      fc.assert(fc.property(scenario, (s) => {
-        for (const r of diverge(s)) {
-          const snap = r.snapshot()
-          const loaded = loadSnapshot(snap, r.replicaId)
-          assert.ok(bytesEqual(loaded.snapshot(), snap), 'snapshot of the loaded replica is byte-equal')
-          assert.deepStrictEqual(loaded.value(), r.value())
-          assert.ok(bytesEqual(loaded.version(), r.version()), 'versions equal')
-          assert.equal(r.deltaSince(loaded.version()) === null, r.deltaSince(r.version()) === null)
-        }
-      }), params)
+      fc.assert(
+        fc.property(scenario, (s) => {
+          for (const r of diverge(s)) {
+            const snap = r.snapshot()
+            const loaded = loadSnapshot(snap, r.replicaId)
+            assert.ok(bytesEqual(loaded.snapshot(), snap), 'snapshot of the loaded replica is byte-equal')
+            assert.deepStrictEqual(loaded.value(), r.value())
+            assert.ok(bytesEqual(loaded.version(), r.version()), 'versions equal')
+            assert.equal(r.deltaSince(loaded.version()) === null, r.deltaSince(r.version()) === null)
+          }
+        }),
+        params,
+      )
     })
 
     it('convergence: 3..7 replicas, lossy duplicating reordering delivery, then anti-entropy', () => {
       const step = fc.oneof(
         { weight: 3, arbitrary: fc.record({ kind: fc.constant('op' as const), who: fc.nat(), op: spec.randomOp }) },
-        { weight: 4, arbitrary: fc.record({ kind: fc.constant('deliver' as const), pick: fc.nat(), fate: fc.constantFrom('deliver', 'deliver', 'drop', 'duplicate') }) },
+        {
+          weight: 4,
+          arbitrary: fc.record({ kind: fc.constant('deliver' as const), pick: fc.nat(), fate: fc.constantFrom('deliver', 'deliver', 'drop', 'duplicate') }),
+        },
       )
-      fc.assert(fc.property(fc.integer({ min: 3, max: 7 }), fc.array(step, { maxLength: 40 }), fc.nat(), (n, steps, order) => {
-        const replicas = Array.from({ length: n }, (_, i) => spec.create(`r${i}`))
-        const pending: Array<{ to: number; delta: Uint8Array }> = []
-        replicas.forEach((r, i) => r.events.on('change', (event) => {
-          if (!event.local) return
-          for (let j = 0; j < n; j++) if (j !== i) pending.push({ to: j, delta: event.delta })
-        }))
-        for (const s of steps) {
-          if (s.kind === 'op') {
-            s.op(replicas[s.who % n])
-          } else if (pending.length > 0) {
-            const index = s.pick % pending.length
-            const message = pending[index]
-            if (s.fate !== 'duplicate') pending.splice(index, 1)
-            if (s.fate !== 'drop') replicas[message.to].applyDelta(message.delta)
+      fc.assert(
+        fc.property(fc.integer({ min: 3, max: 7 }), fc.array(step, { maxLength: 40 }), fc.nat(), (n, steps, order) => {
+          const replicas = Array.from({ length: n }, (_, i) => spec.create(`r${i}`))
+          const pending: Array<{ to: number; delta: Uint8Array }> = []
+          replicas.forEach((r, i) =>
+            r.events.on('change', (event) => {
+              if (!event.local) return
+              for (let j = 0; j < n; j++) if (j !== i) pending.push({ to: j, delta: event.delta })
+            }),
+          )
+          for (const s of steps) {
+            if (s.kind === 'op') {
+              s.op(replicas[s.who % n])
+            } else if (pending.length > 0) {
+              const index = s.pick % pending.length
+              const message = pending[index]
+              if (s.fate !== 'duplicate') pending.splice(index, 1)
+              if (s.fate !== 'drop') replicas[message.to].applyDelta(message.delta)
+            }
           }
-        }
-        // Deliver a rotation of what is left, then anti-entropy in both directions.
-        const rest = pending.splice(0)
-        for (let k = 0; k < rest.length; k++) {
-          const message = rest[(k + order) % rest.length]
-          if ((k + order) % 3 !== 0) replicas[message.to].applyDelta(message.delta)
-        }
-        for (let round = 0; round < 2; round++) {
-          for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) if (i !== j) pull(replicas[i], replicas[j])
-        }
-        for (let i = 1; i < n; i++) assertEqual(replicas[0], replicas[i], `replica r0 vs r${i}`)
-      }), params)
+          // Deliver a rotation of what is left, then anti-entropy in both directions.
+          const rest = pending.splice(0)
+          for (let k = 0; k < rest.length; k++) {
+            const message = rest[(k + order) % rest.length]
+            if ((k + order) % 3 !== 0) replicas[message.to].applyDelta(message.delta)
+          }
+          for (let round = 0; round < 2; round++) {
+            for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) if (i !== j) pull(replicas[i], replicas[j])
+          }
+          for (let i = 1; i < n; i++) assertEqual(replicas[0], replicas[i], `replica r0 vs r${i}`)
+        }),
+        params,
+      )
     })
 
     it('bad input: typed error, state unchanged, never another exception', () => {
@@ -370,34 +400,37 @@ export function runCrdtLaws(runner: TestRunner, spec: LawSpec): void {
         bits: fc.array(fc.nat(), { minLength: 1, maxLength: 4 }),
         random: fc.uint8Array({ maxLength: 64 }),
       })
-      fc.assert(fc.property(inputs, ({ s, cuts, bits, random }) => {
-        const [a, b] = diverge(s)
-        const empty = new Uint8Array(0)
-        expectRejected('applyDelta(empty)', () => b.applyDelta(empty))
-        expectRejected('load(empty)', () => loadSnapshot(empty, 'z'))
-        expectRejected('deltaSince(empty)', () => a.deltaSince(empty))
-        const samples: Array<[string, Uint8Array, (r: Replica, bytes: Uint8Array) => unknown, Replica]> = []
-        const delta = a.deltaSince(b.version())
-        if (delta) samples.push(['applyDelta', delta, (r, bytes) => r.applyDelta(bytes), b])
-        samples.push(['load', a.snapshot(), (_r, bytes) => loadSnapshot(bytes, 'z'), b])
-        samples.push(['deltaSince', b.version(), (r, bytes) => r.deltaSince(bytes), a])
-        for (const [what, valid, call, target] of samples) {
-          for (const cut of cuts) {
-            const truncated = valid.subarray(0, cut % valid.length)
-            if (truncated.length === 0) continue
-            tolerate(`${what}(truncated to ${truncated.length}/${valid.length})`, target, () => call(target, truncated), truncationStrict)
+      fc.assert(
+        fc.property(inputs, ({ s, cuts, bits, random }) => {
+          const [a, b] = diverge(s)
+          const empty = new Uint8Array(0)
+          expectRejected('applyDelta(empty)', () => b.applyDelta(empty))
+          expectRejected('load(empty)', () => loadSnapshot(empty, 'z'))
+          expectRejected('deltaSince(empty)', () => a.deltaSince(empty))
+          const samples: Array<[string, Uint8Array, (r: Replica, bytes: Uint8Array) => unknown, Replica]> = []
+          const delta = a.deltaSince(b.version())
+          if (delta) samples.push(['applyDelta', delta, (r, bytes) => r.applyDelta(bytes), b])
+          samples.push(['load', a.snapshot(), (_r, bytes) => loadSnapshot(bytes, 'z'), b])
+          samples.push(['deltaSince', b.version(), (r, bytes) => r.deltaSince(bytes), a])
+          for (const [what, valid, call, target] of samples) {
+            for (const cut of cuts) {
+              const truncated = valid.subarray(0, cut % valid.length)
+              if (truncated.length === 0) continue
+              tolerate(`${what}(truncated to ${truncated.length}/${valid.length})`, target, () => call(target, truncated), truncationStrict)
+            }
+            for (const bit of bits) {
+              tolerate(`${what}(bit ${bit % (valid.length * 8)} flipped)`, target, () => call(target, flip(valid, bit)), corruptionStrict)
+            }
+            tolerate(`${what}(random ${random.length} bytes)`, target, () => call(target, random), corruptionStrict)
           }
-          for (const bit of bits) {
-            tolerate(`${what}(bit ${bit % (valid.length * 8)} flipped)`, target, () => call(target, flip(valid, bit)), corruptionStrict)
-          }
-          tolerate(`${what}(random ${random.length} bytes)`, target, () => call(target, random), corruptionStrict)
-        }
-        // After all of that, the replicas still work, and converge unless a
-        // corrupted input was accepted (it may reuse a dot with another payload).
-        pull(a, b)
-        pull(b, a)
-        if (!accepted) assertEqual(a, b, 'after bad input, replicas still converge')
-      }), params)
+          // After all of that, the replicas still work, and converge unless a
+          // corrupted input was accepted (it may reuse a dot with another payload).
+          pull(a, b)
+          pull(b, a)
+          if (!accepted) assertEqual(a, b, 'after bad input, replicas still converge')
+        }),
+        params,
+      )
     })
   })
 }

@@ -30,8 +30,14 @@ export const DEFAULT_TEST_TIMEOUT_MS = 60_000
 
 /** Registers `body` as a test that fails with a clear message after `timeoutMs`. */
 export function timedTest(runner: TestRunner, name: string, timeoutMs: number, body: () => Promise<void>): void {
-  runner.it(name, () => new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name}: did not finish within ${timeoutMs} ms`)), timeoutMs)
-    body().then(resolve, reject).finally(() => clearTimeout(timer))
-  }))
+  runner.it(
+    name,
+    () =>
+      new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`${name}: did not finish within ${timeoutMs} ms`)), timeoutMs)
+        body()
+          .then(resolve, reject)
+          .finally(() => clearTimeout(timer))
+      }),
+  )
 }

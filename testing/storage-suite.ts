@@ -65,10 +65,7 @@ async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
   return out
 }
 
-const segment = fc.oneof(
-  fc.string({ maxLength: 4 }),
-  fc.constantFrom('', '\u0000', '\u0001', '\u0000\u0001', 'a\u0000', '\u00ff', '\uffff', '😀', 'a', 'b'),
-)
+const segment = fc.oneof(fc.string({ maxLength: 4 }), fc.constantFrom('', '\u0000', '\u0001', '\u0000\u0001', 'a\u0000', '\u00ff', '\uffff', '😀', 'a', 'b'))
 const key = fc.array(segment, { minLength: 1, maxLength: 4 })
 
 /**
@@ -88,125 +85,177 @@ export function runStorageTests(runner: TestRunner, label: string, setup: () => 
       }
     }
 
-    it('get of a missing key is undefined; put/get/del round trip', withStorage(async (storage) => {
-      assert.equal(await storage.get(['x']), undefined)
-      await storage.batch([{ type: 'put', key: ['x'], value: bytes('one') }, { type: 'put', key: ['e'], value: new Uint8Array(0) }])
-      const value = await storage.get(['x'])
-      assert.ok(value instanceof Uint8Array)
-      assert.deepEqual([...value!], [...bytes('one')])
-      assert.deepEqual([...(await storage.get(['e']))!], [])
-      await storage.batch([{ type: 'del', key: ['x'] }])
-      assert.equal(await storage.get(['x']), undefined)
-      await storage.batch([{ type: 'del', key: ['never-there'] }])
-    }))
+    it(
+      'get of a missing key is undefined; put/get/del round trip',
+      withStorage(async (storage) => {
+        assert.equal(await storage.get(['x']), undefined)
+        await storage.batch([
+          { type: 'put', key: ['x'], value: bytes('one') },
+          { type: 'put', key: ['e'], value: new Uint8Array(0) },
+        ])
+        const value = await storage.get(['x'])
+        assert.ok(value instanceof Uint8Array)
+        assert.deepEqual([...value!], [...bytes('one')])
+        assert.deepEqual([...(await storage.get(['e']))!], [])
+        await storage.batch([{ type: 'del', key: ['x'] }])
+        assert.equal(await storage.get(['x']), undefined)
+        await storage.batch([{ type: 'del', key: ['never-there'] }])
+      }),
+    )
 
-    it('a batch applies in order', withStorage(async (storage) => {
-      await storage.batch([
-        { type: 'put', key: ['a'], value: bytes('1') },
-        { type: 'del', key: ['a'] },
-        { type: 'del', key: ['b'] },
-        { type: 'put', key: ['b'], value: bytes('2') },
-        { type: 'put', key: ['c'], value: bytes('3') },
-        { type: 'put', key: ['c'], value: bytes('4') },
-      ], { sync: true })
-      assert.equal(await storage.get(['a']), undefined)
-      assert.deepEqual([...(await storage.get(['b']))!], [...bytes('2')])
-      assert.deepEqual([...(await storage.get(['c']))!], [...bytes('4')])
-    }))
+    it(
+      'a batch applies in order',
+      withStorage(async (storage) => {
+        await storage.batch(
+          [
+            { type: 'put', key: ['a'], value: bytes('1') },
+            { type: 'del', key: ['a'] },
+            { type: 'del', key: ['b'] },
+            { type: 'put', key: ['b'], value: bytes('2') },
+            { type: 'put', key: ['c'], value: bytes('3') },
+            { type: 'put', key: ['c'], value: bytes('4') },
+          ],
+          { sync: true },
+        )
+        assert.equal(await storage.get(['a']), undefined)
+        assert.deepEqual([...(await storage.get(['b']))!], [...bytes('2')])
+        assert.deepEqual([...(await storage.get(['c']))!], [...bytes('4')])
+      }),
+    )
 
-    it('iterates in path order, segment by segment (property)', withStorage(async (storage) => {
-      await fc.assert(fc.asyncProperty(fc.uniqueArray(key, { maxLength: 30, selector: (k) => JSON.stringify(k) }), async (keys) => {
-        await storage.batch(keys.map((k, i) => ({ type: 'put' as const, key: ['p', ...k], value: Uint8Array.of(i) })))
-        const entries = await collect(storage.iterate({ prefix: ['p'] }))
-        const expected = [...keys].sort(compareKeys)
-        assert.deepEqual(entries.map((e) => e.key.slice(1)), expected)
-        for (const entry of entries) {
-          const index = keys.findIndex((k) => JSON.stringify(k) === JSON.stringify(entry.key.slice(1)))
-          assert.deepEqual([...entry.value], [index])
+    it(
+      'iterates in path order, segment by segment (property)',
+      withStorage(async (storage) => {
+        await fc.assert(
+          fc.asyncProperty(fc.uniqueArray(key, { maxLength: 30, selector: (k) => JSON.stringify(k) }), async (keys) => {
+            await storage.batch(keys.map((k, i) => ({ type: 'put' as const, key: ['p', ...k], value: Uint8Array.of(i) })))
+            const entries = await collect(storage.iterate({ prefix: ['p'] }))
+            const expected = [...keys].sort(compareKeys)
+            assert.deepEqual(
+              entries.map((e) => e.key.slice(1)),
+              expected,
+            )
+            for (const entry of entries) {
+              const index = keys.findIndex((k) => JSON.stringify(k) === JSON.stringify(entry.key.slice(1)))
+              assert.deepEqual([...entry.value], [index])
+            }
+            const reversed = await collect(storage.keys({ prefix: ['p'], reverse: true }))
+            assert.deepEqual(
+              reversed.map((k) => k.slice(1)),
+              [...expected].reverse(),
+            )
+            await storage.batch(keys.map((k) => ({ type: 'del' as const, key: ['p', ...k] })))
+            assert.equal((await collect(storage.keys({ prefix: ['p'] }))).length, 0)
+          }),
+          { seed: 4242, numRuns: 40 },
+        )
+      }),
+    )
+
+    it(
+      'a prefix range holds only keys strictly under it',
+      withStorage(async (storage) => {
+        const keys: StorageKey[] = [['a'], ['a', ''], ['a', 'x'], ['a', 'x', 'y'], ['ab'], ['ab', 'x'], ['a\u0000'], ['b'], ['']]
+        await storage.batch(keys.map((k) => ({ type: 'put' as const, key: k, value: bytes(k.join('/')) })))
+        assert.deepEqual(await collect(storage.keys({ prefix: ['a'] })), [
+          ['a', ''],
+          ['a', 'x'],
+          ['a', 'x', 'y'],
+        ])
+        assert.deepEqual(await collect(storage.keys({ prefix: ['a', 'x'] })), [['a', 'x', 'y']])
+        assert.deepEqual(await collect(storage.keys({ prefix: ['zz'] })), [])
+        const all = await collect(storage.keys({ prefix: [] }))
+        assert.deepEqual(all, [...keys].sort(compareKeys))
+      }),
+    )
+
+    it(
+      'bounds, reverse and limit',
+      withStorage(async (storage) => {
+        const seqs = Array.from({ length: 20 }, (_, i) => String(i).padStart(3, '0'))
+        await storage.batch(seqs.map((s) => ({ type: 'put' as const, key: ['l', 'n', s], value: bytes(s) })))
+        await storage.batch([{ type: 'put', key: ['l', 'o', '000'], value: bytes('other') }])
+        const range = async (options: object) => (await collect(storage.keys({ prefix: ['l', 'n'], ...options }))).map((k) => k[2])
+        assert.deepEqual(await range({ gt: ['l', 'n', '005'], lte: ['l', 'n', '008'] }), ['006', '007', '008'])
+        assert.deepEqual(await range({ gte: ['l', 'n', '005'], lt: ['l', 'n', '008'] }), ['005', '006', '007'])
+        assert.deepEqual(await range({ gte: ['l', 'n', '017'] }), ['017', '018', '019'])
+        assert.deepEqual(await range({ lt: ['l', 'n', '002'] }), ['000', '001'])
+        assert.deepEqual(await range({ reverse: true, limit: 2 }), ['019', '018'])
+        assert.deepEqual(await range({ reverse: true, lte: ['l', 'n', '010'], limit: 3 }), ['010', '009', '008'])
+        assert.deepEqual(await range({ limit: 0 }), [])
+        assert.deepEqual(await range({ gt: ['l', 'n', '019'] }), [])
+        assert.deepEqual(await range({ gte: ['l'], lt: ['m'] }), seqs) // wider bounds than the prefix: the prefix wins
+        const values = await collect(storage.iterate({ prefix: ['l', 'n'], gte: ['l', 'n', '003'], limit: 1 }))
+        assert.deepEqual(
+          values.map((e) => [...e.value]),
+          [[...bytes('003')]],
+        )
+      }),
+    )
+
+    it(
+      'an iteration reads the snapshot taken when it starts',
+      withStorage(async (storage) => {
+        const n = 600
+        await storage.batch(Array.from({ length: n }, (_, i) => ({ type: 'put' as const, key: ['s', String(i).padStart(4, '0')], value: bytes('v') })))
+        let seen = 0
+        let wrote = false
+        for await (const entry of storage.iterate({ prefix: ['s'] })) {
+          seen++
+          if (!wrote) {
+            wrote = true
+            await storage.batch([
+              { type: 'put', key: ['s', '9999'], value: bytes('late') },
+              { type: 'del', key: ['s', '0599'] },
+            ])
+          }
+          assert.notEqual(entry.key[1], '9999')
         }
-        const reversed = await collect(storage.keys({ prefix: ['p'], reverse: true }))
-        assert.deepEqual(reversed.map((k) => k.slice(1)), [...expected].reverse())
-        await storage.batch(keys.map((k) => ({ type: 'del' as const, key: ['p', ...k] })))
-        assert.equal((await collect(storage.keys({ prefix: ['p'] }))).length, 0)
-      }), { seed: 4242, numRuns: 40 })
-    }))
+        assert.equal(seen, n)
+        assert.equal((await collect(storage.keys({ prefix: ['s'] }))).length, n)
+      }),
+    )
 
-    it('a prefix range holds only keys strictly under it', withStorage(async (storage) => {
-      const keys: StorageKey[] = [['a'], ['a', ''], ['a', 'x'], ['a', 'x', 'y'], ['ab'], ['ab', 'x'], ['a\u0000'], ['b'], ['']]
-      await storage.batch(keys.map((k) => ({ type: 'put' as const, key: k, value: bytes(k.join('/')) })))
-      assert.deepEqual(await collect(storage.keys({ prefix: ['a'] })), [['a', ''], ['a', 'x'], ['a', 'x', 'y']])
-      assert.deepEqual(await collect(storage.keys({ prefix: ['a', 'x'] })), [['a', 'x', 'y']])
-      assert.deepEqual(await collect(storage.keys({ prefix: ['zz'] })), [])
-      const all = await collect(storage.keys({ prefix: [] }))
-      assert.deepEqual(all, [...keys].sort(compareKeys))
-    }))
+    it(
+      'flush and sync batches resolve; values survive a reopen',
+      withStorage(async (storage, harness) => {
+        await storage.batch([{ type: 'put', key: ['d', '1'], value: bytes('durable') }], { sync: true })
+        await storage.batch([{ type: 'put', key: ['d', '2'], value: bytes('later') }])
+        await storage.flush()
+        await storage.batch([], { sync: true })
+        if (!harness.reopen) return
+        const again = await harness.reopen()
+        assert.deepEqual([...(await again.get(['d', '1']))!], [...bytes('durable')])
+        assert.deepEqual([...(await again.get(['d', '2']))!], [...bytes('later')])
+        assert.deepEqual(await collect(again.keys({ prefix: ['d'] })), [
+          ['d', '1'],
+          ['d', '2'],
+        ])
+      }),
+    )
 
-    it('bounds, reverse and limit', withStorage(async (storage) => {
-      const seqs = Array.from({ length: 20 }, (_, i) => String(i).padStart(3, '0'))
-      await storage.batch(seqs.map((s) => ({ type: 'put' as const, key: ['l', 'n', s], value: bytes(s) })))
-      await storage.batch([{ type: 'put', key: ['l', 'o', '000'], value: bytes('other') }])
-      const range = async (options: object) => (await collect(storage.keys({ prefix: ['l', 'n'], ...options }))).map((k) => k[2])
-      assert.deepEqual(await range({ gt: ['l', 'n', '005'], lte: ['l', 'n', '008'] }), ['006', '007', '008'])
-      assert.deepEqual(await range({ gte: ['l', 'n', '005'], lt: ['l', 'n', '008'] }), ['005', '006', '007'])
-      assert.deepEqual(await range({ gte: ['l', 'n', '017'] }), ['017', '018', '019'])
-      assert.deepEqual(await range({ lt: ['l', 'n', '002'] }), ['000', '001'])
-      assert.deepEqual(await range({ reverse: true, limit: 2 }), ['019', '018'])
-      assert.deepEqual(await range({ reverse: true, lte: ['l', 'n', '010'], limit: 3 }), ['010', '009', '008'])
-      assert.deepEqual(await range({ limit: 0 }), [])
-      assert.deepEqual(await range({ gt: ['l', 'n', '019'] }), [])
-      assert.deepEqual(await range({ gte: ['l'], lt: ['m'] }), seqs) // wider bounds than the prefix: the prefix wins
-      const values = await collect(storage.iterate({ prefix: ['l', 'n'], gte: ['l', 'n', '003'], limit: 1 }))
-      assert.deepEqual(values.map((e) => [...e.value]), [[...bytes('003')]])
-    }))
+    it(
+      'an aborted signal rejects with CONCORD_ABORTED',
+      withStorage(async (storage) => {
+        const signal = AbortSignal.abort()
+        await assert.rejects(storage.get(['x'], { signal }), (e) => isConcordError(e, 'CONCORD_ABORTED'))
+        await assert.rejects(storage.batch([{ type: 'put', key: ['x'], value: bytes('1') }], { signal }), (e) => isConcordError(e, 'CONCORD_ABORTED'))
+        await assert.rejects(collect(storage.iterate({ prefix: [], signal })), (e) => isConcordError(e, 'CONCORD_ABORTED'))
+        assert.equal(await storage.get(['x']), undefined)
+      }),
+    )
 
-    it('an iteration reads the snapshot taken when it starts', withStorage(async (storage) => {
-      const n = 600
-      await storage.batch(Array.from({ length: n }, (_, i) => ({ type: 'put' as const, key: ['s', String(i).padStart(4, '0')], value: bytes('v') })))
-      let seen = 0
-      let wrote = false
-      for await (const entry of storage.iterate({ prefix: ['s'] })) {
-        seen++
-        if (!wrote) {
-          wrote = true
-          await storage.batch([
-            { type: 'put', key: ['s', '9999'], value: bytes('late') },
-            { type: 'del', key: ['s', '0599'] },
-          ])
-        }
-        assert.notEqual(entry.key[1], '9999')
-      }
-      assert.equal(seen, n)
-      assert.equal((await collect(storage.keys({ prefix: ['s'] }))).length, n)
-    }))
-
-    it('flush and sync batches resolve; values survive a reopen', withStorage(async (storage, harness) => {
-      await storage.batch([{ type: 'put', key: ['d', '1'], value: bytes('durable') }], { sync: true })
-      await storage.batch([{ type: 'put', key: ['d', '2'], value: bytes('later') }])
-      await storage.flush()
-      await storage.batch([], { sync: true })
-      if (!harness.reopen) return
-      const again = await harness.reopen()
-      assert.deepEqual([...(await again.get(['d', '1']))!], [...bytes('durable')])
-      assert.deepEqual([...(await again.get(['d', '2']))!], [...bytes('later')])
-      assert.deepEqual(await collect(again.keys({ prefix: ['d'] })), [['d', '1'], ['d', '2']])
-    }))
-
-    it('an aborted signal rejects with CONCORD_ABORTED', withStorage(async (storage) => {
-      const signal = AbortSignal.abort()
-      await assert.rejects(storage.get(['x'], { signal }), (e) => isConcordError(e, 'CONCORD_ABORTED'))
-      await assert.rejects(storage.batch([{ type: 'put', key: ['x'], value: bytes('1') }], { signal }), (e) => isConcordError(e, 'CONCORD_ABORTED'))
-      await assert.rejects(collect(storage.iterate({ prefix: [], signal })), (e) => isConcordError(e, 'CONCORD_ABORTED'))
-      assert.equal(await storage.get(['x']), undefined)
-    }))
-
-    it('every operation after close rejects with CONCORD_CLOSED; close is idempotent', withStorage(async (storage) => {
-      await storage.close()
-      await storage.close()
-      assert.equal(storage.closed, true)
-      await assert.rejects(storage.get(['x']), (e) => isConcordError(e, 'CONCORD_CLOSED'))
-      await assert.rejects(storage.batch([{ type: 'put', key: ['x'], value: bytes('1') }]), (e) => isConcordError(e, 'CONCORD_CLOSED'))
-      await assert.rejects(storage.flush(), (e) => isConcordError(e, 'CONCORD_CLOSED'))
-      await assert.rejects(collect(storage.keys({ prefix: [] })), (e) => isConcordError(e, 'CONCORD_CLOSED'))
-    }))
+    it(
+      'every operation after close rejects with CONCORD_CLOSED; close is idempotent',
+      withStorage(async (storage) => {
+        await storage.close()
+        await storage.close()
+        assert.equal(storage.closed, true)
+        await assert.rejects(storage.get(['x']), (e) => isConcordError(e, 'CONCORD_CLOSED'))
+        await assert.rejects(storage.batch([{ type: 'put', key: ['x'], value: bytes('1') }]), (e) => isConcordError(e, 'CONCORD_CLOSED'))
+        await assert.rejects(storage.flush(), (e) => isConcordError(e, 'CONCORD_CLOSED'))
+        await assert.rejects(collect(storage.keys({ prefix: [] })), (e) => isConcordError(e, 'CONCORD_CLOSED'))
+      }),
+    )
   })
 }

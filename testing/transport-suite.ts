@@ -122,8 +122,12 @@ export function runTransportTests(runner: TestRunner, name: string, makeSetup: (
         const gotServer = collect(inbound, toServer.length)
         const gotClient = collect(outbound, toClient.length)
         await Promise.all([
-          (async () => { for (const f of toServer) await outbound.send(f) })(),
-          (async () => { for (const f of toClient) await inbound.send(f) })(),
+          (async () => {
+            for (const f of toServer) await outbound.send(f)
+          })(),
+          (async () => {
+            for (const f of toClient) await inbound.send(f)
+          })(),
         ])
         assert.deepEqual(await gotServer, toServer)
         assert.deepEqual(await gotClient, toClient)
@@ -156,12 +160,17 @@ export function runTransportTests(runner: TestRunner, name: string, makeSetup: (
         for (const closer of ['outbound', 'inbound'] as const) {
           const ends = await connect(setup)
           const counts = { outbound: 0, inbound: 0 }
-          const closed = Promise.all((['outbound', 'inbound'] as const).map((side) => new Promise<void>((resolve) => {
-            ends[side].events.on('close', () => {
-              counts[side]++
-              resolve()
-            })
-          })))
+          const closed = Promise.all(
+            (['outbound', 'inbound'] as const).map(
+              (side) =>
+                new Promise<void>((resolve) => {
+                  ends[side].events.on('close', () => {
+                    counts[side]++
+                    resolve()
+                  })
+                }),
+            ),
+          )
           ends[closer].close('test')
           ends[closer].close('again') // idempotent
           await closed
@@ -189,7 +198,11 @@ export function runTransportTests(runner: TestRunner, name: string, makeSetup: (
         const received = pairs.map((pair, i) => collect(pair.inbound, sent[i].length))
         const echoes = pairs.map((pair, i) => collect(pair.outbound, sent[i].length))
         for (const pair of pairs) pair.inbound.events.on('message', (f) => void pair.inbound.send(f.slice()))
-        await Promise.all(pairs.map(async (pair, i) => { for (const f of sent[i]) await pair.outbound.send(f) }))
+        await Promise.all(
+          pairs.map(async (pair, i) => {
+            for (const f of sent[i]) await pair.outbound.send(f)
+          }),
+        )
         for (let i = 0; i < many; i++) {
           assert.deepEqual(await received[i], sent[i])
           assert.deepEqual(await echoes[i], sent[i])

@@ -27,7 +27,7 @@ export function backoffDelay(attempt: number, options: BackoffOptions = {}, rand
   const max = options.maxMs ?? 10_000
   const factor = options.factor ?? 2
   const jitter = Math.min(1, Math.max(0, options.jitter ?? 0.5))
-  const base = Math.min(max, initial * Math.pow(factor, Math.max(0, attempt)))
+  const base = Math.min(max, initial * factor ** Math.max(0, attempt))
   return base * (1 - jitter * random())
 }
 

@@ -3,7 +3,7 @@
  * `at NAME SEQ`; and `revert NAME SEQ`, the one that writes a new change
  * going back to a past value.
  */
-import { Command } from 'commander'
+import type { Command } from 'commander'
 import type { NameInfo, Store } from '../../persistence/store.ts'
 import { action, folderOptions, parseInteger, type CliContext, type FolderOptions } from '../context.ts'
 import { CliError, ExitCodes, messageOf } from '../exit-codes.ts'
@@ -35,7 +35,10 @@ async function listNames(store: Store, check: boolean, out: Output): Promise<Lis
       if (info.archived) listed.push({ ...info, state: 'archived' })
       else if (!check) listed.push({ ...info, state: 'unchecked' })
       else {
-        const problems = await store.verify(info.name).then((report) => report.problems, (error: unknown) => [messageOf(error)])
+        const problems = await store.verify(info.name).then(
+          (report) => report.problems,
+          (error: unknown) => [messageOf(error)],
+        )
         listed.push(problems.length === 0 ? { ...info, state: 'live' } : { ...info, state: 'damaged', problems })
         progress.tick(info.name)
       }
@@ -63,61 +66,98 @@ function pretty(value: unknown): string {
 
 /** Registers inspect, history, at and revert. */
 export function registerReadCommands(program: Command, ctx: CliContext): void {
-  folderOptions(program.command('inspect')
-    .argument('[name]', 'a name to print as JSON (omit to list every name)')
-    .option('--no-check', 'list without verifying each name (STATE shows "unchecked" instead of live or DAMAGED)')
-    .description('list every name (type, records, size, last change, state: live, archived or DAMAGED, checked as verify does), or print one value as JSON'))
-    .action(action(ctx, 'inspect', async (out, name: string | undefined, options: FolderOptions & { check: boolean }) => {
+  folderOptions(
+    program
+      .command('inspect')
+      .argument('[name]', 'a name to print as JSON (omit to list every name)')
+      .option('--no-check', 'list without verifying each name (STATE shows "unchecked" instead of live or DAMAGED)')
+      .description('list every name (type, records, size, last change, state: live, archived or DAMAGED, checked as verify does), or print one value as JSON'),
+  ).action(
+    action(ctx, 'inspect', async (out, name: string | undefined, options: FolderOptions & { check: boolean }) => {
       await withFolder(options.dir, async ({ store, id }) => {
         if (name === undefined) {
           const names = await listNames(store, options.check, out)
           const damaged = names.filter((n) => n.state === 'damaged')
-          out.result({ id: id ?? null, names }, () => [
-            names.length === 0 ? `${options.dir}: no names` : table(
-              ['NAME', 'TYPE', 'RECORDS', 'LAST SEQ', 'SIZE', 'LAST CHANGE', 'STATE'],
-              names.map((n) => [n.name, n.type, String(n.records), String(n.lastSeq), formatBytes(n.size), formatTime(n.lastChange), n.state === 'damaged' ? 'DAMAGED' : n.state]),
-            ),
-            ...damaged.flatMap((n) => (n.problems ?? []).map((problem) => `${n.name}: ${problem}`)),
-            ...(damaged.length > 0 ? [repairHint(options.dir, damaged.map((n) => n.name))] : []),
-            id === undefined ? '(unclaimed: the first peer that opens this folder owns it)' : `replica "${id}"`,
-          ].join('\n'))
+          out.result({ id: id ?? null, names }, () =>
+            [
+              names.length === 0
+                ? `${options.dir}: no names`
+                : table(
+                    ['NAME', 'TYPE', 'RECORDS', 'LAST SEQ', 'SIZE', 'LAST CHANGE', 'STATE'],
+                    names.map((n) => [
+                      n.name,
+                      n.type,
+                      String(n.records),
+                      String(n.lastSeq),
+                      formatBytes(n.size),
+                      formatTime(n.lastChange),
+                      n.state === 'damaged' ? 'DAMAGED' : n.state,
+                    ]),
+                  ),
+              ...damaged.flatMap((n) => (n.problems ?? []).map((problem) => `${n.name}: ${problem}`)),
+              ...(damaged.length > 0
+                ? [
+                    repairHint(
+                      options.dir,
+                      damaged.map((n) => n.name),
+                    ),
+                  ]
+                : []),
+              id === undefined ? '(unclaimed: the first peer that opens this folder owns it)' : `replica "${id}"`,
+            ].join('\n'),
+          )
           return
         }
         const info = await nameInfo(store, name)
         if (info.archived) {
-          out.result({ ...info, value: undefined }, () => `"${name}" (${info.type}) is archived; run \`concord restore --dir ${options.dir} ${name}\` to bring it back`)
+          out.result(
+            { ...info, value: undefined },
+            () => `"${name}" (${info.type}) is archived; run \`concord restore --dir ${options.dir} ${name}\` to bring it back`,
+          )
           return
         }
         const value = (await store.open(name, info.type)).value()
         out.result({ ...info, value }, () => pretty(value))
       })
-    }))
+    }),
+  )
 
-  folderOptions(program.command('history')
-    .argument('<name>', 'the name')
-    .option('--from <seq>', 'first seq to list (default: the oldest retained)')
-    .option('--limit <n>', 'at most this many records', '1000')
-    .option('--reverse', 'newest first')
-    .description('list the log records of a name: seq, time, agent, kind, size, hash'))
-    .action(action(ctx, 'history', async (out, name: string, options: FolderOptions & { from?: string; limit: string; reverse?: boolean }) => {
+  folderOptions(
+    program
+      .command('history')
+      .argument('<name>', 'the name')
+      .option('--from <seq>', 'first seq to list (default: the oldest retained)')
+      .option('--limit <n>', 'at most this many records', '1000')
+      .option('--reverse', 'newest first')
+      .description('list the log records of a name: seq, time, agent, kind, size, hash'),
+  ).action(
+    action(ctx, 'history', async (out, name: string, options: FolderOptions & { from?: string; limit: string; reverse?: boolean }) => {
       const from = options.from === undefined ? undefined : parseInteger(options.from, '--from', 1)
       const limit = parseInteger(options.limit, '--limit', 1)
       await withFolder(options.dir, async ({ store }) => {
         await nameInfo(store, name)
         const records = await store.history(name, { from, limit, reverse: options.reverse })
         const rows = records.map((r) => ({ seq: r.seq, time: formatTime(r.hlc.wall), hlc: r.hlc, agent: r.agent, kind: r.kind, size: r.size, hash: r.hash }))
-        out.result(rows, () => rows.length === 0 ? `"${name}": no retained records` : table(
-          ['SEQ', 'TIME', 'AGENT', 'KIND', 'SIZE', 'HASH'],
-          rows.map((r) => [String(r.seq), r.time, r.agent, r.kind, formatBytes(r.size), r.hash.slice(0, 16)]),
-        ))
+        out.result(rows, () =>
+          rows.length === 0
+            ? `"${name}": no retained records`
+            : table(
+                ['SEQ', 'TIME', 'AGENT', 'KIND', 'SIZE', 'HASH'],
+                rows.map((r) => [String(r.seq), r.time, r.agent, r.kind, formatBytes(r.size), r.hash.slice(0, 16)]),
+              ),
+        )
       })
-    }))
+    }),
+  )
 
-  folderOptions(program.command('at')
-    .argument('<name>', 'the name')
-    .argument('<seq>', 'the record after which to show the value (0 = empty)')
-    .description('print the value of a name as it was right after record SEQ'))
-    .action(action(ctx, 'at', async (out, name: string, seqText: string, options: FolderOptions) => {
+  folderOptions(
+    program
+      .command('at')
+      .argument('<name>', 'the name')
+      .argument('<seq>', 'the record after which to show the value (0 = empty)')
+      .description('print the value of a name as it was right after record SEQ'),
+  ).action(
+    action(ctx, 'at', async (out, name: string, seqText: string, options: FolderOptions) => {
       const seq = parseInteger(seqText, 'SEQ')
       await withFolder(options.dir, async ({ store }) => {
         const info = await nameInfo(store, name)
@@ -125,13 +165,17 @@ export function registerReadCommands(program: Command, ctx: CliContext): void {
         const value = (await store.at(name, seq)).value()
         out.result({ name, seq, value }, () => pretty(value))
       })
-    }))
+    }),
+  )
 
-  folderOptions(program.command('revert')
-    .argument('<name>', 'the name')
-    .argument('<seq>', 'the record whose value to go back to')
-    .description('write a new change (replicated like any other) that brings NAME back to its value at SEQ'))
-    .action(action(ctx, 'revert', async (out, name: string, seqText: string, options: FolderOptions) => {
+  folderOptions(
+    program
+      .command('revert')
+      .argument('<name>', 'the name')
+      .argument('<seq>', 'the record whose value to go back to')
+      .description('write a new change (replicated like any other) that brings NAME back to its value at SEQ'),
+  ).action(
+    action(ctx, 'revert', async (out, name: string, seqText: string, options: FolderOptions) => {
       const seq = parseInteger(seqText, 'SEQ')
       await withFolder(options.dir, async ({ store }) => {
         const info = await nameInfo(store, name)
@@ -139,9 +183,12 @@ export function registerReadCommands(program: Command, ctx: CliContext): void {
         const newSeq = (await store.revert(name, seq)) ?? null
         await store.flush()
         const value = (await store.open(name, info.type)).value()
-        out.result({ name, to: seq, seq: newSeq, value }, () => newSeq === null
-          ? `"${name}" already has its value at seq ${seq}: nothing written`
-          : `"${name}" reverted to its value at seq ${seq}: new record ${newSeq}\n${pretty(value)}`)
+        out.result({ name, to: seq, seq: newSeq, value }, () =>
+          newSeq === null
+            ? `"${name}" already has its value at seq ${seq}: nothing written`
+            : `"${name}" reverted to its value at seq ${seq}: new record ${newSeq}\n${pretty(value)}`,
+        )
       })
-    }))
+    }),
+  )
 }

@@ -7,7 +7,7 @@
  * sessions closed, every name checkpointed per policy, the log flushed.
  */
 import { readFile } from 'node:fs/promises'
-import { Command, Option } from 'commander'
+import { type Command, Option } from 'commander'
 import { createPeer } from '../../peer/index.ts'
 import type { AuthOptions } from '../../peer/options.ts'
 import { checkAclIdentities, parseAcl } from '../acl.ts'
@@ -57,7 +57,8 @@ const collect = (value: string, all: string[]): string[] => [...all, value]
 
 /** Registers serve. */
 export function registerServe(program: Command, ctx: CliContext): void {
-  program.command('serve')
+  program
+    .command('serve')
     .addOption(dirOption('the data folder (created if missing)'))
     .option('-p, --port <port>', 'TCP port (0 = any free port)', '4400')
     .option('--host <host>', 'interface to listen on', '127.0.0.1')
@@ -68,106 +69,143 @@ export function registerServe(program: Command, ctx: CliContext): void {
     .option('--tls-ca <file>', 'trust this CA (PEM) for --connect wss://... (a private CA or a self-signed peer)')
     .option('--legacy-bearer', 'also accept (and send) protocol-1 tokens in the clear, for peers not yet upgraded; over wss:// only')
     .option('--id <id>', `replica id of a new folder (default "${DEFAULT_SERVE_ID}"; an existing folder keeps its own)`)
-    .option('--connect <url>', 'also dial this peer and keep the link up: ws://... or a libp2p multiaddr /.../p2p/<PeerId> (repeatable)', collect, [] as string[])
+    .option(
+      '--connect <url>',
+      'also dial this peer and keep the link up: ws://... or a libp2p multiaddr /.../p2p/<PeerId> (repeatable)',
+      collect,
+      [] as string[],
+    )
     .option('--no-y-websocket', 'do not serve y-websocket clients at /yjs/<room>')
     .option('--mcp', 'also serve MCP (streamable HTTP) at /mcp, for LLM agents, with the same --token/--acl (README, "LLM agents (MCP)")')
     .option('--libp2p', 'serve over libp2p too (PeerId kept in the folder; listens on /ip4/HOST/tcp/0 unless --libp2p-listen)')
-    .option('--libp2p-listen <multiaddr>', 'libp2p listen address, e.g. /ip4/0.0.0.0/tcp/4401 or .../tcp/4402/ws (repeatable; implies --libp2p)', collect, [] as string[])
-    .option('--bootstrap <multiaddr>', 'libp2p bootstrap peer /.../p2p/<PeerId>, redialled when it goes away (repeatable; implies --libp2p)', collect, [] as string[])
+    .option(
+      '--libp2p-listen <multiaddr>',
+      'libp2p listen address, e.g. /ip4/0.0.0.0/tcp/4401 or .../tcp/4402/ws (repeatable; implies --libp2p)',
+      collect,
+      [] as string[],
+    )
+    .option(
+      '--bootstrap <multiaddr>',
+      'libp2p bootstrap peer /.../p2p/<PeerId>, redialled when it goes away (repeatable; implies --libp2p)',
+      collect,
+      [] as string[],
+    )
     .option('--allow <peerId>', 'admit only these libp2p PeerIds (repeatable; implies --libp2p)', collect, [] as string[])
     .option('--gossipsub', 'fan live deltas out over gossipsub (implies --libp2p)')
     .option('--mdns', 'find peers on the local network with mDNS (implies --libp2p)')
     .option('--json', 'print the listening address as one JSON line')
     .description('run a long-lived peer/relay on a folder: WebSocket (and y-websocket) endpoint; clean shutdown on SIGINT/SIGTERM')
-    .action(action(ctx, 'serve', async (out, options: ServeOptions) => {
-      const libp2p = Boolean(options.libp2p || options.gossipsub || options.mdns ||
-        options.libp2pListen.length > 0 || options.bootstrap.length > 0 || options.allow.length > 0)
-      for (const remote of options.connect) {
-        if (!remote.startsWith('/')) {
-          try {
-            parseWebSocketUrl(remote)
-          } catch (error) {
-            throw new CliError(ExitCodes.USAGE, `--connect ${remote}: ${(error as Error).message}`)
+    .action(
+      action(ctx, 'serve', async (out, options: ServeOptions) => {
+        const libp2p = Boolean(
+          options.libp2p || options.gossipsub || options.mdns || options.libp2pListen.length > 0 || options.bootstrap.length > 0 || options.allow.length > 0,
+        )
+        for (const remote of options.connect) {
+          if (!remote.startsWith('/')) {
+            try {
+              parseWebSocketUrl(remote)
+            } catch (error) {
+              throw new CliError(ExitCodes.USAGE, `--connect ${remote}: ${(error as Error).message}`)
+            }
           }
         }
-      }
-      const port = parseInteger(options.port, '--port')
-      if (port > 65535) throw new CliError(ExitCodes.USAGE, `--port must be at most 65535, got ${port}`)
-      const acl = options.acl === undefined ? undefined : parseAcl(await readFile(options.acl, 'utf8').catch((error) => {
-        throw new CliError(ExitCodes.NOT_FOUND, `cannot read the ACL file ${options.acl}: ${(error as Error).message}`)
-      }), options.acl)
-      if ((options.tlsCert === undefined) !== (options.tlsKey === undefined)) {
-        throw new CliError(ExitCodes.USAGE, '--tls-cert and --tls-key go together')
-      }
-      const tls = options.tlsCert !== undefined
-        ? { cert: await readOptionFile(options.tlsCert, '--tls-cert'), key: await readOptionFile(options.tlsKey!, '--tls-key') }
-        : undefined
-      const ca = options.tlsCa !== undefined ? await readOptionFile(options.tlsCa, '--tls-ca') : undefined
-      const identities = acl ? checkAclIdentities(acl, options.acl!, options.token !== undefined) : undefined
-      const stored = await storedReplicaId(options.dir)
-      if (stored !== undefined && options.id !== undefined && options.id !== stored) {
-        throw new CliError(ExitCodes.USAGE, `${options.dir} belongs to replica "${stored}", not "${options.id}"`)
-      }
-      const id = stored ?? options.id ?? DEFAULT_SERVE_ID
-      // --token alone: a shared secret (accepted and presented). With per-peer
-      // tokens in the ACL: those are accepted, --token is what this peer presents.
-      // Rules that do not name peers do not depend on the claimed id (checked above otherwise).
-      const extra = { legacyBearer: options.legacyBearer === true, trustClaimedIds: identities?.byPeer === false }
-      const auth: AuthOptions = acl?.tokens !== undefined
-        ? { accept: acl.tokens, token: options.token, ...extra }
-        : { token: options.token, ...extra }
-      const peer = await createPeer({
-        id, dir: options.dir, auth, access: acl?.access,
-        libp2p: libp2p ? {
-          bootstrap: options.bootstrap,
-          allow: options.allow.length > 0 ? options.allow : undefined,
-          gossipsub: Boolean(options.gossipsub),
-          mdns: Boolean(options.mdns),
-        } : undefined,
-      })
-      let stopping = false
-      const stopDialing = new AbortController()
-      // Before listening: the open-access warning is given by listen itself.
-      peer.on('warning', ({ message }) => out.note(`concord serve: warning: ${message}`))
-      try {
-        const routes = options.mcp ? [mcpRoute(peer)] : []
-        const { url, port: bound } = await peer.listen({ port, host: options.host, yWebsocket: options.yWebsocket, tls, routes })
-        const p2p = libp2p ? await peer.listen({
-          libp2p: { addresses: options.libp2pListen.length > 0 ? options.libp2pListen : [`/${options.host.includes(':') ? 'ip6' : 'ip4'}/${options.host}/tcp/0`] },
-        }) : undefined
-        const base = url.replace(/\/concord$/, '')
-        const mcp = options.mcp ? `${base.replace(/^ws/, 'http')}/mcp` : null
-        out.result({ url, port: bound, id, dir: options.dir, yWebsocket: options.yWebsocket ? `${base}/yjs/<room>` : null, mcp, libp2p: p2p ?? null },
-          () => `concord serve: replica "${id}" on ${options.dir}\nlistening on ${url}` + (options.yWebsocket ? `\ny-websocket clients: ${base}/yjs/<room>` : '') +
-            (mcp ? `\nMCP (streamable HTTP): ${mcp}` : '') +
-            (p2p ? `\nlibp2p PeerId ${p2p.peerId}${p2p.multiaddrs.map((ma) => `\nlibp2p: ${ma}`).join('')}` : '') + '\nCtrl-C to stop')
-        peer.on('error', ({ error }) => out.note(`concord serve: ${error.code}: ${error.message}`))
-        peer.on('refused', ({ by, reason }) => out.note(`concord serve: handshake refused (${by}): ${reason}`))
-        for (const remote of options.connect) keepConnecting(peer, remote, ca ? { tls: { ca } } : {}, stopDialing.signal, (line) => out.note(`concord serve: ${line}`))
-        ctx.onListening?.({ url, port: bound, libp2p: p2p })
-        const signal = await new Promise<string>((resolve) => {
-          const stop = (name: string) => {
-            process.removeListener('SIGINT', onInt)
-            process.removeListener('SIGTERM', onTerm)
-            resolve(name)
-          }
-          const onInt = () => stop('SIGINT')
-          const onTerm = () => stop('SIGTERM')
-          process.on('SIGINT', onInt)
-          process.on('SIGTERM', onTerm)
-          ctx.signal?.addEventListener('abort', () => stop('abort'), { once: true })
-          if (ctx.signal?.aborted) stop('abort')
+        const port = parseInteger(options.port, '--port')
+        if (port > 65535) throw new CliError(ExitCodes.USAGE, `--port must be at most 65535, got ${port}`)
+        const acl =
+          options.acl === undefined
+            ? undefined
+            : parseAcl(
+                await readFile(options.acl, 'utf8').catch((error) => {
+                  throw new CliError(ExitCodes.NOT_FOUND, `cannot read the ACL file ${options.acl}: ${(error as Error).message}`)
+                }),
+                options.acl,
+              )
+        if ((options.tlsCert === undefined) !== (options.tlsKey === undefined)) {
+          throw new CliError(ExitCodes.USAGE, '--tls-cert and --tls-key go together')
+        }
+        const tls =
+          options.tlsCert !== undefined
+            ? { cert: await readOptionFile(options.tlsCert, '--tls-cert'), key: await readOptionFile(options.tlsKey!, '--tls-key') }
+            : undefined
+        const ca = options.tlsCa !== undefined ? await readOptionFile(options.tlsCa, '--tls-ca') : undefined
+        const identities = acl ? checkAclIdentities(acl, options.acl!, options.token !== undefined) : undefined
+        const stored = await storedReplicaId(options.dir)
+        if (stored !== undefined && options.id !== undefined && options.id !== stored) {
+          throw new CliError(ExitCodes.USAGE, `${options.dir} belongs to replica "${stored}", not "${options.id}"`)
+        }
+        const id = stored ?? options.id ?? DEFAULT_SERVE_ID
+        // --token alone: a shared secret (accepted and presented). With per-peer
+        // tokens in the ACL: those are accepted, --token is what this peer presents.
+        // Rules that do not name peers do not depend on the claimed id (checked above otherwise).
+        const extra = { legacyBearer: options.legacyBearer === true, trustClaimedIds: identities?.byPeer === false }
+        const auth: AuthOptions = acl?.tokens !== undefined ? { accept: acl.tokens, token: options.token, ...extra } : { token: options.token, ...extra }
+        const peer = await createPeer({
+          id,
+          dir: options.dir,
+          auth,
+          access: acl?.access,
+          libp2p: libp2p
+            ? {
+                bootstrap: options.bootstrap,
+                allow: options.allow.length > 0 ? options.allow : undefined,
+                gossipsub: Boolean(options.gossipsub),
+                mdns: Boolean(options.mdns),
+              }
+            : undefined,
         })
-        stopping = true
-        out.note(`concord serve: ${signal}: flushing and closing`)
-      } finally {
-        stopDialing.abort()
-        await peer.close()
-      }
-      if (stopping) out.note('concord serve: stopped, everything flushed')
-    }))
+        let stopping = false
+        const stopDialing = new AbortController()
+        // Before listening: the open-access warning is given by listen itself.
+        peer.on('warning', ({ message }) => out.note(`concord serve: warning: ${message}`))
+        try {
+          const routes = options.mcp ? [mcpRoute(peer)] : []
+          const { url, port: bound } = await peer.listen({ port, host: options.host, yWebsocket: options.yWebsocket, tls, routes })
+          const p2p = libp2p
+            ? await peer.listen({
+                libp2p: {
+                  addresses: options.libp2pListen.length > 0 ? options.libp2pListen : [`/${options.host.includes(':') ? 'ip6' : 'ip4'}/${options.host}/tcp/0`],
+                },
+              })
+            : undefined
+          const base = url.replace(/\/concord$/, '')
+          const mcp = options.mcp ? `${base.replace(/^ws/, 'http')}/mcp` : null
+          out.result(
+            { url, port: bound, id, dir: options.dir, yWebsocket: options.yWebsocket ? `${base}/yjs/<room>` : null, mcp, libp2p: p2p ?? null },
+            () =>
+              `concord serve: replica "${id}" on ${options.dir}\nlistening on ${url}` +
+              (options.yWebsocket ? `\ny-websocket clients: ${base}/yjs/<room>` : '') +
+              (mcp ? `\nMCP (streamable HTTP): ${mcp}` : '') +
+              (p2p ? `\nlibp2p PeerId ${p2p.peerId}${p2p.multiaddrs.map((ma) => `\nlibp2p: ${ma}`).join('')}` : '') +
+              '\nCtrl-C to stop',
+          )
+          peer.on('error', ({ error }) => out.note(`concord serve: ${error.code}: ${error.message}`))
+          peer.on('refused', ({ by, reason }) => out.note(`concord serve: handshake refused (${by}): ${reason}`))
+          for (const remote of options.connect)
+            keepConnecting(peer, remote, ca ? { tls: { ca } } : {}, stopDialing.signal, (line) => out.note(`concord serve: ${line}`))
+          ctx.onListening?.({ url, port: bound, libp2p: p2p })
+          const signal = await new Promise<string>((resolve) => {
+            const stop = (name: string) => {
+              process.removeListener('SIGINT', onInt)
+              process.removeListener('SIGTERM', onTerm)
+              resolve(name)
+            }
+            const onInt = () => stop('SIGINT')
+            const onTerm = () => stop('SIGTERM')
+            process.on('SIGINT', onInt)
+            process.on('SIGTERM', onTerm)
+            ctx.signal?.addEventListener('abort', () => stop('abort'), { once: true })
+            if (ctx.signal?.aborted) stop('abort')
+          })
+          stopping = true
+          out.note(`concord serve: ${signal}: flushing and closing`)
+        } finally {
+          stopDialing.abort()
+          await peer.close()
+        }
+        if (stopping) out.note('concord serve: stopped, everything flushed')
+      }),
+    )
 }
-
 
 /**
  * Dials `remote` until a first handshake succeeds (a relay may start before

@@ -56,7 +56,7 @@ export class CausalContext {
   /** Removes a dot; returns true if it was there. */
   delete(d: Dot): boolean {
     const set = this.byReplica.get(d.replica)
-    if (!set || !set.delete(d.counter)) return false
+    if (!set?.delete(d.counter)) return false
     if (set.isEmpty) this.byReplica.delete(d.replica)
     return true
   }

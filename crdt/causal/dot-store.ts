@@ -113,18 +113,24 @@ export interface JoinTrack {
 /** An empty store of the same kind as `store`. */
 export function emptyLike(store: DotStore): DotStore {
   switch (store.kind) {
-    case 'set': return new DotSet()
-    case 'fun': return new DotFun()
-    case 'map': return new DotMap()
+    case 'set':
+      return new DotSet()
+    case 'fun':
+      return new DotFun()
+    case 'map':
+      return new DotMap()
   }
 }
 
 /** True when the store holds no dot (the bottom element). */
 export function isEmptyStore(store: DotStore): boolean {
   switch (store.kind) {
-    case 'set': return store.dots.length === 0
-    case 'fun': return store.entries.length === 0
-    case 'map': return store.entries.size === 0
+    case 'set':
+      return store.dots.length === 0
+    case 'fun':
+      return store.entries.length === 0
+    case 'map':
+      return store.entries.size === 0
   }
 }
 
@@ -145,8 +151,10 @@ export function* storeDots(store: DotStore): IterableIterator<Dot> {
 /** A deep copy. */
 export function cloneStore<S extends DotStore>(store: S): S {
   switch (store.kind) {
-    case 'set': return new DotSet(store.dots.slice()) as S
-    case 'fun': return new DotFun(store.entries.slice()) as S
+    case 'set':
+      return new DotSet(store.dots.slice()) as S
+    case 'fun':
+      return new DotFun(store.entries.slice()) as S
     case 'map': {
       const out = new DotMap()
       for (const [key, child] of store.entries) out.setChild(key, cloneStore(child))
@@ -163,16 +171,23 @@ export function cloneStore<S extends DotStore>(store: S): S {
 export function joinStoreInto(t: DotStore, tctx: CausalContext, d: DotStore, dctx: CausalContext, track?: JoinTrack): boolean {
   if (t.kind !== d.kind) throw new TypeError(`joinStoreInto: ${withArticle(t.kind)} store cannot join ${withArticle(d.kind)} store`)
   switch (t.kind) {
-    case 'set': return joinDotSets(t, tctx, d as DotSet, dctx, track)
-    case 'fun': return joinDotFuns(t, tctx, d as DotFun, dctx, track)
-    case 'map': return joinDotMaps(t, tctx, d as DotMap, dctx, track)
+    case 'set':
+      return joinDotSets(t, tctx, d as DotSet, dctx, track)
+    case 'fun':
+      return joinDotFuns(t, tctx, d as DotFun, dctx, track)
+    case 'map':
+      return joinDotMaps(t, tctx, d as DotMap, dctx, track)
   }
 }
 
 /** Sorted merge shared by dot sets and dot funs. */
 function mergeSorted<E>(
-  mine: E[], theirs: E[], dotOf: (e: E) => Dot,
-  tctx: CausalContext, dctx: CausalContext, track: JoinTrack | undefined,
+  mine: E[],
+  theirs: E[],
+  dotOf: (e: E) => Dot,
+  tctx: CausalContext,
+  dctx: CausalContext,
+  track: JoinTrack | undefined,
 ): { result: E[]; changed: boolean } {
   const result: E[] = []
   let changed = false
@@ -247,8 +262,14 @@ function joinDotMaps(t: DotMap, tctx: CausalContext, d: DotMap, dctx: CausalCont
     const isNew = mine === undefined
     if (mine === undefined) mine = emptyLike(theirs!)
     const childTrack: JoinTrack = {
-      added: (x) => { t.indexAdd(x, key); track?.added(x) },
-      removed: (x) => { t.indexDelete(x); track?.removed(x) },
+      added: (x) => {
+        t.indexAdd(x, key)
+        track?.added(x)
+      },
+      removed: (x) => {
+        t.indexDelete(x)
+        track?.removed(x)
+      },
     }
     if (!joinStoreInto(mine, tctx, theirs ?? emptyLike(mine), dctx, childTrack)) continue
     changed = true
@@ -266,8 +287,10 @@ function joinDotMaps(t: DotMap, tctx: CausalContext, d: DotMap, dctx: CausalCont
  */
 export function restrictStore(store: DotStore, exclude: CausalContext, include?: CausalContext): DotStore {
   switch (store.kind) {
-    case 'set': return new DotSet(store.dots.filter((x) => !exclude.has(x)))
-    case 'fun': return new DotFun(store.entries.filter((e) => !exclude.has(e.dot)))
+    case 'set':
+      return new DotSet(store.dots.filter((x) => !exclude.has(x)))
+    case 'fun':
+      return new DotFun(store.entries.filter((e) => !exclude.has(e.dot)))
     case 'map': {
       const out = new DotMap()
       let keys: Iterable<string> = store.entries.keys()
@@ -291,8 +314,10 @@ export function restrictStore(store: DotStore, exclude: CausalContext, include?:
  */
 export function storeWithin(store: DotStore, ctx: CausalContext): DotStore {
   switch (store.kind) {
-    case 'set': return new DotSet(store.dots.filter((x) => ctx.has(x)))
-    case 'fun': return new DotFun(store.entries.filter((e) => ctx.has(e.dot)))
+    case 'set':
+      return new DotSet(store.dots.filter((x) => ctx.has(x)))
+    case 'fun':
+      return new DotFun(store.entries.filter((e) => ctx.has(e.dot)))
     case 'map': {
       const out = new DotMap()
       const keys = new Set<string>()

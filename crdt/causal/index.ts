@@ -6,6 +6,17 @@ export { dot, compareDots, compareStrings, formatDot, type Dot } from './dot.ts'
 export { RangeSet } from './range-set.ts'
 export { CausalContext, MAX_COUNTER, MAX_REPLICA_ID_LENGTH, readContext, writeContext } from './causal-context.ts'
 export {
-  DotSet, DotFun, DotMap, emptyLike, isEmptyStore, storeDots, cloneStore, joinStoreInto, restrictStore, addStoreDots,
-  type DotEntry, type DotStore, type JoinTrack,
+  DotSet,
+  DotFun,
+  DotMap,
+  emptyLike,
+  isEmptyStore,
+  storeDots,
+  cloneStore,
+  joinStoreInto,
+  restrictStore,
+  addStoreDots,
+  type DotEntry,
+  type DotStore,
+  type JoinTrack,
 } from './dot-store.ts'

@@ -115,7 +115,7 @@ export class RangeSet {
       return true
     }
     // General case: find the ranges touching [start - 1, end + 1] and merge them.
-    let i = this.search(start - 1)
+    const i = this.search(start - 1)
     let j = i
     let newStart = start
     let newEnd = end

@@ -267,7 +267,10 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
       this.current = A.clone(A.view(next, before), { actor: this.actor })
       A.free(next)
       this.clock = undefined
-      throw new ConcordError(ErrorCodes.LIMIT_EXCEEDED, `automerge change of ${delta.length} bytes is over the limit of ${this.limits.maxBytes} bytes; the document is unchanged`)
+      throw new ConcordError(
+        ErrorCodes.LIMIT_EXCEEDED,
+        `automerge change of ${delta.length} bytes is over the limit of ${this.limits.maxBytes} bytes; the document is unchanged`,
+      )
     }
     this.current = next
     // A local change depends on every head: it is the only head now.
@@ -416,7 +419,12 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
       // Changes whose dependencies are missing wait outside Automerge (bounded; dropped and counted when full).
       const missing = missingDependencies(this.current, before, changeChunks, own)
       if (missing !== undefined) {
-        this.waiting.hold(delta, origin, missing.map((hash) => [hash, 1] as const), own)
+        this.waiting.hold(
+          delta,
+          origin,
+          missing.map((hash) => [hash, 1] as const),
+          own,
+        )
         return null
       }
     }
@@ -445,7 +453,14 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
   }
 
   /** Applies a checked delta (and waiting ones it released) in one Automerge call; emits `change` and returns what changed the document, or null. */
-  private integrate(delta: Uint8Array, origin: unknown, documents: AutomergeChunk[], changeChunks: AutomergeChunk[], before: A.Heads, released: Uint8Array[]): Uint8Array | null {
+  private integrate(
+    delta: Uint8Array,
+    origin: unknown,
+    documents: AutomergeChunk[],
+    changeChunks: AutomergeChunk[],
+    before: A.Heads,
+    released: Uint8Array[],
+  ): Uint8Array | null {
     if (released.length > 0) changeChunks = [...changeChunks, ...released.flatMap((bytes) => splitAutomergeChunks(bytes, this.limits, 'automerge delta'))]
     const changes = changeChunks.map((chunk) => chunk.bytes)
     // Changes that arrived before their dependencies inside a document's delta wait inside Automerge.
@@ -537,7 +552,10 @@ function rematerialized<T>(doc: A.Doc<T>): A.Doc<T> {
 class AutomergeUndoRecord implements UndoRecord {
   private done = false
 
-  constructor(private readonly replica: { undoTo(record: AutomergeUndoRecord, heads: A.Heads): void; releaseUndo(record: AutomergeUndoRecord): void }, private readonly heads: A.Heads) {}
+  constructor(
+    private readonly replica: { undoTo(record: AutomergeUndoRecord, heads: A.Heads): void; releaseUndo(record: AutomergeUndoRecord): void },
+    private readonly heads: A.Heads,
+  ) {}
 
   undo(): boolean {
     if (!this.done) {

@@ -6,8 +6,15 @@
 import * as A from '@automerge/automerge'
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date) &&
-    !(value instanceof Uint8Array) && !A.isCounter(value) && !A.isImmutableString(value)
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    !Array.isArray(value) &&
+    !(value instanceof Date) &&
+    !(value instanceof Uint8Array) &&
+    !A.isCounter(value) &&
+    !A.isImmutableString(value)
+  )
 }
 
 /** An Automerge value as plain data (see the module comment). */
@@ -69,7 +76,7 @@ function restoreSlot(root: unknown, path: A.Prop[], container: Record<string | n
   if (typeof current === 'string' && typeof wanted === 'string') {
     A.updateText(root as A.Doc<unknown>, path, wanted)
   } else if (A.isCounter(current) && A.isCounter(wanted)) {
-    (current as A.Counter).increment((wanted as A.Counter).value - (current as A.Counter).value)
+    ;(current as A.Counter).increment((wanted as A.Counter).value - (current as A.Counter).value)
   } else if (Array.isArray(current) && Array.isArray(wanted)) {
     restoreList(root, path, current, wanted)
   } else if (isPlainObject(current) && isPlainObject(wanted)) {

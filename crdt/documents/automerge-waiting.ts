@@ -23,7 +23,12 @@ export function changeHashes(chunks: readonly AutomergeChunk[]): string[] {
  * document's heads (the common live case: the only dependency is a head,
  * known without asking Automerge); `own` the batch's own hashes.
  */
-export function missingDependencies(doc: A.Doc<unknown>, heads: readonly string[], changes: readonly AutomergeChunk[], own: readonly string[]): string[] | undefined {
+export function missingDependencies(
+  doc: A.Doc<unknown>,
+  heads: readonly string[],
+  changes: readonly AutomergeChunk[],
+  own: readonly string[],
+): string[] | undefined {
   let missing: string[] | undefined
   let ownSet: Set<string> | undefined
   for (const chunk of changes) {

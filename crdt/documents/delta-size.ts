@@ -55,5 +55,9 @@ export function parseAutomergeChunks(chunks: readonly AutomergeChunk[]): void {
 /** {@link checkAutomergeSize} with a replica's limits (deflated columns inflate to at most `maxBytes`); skipped when unbounded. */
 export function checkAutomergeDeltaSize(chunks: Parameters<typeof checkAutomergeSize>[0], limits: DocumentLimits): void {
   if (limits.maxOperations === Infinity && limits.maxInsertedBytes === Infinity) return
-  checkAutomergeSize(chunks, { maxOperations: limits.maxOperations, maxInsertedBytes: limits.maxInsertedBytes, maxInflatedBytes: limits.maxBytes }, 'automerge delta')
+  checkAutomergeSize(
+    chunks,
+    { maxOperations: limits.maxOperations, maxInsertedBytes: limits.maxInsertedBytes, maxInflatedBytes: limits.maxBytes },
+    'automerge delta',
+  )
 }

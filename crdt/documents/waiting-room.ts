@@ -81,7 +81,10 @@ export class WaitingBudget {
     for (const [key, { updates, bytes }] of holdings) this.give(key, updates, bytes)
   })
 
-  constructor(limits: Partial<WaitingBudgetLimits> = {}, readonly keyOf: (origin: unknown) => string = defaultWaitingKey) {
+  constructor(
+    limits: Partial<WaitingBudgetLimits> = {},
+    readonly keyOf: (origin: unknown) => string = defaultWaitingKey,
+  ) {
     this.limits = { ...DEFAULT_WAITING_BUDGET, ...limits }
   }
 
@@ -139,15 +142,19 @@ export class WaitingBudget {
 }
 
 /** A binary min-heap of (threshold, update) pairs. */
+/** Waiting updates of any payload type, ordered by threshold. */
+// biome-ignore lint/suspicious/noExplicitAny: the heap holds updates of every payload type
+type AnyWaiting = WaitingUpdate<any>
+
 class RequirementHeap {
   private readonly thresholds: number[] = []
-  private readonly updates: Array<WaitingUpdate<any>> = []
+  private readonly updates: Array<AnyWaiting> = []
 
   get size(): number {
     return this.thresholds.length
   }
 
-  push(threshold: number, update: WaitingUpdate<any>): void {
+  push(threshold: number, update: AnyWaiting): void {
     const t = this.thresholds
     const u = this.updates
     let i = t.length
@@ -165,12 +172,12 @@ class RequirementHeap {
   }
 
   /** Removes and passes every update whose threshold is at most `value`. */
-  popUpTo(value: number, met: (update: WaitingUpdate<any>) => void): void {
+  popUpTo(value: number, met: (update: AnyWaiting) => void): void {
     const t = this.thresholds
     while (t.length > 0 && t[0] <= value) met(this.pop())
   }
 
-  private pop(): WaitingUpdate<any> {
+  private pop(): AnyWaiting {
     const t = this.thresholds
     const u = this.updates
     const top = u[0]
@@ -297,7 +304,10 @@ export class WaitingRoom<K, C = unknown> {
 
   /** Drops every waiting update (the document was rebuilt or replaced). */
   clear(): void {
-    for (const heap of this.byKey.values()) heap.popUpTo(Infinity, (update) => { if (!update.gone) this.leave(update) })
+    for (const heap of this.byKey.values())
+      heap.popUpTo(Infinity, (update) => {
+        if (!update.gone) this.leave(update)
+      })
     this.byKey.clear()
     for (let i = this.readyHead; i < this.ready.length; i++) if (!this.ready[i].gone) this.leave(this.ready[i])
     this.ready = []

@@ -244,7 +244,8 @@ function readAny(reader: YjsUpdateReader, depth: number, maxNesting: number): { 
     case 119: // string
       reader.string('string value')
       return { isObject: false }
-    case 118: { // object
+    case 118: {
+      // object
       if (depth >= maxNesting) reader.fail(`value nested deeper than ${maxNesting}`)
       const n = reader.count(2, 'object entry')
       for (let i = 0; i < n; i++) {
@@ -253,13 +254,15 @@ function readAny(reader: YjsUpdateReader, depth: number, maxNesting: number): { 
       }
       return { isObject: true }
     }
-    case 117: { // array
+    case 117: {
+      // array
       if (depth >= maxNesting) reader.fail(`value nested deeper than ${maxNesting}`)
       const n = reader.count(1, 'array element')
       for (let i = 0; i < n; i++) readAny(reader, depth + 1, maxNesting)
       return { isObject: false }
     }
-    case 116: { // Uint8Array
+    case 116: {
+      // Uint8Array
       reader.skip(reader.varUint(), 'binary value')
       return { isObject: false }
     }
@@ -280,12 +283,14 @@ function readReference(reader: YjsUpdateReader, client: number, clock: number, w
 /** Reads one item's content; returns the item's length (clock units). */
 function readContent(reader: YjsUpdateReader, ref: number, limits: DocumentLimits): number {
   switch (ref) {
-    case 1: { // ContentDeleted
+    case 1: {
+      // ContentDeleted
       const len = reader.varUint()
       if (len === 0) reader.fail('deleted content of length 0')
       return len
     }
-    case 2: { // ContentJSON
+    case 2: {
+      // ContentJSON
       const n = reader.count(1, 'JSON content')
       if (n === 0) reader.fail('JSON content of length 0')
       for (let i = 0; i < n; i++) reader.json('JSON content', true)
@@ -294,7 +299,8 @@ function readContent(reader: YjsUpdateReader, ref: number, limits: DocumentLimit
     case 3: // ContentBinary
       reader.skip(reader.varUint(), 'binary content')
       return 1
-    case 4: { // ContentString
+    case 4: {
+      // ContentString
       const units = reader.string('string content')
       if (units === 0) reader.fail('string content of length 0')
       return units
@@ -306,13 +312,15 @@ function readContent(reader: YjsUpdateReader, ref: number, limits: DocumentLimit
       reader.string('format key')
       reader.json('format value', false)
       return 1
-    case 7: { // ContentType
+    case 7: {
+      // ContentType
       const typeRef = reader.varUint()
       if (typeRef > 6) reader.fail(`unknown type ref ${typeRef}`)
       if (typeRef === 3 || typeRef === 5) reader.string('xml node name') // YXmlElement, YXmlHook
       return 1
     }
-    case 8: { // ContentAny
+    case 8: {
+      // ContentAny
       const n = reader.count(1, 'any content')
       if (n === 0) reader.fail('any content of length 0')
       for (let i = 0; i < n; i++) readAny(reader, 0, limits.maxNesting)
@@ -333,7 +341,8 @@ function readContent(reader: YjsUpdateReader, ref: number, limits: DocumentLimit
 export function readStruct(reader: YjsUpdateReader, client: number, clock: number, limits: DocumentLimits, deps?: YjsDependencyCollector): number {
   const info = reader.uint8()
   const ref = info & 0x1f
-  if (ref === 0 || ref === 10) { // GC or Skip
+  if (ref === 0 || ref === 10) {
+    // GC or Skip
     if (info !== ref) reader.fail(`flags ${info >> 5} on a ${ref === 0 ? 'GC' : 'skip'} struct`)
     const length = reader.varUint()
     if (length === 0) reader.fail('struct of length 0')

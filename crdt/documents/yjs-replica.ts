@@ -157,7 +157,10 @@ class EveryOrigin extends Set<unknown> {
 class YjsUndoRecord implements UndoRecord {
   private done = false
 
-  constructor(private readonly manager: Y.UndoManager, private readonly undone: (manager: Y.UndoManager) => void) {}
+  constructor(
+    private readonly manager: Y.UndoManager,
+    private readonly undone: (manager: Y.UndoManager) => void,
+  ) {}
 
   /** A compensating transaction: false (the document keeps the undone structs, deleted). */
   undo(): boolean {
@@ -271,7 +274,7 @@ export class YjsReplica implements Replica {
     if (clients === undefined) return transaction
     // Updates that waited for what this delta brought: each applied once, in the same transaction.
     const waiting = this.waiting
-    for (let moved: number[] | undefined = clients; moved !== undefined;) {
+    for (let moved: number[] | undefined = clients; moved !== undefined; ) {
       for (const client of moved) waiting.advance(client, getState(doc.store, client))
       const next = waiting.next()
       if (next === undefined) break

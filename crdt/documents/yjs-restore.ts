@@ -118,7 +118,10 @@ export function restoreDocument(doc: Y.Doc, past: Y.Doc): void {
     const mineKind = mineRaw ? kindOf(mineRaw) : 'empty'
     const pastKind = pastRaw ? kindOf(pastRaw) : 'empty'
     if (pastKind !== 'empty' && mineKind !== 'empty' && mineKind !== pastKind) {
-      throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `yjs restore: "${name}" is ${withArticle(mineKind)} here and ${withArticle(pastKind)} in the past version`)
+      throw new ConcordError(
+        ErrorCodes.INVALID_ARGUMENT,
+        `yjs restore: "${name}" is ${withArticle(mineKind)} here and ${withArticle(pastKind)} in the past version`,
+      )
     }
     return { name, mineKind, pastKind }
   })

@@ -21,7 +21,8 @@ import * as Y from 'yjs'
 import type { YjsTopLevelKind } from './options.ts'
 
 /** Any Yjs shared type. */
-export type AnyType = Y.AbstractType<any> // eslint-disable-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: Yjs types its shared types over any
+export type AnyType = Y.AbstractType<any>
 
 /** The kind of a top-level type as far as can be known; `empty` when inference finds no visible content. */
 export type ObservedKind = YjsTopLevelKind | 'empty'
@@ -134,9 +135,13 @@ export function documentValue(doc: Y.Doc): Record<string, unknown> {
 /** Opens (and if bare, converts) the top-level type `name` with the class of `kind`. */
 export function openTopLevel(doc: Y.Doc, name: string, kind: YjsTopLevelKind): AnyType {
   switch (kind) {
-    case 'text': return doc.getText(name)
-    case 'map': return doc.getMap(name)
-    case 'array': return doc.getArray(name)
-    case 'xml': return doc.getXmlFragment(name)
+    case 'text':
+      return doc.getText(name)
+    case 'map':
+      return doc.getMap(name)
+    case 'array':
+      return doc.getArray(name)
+    case 'xml':
+      return doc.getXmlFragment(name)
   }
 }

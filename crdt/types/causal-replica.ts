@@ -16,7 +16,17 @@
  * changed, not to the state's size.
  */
 import { CausalContext } from '../causal/causal-context.ts'
-import { cloneStore, emptyLike, isEmptyStore, joinStoreInto, restrictStore, storeDots, storeWithin, type JoinTrack, type DotStore } from '../causal/dot-store.ts'
+import {
+  cloneStore,
+  emptyLike,
+  isEmptyStore,
+  joinStoreInto,
+  restrictStore,
+  storeDots,
+  storeWithin,
+  type JoinTrack,
+  type DotStore,
+} from '../causal/dot-store.ts'
 import { Emitter, type Unsubscribe } from '../emitter.ts'
 import { ConcordError, ErrorCodes, withArticle } from '../errors.ts'
 import { HybridClock } from '../hlc.ts'

@@ -14,7 +14,11 @@ export class DotAllocator {
    * @param replica the replica that creates the dots. @param ctx its causal context (read only).
    * @param floor a counter already used (dots up to it are never handed out)
    */
-  constructor(readonly replica: string, ctx: CausalContext, floor = 0) {
+  constructor(
+    readonly replica: string,
+    ctx: CausalContext,
+    floor = 0,
+  ) {
     this.counter = Math.max(ctx.next(replica).counter - 1, floor)
   }
 

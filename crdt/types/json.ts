@@ -16,8 +16,10 @@ class NotJson extends Error {}
 function canonical(value: unknown, depth: number, seen: Set<object>): string {
   if (depth > MAX_JSON_DEPTH) throw new NotJson(`nested deeper than ${MAX_JSON_DEPTH}`)
   switch (typeof value) {
-    case 'string': return JSON.stringify(value)
-    case 'boolean': return value ? 'true' : 'false'
+    case 'string':
+      return JSON.stringify(value)
+    case 'boolean':
+      return value ? 'true' : 'false'
     case 'number':
       if (!Number.isFinite(value)) throw new NotJson(`${value} is not a JSON number`)
       return JSON.stringify(value)
@@ -27,13 +29,13 @@ function canonical(value: unknown, depth: number, seen: Set<object>): string {
       seen.add(value)
       try {
         if (Array.isArray(value)) {
-          return '[' + value.map((item) => canonical(item, depth + 1, seen)).join(',') + ']'
+          return `[${value.map((item) => canonical(item, depth + 1, seen)).join(',')}]`
         }
         const proto = Object.getPrototypeOf(value)
         if (proto !== Object.prototype && proto !== null) throw new NotJson(`${withArticle(proto?.constructor?.name ?? 'non-plain')} object is not JSON`)
         const keys = Object.keys(value).sort()
         const record = value as Record<string, unknown>
-        return '{' + keys.map((key) => JSON.stringify(key) + ':' + canonical(record[key], depth + 1, seen)).join(',') + '}'
+        return `{${keys.map((key) => `${JSON.stringify(key)}:${canonical(record[key], depth + 1, seen)}`).join(',')}}`
       } finally {
         seen.delete(value)
       }
@@ -69,7 +71,8 @@ export function nestingExceeds(text: string, limit: number): boolean {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i)
     if (inString) {
-      if (c === 0x5c) i++ // a backslash escapes the next character
+      if (c === 0x5c)
+        i++ // a backslash escapes the next character
       else if (c === 0x22) inString = false
     } else if (c === 0x22) {
       inString = true

@@ -26,7 +26,7 @@
  */
 import { decodeGuarded, Encoder, type Decoder } from '../codec.ts'
 import { DecodeError, withArticle } from '../errors.ts'
-import { CausalContext, MAX_COUNTER, readContext, writeContext } from '../causal/causal-context.ts'
+import { type CausalContext, MAX_COUNTER, readContext, writeContext } from '../causal/causal-context.ts'
 import type { Dot } from '../causal/dot.ts'
 import { DotFun, DotMap, DotSet, type DotEntry, type DotStore } from '../causal/dot-store.ts'
 import { appendCrc32, stripCrc32 } from './crc32.ts'

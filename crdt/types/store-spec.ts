@@ -53,7 +53,9 @@ export interface LwwWrite {
 const MAX_TOTAL = Number.MAX_SAFE_INTEGER
 
 const countCodec: ValueCodec<number> = {
-  write: (e, v) => { e.writeVarUint(v) },
+  write: (e, v) => {
+    e.writeVarUint(v)
+  },
   read: (d) => {
     const v = d.readVarUint()
     if (v < 1) throw new DecodeError('gcounter: a total must be at least 1')
@@ -62,7 +64,9 @@ const countCodec: ValueCodec<number> = {
 }
 
 const pnCodec: ValueCodec<PnTotals> = {
-  write: (e, v) => { e.writeVarUint(v.inc).writeVarUint(v.dec) },
+  write: (e, v) => {
+    e.writeVarUint(v.inc).writeVarUint(v.dec)
+  },
   read: (d) => {
     const inc = d.readVarUint()
     const dec = d.readVarUint()
@@ -72,7 +76,9 @@ const pnCodec: ValueCodec<PnTotals> = {
 }
 
 const jsonCodec: ValueCodec<Json> = {
-  write: (e, v) => { e.writeString(canonicalJson(v)) },
+  write: (e, v) => {
+    e.writeString(canonicalJson(v))
+  },
   read: (d) => parseCanonicalJson(d.readString()),
 }
 

@@ -21,7 +21,8 @@ import { fieldKey, type NativeType } from './store-spec.ts'
 
 /** Checks a counter amount: a non-negative safe integer; 0 means "nothing to do". */
 function amount(n: number): number {
-  if (!Number.isSafeInteger(n) || n < 0) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `counter: the amount must be a non-negative safe integer, got ${n}`)
+  if (!Number.isSafeInteger(n) || n < 0)
+    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `counter: the amount must be a non-negative safe integer, got ${n}`)
   return n
 }
 

@@ -37,7 +37,9 @@ let dialLoops = 0
 function keepDialing(url: string, loop: number): void {
   peer.connect(url).catch(() => {
     if (dialed.get(url) !== loop) return // cut meanwhile (disconnect rejects the pending connect)
-    setTimeout(() => { if (dialed.get(url) === loop) keepDialing(url, loop) }, 200).unref()
+    setTimeout(() => {
+      if (dialed.get(url) === loop) keepDialing(url, loop)
+    }, 200).unref()
   })
 }
 
@@ -53,7 +55,9 @@ async function handles() {
 async function digest(): Promise<Digest> {
   const { facts, writes, log, last } = await handles()
   const sorted = [...facts.values()].sort()
-  const hash = createHash('sha256').update(JSON.stringify({ facts: sorted, writes: writes.value(), log: log.toArray(), last: last.value() })).digest('hex')
+  const hash = createHash('sha256')
+    .update(JSON.stringify({ facts: sorted, writes: writes.value(), log: log.toArray(), last: last.value() }))
+    .digest('hex')
   return { digest: hash.slice(0, 16), facts: sorted.length, writes: writes.value() }
 }
 
@@ -131,7 +135,9 @@ const handlers: { [C in Command]: Handler<C> } = {
 
 process.on('message', (message: RequestMessage) => {
   const handler = handlers[message.cmd] as Handler<Command> | undefined
-  const reply = (response: ResponseMessage) => { if (process.connected) process.send!(response) }
+  const reply = (response: ResponseMessage) => {
+    if (process.connected) process.send!(response)
+  }
   if (!handler) return reply({ rid: message.rid, ok: false, error: `unknown command ${String(message.cmd)}` })
   handler(message.args as never).then(
     (result) => reply({ rid: message.rid, ok: true, result }),

@@ -60,7 +60,10 @@ export interface ClusterOptions {
 export class Cluster {
   readonly agents = new Map<string, AgentHandle>()
   private nextRid = 1
-  private readonly pending = new Map<number, { agent: string; resolve: (value: unknown) => void; reject: (error: Error) => void; timer: ReturnType<typeof setTimeout> }>()
+  private readonly pending = new Map<
+    number,
+    { agent: string; resolve: (value: unknown) => void; reject: (error: Error) => void; timer: ReturnType<typeof setTimeout> }
+  >()
 
   constructor(private readonly options: ClusterOptions) {
     hookExit()
@@ -171,15 +174,19 @@ export class Cluster {
 
   /** Closes every agent (each flushes and exits), killing any that does not within `graceMs`. */
   async stop(graceMs = 5_000): Promise<void> {
-    await Promise.all([...this.agents.values()].filter((agent) => agent.alive).map(async (agent) => {
-      const gone = new Promise<void>((resolve) => {
-        if (agent.child.exitCode !== null || agent.child.signalCode !== null) resolve()
-        else agent.child.once('exit', () => resolve())
-      })
-      const timer = setTimeout(() => agent.child.kill('SIGKILL'), graceMs)
-      this.request(agent.id, 'close', {}, graceMs).catch(() => agent.child.kill('SIGKILL'))
-      await gone
-      clearTimeout(timer)
-    }))
+    await Promise.all(
+      [...this.agents.values()]
+        .filter((agent) => agent.alive)
+        .map(async (agent) => {
+          const gone = new Promise<void>((resolve) => {
+            if (agent.child.exitCode !== null || agent.child.signalCode !== null) resolve()
+            else agent.child.once('exit', () => resolve())
+          })
+          const timer = setTimeout(() => agent.child.kill('SIGKILL'), graceMs)
+          this.request(agent.id, 'close', {}, graceMs).catch(() => agent.child.kill('SIGKILL'))
+          await gone
+          clearTimeout(timer)
+        }),
+    )
   }
 }

@@ -53,7 +53,9 @@ export function demoOptions(name: string, argv = process.argv.slice(2)): DemoOpt
   }
   const { values } = parsed
   if (values.help) {
-    console.log(`usage: ${name} [--short] [--data DIR] [--out FILE]\n  --short     a smaller, faster run\n  --data DIR  folder for the agents' LevelDB folders (default ./.data/${name}; emptied first)\n  --out FILE  HTML report path (demos that write one)`)
+    console.log(
+      `usage: ${name} [--short] [--data DIR] [--out FILE]\n  --short     a smaller, faster run\n  --data DIR  folder for the agents' LevelDB folders (default ./.data/${name}; emptied first)\n  --out FILE  HTML report path (demos that write one)`,
+    )
     process.exit(0)
   }
   return { short: values.short ?? false, data: resolve(values.data ?? `.data/${name}`), out: values.out === undefined ? undefined : resolve(values.out) }
@@ -81,7 +83,8 @@ export async function runDemo(name: string, title: string, body: (cluster: Clust
     await cluster.stop()
   }
   const leftovers = [...cluster.agents.values()].filter((agent) => agent.child.exitCode === null && agent.child.signalCode === null)
-  if (cluster.agents.size > 0) checks.push({ ok: leftovers.length === 0, what: `every agent process has exited (${cluster.agents.size} agents, ${leftovers.length} left running)` })
+  if (cluster.agents.size > 0)
+    checks.push({ ok: leftovers.length === 0, what: `every agent process has exited (${cluster.agents.size} agents, ${leftovers.length} left running)` })
   section('verdict')
   for (const check of checks) console.log(`  ${check.ok ? 'ok  ' : 'FAIL'}  ${check.what}`)
   if (failure) console.log(`  FAIL  the demo stopped: ${(failure as Error)?.stack ?? String(failure)}`)

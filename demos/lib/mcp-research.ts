@@ -28,7 +28,8 @@ export async function callTool(client: Client, name: string, args: Record<string
 }
 
 /** Calls a tool that must succeed. */
-export async function tool(client: Client, name: string, args: Record<string, unknown>): Promise<Record<string, any>> { // eslint-disable-line @typescript-eslint/no-explicit-any
+export async function tool(client: Client, name: string, args: Record<string, unknown>): Promise<Record<string, any>> {
+  // eslint-disable-line @typescript-eslint/no-explicit-any
   const answer = await callTool(client, name, args)
   if (answer.isError) throw new Error(`${name}: ${JSON.stringify(answer.body.error)}`)
   return answer.body
@@ -47,7 +48,10 @@ async function setValue(client: Client, name: string): Promise<string[]> {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 function claimants(claims: readonly string[], task: string): string[] {
-  return claims.filter((claim) => claim.startsWith(`${task}@`)).map((claim) => claim.slice(task.length + 1)).sort()
+  return claims
+    .filter((claim) => claim.startsWith(`${task}@`))
+    .map((claim) => claim.slice(task.length + 1))
+    .sort()
 }
 
 /** Deterministic "work time" of an agent on a task (ms). */
@@ -62,14 +66,23 @@ export interface McpResearchResult {
 }
 
 /** The research loop of agent `me` over `tasks` (see the module comment). */
-export async function researchThroughMcp(client: Client, me: string, tasks: readonly string[], options: { workMs: number; settleMs: number }): Promise<McpResearchResult> {
+export async function researchThroughMcp(
+  client: Client,
+  me: string,
+  tasks: readonly string[],
+  options: { workMs: number; settleMs: number },
+): Promise<McpResearchResult> {
   const completed: string[] = []
   const yielded: string[] = []
   const offset = [...me].reduce((sum, ch) => sum + ch.charCodeAt(0), 0) % tasks.length
   const order = tasks.map((_, i) => tasks[(i + offset) % tasks.length])
   const deadline = Date.now() + 90_000
   const yieldTask = async (task: string, to: string | undefined) => {
-    await tool(client, 'set_remove', { name: MCP_NAMES.claims, elements: [`${task}@${me}`], message: `yielding ${task} to ${to ?? 'the agent that finished it'}` })
+    await tool(client, 'set_remove', {
+      name: MCP_NAMES.claims,
+      elements: [`${task}@${me}`],
+      message: `yielding ${task} to ${to ?? 'the agent that finished it'}`,
+    })
     yielded.push(task)
   }
   for (;;) {
@@ -99,7 +112,11 @@ export async function researchThroughMcp(client: Client, me: string, tasks: read
     }
     const notes = await tool(client, 'read', { name: MCP_NAMES.notes })
     await tool(client, 'text_insert', {
-      name: MCP_NAMES.notes, index: notes.total, text: `${findingFor(task, me)}\n`, ifVersion: notes.version, message: `${me}'s finding on ${task}`,
+      name: MCP_NAMES.notes,
+      index: notes.total,
+      text: `${findingFor(task, me)}\n`,
+      ifVersion: notes.version,
+      message: `${me}'s finding on ${task}`,
     })
     await tool(client, 'set_add', { name: MCP_NAMES.done, elements: [task], message: `${task} is researched` })
     await tool(client, 'counter_add', { name: MCP_NAMES.counter, amount: 1, message: `${me} finished ${task}` })

@@ -149,40 +149,55 @@ export async function runPartitionScenario(cluster: Cluster, options: ScenarioOp
   const groupOf = (id: string) => groups.find((group) => group.includes(id)) ?? [id]
   const linksOf = (id: string) => {
     const index = agents.indexOf(id)
-    return groupOf(id).filter((other) => agents.indexOf(other) < index).map((other) => cluster.agent(other).url)
+    return groupOf(id)
+      .filter((other) => agents.indexOf(other) < index)
+      .map((other) => cluster.agent(other).url)
   }
   const applyLinks = async (refreshFor?: string) => {
-    await Promise.all(cluster.live().map((id) => {
-      const refresh = refreshFor !== undefined && groupOf(id).includes(refreshFor) && agents.indexOf(refreshFor) < agents.indexOf(id)
-        ? [cluster.agent(refreshFor).url] : []
-      return cluster.request(id, 'links', { urls: linksOf(id), refresh }).catch(() => undefined)
-    }))
+    await Promise.all(
+      cluster.live().map((id) => {
+        const refresh =
+          refreshFor !== undefined && groupOf(id).includes(refreshFor) && agents.indexOf(refreshFor) < agents.indexOf(id) ? [cluster.agent(refreshFor).url] : []
+        return cluster.request(id, 'links', { urls: linksOf(id), refresh }).catch(() => undefined)
+      }),
+    )
   }
   const digests = async (): Promise<Map<string, Digest>> => {
     const out = new Map<string, Digest>()
-    await Promise.all(cluster.live().map(async (id) => {
-      try { out.set(id, await cluster.request(id, 'digest', {}, 5_000)) } catch { /* died meanwhile */ }
-    }))
+    await Promise.all(
+      cluster.live().map(async (id) => {
+        try {
+          out.set(id, await cluster.request(id, 'digest', {}, 5_000))
+        } catch {
+          /* died meanwhile */
+        }
+      }),
+    )
     return out
   }
-  const groupsConverged = (found: Map<string, Digest>) => groups.every((group) => {
-    const states = group.filter((id) => found.has(id)).map((id) => found.get(id)!.digest)
-    return new Set(states).size <= 1
-  })
+  const groupsConverged = (found: Map<string, Digest>) =>
+    groups.every((group) => {
+      const states = group.filter((id) => found.has(id)).map((id) => found.get(id)!.digest)
+      return new Set(states).size <= 1
+    })
 
   // The sampler: divergence and bytes over time.
   let sampling = true
   const sampleOnce = async () => {
     const live = cluster.live()
     const found = await digests()
-    await Promise.all(live.map(async (id) => {
-      const incarnation = cluster.agent(id).incarnation
-      try {
-        const stats = await cluster.request(id, 'stats', {}, 5_000)
-        // A reply from a process killed meanwhile is already counted in bytesBase.
-        if (cluster.agent(id).alive && cluster.agent(id).incarnation === incarnation) bytesLast.set(id, stats.bytesOut)
-      } catch { /* died meanwhile */ }
-    }))
+    await Promise.all(
+      live.map(async (id) => {
+        const incarnation = cluster.agent(id).incarnation
+        try {
+          const stats = await cluster.request(id, 'stats', {}, 5_000)
+          // A reply from a process killed meanwhile is already counted in bytesBase.
+          if (cluster.agent(id).alive && cluster.agent(id).incarnation === incarnation) bytesLast.set(id, stats.bytesOut)
+        } catch {
+          /* died meanwhile */
+        }
+      }),
+    )
     const bytes = agents.reduce((sum, id) => sum + bytesBase.get(id)! + bytesLast.get(id)!, 0)
     samples.push({ t: now(), distinct: new Set([...found.values()].map((d) => d.digest)).size, live: found.size, bytes, phase: phases.length - 1 })
   }
@@ -200,7 +215,12 @@ export async function runPartitionScenario(cluster: Cluster, options: ScenarioOp
       await cluster.kill(id)
       bytesBase.set(id, bytesBase.get(id)! + bytesLast.get(id)!)
       bytesLast.set(id, 0)
-      events.push({ t: now(), agent: id, kind: 'kill', note: `SIGKILL ${id} (pid ${cluster.agent(id).child.pid}) after ${acked.get(id)!.length} acknowledged writes` })
+      events.push({
+        t: now(),
+        agent: id,
+        kind: 'kill',
+        note: `SIGKILL ${id} (pid ${cluster.agent(id).child.pid}) after ${acked.get(id)!.length} acknowledged writes`,
+      })
       log(`  ✕ SIGKILL ${id}: ${acked.get(id)!.length} of its writes were acknowledged`)
     } else {
       const id = event.restart
@@ -211,9 +231,16 @@ export async function runPartitionScenario(cluster: Cluster, options: ScenarioOp
       const held = mine.filter((fact) => facts.has(fact)).length
       const isolated = groupOf(id).length === 1
       survivals.push({ agent: id, acked: mine.length, held, isolated })
-      events.push({ t: now(), agent: id, kind: 'restart', note: `${id} restarted from its folder in ${agent.startupMs} ms: ${held}/${mine.length} acknowledged writes there` })
-      log(`  ↻ ${id} restarted from ${agent.dir} (incarnation ${agent.incarnation}, ready in ${agent.startupMs} ms): ` +
-        `its folder holds ${held} of its ${mine.length} acknowledged writes${isolated ? ' (it is isolated: nobody else could have given them back)' : ''}`)
+      events.push({
+        t: now(),
+        agent: id,
+        kind: 'restart',
+        note: `${id} restarted from its folder in ${agent.startupMs} ms: ${held}/${mine.length} acknowledged writes there`,
+      })
+      log(
+        `  ↻ ${id} restarted from ${agent.dir} (incarnation ${agent.incarnation}, ready in ${agent.startupMs} ms): ` +
+          `its folder holds ${held} of its ${mine.length} acknowledged writes${isolated ? ' (it is isolated: nobody else could have given them back)' : ''}`,
+      )
       await applyLinks(id)
     }
   }
@@ -227,14 +254,18 @@ export async function runPartitionScenario(cluster: Cluster, options: ScenarioOp
     for (const event of phase.before ?? []) await runEvent(event)
     for (let round = 0; round < phase.writes; round++) {
       const pace = sleep(options.roundMs ?? 120)
-      await Promise.all(cluster.live().map(async (id) => {
-        const fact = `${id}:${++counter}`
-        try {
-          const { acked: done } = await cluster.request(id, 'write', { ids: [fact] })
-          acked.get(id)!.push(...done)
-          record.acked += done.length
-        } catch { /* not acknowledged: it does not count */ }
-      }))
+      await Promise.all(
+        cluster.live().map(async (id) => {
+          const fact = `${id}:${++counter}`
+          try {
+            const { acked: done } = await cluster.request(id, 'write', { ids: [fact] })
+            acked.get(id)!.push(...done)
+            record.acked += done.length
+          } catch {
+            /* not acknowledged: it does not count */
+          }
+        }),
+      )
       await pace
     }
     if (phase.writes > 0) log(`   ${record.acked} writes acknowledged (${cluster.live().length} live agents, ${phase.writes} round(s) each)`)
@@ -250,7 +281,10 @@ export async function runPartitionScenario(cluster: Cluster, options: ScenarioOp
 
   try {
     for (const phase of options.phases) await runPhase(phase, false)
-    await runPhase({ label: 'final heal', groups: [agents], writes: 0, before: agents.filter((id) => !cluster.agent(id).alive).map((id) => ({ restart: id })) }, true)
+    await runPhase(
+      { label: 'final heal', groups: [agents], writes: 0, before: agents.filter((id) => !cluster.agent(id).alive).map((id) => ({ restart: id })) },
+      true,
+    )
   } finally {
     sampling = false
     await sampler
@@ -270,17 +304,35 @@ export async function runPartitionScenario(cluster: Cluster, options: ScenarioOp
   const consistent = [...finals.values()].every((state) => state.writes === state.facts.length && state.log === state.facts.length)
   const bytesTotal = samples.at(-1)?.bytes ?? 0
   const checks: Check[] = [
-    { ok: new Set(Object.values(finalDigests)).size === 1 && Object.keys(finalDigests).length === agents.length, what: `after the final heal all ${agents.length} agents hold the same state` },
+    {
+      ok: new Set(Object.values(finalDigests)).size === 1 && Object.keys(finalDigests).length === agents.length,
+      what: `after the final heal all ${agents.length} agents hold the same state`,
+    },
     { ok: missing.size === 0, what: `no acknowledged write lost: ${allAcked.length - missing.size}/${allAcked.length} on every agent` },
     { ok: consistent, what: `each write applied atomically: counter = log entries = facts (${reference.facts.length}) on every agent` },
     { ok: phases.every((phase) => phase.settled), what: 'every side converged within itself during each partition' },
-    { ok: survivals.every((s) => s.held === s.acked), what: survivals.length === 0 ? 'no agent was killed' : `every killed agent's folder held all its acknowledged writes after SIGKILL (${survivals.map((s) => `${s.agent}: ${s.held}/${s.acked}`).join(', ')})` },
+    {
+      ok: survivals.every((s) => s.held === s.acked),
+      what:
+        survivals.length === 0
+          ? 'no agent was killed'
+          : `every killed agent's folder held all its acknowledged writes after SIGKILL (${survivals.map((s) => `${s.agent}: ${s.held}/${s.acked}`).join(', ')})`,
+    },
     divergenceCheck(phases),
   ]
   return {
-    agents, phases, samples, events,
+    agents,
+    phases,
+    samples,
+    events,
     ackedTotal: allAcked.length,
     ackedBy: Object.fromEntries([...acked].map(([id, list]) => [id, list.length])),
-    missing: [...missing], finalDigests, finalFacts: reference.facts.length, bytesTotal, durationMs: Math.max(phases.at(-1)?.end ?? 0, samples.at(-1)?.t ?? 0), survivals, checks,
+    missing: [...missing],
+    finalDigests,
+    finalFacts: reference.facts.length,
+    bytesTotal,
+    durationMs: Math.max(phases.at(-1)?.end ?? 0, samples.at(-1)?.t ?? 0),
+    survivals,
+    checks,
   }
 }

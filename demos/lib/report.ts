@@ -11,7 +11,7 @@ const WIDTH = 960
 const LEFT = 110
 const RIGHT = 20
 
-function escape(text: string): string {
+function escapeHtml(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')
 }
 
@@ -26,15 +26,21 @@ function timeAxis(result: ScenarioResult, y: number): string {
   const step = seconds > 40 ? 10 : seconds > 16 ? 5 : seconds > 6 ? 2 : 1
   const ticks: string[] = []
   for (let s = 0; s <= seconds + 1e-9; s += step) {
-    ticks.push(`<line x1="${x(s * 1000).toFixed(1)}" y1="${y}" x2="${x(s * 1000).toFixed(1)}" y2="${y + 4}" stroke="#555"/>` +
-      `<text x="${x(s * 1000).toFixed(1)}" y="${y + 16}" text-anchor="middle" class="tick">${s}s</text>`)
+    ticks.push(
+      `<line x1="${x(s * 1000).toFixed(1)}" y1="${y}" x2="${x(s * 1000).toFixed(1)}" y2="${y + 4}" stroke="#555"/>` +
+        `<text x="${x(s * 1000).toFixed(1)}" y="${y + 16}" text-anchor="middle" class="tick">${s}s</text>`,
+    )
   }
   return `<line x1="${LEFT}" y1="${y}" x2="${WIDTH - RIGHT}" y2="${y}" stroke="#555"/>${ticks.join('')}`
 }
 
 function phaseGuides(result: ScenarioResult, top: number, bottom: number): string {
   const x = scaleX(result)
-  return result.phases.map((phase) => `<line x1="${x(phase.start).toFixed(1)}" y1="${top}" x2="${x(phase.start).toFixed(1)}" y2="${bottom}" stroke="#999" stroke-dasharray="3,3"/>`).join('')
+  return result.phases
+    .map(
+      (phase) => `<line x1="${x(phase.start).toFixed(1)}" y1="${top}" x2="${x(phase.start).toFixed(1)}" y2="${bottom}" stroke="#999" stroke-dasharray="3,3"/>`,
+    )
+    .join('')
 }
 
 /** Approximate width of a phase label in px (11 px system-ui). */
@@ -75,20 +81,26 @@ export function timelineSvg(result: ScenarioResult): string {
   for (const [p, phase] of result.phases.entries()) {
     const x0 = x(phase.start)
     const x1 = x(phase.end)
-    parts.push(`<rect x="${x0.toFixed(1)}" y="${4 + extra}" width="${Math.max(1, x1 - x0).toFixed(1)}" height="${height - 34 - extra}" fill="${p % 2 === 0 ? '#f7f7f7' : '#ffffff'}"/>`)
+    parts.push(
+      `<rect x="${x0.toFixed(1)}" y="${4 + extra}" width="${Math.max(1, x1 - x0).toFixed(1)}" height="${height - 34 - extra}" fill="${p % 2 === 0 ? '#f7f7f7' : '#ffffff'}"/>`,
+    )
     // The label in its band when it fits; else above the bands (numbered as in the table below), with a tick to its band.
     const label = placed.labels[p]
     const y = label.inside ? 20 + extra : 14 * label.row
     if (!label.inside) parts.push(`<line x1="${((x0 + x1) / 2).toFixed(1)}" y1="${y + 3}" x2="${((x0 + x1) / 2).toFixed(1)}" y2="${4 + extra}" stroke="#999"/>`)
-    parts.push(`<text x="${label.x.toFixed(1)}" y="${y}" text-anchor="middle" class="phase">${escape(label.text)}<title>${escape(`${p + 1}. ${phase.label}`)}</title></text>`)
+    parts.push(
+      `<text x="${label.x.toFixed(1)}" y="${y}" text-anchor="middle" class="phase">${escapeHtml(label.text)}<title>${escapeHtml(`${p + 1}. ${phase.label}`)}</title></text>`,
+    )
     for (const [a, agent] of result.agents.entries()) {
       const group = phase.groups.findIndex((g) => g.includes(agent))
       const color = PALETTE[(group < 0 ? a : group) % PALETTE.length]
-      parts.push(`<rect x="${x0.toFixed(1)}" y="${top + a * row + 4}" width="${Math.max(1, x1 - x0).toFixed(1)}" height="${row - 10}" fill="${color}" opacity="0.85"><title>${escape(`${agent}: side ${group + 1} of ${phase.groups.length} in "${phase.label}"`)}</title></rect>`)
+      parts.push(
+        `<rect x="${x0.toFixed(1)}" y="${top + a * row + 4}" width="${Math.max(1, x1 - x0).toFixed(1)}" height="${row - 10}" fill="${color}" opacity="0.85"><title>${escapeHtml(`${agent}: side ${group + 1} of ${phase.groups.length} in "${phase.label}"`)}</title></rect>`,
+      )
     }
   }
   for (const [a, agent] of result.agents.entries()) {
-    parts.push(`<text x="${LEFT - 8}" y="${top + a * row + 18}" text-anchor="end" class="label">${escape(agent)}</text>`)
+    parts.push(`<text x="${LEFT - 8}" y="${top + a * row + 18}" text-anchor="end" class="label">${escapeHtml(agent)}</text>`)
     // Down time: from a kill to the next restart.
     const mine = result.events.filter((e) => e.agent === agent)
     for (const [i, event] of mine.entries()) {
@@ -96,22 +108,36 @@ export function timelineSvg(result: ScenarioResult): string {
       const back = mine.slice(i + 1).find((e) => e.kind === 'restart')
       const x0 = x(event.t)
       const x1 = x(back?.t ?? result.durationMs)
-      parts.push(`<rect x="${x0.toFixed(1)}" y="${top + a * row + 4}" width="${Math.max(1, x1 - x0).toFixed(1)}" height="${row - 10}" fill="url(#down)"><title>${escape(`${agent} down (SIGKILL)`)}</title></rect>`)
+      parts.push(
+        `<rect x="${x0.toFixed(1)}" y="${top + a * row + 4}" width="${Math.max(1, x1 - x0).toFixed(1)}" height="${row - 10}" fill="url(#down)"><title>${escapeHtml(`${agent} down (SIGKILL)`)}</title></rect>`,
+      )
     }
     for (const event of mine) {
       const cx = x(event.t).toFixed(1)
       const cy = top + a * row + 13
-      parts.push(event.kind === 'kill'
-        ? `<text x="${cx}" y="${cy + 5}" text-anchor="middle" class="mark kill">✕<title>${escape(event.note)}</title></text>`
-        : `<text x="${cx}" y="${cy + 5}" text-anchor="middle" class="mark restart">↻<title>${escape(event.note)}</title></text>`)
+      parts.push(
+        event.kind === 'kill'
+          ? `<text x="${cx}" y="${cy + 5}" text-anchor="middle" class="mark kill">✕<title>${escapeHtml(event.note)}</title></text>`
+          : `<text x="${cx}" y="${cy + 5}" text-anchor="middle" class="mark restart">↻<title>${escapeHtml(event.note)}</title></text>`,
+      )
     }
   }
-  return `<svg xmlns="http://www.w3.org/2000/svg" id="timeline" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" role="img" aria-label="timeline of partitions">` +
+  return (
+    `<svg xmlns="http://www.w3.org/2000/svg" id="timeline" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" role="img" aria-label="timeline of partitions">` +
     `<defs><pattern id="down" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#ddd"/><line x1="0" y1="0" x2="0" y2="6" stroke="#888" stroke-width="3"/></pattern></defs>` +
-    parts.join('') + timeAxis(result, height - 26) + `</svg>`
+    parts.join('') +
+    timeAxis(result, height - 26) +
+    `</svg>`
+  )
 }
 
-function lineChart(result: ScenarioResult, id: string, label: string, values: Array<[number, number]>, options: { step: boolean; max: number; unit: (v: number) => string; color: string }): string {
+function lineChart(
+  result: ScenarioResult,
+  id: string,
+  label: string,
+  values: Array<[number, number]>,
+  options: { step: boolean; max: number; unit: (v: number) => string; color: string },
+): string {
   const x = scaleX(result)
   const height = 220
   const top = 14
@@ -126,13 +152,19 @@ function lineChart(result: ScenarioResult, id: string, label: string, values: Ar
   const ticks = options.step ? Math.min(options.max, 8) : 4
   for (let i = 0; i <= ticks; i++) {
     const v = (options.max / ticks) * i
-    grid.push(`<line x1="${LEFT}" y1="${y(v).toFixed(1)}" x2="${WIDTH - RIGHT}" y2="${y(v).toFixed(1)}" stroke="#eee"/>` +
-      `<text x="${LEFT - 8}" y="${(y(v) + 4).toFixed(1)}" text-anchor="end" class="tick">${escape(options.unit(v))}</text>`)
+    grid.push(
+      `<line x1="${LEFT}" y1="${y(v).toFixed(1)}" x2="${WIDTH - RIGHT}" y2="${y(v).toFixed(1)}" stroke="#eee"/>` +
+        `<text x="${LEFT - 8}" y="${(y(v) + 4).toFixed(1)}" text-anchor="end" class="tick">${escapeHtml(options.unit(v))}</text>`,
+    )
   }
-  return `<svg xmlns="http://www.w3.org/2000/svg" id="${id}" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" role="img" aria-label="${escape(label)}">` +
-    grid.join('') + phaseGuides(result, top, bottom) +
+  return (
+    `<svg xmlns="http://www.w3.org/2000/svg" id="${id}" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" role="img" aria-label="${escapeHtml(label)}">` +
+    grid.join('') +
+    phaseGuides(result, top, bottom) +
     `<polyline fill="none" stroke="${options.color}" stroke-width="2" points="${points.join(' ')}"/>` +
-    timeAxis(result, bottom) + `</svg>`
+    timeAxis(result, bottom) +
+    `</svg>`
+  )
 }
 
 /**
@@ -152,12 +184,21 @@ export function divergenceSvg(result: ScenarioResult): string {
     const x0 = x(phase.start)
     const x1 = x(phase.end)
     if (phase.groups.length === 1) {
-      overlay.push(`<rect x="${x0.toFixed(1)}" y="${top}" width="${Math.max(1, x1 - x0).toFixed(1)}" height="${bottom - top}" fill="url(#inflight)" opacity="0.5"><title>${escape(`"${phase.label}": connected; more than 1 state means writes (or the resync after a heal) still in flight`)}</title></rect>`)
+      overlay.push(
+        `<rect x="${x0.toFixed(1)}" y="${top}" width="${Math.max(1, x1 - x0).toFixed(1)}" height="${bottom - top}" fill="url(#inflight)" opacity="0.5"><title>${escapeHtml(`"${phase.label}": connected; more than 1 state means writes (or the resync after a heal) still in flight`)}</title></rect>`,
+      )
     } else {
-      overlay.push(`<circle cx="${x1.toFixed(1)}" cy="${y(phase.settledDistinct).toFixed(1)}" r="4" fill="#e15759" stroke="#fff"><title>${escape(`"${phase.label}": ${phase.settledDistinct} distinct state(s) once each of its ${phase.groups.length} sides had settled`)}</title></circle>`)
+      overlay.push(
+        `<circle cx="${x1.toFixed(1)}" cy="${y(phase.settledDistinct).toFixed(1)}" r="4" fill="#e15759" stroke="#fff"><title>${escapeHtml(`"${phase.label}": ${phase.settledDistinct} distinct state(s) once each of its ${phase.groups.length} sides had settled`)}</title></circle>`,
+      )
     }
   }
-  const chart = lineChart(result, 'divergence', 'number of distinct states over time', values, { step: true, max, unit: (v) => String(Math.round(v)), color: '#e15759' })
+  const chart = lineChart(result, 'divergence', 'number of distinct states over time', values, {
+    step: true,
+    max,
+    unit: (v) => String(Math.round(v)),
+    color: '#e15759',
+  })
   const defs = `<defs><pattern id="inflight" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="6" stroke="#ccc" stroke-width="2"/></pattern></defs>`
   // The overlay goes under the line: after the grid, before the polyline.
   return chart.replace(/(role="img" aria-label="[^"]*">)/, `$1${defs}${overlay.join('')}`)
@@ -167,7 +208,12 @@ export function divergenceSvg(result: ScenarioResult): string {
 export function bytesSvg(result: ScenarioResult): string {
   const values = result.samples.map((s): [number, number] => [s.t, s.bytes])
   const max = Math.max(1024, ...values.map(([, v]) => v))
-  return lineChart(result, 'bytes', 'bytes exchanged over time', values, { step: false, max, unit: (v) => (v >= 1024 * 1024 ? `${(v / 1024 / 1024).toFixed(1)} MB` : `${(v / 1024).toFixed(0)} KB`), color: '#4e79a7' })
+  return lineChart(result, 'bytes', 'bytes exchanged over time', values, {
+    step: false,
+    max,
+    unit: (v) => (v >= 1024 * 1024 ? `${(v / 1024 / 1024).toFixed(1)} MB` : `${(v / 1024).toFixed(0)} KB`),
+    color: '#4e79a7',
+  })
 }
 
 function divergenceSummary(result: ScenarioResult): string {
@@ -179,15 +225,22 @@ function divergenceSummary(result: ScenarioResult): string {
 /** The whole report as one HTML document. */
 export function renderReport(result: ScenarioResult, title: string, intro: string): string {
   const pass = result.checks.every((c) => c.ok)
-  const phaseRows = result.phases.map((p, i) => `<tr><td>${i + 1}. ${escape(p.label)}</td><td>${escape(p.groups.map((g) => `{${g.join(', ')}}`).join(' | '))}</td><td>${(p.start / 1000).toFixed(2)}–${(p.end / 1000).toFixed(2)} s</td><td>${p.acked}</td><td>${p.settled ? 'yes' : 'no'}</td><td>${p.settledDistinct}</td></tr>`).join('')
-  const agentRows = result.agents.map((a) => `<tr><td>${escape(a)}</td><td>${result.ackedBy[a] ?? 0}</td><td><code>${escape(result.finalDigests[a] ?? '-')}</code></td></tr>`).join('')
-  const eventRows = result.events.map((e) => `<li>${(e.t / 1000).toFixed(2)} s — ${escape(e.note)}</li>`).join('')
-  const checkRows = result.checks.map((c) => `<li class="${c.ok ? 'ok' : 'fail'}">${c.ok ? '✔' : '✘'} ${escape(c.what)}</li>`).join('')
+  const phaseRows = result.phases
+    .map(
+      (p, i) =>
+        `<tr><td>${i + 1}. ${escapeHtml(p.label)}</td><td>${escapeHtml(p.groups.map((g) => `{${g.join(', ')}}`).join(' | '))}</td><td>${(p.start / 1000).toFixed(2)}–${(p.end / 1000).toFixed(2)} s</td><td>${p.acked}</td><td>${p.settled ? 'yes' : 'no'}</td><td>${p.settledDistinct}</td></tr>`,
+    )
+    .join('')
+  const agentRows = result.agents
+    .map((a) => `<tr><td>${escapeHtml(a)}</td><td>${result.ackedBy[a] ?? 0}</td><td><code>${escapeHtml(result.finalDigests[a] ?? '-')}</code></td></tr>`)
+    .join('')
+  const eventRows = result.events.map((e) => `<li>${(e.t / 1000).toFixed(2)} s — ${escapeHtml(e.note)}</li>`).join('')
+  const checkRows = result.checks.map((c) => `<li class="${c.ok ? 'ok' : 'fail'}">${c.ok ? '✔' : '✘'} ${escapeHtml(c.what)}</li>`).join('')
   return `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<title>${escape(title)}</title>
+<title>${escapeHtml(title)}</title>
 <style>
 body { font: 14px/1.45 system-ui, sans-serif; margin: 24px auto; max-width: 1000px; color: #222; }
 h1 { font-size: 22px; } h2 { font-size: 17px; margin-top: 28px; }
@@ -199,8 +252,8 @@ svg { display: block; margin: 8px 0; } .tick { font-size: 11px; fill: #555; } .l
 </style>
 </head>
 <body>
-<h1>${escape(title)}</h1>
-<p>${escape(intro)}</p>
+<h1>${escapeHtml(title)}</h1>
+<p>${escapeHtml(intro)}</p>
 <p class="verdict ${pass ? 'pass' : 'failv'}">Verdict: ${pass ? 'PASS' : 'FAIL'}</p>
 <ul>${checkRows}</ul>
 <p>${result.agents.length} agents, ${result.ackedTotal} acknowledged writes, ${result.finalFacts} facts in the final state, ${(result.bytesTotal / 1024).toFixed(1)} KB sent. The schedule (every phase and the final heal, the span of the charts) took ${(result.durationMs / 1000).toFixed(1)} s; the total the demo prints also counts starting and stopping the agent processes.</p>

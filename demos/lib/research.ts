@@ -33,7 +33,10 @@ export const TASKS: ReadonlyArray<readonly [string, string]> = [
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 function claimsOf(claims: readonly string[], task: string): string[] {
-  return claims.filter((claim) => claim.startsWith(`${task}@`)).map((claim) => claim.slice(task.length + 1)).sort()
+  return claims
+    .filter((claim) => claim.startsWith(`${task}@`))
+    .map((claim) => claim.slice(task.length + 1))
+    .sort()
 }
 
 /** Deterministic "work time" of an agent on a task (ms). */

@@ -13,13 +13,19 @@ import { defineTool, jsonArg, jsonValue } from './tool.ts'
 export const presence = defineTool({
   name: 'presence',
   title: 'Who works on what',
-  description: 'Presence of agents across all peers. action "set": say what you are working on (status: text or JSON; optionally the name it is about) ' +
+  description:
+    'Presence of agents across all peers. action "set": say what you are working on (status: text or JSON; optionally the name it is about) ' +
     'for ttlSeconds (default 120; set it again to stay); "clear": you are done; "list" (default): what every agent says now. Never stored.',
   input: z.strictObject({
     action: z.enum(['list', 'set', 'clear']).optional(),
     status: jsonValue.optional().describe('what you are doing: a sentence, or a small JSON object (at most 4 KiB)'),
     name: z.string().min(1).max(1024).optional().describe('the name your work is about (shown only to agents that may read it)'),
-    ttlSeconds: z.number().int().min(1).max(PRESENCE_LIMITS.maxTtlMs / 1000).optional(),
+    ttlSeconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(PRESENCE_LIMITS.maxTtlMs / 1000)
+      .optional(),
   }),
   annotations: { idempotentHint: true },
   async run(args, { peer, principal }) {
@@ -31,10 +37,16 @@ export const presence = defineTool({
       peer.presence.clear(principal.agent)
     }
     const now = Date.now()
-    const agents = peer.presence.list((name) => name === undefined || principal.mayRead(name)).map((info) => ({
-      agent: info.agent, status: info.status, ...(info.name !== undefined ? { name: info.name } : {}), peer: info.peer,
-      expiresInSeconds: Math.max(0, Math.round((info.expiresAt - now) / 1000)), ...(info.agent === principal.agent ? { you: true } : {}),
-    }))
+    const agents = peer.presence
+      .list((name) => name === undefined || principal.mayRead(name))
+      .map((info) => ({
+        agent: info.agent,
+        status: info.status,
+        ...(info.name !== undefined ? { name: info.name } : {}),
+        peer: info.peer,
+        expiresInSeconds: Math.max(0, Math.round((info.expiresAt - now) / 1000)),
+        ...(info.agent === principal.agent ? { you: true } : {}),
+      }))
     return { result: { you: principal.agent, agents } }
   },
 })

@@ -15,14 +15,31 @@ import { formatPointer, pageOf, parsePointer, toJson, type Page } from '../pagin
 import { openToRead } from '../principal.ts'
 import { documentFields } from '../text.ts'
 import { encodeToken, pinned } from '../version-token.ts'
-import { defineTool, isoTime, nameArg, seqArg, type ToolContext } from './tool.ts'
+import { defineTool, isoTime, nameArg, seqArg } from './tool.ts'
 
 const typeArg = z.enum(KNOWN_TYPES as unknown as [string, ...string[]])
 const pageArgs = {
   path: z.string().max(4096).optional().describe('JSON Pointer (RFC 6901) of the part to read, e.g. "/tasks/0"; "" or absent: the whole value'),
-  field: z.string().min(1).max(1024).optional().describe('Yjs documents: the top-level field to read (a text is returned as text); default: the only text, if the document has one'),
-  offset: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional().describe('where the page starts: a character of a text, an item of an array or an object'),
-  limit: z.number().int().min(1).max(MCP_LIMITS.textPageChars).optional().describe(`page size: characters of a text (default ${MCP_LIMITS.textPageChars}) or items (at most ${MCP_LIMITS.maxPageItems})`),
+  field: z
+    .string()
+    .min(1)
+    .max(1024)
+    .optional()
+    .describe('Yjs documents: the top-level field to read (a text is returned as text); default: the only text, if the document has one'),
+  offset: z
+    .number()
+    .int()
+    .min(0)
+    .max(Number.MAX_SAFE_INTEGER)
+    .optional()
+    .describe('where the page starts: a character of a text, an item of an array or an object'),
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .max(MCP_LIMITS.textPageChars)
+    .optional()
+    .describe(`page size: characters of a text (default ${MCP_LIMITS.textPageChars}) or items (at most ${MCP_LIMITS.maxPageItems})`),
 }
 
 /** The path a read means: `path`, else a Yjs `field`, else a Yjs document's only text. */
@@ -46,7 +63,8 @@ function showPage(page: Page, replica: Replica): Record<string, unknown> {
 export const listNames = defineTool({
   name: 'list_names',
   title: 'List names',
-  description: 'Lists the shared names you may read (counters, sets, registers, maps, Yjs and Automerge documents), in name order, ' +
+  description:
+    'Lists the shared names you may read (counters, sets, registers, maps, Yjs and Automerge documents), in name order, ' +
     'with their type, size, record count and last change (who, when). Filter by prefix and type; page with cursor.',
   input: z.strictObject({
     prefix: z.string().max(1024).optional().describe('only names starting with this'),
@@ -57,15 +75,23 @@ export const listNames = defineTool({
   annotations: { readOnlyHint: true },
   async run(args, { peer, principal }) {
     const limit = args.limit ?? 50
-    const all = (await peer.names()).filter((info) => principal.mayRead(info.name) &&
-      (args.prefix === undefined || info.name.startsWith(args.prefix)) && (args.type === undefined || info.type === args.type) &&
-      (args.cursor === undefined || info.name > args.cursor))
+    const all = (await peer.names()).filter(
+      (info) =>
+        principal.mayRead(info.name) &&
+        (args.prefix === undefined || info.name.startsWith(args.prefix)) &&
+        (args.type === undefined || info.type === args.type) &&
+        (args.cursor === undefined || info.name > args.cursor),
+    )
     const page = all.slice(0, limit)
     const names = []
     for (const info of page) {
       const [last] = info.archived ? [] : await peer.history(info.name, { reverse: true, limit: 1 }).catch(() => [])
       names.push({
-        name: info.name, type: info.type, records: info.records, lastSeq: info.lastSeq, bytes: info.size,
+        name: info.name,
+        type: info.type,
+        records: info.records,
+        lastSeq: info.lastSeq,
+        bytes: info.size,
         lastChange: { at: isoTime(info.lastChange), ...(last ? { agent: last.agent, seq: last.seq } : {}) },
         ...(info.archived ? { archived: true } : {}),
       })
@@ -77,7 +103,8 @@ export const listNames = defineTool({
 export const read = defineTool({
   name: 'read',
   title: 'Read a name',
-  description: 'Reads a name\'s value as JSON, with its version token. A Yjs document\'s text is returned as text (its only text, or "field"); ' +
+  description:
+    'Reads a name\'s value as JSON, with its version token. A Yjs document\'s text is returned as text (its only text, or "field"); ' +
     'large values come in pages (path, offset, limit; "nextOffset" says where the next page starts). Give the "version" back as ifVersion on a write ' +
     'to write only if nothing changed since.',
   input: z.strictObject({ name: nameArg, ...pageArgs }),
@@ -85,7 +112,9 @@ export const read = defineTool({
   async run(args, { peer, principal }) {
     const opened = await openToRead(peer, principal, args.name)
     const path = readPath(opened.replica, args)
-    const { token, value } = await pinned(peer.store, opened.name, opened.replica, () => pageOf(toJson(opened.replica.value()), { path, offset: args.offset, limit: args.limit }, `"${args.name}"`))
+    const { token, value } = await pinned(peer.store, opened.name, opened.replica, () =>
+      pageOf(toJson(opened.replica.value()), { path, offset: args.offset, limit: args.limit }, `"${args.name}"`),
+    )
     return { result: { name: opened.name, type: opened.type, version: encodeToken(token), ...showPage(value, opened.replica) } }
   },
 })
@@ -107,7 +136,8 @@ export const at = defineTool({
 export const history = defineTool({
   name: 'history',
   title: 'History of a name',
-  description: 'The records of a name, newest first: seq, time, agent (who made the change), kind and size. Page with before (a seq); ' +
+  description:
+    'The records of a name, newest first: seq, time, agent (who made the change), kind and size. Page with before (a seq); ' +
     'filter by agent. Use at, diff and blame with these seqs.',
   input: z.strictObject({
     name: nameArg,
@@ -128,7 +158,11 @@ export const history = defineTool({
         exhausted = true
         break
       }
-      const page = await peer.history(opened.name, { reverse: true, limit: Math.min(200, MCP_LIMITS.maxHistoryScan - scanned), ...(upper === undefined ? {} : { from: upper }) })
+      const page = await peer.history(opened.name, {
+        reverse: true,
+        limit: Math.min(200, MCP_LIMITS.maxHistoryScan - scanned),
+        ...(upper === undefined ? {} : { from: upper }),
+      })
       if (page.length === 0) {
         exhausted = true
         break
@@ -142,16 +176,29 @@ export const history = defineTool({
       }
     }
     const more = !exhausted && upper !== undefined && upper >= 1
-    return { result: { name: opened.name, type: opened.type, records: out, ...(more ? { nextBefore: upper! + 1 } : {}), ...(args.agent !== undefined ? { scanned } : {}) } }
+    return {
+      result: {
+        name: opened.name,
+        type: opened.type,
+        records: out,
+        ...(more ? { nextBefore: upper! + 1 } : {}),
+        ...(args.agent !== undefined ? { scanned } : {}),
+      },
+    }
   },
 })
 
 export const diff = defineTool({
   name: 'diff',
   title: 'What changed',
-  description: 'What changed in a name from record "from" to record "to" (default: now): a counter\'s delta, a set\'s added and removed elements, ' +
-    'a register\'s old and new value, a JSON Patch for maps and Automerge documents, inserted and deleted spans for each text of a Yjs document.',
-  input: z.strictObject({ name: nameArg, from: seqArg.describe('the older record (0: the empty state)'), to: seqArg.optional().describe('the newer record (default: the current state)') }),
+  description:
+    'What changed in a name from record "from" to record "to" (default: now): a counter\'s delta, a set\'s added and removed elements, ' +
+    "a register's old and new value, a JSON Patch for maps and Automerge documents, inserted and deleted spans for each text of a Yjs document.",
+  input: z.strictObject({
+    name: nameArg,
+    from: seqArg.describe('the older record (0: the empty state)'),
+    to: seqArg.optional().describe('the newer record (default: the current state)'),
+  }),
   annotations: { readOnlyHint: true },
   async run(args, { peer, principal }) {
     const opened = await openToRead(peer, principal, args.name)
@@ -168,8 +215,9 @@ export const diff = defineTool({
 export const blameTool = defineTool({
   name: 'blame',
   title: 'Who wrote what',
-  description: 'Who wrote what a name holds now: for a Yjs text, each span with the agent and record that inserted it; for maps, Automerge ' +
-    'documents and registers, each path with who set it last; for counters, each agent\'s contribution; for sets, who added each element. ' +
+  description:
+    'Who wrote what a name holds now: for a Yjs text, each span with the agent and record that inserted it; for maps, Automerge ' +
+    "documents and registers, each path with who set it last; for counters, each agent's contribution; for sets, who added each element. " +
     'Replays the newest "limit" records (default 500); older content is marked "before".',
   input: z.strictObject({
     name: nameArg,
@@ -186,4 +234,3 @@ export const blameTool = defineTool({
 
 /** Every reading tool. */
 export const READ_TOOLS = [listNames, read, at, history, diff, blameTool]
-

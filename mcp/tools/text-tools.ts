@@ -20,9 +20,20 @@ const lengthArg = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).describe(
 const textArg = z.string().max(MCP_LIMITS.maxEditChars)
 const common = { name: nameArg, field: fieldArg, message: messageArg, ifVersion: ifVersionArg }
 
-function editText(context: ToolContext, tool: string, args: { name: string; field?: string | undefined; message?: string | undefined; ifVersion?: string | undefined }, edit: TextEdit) {
+function editText(
+  context: ToolContext,
+  tool: string,
+  args: { name: string; field?: string | undefined; message?: string | undefined; ifVersion?: string | undefined },
+  edit: TextEdit,
+) {
   return writeFlow(context, {
-    tool, name: args.name, accepts: ['yjs'], creates: edit.op === 'insert' ? 'yjs' : undefined, message: args.message, ifVersion: args.ifVersion, merges: true,
+    tool,
+    name: args.name,
+    accepts: ['yjs'],
+    creates: edit.op === 'insert' ? 'yjs' : undefined,
+    message: args.message,
+    ifVersion: args.ifVersion,
+    merges: true,
     checkNew: () => void locate('', edit),
     change: ({ replica }, readDoc) => {
       const doc = replica as YjsReplica
@@ -65,7 +76,8 @@ export const textReplace = defineTool({
 export const textReplaceMatch = defineTool({
   name: 'text_replace_match',
   title: 'Replace a match',
-  description: 'Replaces the first occurrence (or the "occurrence"-th) of "find" in a Yjs document\'s text with "replace"; ' +
+  description:
+    'Replaces the first occurrence (or the "occurrence"-th) of "find" in a Yjs document\'s text with "replace"; ' +
     'an error if the text does not contain it. The edit to make when you know what the text says rather than where.',
   input: z.strictObject({
     ...common,

@@ -22,9 +22,7 @@ export interface ToolContext {
 }
 
 /** A tool's answer: its structured result, or a failure (with extra structured content, e.g. a conflict's changes). */
-export type ToolAnswer =
-  | { readonly result: Record<string, unknown> }
-  | { readonly error: unknown; readonly extra?: Record<string, unknown> }
+export type ToolAnswer = { readonly result: Record<string, unknown> } | { readonly error: unknown; readonly extra?: Record<string, unknown> }
 
 /** A tool: see the module comment. */
 export interface ToolDefinition {
@@ -53,7 +51,9 @@ export function describeTool(tool: ToolDefinition): Tool {
   const schema = z.toJSONSchema(tool.input) as Record<string, unknown>
   delete schema.$schema
   return {
-    name: tool.name, title: tool.title, description: tool.description,
+    name: tool.name,
+    title: tool.title,
+    description: tool.description,
     inputSchema: schema as Tool['inputSchema'],
     annotations: { title: tool.title, openWorldHint: false, ...tool.annotations },
   }
@@ -77,10 +77,13 @@ export async function callTool(tools: ReadonlyMap<string, ToolDefinition>, name:
 }
 
 function describeIssues(error: z.ZodError): string {
-  return error.issues.slice(0, 5).map((issue) => {
-    const where = issue.path.length > 0 ? issue.path.join('.') : 'arguments'
-    return `${where}: ${clip(issue.message, 160)}`
-  }).join('; ')
+  return error.issues
+    .slice(0, 5)
+    .map((issue) => {
+      const where = issue.path.length > 0 ? issue.path.join('.') : 'arguments'
+      return `${where}: ${clip(issue.message, 160)}`
+    })
+    .join('; ')
 }
 
 // ---- shared argument schemas -------------------------------------------------
@@ -89,12 +92,20 @@ function describeIssues(error: z.ZodError): string {
 export const nameArg = z.string().min(1).max(1024).describe('the name (a counter, set, register, map or document)')
 
 /** Why: recorded with the change as provenance. */
-export const messageArg = z.string().max(MCP_LIMITS.maxMessageChars).optional()
+export const messageArg = z
+  .string()
+  .max(MCP_LIMITS.maxMessageChars)
+  .optional()
   .describe('why you make this change; kept with the change (your agent id is recorded with it)')
 
 /** A version token from `read` or an earlier write. */
-export const ifVersionArg = z.string().max(64).optional()
-  .describe('the "version" from your read: if the name changed since, nothing is written and the answer says what changed (text edits still apply, mapped onto the current text)')
+export const ifVersionArg = z
+  .string()
+  .max(64)
+  .optional()
+  .describe(
+    'the "version" from your read: if the name changed since, nothing is written and the answer says what changed (text edits still apply, mapped onto the current text)',
+  )
 
 /** Any JSON value (checked and bounded by {@link jsonArg}). */
 export const jsonValue = z.unknown().describe('a JSON value')

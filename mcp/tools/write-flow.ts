@@ -53,20 +53,27 @@ export async function writeFlow<R extends Record<string, unknown>>(context: Tool
   }
   let stale = false
   let result: R | undefined
-  const records = await peer.transact(() => {
-    if (token && !spec.merges && fingerprint(opened.replica) !== token.fingerprint) {
-      stale = true
-      return
-    }
-    result = spec.change(opened, readDoc)
-  }, { agent: principal.local ? undefined : principal.agent, message: spec.message, meta: { via: 'mcp', tool: spec.tool } })
+  const records = await peer.transact(
+    () => {
+      if (token && !spec.merges && fingerprint(opened.replica) !== token.fingerprint) {
+        stale = true
+        return
+      }
+      result = spec.change(opened, readDoc)
+    },
+    { agent: principal.local ? undefined : principal.agent, message: spec.message, meta: { via: 'mcp', tool: spec.tool } },
+  )
   if (stale) return conflict(context, opened, token!, spec.ifVersion!)
   const seq = records.filter((record) => record.name === opened.name).at(-1)?.seq ?? null
   const { token: after } = await pinned(peer.store, opened.name, opened.replica, () => undefined)
   let merged: Record<string, unknown> = {}
   if (readDoc && token?.seq !== undefined && seq !== null) {
     const [read, before] = await Promise.all([peer.store.at(opened.name, token.seq), peer.store.at(opened.name, seq - 1)])
-    merged = { concurrent: true, changes: changesBetween(opened.type, read, before), note: 'the text changed since your read: your edit was applied to the text you read and merged with those changes; read again before relying on positions' }
+    merged = {
+      concurrent: true,
+      changes: changesBetween(opened.type, read, before),
+      note: 'the text changed since your read: your edit was applied to the text you read and merged with those changes; read again before relying on positions',
+    }
   }
   return { result: { name: opened.name, type: opened.type, version: encodeToken(after), seq, ...result, ...merged } }
 }
@@ -75,7 +82,7 @@ export async function writeFlow<R extends Record<string, unknown>>(context: Tool
 async function documentAsRead(context: ToolContext, opened: OpenedName, token: VersionToken): Promise<Y.Doc | undefined> {
   if (token.seq === undefined || opened.type !== 'yjs') return undefined
   try {
-    const read = await context.peer.store.at(opened.name, token.seq) as YjsReplica
+    const read = (await context.peer.store.at(opened.name, token.seq)) as YjsReplica
     return fingerprint(read) === token.fingerprint ? read.doc : undefined
   } catch {
     return undefined
@@ -87,13 +94,22 @@ export async function conflict(context: ToolContext, opened: OpenedName, token: 
   const { store } = context.peer
   const read = token.seq === undefined ? undefined : await store.at(opened.name, token.seq).catch(() => undefined)
   const validRead = read !== undefined && fingerprint(read) === token.fingerprint ? read : undefined
-  const { token: now, value: changes } = await pinned(store, opened.name, opened.replica, () => (validRead ? changesBetween(opened.type, validRead, opened.replica) : null))
+  const { token: now, value: changes } = await pinned(store, opened.name, opened.replica, () =>
+    validRead ? changesBetween(opened.type, validRead, opened.replica) : null,
+  )
   let changedBy: Record<string, unknown> | null = null
   if (validRead && token.seq !== undefined) {
     const records = await store.history(opened.name, { from: token.seq + 1, limit: 200 })
-    changedBy = { records: records.length, agents: [...new Set(records.map((record) => record.agent))].slice(0, 20), ...(records.length === 200 ? { more: true } : {}) }
+    changedBy = {
+      records: records.length,
+      agents: [...new Set(records.map((record) => record.agent))].slice(0, 20),
+      ...(records.length === 200 ? { more: true } : {}),
+    }
   }
-  const error = new ConcordError(ErrorCodes.CONFLICT, `"${clip(opened.name, 200)}" changed since version ${given}: nothing was written` +
-    `${why ? ` (${why})` : ''}. Read it again and redo the change on what it holds now, or write without ifVersion to merge regardless.`)
+  const error = new ConcordError(
+    ErrorCodes.CONFLICT,
+    `"${clip(opened.name, 200)}" changed since version ${given}: nothing was written` +
+      `${why ? ` (${why})` : ''}. Read it again and redo the change on what it holds now, or write without ifVersion to merge regardless.`,
+  )
   return { error, extra: { version: encodeToken(now), changes, changedBy } }
 }

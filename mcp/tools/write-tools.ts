@@ -12,7 +12,14 @@ import { createReplica } from '../../crdt/registry.ts'
 import type { Json } from '../../crdt/types/json.ts'
 import type { AutomergeReplica } from '../../crdt/documents/automerge-replica.ts'
 import type {
-  EWFlagReplica, GCounterReplica, GSetReplica, LWWRegisterReplica, MVRegisterReplica, ORMapReplica, ORSetReplica, PNCounterReplica,
+  EWFlagReplica,
+  GCounterReplica,
+  GSetReplica,
+  LWWRegisterReplica,
+  MVRegisterReplica,
+  ORMapReplica,
+  ORSetReplica,
+  PNCounterReplica,
 } from '../../crdt/types/replicas.ts'
 import { KNOWN_TYPES } from '../../sync/index.ts'
 import { invalid } from '../errors.ts'
@@ -33,12 +40,22 @@ export const counterAdd = defineTool({
   description: 'Adds "amount" (negative to subtract) to a counter; creates a PN-counter when the name is new. Concurrent adds all count.',
   input: z.strictObject({
     name: nameArg,
-    amount: z.number().int().min(-Number.MAX_SAFE_INTEGER).max(Number.MAX_SAFE_INTEGER).refine((n) => n !== 0, 'amount must not be 0'),
+    amount: z
+      .number()
+      .int()
+      .min(-Number.MAX_SAFE_INTEGER)
+      .max(Number.MAX_SAFE_INTEGER)
+      .refine((n) => n !== 0, 'amount must not be 0'),
     ...common,
   }),
   async run(args, context) {
     return writeFlow(context, {
-      tool: 'counter_add', name: args.name, accepts: ['pncounter', 'gcounter'], creates: 'pncounter', message: args.message, ifVersion: args.ifVersion,
+      tool: 'counter_add',
+      name: args.name,
+      accepts: ['pncounter', 'gcounter'],
+      creates: 'pncounter',
+      message: args.message,
+      ifVersion: args.ifVersion,
       change: ({ replica, type }) => {
         if (type === 'gcounter') {
           if (args.amount < 0) throw invalid(`"${args.name}" is a grow-only counter: it cannot go down`)
@@ -56,13 +73,19 @@ const elementsArg = z.array(jsonValue).min(1).max(MCP_LIMITS.maxElements).descri
 export const setAdd = defineTool({
   name: 'set_add',
   title: 'Add to a set',
-  description: 'Adds elements (JSON values; identity is the value) to a set; creates an add-wins OR-set when the name is new. ' +
+  description:
+    'Adds elements (JSON values; identity is the value) to a set; creates an add-wins OR-set when the name is new. ' +
     'A concurrent add beats a remove: use it to claim a task ("task@agent") before working on it.',
   input: z.strictObject({ name: nameArg, elements: elementsArg, ...common }),
   async run(args, context) {
     const elements = args.elements.map((element, i) => jsonArg(element, `elements[${i}]`))
     return writeFlow(context, {
-      tool: 'set_add', name: args.name, accepts: ['orset', 'gset'], creates: 'orset', message: args.message, ifVersion: args.ifVersion,
+      tool: 'set_add',
+      name: args.name,
+      accepts: ['orset', 'gset'],
+      creates: 'orset',
+      message: args.message,
+      ifVersion: args.ifVersion,
       change: ({ replica }) => {
         const set = replica as ORSetReplica | GSetReplica
         const added = elements.filter((element) => !set.has(element))
@@ -81,7 +104,11 @@ export const setRemove = defineTool({
   async run(args, context) {
     const elements = args.elements.map((element, i) => jsonArg(element, `elements[${i}]`))
     return writeFlow(context, {
-      tool: 'set_remove', name: args.name, accepts: ['orset'], message: args.message, ifVersion: args.ifVersion,
+      tool: 'set_remove',
+      name: args.name,
+      accepts: ['orset'],
+      message: args.message,
+      ifVersion: args.ifVersion,
       change: ({ replica }) => {
         const set = replica as ORSetReplica
         const missing: Json[] = []
@@ -96,13 +123,19 @@ export const setRemove = defineTool({
 export const registerSet = defineTool({
   name: 'register_set',
   title: 'Set a register',
-  description: 'Sets a register to a JSON value; creates a last-writer-wins register when the name is new (the latest write wins; ' +
+  description:
+    'Sets a register to a JSON value; creates a last-writer-wins register when the name is new (the latest write wins; ' +
     'a multi-value register keeps concurrent writes).',
   input: z.strictObject({ name: nameArg, value: jsonValue, ...common }),
   async run(args, context) {
     const value = jsonArg(args.value, 'value')
     return writeFlow(context, {
-      tool: 'register_set', name: args.name, accepts: ['lww-register', 'mv-register'], creates: 'lww-register', message: args.message, ifVersion: args.ifVersion,
+      tool: 'register_set',
+      name: args.name,
+      accepts: ['lww-register', 'mv-register'],
+      creates: 'lww-register',
+      message: args.message,
+      ifVersion: args.ifVersion,
       change: ({ replica }) => {
         ;(replica as LWWRegisterReplica | MVRegisterReplica).set(value)
         return {}
@@ -118,7 +151,12 @@ export const flagSet = defineTool({
   input: z.strictObject({ name: nameArg, enabled: z.boolean(), ...common }),
   async run(args, context) {
     return writeFlow(context, {
-      tool: 'flag_set', name: args.name, accepts: ['ewflag'], creates: args.enabled ? 'ewflag' : undefined, message: args.message, ifVersion: args.ifVersion,
+      tool: 'flag_set',
+      name: args.name,
+      accepts: ['ewflag'],
+      creates: args.enabled ? 'ewflag' : undefined,
+      message: args.message,
+      ifVersion: args.ifVersion,
       change: ({ replica }) => {
         const flag = replica as EWFlagReplica
         if (args.enabled) flag.enable()
@@ -132,13 +170,19 @@ export const flagSet = defineTool({
 export const mapSetTool = defineTool({
   name: 'map_set',
   title: 'Set a map field',
-  description: 'Sets the field at "path" (keys, outermost first) of an observed-remove map to a JSON value, creating nested maps on the way; ' +
+  description:
+    'Sets the field at "path" (keys, outermost first) of an observed-remove map to a JSON value, creating nested maps on the way; ' +
     'inside a JSON field the rest of the path goes into its value. Creates the map when the name is new.',
   input: z.strictObject({ name: nameArg, path: pathArg.describe('keys, e.g. ["tasks", "t1", "owner"]'), value: jsonValue, ...common }),
   async run(args, context) {
     const value = jsonArg(args.value, 'value')
     return writeFlow(context, {
-      tool: 'map_set', name: args.name, accepts: ['ormap'], creates: 'ormap', message: args.message, ifVersion: args.ifVersion,
+      tool: 'map_set',
+      name: args.name,
+      accepts: ['ormap'],
+      creates: 'ormap',
+      message: args.message,
+      ifVersion: args.ifVersion,
       change: ({ replica }) => {
         mapSet((replica as ORMapReplica).root, args.path, value, `"${args.name}"`)
         return {}
@@ -154,7 +198,11 @@ export const mapDeleteTool = defineTool({
   input: z.strictObject({ name: nameArg, path: pathArg, ...common }),
   async run(args, context) {
     return writeFlow(context, {
-      tool: 'map_delete', name: args.name, accepts: ['ormap'], message: args.message, ifVersion: args.ifVersion,
+      tool: 'map_delete',
+      name: args.name,
+      accepts: ['ormap'],
+      message: args.message,
+      ifVersion: args.ifVersion,
       change: ({ replica }) => {
         mapDelete((replica as ORMapReplica).root, args.path, `"${args.name}"`)
         return {}
@@ -176,7 +224,8 @@ const patchOp = z.discriminatedUnion('op', [
 export const jsonPatch = defineTool({
   name: 'json_patch',
   title: 'Patch a document',
-  description: 'Applies a JSON Patch (RFC 6902: add, remove, replace, move, copy, test) to an Automerge document or a map, all or none ' +
+  description:
+    'Applies a JSON Patch (RFC 6902: add, remove, replace, move, copy, test) to an Automerge document or a map, all or none ' +
     '(a failed "test" refuses the whole patch). A string replaced by a string in an Automerge document is a text edit that merges with concurrent ones. ' +
     'Creates an Automerge document (or a map, with type "ormap") when the name is new.',
   input: z.strictObject({
@@ -192,7 +241,12 @@ export const jsonPatch = defineTool({
       return 'value' in op ? { ...op, value: jsonArg(op.value, `patch[${i}].value`) } : op
     }) as Operation[]
     return writeFlow(context, {
-      tool: 'json_patch', name: args.name, accepts: ['automerge', 'ormap'], creates: args.type ?? 'automerge', message: args.message, ifVersion: args.ifVersion,
+      tool: 'json_patch',
+      name: args.name,
+      accepts: ['automerge', 'ormap'],
+      creates: args.type ?? 'automerge',
+      message: args.message,
+      ifVersion: args.ifVersion,
       checkNew: () => void checkPatch({}, patch),
       change: ({ replica, type }) => {
         const before = toJson(replica.value())
@@ -214,7 +268,8 @@ export const jsonPatch = defineTool({
 export const revert = defineTool({
   name: 'revert',
   title: 'Revert to a past version',
-  description: 'Brings a name back to its value right after record "seq" (from history), as a new change that every peer gets ' +
+  description:
+    'Brings a name back to its value right after record "seq" (from history), as a new change that every peer gets ' +
     '(history keeps everything in between). Answers seq null when the value already equals it.',
   input: z.strictObject({ name: nameArg, seq: seqArg, ...common }),
   annotations: { destructiveHint: true },
@@ -223,7 +278,11 @@ export const revert = defineTool({
     const expected = args.ifVersion === undefined ? undefined : decodeToken(args.ifVersion)
     const opened = await openToWrite(peer, principal, args.name, KNOWN_TYPES, undefined, 'revert')
     if (expected && fingerprint(opened.replica) !== expected.fingerprint) return conflict(context, opened, expected, args.ifVersion!)
-    const seq = await peer.revert(opened.name, args.seq, { agent: principal.local ? undefined : principal.agent, message: args.message, meta: { via: 'mcp', tool: 'revert' } })
+    const seq = await peer.revert(opened.name, args.seq, {
+      agent: principal.local ? undefined : principal.agent,
+      message: args.message,
+      meta: { via: 'mcp', tool: 'revert' },
+    })
     const { token } = await pinned(peer.store, opened.name, opened.replica, () => undefined)
     return { result: { name: opened.name, type: opened.type, version: encodeToken(token), seq, revertedTo: args.seq } }
   },

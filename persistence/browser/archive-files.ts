@@ -12,11 +12,19 @@ import type { NameMeta } from '../format/name-meta.ts'
 import type { StorageEntry } from '../storage/storage.ts'
 
 function unavailable(what: string): ConcordError {
-  return new ConcordError(ErrorCodes.INVALID_ARGUMENT, `${what}: archival writes files beside the database, and a browser has none (keep the name in IndexedDB)`)
+  return new ConcordError(
+    ErrorCodes.INVALID_ARGUMENT,
+    `${what}: archival writes files beside the database, and a browser has none (keep the name in IndexedDB)`,
+  )
 }
 
 /** Refuses: a browser has no archive files. */
-export async function writeArchive(_dir: string, meta: NameMeta, _entries: readonly StorageEntry[], _now: number): Promise<{ file: string; marker: Uint8Array }> {
+export async function writeArchive(
+  _dir: string,
+  meta: NameMeta,
+  _entries: readonly StorageEntry[],
+  _now: number,
+): Promise<{ file: string; marker: Uint8Array }> {
   throw unavailable(`archiving "${meta.name}"`)
 }
 

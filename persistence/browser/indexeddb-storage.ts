@@ -27,7 +27,12 @@ export const DEFAULT_LOCK_WAIT_MS = 3_000
 
 /** A {@link LevelStorage} over IndexedDB that lets go of its tab lock when closed. */
 export class IndexedDbStorage extends LevelStorage {
-  constructor(db: BytesLevel, kind: string, private readonly release: () => void, /** Whether a Web Lock keeps other tabs out. */ readonly locked: boolean) {
+  constructor(
+    db: BytesLevel,
+    kind: string,
+    private readonly release: () => void,
+    /** Whether a Web Lock keeps other tabs out. */ readonly locked: boolean,
+  ) {
     super(db, kind)
   }
 
@@ -57,7 +62,8 @@ export async function openIndexedDbStorage(options: IndexedDbStorageOptions): Pr
   if (typeof database !== 'string' || database.length === 0 || database.length > 256) {
     throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'the IndexedDB database name must be a non-empty string of at most 256 characters')
   }
-  if (!hasIndexedDb()) throw new ConcordError(ErrorCodes.STORAGE_ERROR, 'this context has no IndexedDB (a private window of some browsers, a worker without it, or Node)')
+  if (!hasIndexedDb())
+    throw new ConcordError(ErrorCodes.STORAGE_ERROR, 'this context has no IndexedDB (a private window of some browsers, a worker without it, or Node)')
   const what = `the IndexedDB database ${INDEXEDDB_PREFIX}${database}`
   const lock = await acquireWebLock(`${INDEXEDDB_PREFIX}${database}`, options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS, what)
   try {

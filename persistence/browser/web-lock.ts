@@ -31,16 +31,28 @@ export async function acquireWebLock(name: string, waitMs: number, what: string)
   const controller = new AbortController()
   const timer = setTimeout(() => controller.abort(), waitMs)
   return new Promise((resolve, reject) => {
-    locks.request(name, { mode: 'exclusive', signal: controller.signal }, () => {
-      clearTimeout(timer)
-      return new Promise<void>((release) => resolve({ held: true, release: () => release() }))
-    }).catch((error: unknown) => {
-      clearTimeout(timer)
-      if (controller.signal.aborted) {
-        reject(new ConcordError(ErrorCodes.LOCKED, `${what} is held by another tab or window of this site (waited ${waitMs} ms): close it first, or give this one another database`, { cause: error }))
-      } else {
-        reject(new ConcordError(ErrorCodes.STORAGE_ERROR, `${what}: the Web Lock could not be taken: ${(error as Error)?.message ?? String(error)}`, { cause: error }))
-      }
-    })
+    locks
+      .request(name, { mode: 'exclusive', signal: controller.signal }, () => {
+        clearTimeout(timer)
+        return new Promise<void>((release) => resolve({ held: true, release: () => release() }))
+      })
+      .catch((error: unknown) => {
+        clearTimeout(timer)
+        if (controller.signal.aborted) {
+          reject(
+            new ConcordError(
+              ErrorCodes.LOCKED,
+              `${what} is held by another tab or window of this site (waited ${waitMs} ms): close it first, or give this one another database`,
+              { cause: error },
+            ),
+          )
+        } else {
+          reject(
+            new ConcordError(ErrorCodes.STORAGE_ERROR, `${what}: the Web Lock could not be taken: ${(error as Error)?.message ?? String(error)}`, {
+              cause: error,
+            }),
+          )
+        }
+      })
   })
 }

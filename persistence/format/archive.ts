@@ -45,9 +45,21 @@ export interface ArchiveMarker {
 
 /** Encodes a marker. */
 export function encodeArchiveMarker(m: ArchiveMarker): Uint8Array {
-  return sealWithChecksum(new Encoder().writeUint8(ARCHIVE_VERSION).writeString(m.name).writeString(m.type).writeString(m.file)
-    .writeRaw(m.sha256).writeVarUint(m.lastSeq).writeVarUint(m.records).writeVarUint(m.schema).writeVarUint(m.touched)
-    .writeVarUint(m.archived).writeVarUint(m.fileSize).finish())
+  return sealWithChecksum(
+    new Encoder()
+      .writeUint8(ARCHIVE_VERSION)
+      .writeString(m.name)
+      .writeString(m.type)
+      .writeString(m.file)
+      .writeRaw(m.sha256)
+      .writeVarUint(m.lastSeq)
+      .writeVarUint(m.records)
+      .writeVarUint(m.schema)
+      .writeVarUint(m.touched)
+      .writeVarUint(m.archived)
+      .writeVarUint(m.fileSize)
+      .finish(),
+  )
 }
 
 /** Decodes a marker; `CONCORD_CORRUPT_RECORD` if damaged. */
@@ -58,9 +70,16 @@ export function decodeArchiveMarker(bytes: Uint8Array): ArchiveMarker {
     const d = new Decoder(body)
     d.readVersion(ARCHIVE_VERSION, 'archive marker')
     const marker: ArchiveMarker = {
-      name: d.readString(), type: readStoredType(d, 'archive marker'), file: d.readString(), sha256: d.readRaw(HASH_BYTES).slice(),
-      lastSeq: d.readVarUint(), records: d.readVarUint(), schema: d.readVarUint(), touched: d.readVarUint(),
-      archived: d.readVarUint(), fileSize: d.readVarUint(),
+      name: d.readString(),
+      type: readStoredType(d, 'archive marker'),
+      file: d.readString(),
+      sha256: d.readRaw(HASH_BYTES).slice(),
+      lastSeq: d.readVarUint(),
+      records: d.readVarUint(),
+      schema: d.readVarUint(),
+      touched: d.readVarUint(),
+      archived: d.readVarUint(),
+      fileSize: d.readVarUint(),
     }
     d.end('archive marker')
     return marker

@@ -59,9 +59,19 @@ export function newMeta(name: string, type: ReplicaType, schema: number, now: nu
 /** Encodes metadata. */
 export function encodeMeta(meta: NameMeta): Uint8Array {
   const encoder = new Encoder(96 + meta.name.length)
-  encoder.writeUint8(META_VERSION).writeString(meta.name).writeString(meta.type).writeVarUint(meta.schema)
-    .writeVarUint(meta.created).writeVarUint(meta.touched).writeVarUint(meta.lastSeq).writeRaw(meta.lastHash)
-    .writeVarUint(meta.firstSeq).writeVarUint(meta.logBytes).writeVarUint(meta.ttlMs).writeVarUint(meta.checkpoints.length)
+  encoder
+    .writeUint8(META_VERSION)
+    .writeString(meta.name)
+    .writeString(meta.type)
+    .writeVarUint(meta.schema)
+    .writeVarUint(meta.created)
+    .writeVarUint(meta.touched)
+    .writeVarUint(meta.lastSeq)
+    .writeRaw(meta.lastHash)
+    .writeVarUint(meta.firstSeq)
+    .writeVarUint(meta.logBytes)
+    .writeVarUint(meta.ttlMs)
+    .writeVarUint(meta.checkpoints.length)
   for (const cp of meta.checkpoints) encoder.writeVarUint(cp.seq).writeVarUint(cp.size)
   return sealWithChecksum(encoder.finish())
 }

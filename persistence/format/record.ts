@@ -88,8 +88,20 @@ export function encodeRecord(record: LogRecord): Uint8Array {
   const name = utf8(record.name)
   const agent = utf8(record.agent)
   const { payload, seq, hlc } = record
-  const size = 1 + varUintSize(name.length) + name.length + varUintSize(seq) + varUintSize(hlc.wall) + varUintSize(hlc.logical)
-    + varUintSize(agent.length) + agent.length + 1 + HASH_BYTES + varUintSize(payload.length) + payload.length + 4
+  const size =
+    1 +
+    varUintSize(name.length) +
+    name.length +
+    varUintSize(seq) +
+    varUintSize(hlc.wall) +
+    varUintSize(hlc.logical) +
+    varUintSize(agent.length) +
+    agent.length +
+    1 +
+    HASH_BYTES +
+    varUintSize(payload.length) +
+    payload.length +
+    4
   const out = new Uint8Array(size)
   out[0] = RECORD_VERSION
   let offset = putVarUint(out, 1, name.length)

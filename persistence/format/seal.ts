@@ -81,7 +81,13 @@ export function decodeSealFile(bytes: Uint8Array, options: { names?: boolean } =
 
 /** `u8 1 | varuint generation | u8 closed | u32 crc` */
 export function encodeSealKey(key: SealKey): Uint8Array {
-  return sealWithChecksum(new Encoder().writeUint8(SEAL_VERSION).writeVarUint(key.generation).writeUint8(key.closed ? 1 : 0).finish())
+  return sealWithChecksum(
+    new Encoder()
+      .writeUint8(SEAL_VERSION)
+      .writeVarUint(key.generation)
+      .writeUint8(key.closed ? 1 : 0)
+      .finish(),
+  )
 }
 
 export function decodeSealKey(bytes: Uint8Array): SealKey {
@@ -105,4 +111,3 @@ export function decodeLosses(bytes: Uint8Array): Loss[] {
     return out
   })
 }
-

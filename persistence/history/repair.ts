@@ -78,7 +78,10 @@ export async function repairName(context: StoreContext, names: Names, name: stri
       break
     }
     if (!replica) {
-      throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `"${name}": no usable checkpoint and the log before seq ${meta.firstSeq} was trimmed: nothing to rebuild from (delete the name; peers resend it)`)
+      throw new ConcordError(
+        ErrorCodes.CORRUPT_RECORD,
+        `"${name}": no usable checkpoint and the log before seq ${meta.firstSeq} was trimmed: nothing to rebuild from (delete the name; peers resend it)`,
+      )
     }
   } else {
     replica = context.detachedReplica(meta.type)
@@ -140,9 +143,13 @@ export async function repairName(context: StoreContext, names: Names, name: stri
     },
   })
   const report: RepairReport = {
-    name, repaired: true, cutAt: at.seq, reason: at.reason,
+    name,
+    repaired: true,
+    cutAt: at.seq,
+    reason: at.reason,
     // Failed records, and seqs with no record at all.
-    lostRecords: failed + Math.max(0, Math.max(meta.lastSeq, lastKeySeq) - base - iterated), salvagedRecords: kept.length,
+    lostRecords: failed + Math.max(0, Math.max(meta.lastSeq, lastKeySeq) - base - iterated),
+    salvagedRecords: kept.length,
   }
   context.events.emit('repaired', report)
   return report

@@ -23,7 +23,11 @@ const PAGE = 256
 
 /** @internal history, at, revert, changes, verify. */
 export class TimeTravel {
-  constructor(private readonly context: StoreContext, private readonly names: Names, private readonly writes: Writes) {}
+  constructor(
+    private readonly context: StoreContext,
+    private readonly names: Names,
+    private readonly writes: Writes,
+  ) {}
 
   /** Records of `name`, oldest first from `from` (default: the first retained), at most `limit` (default 100). */
   async history(name: string, options: { from?: number; limit?: number; reverse?: boolean } & SignalOptions = {}): Promise<HistoryEntry[]> {
@@ -32,7 +36,13 @@ export class TimeTravel {
     const limit = options.limit ?? 100
     const range = options.reverse
       ? { prefix: logPrefix(name), lte: logKey(name, Math.min(options.from ?? meta.lastSeq, meta.lastSeq)), reverse: true, limit, signal: options.signal }
-      : { prefix: logPrefix(name), gte: logKey(name, Math.max(options.from ?? meta.firstSeq, 0)), lte: logKey(name, meta.lastSeq), limit, signal: options.signal }
+      : {
+          prefix: logPrefix(name),
+          gte: logKey(name, Math.max(options.from ?? meta.firstSeq, 0)),
+          lte: logKey(name, meta.lastSeq),
+          limit,
+          signal: options.signal,
+        }
     const out: HistoryEntry[] = []
     for await (const entry of this.context.storage.iterate(range)) {
       const record = decodeRecord(entry.value)
@@ -57,7 +67,11 @@ export class TimeTravel {
     }
     if (seq === 0) return this.context.createReplica(meta.type, { replicaId: this.context.replicaId })
     const rebuilt = await rebuild({
-      storage: this.context.storage, meta, target: seq, allowTornTail: false, signal: options.signal,
+      storage: this.context.storage,
+      meta,
+      target: seq,
+      allowTornTail: false,
+      signal: options.signal,
       create: (snapshot) => this.context.createReplica(meta.type, { replicaId: this.context.replicaId, snapshot }),
     })
     return rebuilt.replica
@@ -74,8 +88,10 @@ export class TimeTravel {
     const past = await this.at(name, seq, options)
     let delta: Uint8Array | null = null
     throwIfAborted(options.signal)
-    const records = await this.writes.atomic(() => { delta = entry.replica.restore(past) }, options.agent)
-    return delta === null ? null : records.filter((r) => r.name === name).at(-1)?.seq ?? null
+    const records = await this.writes.atomic(() => {
+      delta = entry.replica.restore(past)
+    }, options.agent)
+    return delta === null ? null : (records.filter((r) => r.name === name).at(-1)?.seq ?? null)
   }
 
   /**
@@ -128,7 +144,9 @@ export class TimeTravel {
             next = record.seq + 1
           }
           if (gap || signal?.aborted || this.context.closed) break
-          await new Promise<void>((resolve) => { wake = resolve })
+          await new Promise<void>((resolve) => {
+            wake = resolve
+          })
           wake = undefined
         }
       }
@@ -173,7 +191,7 @@ export class TimeTravel {
       hash = ZERO_HASH
     } else {
       const anchor = meta.checkpoints.find((cp) => cp.seq === meta.firstSeq - 1)
-      const cp = anchor && await loadCheckpoint(this.context.storage, meta, anchor.seq)
+      const cp = anchor && (await loadCheckpoint(this.context.storage, meta, anchor.seq))
       if (!cp) {
         problems.push(`no checkpoint at seq ${meta.firstSeq - 1} to anchor the retained log`)
         return { name, ok: false, firstSeq: meta.firstSeq, lastSeq: meta.lastSeq, records: 0, checkpoints: meta.checkpoints.length, problems }
@@ -183,7 +201,12 @@ export class TimeTravel {
       hash = cp.hash
     }
     let records = 0
-    for await (const entry of this.context.storage.iterate({ prefix: logPrefix(name), gte: logKey(name, meta.firstSeq), lte: logKey(name, meta.lastSeq), signal: options.signal })) {
+    for await (const entry of this.context.storage.iterate({
+      prefix: logPrefix(name),
+      gte: logKey(name, meta.firstSeq),
+      lte: logKey(name, meta.lastSeq),
+      signal: options.signal,
+    })) {
       const keySeq = parseSeqKey(entry.key[2])
       if (keySeq !== seq + 1) {
         problems.push(`record ${seq + 1} is missing`)

@@ -15,7 +15,10 @@ import { collect } from './lifecycle.ts'
 
 /** @internal archival and rehydration of names. */
 export class Archival {
-  constructor(private readonly context: StoreContext, private readonly owner: Names) {}
+  constructor(
+    private readonly context: StoreContext,
+    private readonly owner: Names,
+  ) {}
 
   private archiveDir(): string {
     const { options } = this.context
@@ -46,7 +49,8 @@ export class Archival {
     const { file, marker } = await writeArchive(dir, meta, entries, context.now())
     const ops: StorageOperation[] = entries.map((entry) => ({ type: 'del', key: entry.key }))
     await context.committer.enqueue({
-      sync: true, states: [],
+      sync: true,
+      states: [],
       build: (b) => {
         for (const op of ops) b.del(op.key)
         b.put(archiveKey(name), marker)
@@ -82,7 +86,8 @@ export class Archival {
     if (!marker) return false
     const { entries, remove } = await readArchive(this.archiveDir(), marker)
     await context.committer.enqueue({
-      sync: true, states: [],
+      sync: true,
+      states: [],
       build: (b) => {
         for (const entry of entries) b.put(entry.key, entry.value)
         b.del(archiveKey(name))

@@ -46,8 +46,16 @@ export async function writeArchive(dir: string, meta: NameMeta, entries: readonl
     await rename(temp, join(dir, file))
     await fsyncPath(dir)
     const marker = encodeArchiveMarker({
-      name: meta.name, type: meta.type, file, sha256: sha256(compressed), lastSeq: meta.lastSeq,
-      records: meta.lastSeq - meta.firstSeq + 1, schema: meta.schema, touched: meta.touched, archived: now, fileSize: compressed.length,
+      name: meta.name,
+      type: meta.type,
+      file,
+      sha256: sha256(compressed),
+      lastSeq: meta.lastSeq,
+      records: meta.lastSeq - meta.firstSeq + 1,
+      schema: meta.schema,
+      touched: meta.touched,
+      archived: now,
+      fileSize: compressed.length,
     })
     return { file, marker }
   } catch (error) {

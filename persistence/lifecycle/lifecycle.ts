@@ -23,7 +23,11 @@ export async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
 export class Lifecycle {
   private sweepTimer: unknown
 
-  constructor(private readonly context: StoreContext, private readonly owner: Names, private readonly archival: Archival) {}
+  constructor(
+    private readonly context: StoreContext,
+    private readonly owner: Names,
+    private readonly archival: Archival,
+  ) {}
 
   /** Every stored name (archived ones included), in name order. */
   async list(options: SignalOptions = {}): Promise<NameInfo[]> {
@@ -31,15 +35,28 @@ export class Lifecycle {
     const out: NameInfo[] = []
     for await (const meta of this.owner.metas({ signal: options.signal })) {
       out.push({
-        name: meta.name, type: meta.type, records: meta.lastSeq - meta.firstSeq + 1, lastSeq: meta.lastSeq,
-        size: meta.logBytes + (meta.checkpoints.at(-1)?.size ?? 0), lastChange: meta.touched,
-        checkpoints: meta.checkpoints.length, schema: meta.schema, archived: false,
+        name: meta.name,
+        type: meta.type,
+        records: meta.lastSeq - meta.firstSeq + 1,
+        lastSeq: meta.lastSeq,
+        size: meta.logBytes + (meta.checkpoints.at(-1)?.size ?? 0),
+        lastChange: meta.touched,
+        checkpoints: meta.checkpoints.length,
+        schema: meta.schema,
+        archived: false,
       })
     }
     for await (const marker of this.owner.markers(options)) {
       out.push({
-        name: marker.name, type: marker.type, records: marker.records, lastSeq: marker.lastSeq, size: marker.fileSize,
-        lastChange: marker.touched, checkpoints: 0, schema: marker.schema, archived: true,
+        name: marker.name,
+        type: marker.type,
+        records: marker.records,
+        lastSeq: marker.lastSeq,
+        size: marker.fileSize,
+        lastChange: marker.touched,
+        checkpoints: 0,
+        schema: marker.schema,
+        archived: true,
       })
     }
     return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
@@ -49,7 +66,10 @@ export class Lifecycle {
   private async deleteOps(name: string, signal?: AbortSignal): Promise<StorageOperation[]> {
     const { context } = this
     await context.committer.idle()
-    const ops: StorageOperation[] = [{ type: 'del', key: metaKey(name) }, { type: 'del', key: tailKey(name) }]
+    const ops: StorageOperation[] = [
+      { type: 'del', key: metaKey(name) },
+      { type: 'del', key: tailKey(name) },
+    ]
     for (const prefix of [logPrefix(name), checkpointPrefix(name)]) {
       for await (const key of context.storage.keys({ prefix, signal })) ops.push({ type: 'del', key })
     }
@@ -67,12 +87,18 @@ export class Lifecycle {
     names.remove(name)
     const ops = stored ? await this.deleteOps(name, options.signal) : []
     if (marker) ops.push({ type: 'del', key: archiveKey(name) })
-    await context.committer.enqueue({ sync: true, states: [], build: (b) => { for (const op of ops) b.del(op.key) } })
+    await context.committer.enqueue({
+      sync: true,
+      states: [],
+      build: (b) => {
+        for (const op of ops) b.del(op.key)
+      },
+    })
     return true
   }
 
   private ttlOf(meta: NameMeta): number {
-    return meta.ttlMs > 0 ? meta.ttlMs : this.context.options.ttlMs ?? 0
+    return meta.ttlMs > 0 ? meta.ttlMs : (this.context.options.ttlMs ?? 0)
   }
 
   /**
@@ -86,10 +112,16 @@ export class Lifecycle {
     const expired: string[] = []
     const only = options.only === undefined ? undefined : new Set(options.only)
     // Candidates by their metadata as written; the newest record decides (the stored metadata may lag the log).
-    const candidates = await collect(names.metas({
-      signal: options.signal,
-      where: (written) => (only === undefined || only.has(written.name)) && this.ttlOf(written) > 0 && now - written.touched >= this.ttlOf(written) && !names.busy(written.name),
-    }))
+    const candidates = await collect(
+      names.metas({
+        signal: options.signal,
+        where: (written) =>
+          (only === undefined || only.has(written.name)) &&
+          this.ttlOf(written) > 0 &&
+          now - written.touched >= this.ttlOf(written) &&
+          !names.busy(written.name),
+      }),
+    )
     for (const meta of candidates) {
       if (now - meta.touched < this.ttlOf(meta) || names.busy(meta.name)) continue
       if (options.dryRun) {
@@ -98,7 +130,13 @@ export class Lifecycle {
       }
       names.remove(meta.name)
       const ops = await this.deleteOps(meta.name, options.signal)
-      await context.committer.enqueue({ sync: true, states: [], build: (b) => { for (const op of ops) b.del(op.key) } })
+      await context.committer.enqueue({
+        sync: true,
+        states: [],
+        build: (b) => {
+          for (const op of ops) b.del(op.key)
+        },
+      })
       expired.push(meta.name)
       context.events.emit('expired', { name: meta.name })
     }
@@ -121,7 +159,13 @@ export class Lifecycle {
       if (ops.length === 0) return
       const batch = ops
       ops = []
-      await context.committer.enqueue({ sync: true, states: [], build: (b) => { for (const op of batch) b.del(op.key) } })
+      await context.committer.enqueue({
+        sync: true,
+        states: [],
+        build: (b) => {
+          for (const op of batch) b.del(op.key)
+        },
+      })
     }
     // Tail markers of names that no longer exist (left over from an interrupted deletion).
     for await (const key of context.storage.keys({ prefix: TAIL_PREFIX, signal: options.signal })) {
@@ -158,11 +202,14 @@ export class Lifecycle {
     const { context } = this
     this.sweepTimer = context.timers.setTimeout(() => {
       if (context.closed) return
-      this.sweep().catch((error) => {
-        if (!context.closed) context.events.emit('error', { error: isConcordError(error) ? error : new ConcordError(ErrorCodes.STORAGE_ERROR, String(error)) })
-      }).finally(() => {
-        if (!context.closed) this.start(ms)
-      })
+      this.sweep()
+        .catch((error) => {
+          if (!context.closed)
+            context.events.emit('error', { error: isConcordError(error) ? error : new ConcordError(ErrorCodes.STORAGE_ERROR, String(error)) })
+        })
+        .finally(() => {
+          if (!context.closed) this.start(ms)
+        })
     }, ms)
   }
 

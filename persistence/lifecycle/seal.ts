@@ -28,7 +28,18 @@
  */
 import type { StoreContext } from '../context.ts'
 import { LOSSES_KEY, SEAL_KEY } from '../format/keys.ts'
-import { decodeLosses, decodeSealFile, decodeSealKey, encodeLosses, encodeSealFile, encodeSealKey, SEAL_FILE, type Loss, type SealFile, type SealKey } from '../format/seal.ts'
+import {
+  decodeLosses,
+  decodeSealFile,
+  decodeSealKey,
+  encodeLosses,
+  encodeSealFile,
+  encodeSealKey,
+  SEAL_FILE,
+  type Loss,
+  type SealFile,
+  type SealKey,
+} from '../format/seal.ts'
 import type { Names } from '../names/owner.ts'
 import type { Storage } from '../storage/storage.ts'
 import { readSealFile, writeSealFile } from './seal-files.ts'
@@ -83,9 +94,7 @@ export async function checkSeal(context: StoreContext, owner: Names, dir: string
   }
   const found: Loss[] = []
   // The file belongs to the folder, whoever opens it (a maintenance tool works under its own id).
-  const sealed = file !== undefined && (key === undefined || key.generation < file.generation)
-    ? tryDecode(fileBytes, true)
-    : undefined
+  const sealed = file !== undefined && (key === undefined || key.generation < file.generation) ? tryDecode(fileBytes, true) : undefined
   if (sealed !== undefined) {
     const now = context.now()
     for (const { name, lastSeq } of sealed.names) {

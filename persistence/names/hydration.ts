@@ -33,8 +33,13 @@ export interface NameHooks {
  * (a commit: the name and its first records are one batch).
  */
 export async function loadEntry(
-  context: StoreContext, hooks: NameHooks, name: string, written: NameMeta | undefined,
-  type: ReplicaType | undefined, options: NameOptions, deferCreation: boolean,
+  context: StoreContext,
+  hooks: NameHooks,
+  name: string,
+  written: NameMeta | undefined,
+  type: ReplicaType | undefined,
+  options: NameOptions,
+  deferCreation: boolean,
 ): Promise<NameEntry> {
   const schema = options.schema ?? context.options.schema ?? { version: 0 }
   if (!written && (options.mustExist || type === undefined)) throw new ConcordError(ErrorCodes.NOT_FOUND, `"${name}" does not exist`)
@@ -52,18 +57,34 @@ export async function loadEntry(
   } else {
     // The stored metadata may lag the log: replay to the end of the log and take its tail from there.
     const rebuilt = await rebuild({
-      storage: context.storage, meta: written, target: written.lastSeq, toEnd: true, allowTornTail: true, signal: options.signal,
+      storage: context.storage,
+      meta: written,
+      target: written.lastSeq,
+      toEnd: true,
+      allowTornTail: true,
+      signal: options.signal,
       create: (snapshot) => context.newReplica(written.type, snapshot),
     })
     replica = rebuilt.replica
-    state = rebuilt.seq === written.lastSeq ? new NameState(written) : new NameState({
-      ...written, lastSeq: rebuilt.seq, lastHash: rebuilt.hash, logBytes: rebuilt.replayedBytes,
-      touched: Math.max(written.touched, rebuilt.hlc?.wall ?? 0),
-    }, { metaBehind: true })
+    state =
+      rebuilt.seq === written.lastSeq
+        ? new NameState(written)
+        : new NameState(
+            {
+              ...written,
+              lastSeq: rebuilt.seq,
+              lastHash: rebuilt.hash,
+              logBytes: rebuilt.replayedBytes,
+              touched: Math.max(written.touched, rebuilt.hlc?.wall ?? 0),
+            },
+            { metaBehind: true },
+          )
     if (rebuilt.torn) torn = { tail: rebuilt.torn, seq: rebuilt.seq, hash: rebuilt.hash }
   }
   const entry = new NameEntry({
-    name, state, replica,
+    name,
+    state,
+    replica,
     durability: options.durability ?? context.options.durability ?? { mode: 'sync' },
     policy: { ...DEFAULT_CHECKPOINT, ...context.options.checkpoint, ...options.checkpoint },
     retention: options.retention ?? context.options.retention ?? DEFAULT_RETENTION,
@@ -85,8 +106,11 @@ export async function storeCreated(context: StoreContext, entry: NameEntry): Pro
   const { state } = entry
   if (!state.unborn) return
   await context.committer.enqueue({
-    sync: true, states: [state],
-    build: (b) => { if (state.unborn) b.setMeta(state, b.meta(state)) },
+    sync: true,
+    states: [state],
+    build: (b) => {
+      if (state.unborn) b.setMeta(state, b.meta(state))
+    },
   })
 }
 
@@ -96,12 +120,16 @@ async function truncate(context: StoreContext, state: NameState, seq: number, ha
   const doomed: StorageKey[] = []
   for await (const key of context.storage.keys({ prefix: logPrefix(name), gte: logKey(name, torn.fromSeq) })) doomed.push(key)
   await context.committer.enqueue({
-    sync: true, states: [state],
+    sync: true,
+    states: [state],
     build: (b) => {
       for (const key of doomed) b.del(key)
       const meta = b.meta(state)
       b.setMeta(state, {
-        ...meta, lastSeq: seq, lastHash: hash, firstSeq: Math.min(meta.firstSeq, seq + 1),
+        ...meta,
+        lastSeq: seq,
+        lastHash: hash,
+        firstSeq: Math.min(meta.firstSeq, seq + 1),
         checkpoints: meta.checkpoints.filter((cp) => cp.seq <= seq),
       })
     },

@@ -52,10 +52,17 @@ export class Names {
   /** Names removed while the index loads (the load's scan may still hold them). */
   private readonly removedWhileIndexing = new Set<string>()
 
-  constructor(private readonly context: StoreContext, private readonly hooks: NameHooks) {
-    this.cache = new NameCache(Math.max(1, context.options.cacheSize ?? 1000), (entry) => this.catchUp(entry), (entry) => {
-      if (!entry.state.unborn) this.index?.set(entry.name, entry.type)
-    })
+  constructor(
+    private readonly context: StoreContext,
+    private readonly hooks: NameHooks,
+  ) {
+    this.cache = new NameCache(
+      Math.max(1, context.options.cacheSize ?? 1000),
+      (entry) => this.catchUp(entry),
+      (entry) => {
+        if (!entry.state.unborn) this.index?.set(entry.name, entry.type)
+      },
+    )
     context.committer.events.on('durable', () => this.cache.evictIfNeeded())
   }
 
@@ -94,7 +101,7 @@ export class Names {
 
   private async hydrate(name: string, type: ReplicaType | undefined, options: NameOptions, deferCreation: boolean): Promise<NameEntry> {
     let written = await this.meta(name, { signal: options.signal, written: true })
-    if (!written && await this.hooks.rehydrate(name, options.signal)) written = await this.meta(name, { signal: options.signal, written: true })
+    if (!written && (await this.hooks.rehydrate(name, options.signal))) written = await this.meta(name, { signal: options.signal, written: true })
     const entry = await loadEntry(this.context, this.hooks, name, written, type, options, deferCreation)
     if (written) this.index?.set(name, entry.type)
     this.cache.add(entry)
@@ -212,15 +219,17 @@ export class Names {
   private catchUp(entry: NameEntry): void {
     // Not synced on its own: until it is, the name's tail marker covers a crash.
     const { state } = entry
-    this.context.committer.enqueue({
-      sync: false,
-      states: [state],
-      build: (b) => {
-        b.setMeta(state, b.meta(state))
-        // Written: the name can leave memory now, not at the next activity.
-        b.onCommit(() => this.cache.evictIfNeeded())
-      },
-    }).catch(() => undefined)
+    this.context.committer
+      .enqueue({
+        sync: false,
+        states: [state],
+        build: (b) => {
+          b.setMeta(state, b.meta(state))
+          // Written: the name can leave memory now, not at the next activity.
+          b.onCommit(() => this.cache.evictIfNeeded())
+        },
+      })
+      .catch(() => undefined)
   }
 
   // ------------------------------------------------------------ what is stored
@@ -254,7 +263,11 @@ export class Names {
 
   /** Every stored name that is not archived, with its type, in no particular order; hydrates nothing. */
   async list(options: SignalOptions = {}): Promise<Array<{ readonly name: string; readonly type: ReplicaType }>> {
-    const index = this.index ?? await (this.indexing ??= this.loadIndex(options).finally(() => { this.indexing = undefined }))
+    const index =
+      this.index ??
+      (await (this.indexing ??= this.loadIndex(options).finally(() => {
+        this.indexing = undefined
+      })))
     const out = new Map(index)
     for (const entry of this.cache.allLive()) if (!entry.state.unborn) out.set(entry.name, entry.type)
     return [...out].map(([name, type]) => ({ name, type }))
@@ -289,7 +302,10 @@ export class Names {
       if (!options.written) meta = await this.withTail(meta, options.signal)
     }
     if (!meta && options.mustExist) {
-      throw new ConcordError(ErrorCodes.NOT_FOUND, `"${name}" does not exist${await this.context.storage.get(archiveKey(name)) ? ' (it is archived: open it first)' : ''}`)
+      throw new ConcordError(
+        ErrorCodes.NOT_FOUND,
+        `"${name}" does not exist${(await this.context.storage.get(archiveKey(name))) ? ' (it is archived: open it first)' : ''}`,
+      )
     }
     return meta
   }
@@ -334,9 +350,7 @@ export class Names {
     for await (const item of this.context.storage.iterate({ prefix: ARCHIVE_PREFIX, signal: options.signal })) {
       try {
         yield decodeArchiveMarker(item.value)
-      } catch {
-        continue
-      }
+      } catch {}
     }
   }
 

@@ -167,7 +167,11 @@ export async function rebuild(input: RebuildInput): Promise<Rebuilt> {
       // wrote it, so it is no torn tail and is never deleted for this.
       const limit = replica.limits?.maxBytes
       if (limit !== undefined && record.payload.length > limit) {
-        throw new ConcordError(ErrorCodes.LIMIT_EXCEEDED, `"${name}": record ${expected} holds a change of ${record.payload.length} bytes, over the limit of ${limit} bytes this code loads (limits.maxBytes); nothing was deleted: open it with a higher limit`, { cause: error })
+        throw new ConcordError(
+          ErrorCodes.LIMIT_EXCEEDED,
+          `"${name}": record ${expected} holds a change of ${record.payload.length} bytes, over the limit of ${limit} bytes this code loads (limits.maxBytes); nothing was deleted: open it with a higher limit`,
+          { cause: error },
+        )
       }
       throw corrupt(name, `record ${expected} is intact but its payload does not apply (${(error as Error).message}); nothing was deleted`, error)
     }

@@ -108,7 +108,14 @@ export class BatchBuilder {
 
   /** @internal a point to roll back to if a unit's build throws. */
   savepoint(): { ops: number; records: number; after: number; journal: number; bytes: number; marked: number } {
-    return { ops: this.ops.length, records: this.records.length, after: this.afterCommit.length, journal: this.journal.length, bytes: this.bytes, marked: this.marked.length }
+    return {
+      ops: this.ops.length,
+      records: this.records.length,
+      after: this.afterCommit.length,
+      journal: this.journal.length,
+      bytes: this.bytes,
+      marked: this.marked.length,
+    }
   }
 
   /** @internal */

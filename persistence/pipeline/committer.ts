@@ -144,7 +144,10 @@ export class Committer {
   /** Number of batches written, and how many of them were fsynced (statistics). */
   readonly stats = { batches: 0, syncs: 0, units: 0 }
 
-  constructor(private readonly storage: Storage, private readonly options: CommitterOptions) {
+  constructor(
+    private readonly storage: Storage,
+    private readonly options: CommitterOptions,
+  ) {
     this.timers = options.timers ?? realTimers
     this.maxBytes = options.maxBatchBytes ?? 1 << 20
   }
@@ -158,13 +161,17 @@ export class Committer {
   refuseQueued(states: ReadonlySet<NameState>, error: ConcordError): Set<NameState> {
     const affected = new Set(states)
     const refused: Queued[] = []
-    for (let grew = true; grew;) {
+    for (let grew = true; grew; ) {
       grew = false
       const kept: Queued[] = []
       for (const item of this.queue) {
         if (item.states.some((state) => affected.has(state))) {
           refused.push(item)
-          for (const state of item.states) if (!affected.has(state)) { affected.add(state); grew = true }
+          for (const state of item.states)
+            if (!affected.has(state)) {
+              affected.add(state)
+              grew = true
+            }
         } else {
           kept.push(item)
         }

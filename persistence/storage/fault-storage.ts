@@ -30,7 +30,10 @@ export class FaultStorage implements Storage {
   /** The injected fault rule; `undefined` = no faults. */
   fault: FaultRule | undefined
 
-  private constructor(private readonly visible: LevelStorage, private readonly durable: LevelStorage) {}
+  private constructor(
+    private readonly visible: LevelStorage,
+    private readonly durable: LevelStorage,
+  ) {}
 
   /** An empty fault storage. */
   static async create(): Promise<FaultStorage> {

@@ -40,7 +40,9 @@ function takeSnapshot(context: StoreContext, entry: NameEntry): TakenSnapshot {
 export function checkpointUnit(context: StoreContext, entry: NameEntry, taken?: TakenSnapshot): Unit<number> {
   const { state } = entry
   return {
-    sync: entry.durability.mode === 'sync', states: [state], late: taken === undefined,
+    sync: entry.durability.mode === 'sync',
+    states: [state],
+    late: taken === undefined,
     build: (b) => {
       const meta = b.meta(state)
       const newest = meta.checkpoints.at(-1)?.seq ?? 0
@@ -50,11 +52,25 @@ export function checkpointUnit(context: StoreContext, entry: NameEntry, taken?: 
       const { hlc, snapshot } = taken ?? takeSnapshot(context, entry)
       if (snapshot.length > recordLimit(entry)) {
         // A checkpoint the replica would not load back is not written: the name keeps its log (each record within the limit).
-        b.onCommit(() => context.events.emit('error', { name: meta.name, error: new ConcordError(ErrorCodes.LIMIT_EXCEEDED, `"${meta.name}": its state of ${snapshot.length} bytes is over the limit of ${recordLimit(entry)} bytes a checkpoint loads back (limits.maxBytes): no checkpoint was written, the log is kept whole`) }))
+        b.onCommit(() =>
+          context.events.emit('error', {
+            name: meta.name,
+            error: new ConcordError(
+              ErrorCodes.LIMIT_EXCEEDED,
+              `"${meta.name}": its state of ${snapshot.length} bytes is over the limit of ${recordLimit(entry)} bytes a checkpoint loads back (limits.maxBytes): no checkpoint was written, the log is kept whole`,
+            ),
+          }),
+        )
         return newest
       }
       const bytes = encodeCheckpoint({
-        name: meta.name, type: meta.type, seq: meta.lastSeq, hash: meta.lastHash, schema: meta.schema, hlc, snapshot,
+        name: meta.name,
+        type: meta.type,
+        seq: meta.lastSeq,
+        hash: meta.lastHash,
+        schema: meta.schema,
+        hlc,
+        snapshot,
       })
       b.put(checkpointKey(meta.name, meta.lastSeq), bytes)
       const all = [...meta.checkpoints, { seq: meta.lastSeq, size: bytes.length }]
@@ -86,10 +102,13 @@ export function checkpointUnit(context: StoreContext, entry: NameEntry, taken?: 
 export function queueCheckpoint(context: StoreContext, entry: NameEntry, now = false): Promise<number> {
   entry.checkpointStarted()
   const promise = context.committer.enqueue(now ? checkpointUnit(context, entry, takeSnapshot(context, entry)) : checkpointUnit(context, entry))
-  promise.then(() => entry.checkpointEnded(), (error) => {
-    entry.checkpointEnded()
-    context.events.emit('error', { name: entry.name, error })
-  })
+  promise.then(
+    () => entry.checkpointEnded(),
+    (error) => {
+      entry.checkpointEnded()
+      context.events.emit('error', { name: entry.name, error })
+    },
+  )
   return promise
 }
 

@@ -55,7 +55,10 @@ export interface MergeSink {
 export class LocalMerge {
   private merging: MergingUnit | undefined
 
-  constructor(private readonly context: StoreContext, private readonly sink: MergeSink) {}
+  constructor(
+    private readonly context: StoreContext,
+    private readonly sink: MergeSink,
+  ) {}
 
   /** Whether local changes of `entry` are merged (an async name whose type has a merge). */
   merges(entry: NameEntry): boolean {
@@ -109,9 +112,16 @@ export class LocalMerge {
     const delta = event.delta
     const deltas = new Map([[entry, [delta]]])
     const merging: MergingUnit = {
-      deltas, runs: new Map(), hlc: this.context.clock.now(), bytes: delta.length, taken: false,
+      deltas,
+      runs: new Map(),
+      hlc: this.context.clock.now(),
+      bytes: delta.length,
+      taken: false,
       unit: {
-        sync: false, states: [entry.state], changes: true, joinable: true,
+        sync: false,
+        states: [entry.state],
+        changes: true,
+        joinable: true,
         superseded: () => {
           // Anything queued after the merging unit ends it (it could not be joined any more).
           if (this.merging === merging) this.merging = undefined
@@ -172,7 +182,10 @@ export class LocalMerge {
         items.push({ entry, delta: merger(list), hlc, agent })
       } catch (error) {
         // Not expected for deltas the replica made; log them one by one rather than lose them.
-        this.context.events.emit('error', { name: entry.name, error: isConcordError(error) ? error : new ConcordError(ErrorCodes.INVALID_ARGUMENT, `merging deltas failed: ${String(error)}`) })
+        this.context.events.emit('error', {
+          name: entry.name,
+          error: isConcordError(error) ? error : new ConcordError(ErrorCodes.INVALID_ARGUMENT, `merging deltas failed: ${String(error)}`),
+        })
         for (const delta of list) items.push({ entry, delta, hlc, agent })
       }
     }

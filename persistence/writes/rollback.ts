@@ -55,7 +55,10 @@ async function loggedState(context: StoreContext, entry: NameEntry): Promise<Rep
   const meta = entry.state.meta
   if (meta.lastSeq === 0) return context.newReplica(meta.type)
   const { replica } = await rebuild({
-    storage: context.storage, meta, target: meta.lastSeq, allowTornTail: false,
+    storage: context.storage,
+    meta,
+    target: meta.lastSeq,
+    allowTornTail: false,
     create: (snapshot) => context.newReplica(meta.type, snapshot),
   })
   return replica
@@ -68,7 +71,14 @@ function settle(context: StoreContext, writes: Writes, entry: NameEntry, error: 
     // The log cannot be read: the replica keeps what it holds, all of it logged with its next change.
     entry.rolledBackTo(context.emptyVersion(entry.type))
     const cause = isConcordError(failure) ? failure : new ConcordError(ErrorCodes.STORAGE_ERROR, String(failure), { cause: failure })
-    context.events.emit('error', { name, error: new ConcordError(cause.code, `"${name}": a refused change could not be rolled back (${cause.message}); it stays in memory and is logged with the next change`, { cause }) })
+    context.events.emit('error', {
+      name,
+      error: new ConcordError(
+        cause.code,
+        `"${name}": a refused change could not be rolled back (${cause.message}); it stays in memory and is logged with the next change`,
+        { cause },
+      ),
+    })
     return
   }
   const version = logged.version()
@@ -76,7 +86,10 @@ function settle(context: StoreContext, writes: Writes, entry: NameEntry, error: 
     if (replica.reset !== undefined) replica.reset(logged.snapshot())
     else writes.silently(entry, () => replica.restore(logged))
   } catch (cause) {
-    context.events.emit('error', { name, error: isConcordError(cause) ? cause : new ConcordError(ErrorCodes.STORAGE_ERROR, `"${name}": rollback failed: ${String(cause)}`, { cause }) })
+    context.events.emit('error', {
+      name,
+      error: isConcordError(cause) ? cause : new ConcordError(ErrorCodes.STORAGE_ERROR, `"${name}": rollback failed: ${String(cause)}`, { cause }),
+    })
   }
   // What the replica still holds beyond the log (a compensating change, ids kept seen) goes with the next change.
   entry.rolledBackTo(version)

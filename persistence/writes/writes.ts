@@ -54,7 +54,10 @@ export class Writes {
   /** A name whose replica's change events are not changes to log (a rollback in progress). */
   private silenced: NameEntry | undefined
 
-  constructor(private readonly context: StoreContext, private readonly names: Names) {
+  constructor(
+    private readonly context: StoreContext,
+    private readonly names: Names,
+  ) {
     this.merge = new LocalMerge(context, {
       buildAppends: (b, items) => this.buildAppends(b, items),
       enqueueUnit: (unit, entries) => this.enqueueUnit(unit, entries),
@@ -77,9 +80,12 @@ export class Writes {
    */
   private guard(entry: NameEntry): void {
     if (entry.detached) {
-      throw new ConcordError(ErrorCodes.CLOSED, this.context.closed
-        ? `"${entry.name}": the store is closed; the change was refused`
-        : `"${entry.name}" was expired, archived or deleted: open it again to change it`)
+      throw new ConcordError(
+        ErrorCodes.CLOSED,
+        this.context.closed
+          ? `"${entry.name}": the store is closed; the change was refused`
+          : `"${entry.name}" was expired, archived or deleted: open it again to change it`,
+      )
     }
     const block = this.block
     if (block !== undefined && !block.records.has(entry)) {
@@ -92,7 +98,10 @@ export class Writes {
     // A rollback, a compensating change the store makes itself, or the store's own apply (logged from what it returned).
     if (event.rollback === true || this.silenced === entry || (!event.local && entry.applying)) return
     if (entry.detached) {
-      this.context.events.emit('error', { name: entry.name, error: new ConcordError(ErrorCodes.CLOSED, `"${entry.name}" was expired, archived or the store closed: a change was not persisted`) })
+      this.context.events.emit('error', {
+        name: entry.name,
+        error: new ConcordError(ErrorCodes.CLOSED, `"${entry.name}" was expired, archived or the store closed: a change was not persisted`),
+      })
       return
     }
     if (this.assembling === undefined && this.merge.merges(entry)) {
@@ -230,7 +239,9 @@ export class Writes {
           try {
             step(entry.replica, { name: entry.name, from: version - 1, to: version })
           } catch (error) {
-            throw new ConcordError(ErrorCodes.MIGRATION_FAILED, `"${entry.name}": migration to version ${version} failed: ${(error as Error)?.message}`, { cause: error })
+            throw new ConcordError(ErrorCodes.MIGRATION_FAILED, `"${entry.name}": migration to version ${version} failed: ${(error as Error)?.message}`, {
+              cause: error,
+            })
           }
         }
       })
@@ -240,7 +251,8 @@ export class Writes {
     }
     const { state } = entry
     await this.context.committer.enqueue({
-      sync: entry.durability.mode === 'sync', states: [state],
+      sync: entry.durability.mode === 'sync',
+      states: [state],
       build: (b) => {
         this.buildAppends(b, items)
         b.setMeta(state, { ...b.meta(state), schema: schema.version })
@@ -286,17 +298,21 @@ export class Writes {
   /** Writes `items` as one unit; resolves once durable per the names' modes, then emits `committed`. */
   private enqueueItems(items: readonly LogItem[], origin?: unknown, create: readonly NameEntry[] = []): Promise<CommittedRecord[]> {
     const entries = [...new Set([...items.map((item) => item.entry), ...create])]
-    return this.enqueueUnit({
-      sync: entries.some((entry) => entry.durability.mode === 'sync'),
-      states: entries.map((entry) => entry.state),
-      changes: true,
-      build: (b) => {
-        const records = this.buildAppends(b, items)
-        // Names the unit creates without a record of theirs (a delta that added nothing).
-        for (const entry of create) if (entry.state.unborn) b.setMeta(entry.state, b.meta(entry.state))
-        return records
+    return this.enqueueUnit(
+      {
+        sync: entries.some((entry) => entry.durability.mode === 'sync'),
+        states: entries.map((entry) => entry.state),
+        changes: true,
+        build: (b) => {
+          const records = this.buildAppends(b, items)
+          // Names the unit creates without a record of theirs (a delta that added nothing).
+          for (const entry of create) if (entry.state.unborn) b.setMeta(entry.state, b.meta(entry.state))
+          return records
+        },
       },
-    }, () => entries, origin)
+      () => entries,
+      origin,
+    )
   }
 
   /**
@@ -351,7 +367,10 @@ function undoBlock(block: BlockUndo): void {
 function checkedPayload(entry: NameEntry, payload: Uint8Array): Uint8Array {
   const limit = recordLimit(entry)
   if (payload.length > limit) {
-    throw new ConcordError(ErrorCodes.LIMIT_EXCEEDED, `"${entry.name}": a change of ${payload.length} bytes is over the limit of ${limit} bytes its replica loads back (limits.maxBytes); it was refused and the name rolled back`)
+    throw new ConcordError(
+      ErrorCodes.LIMIT_EXCEEDED,
+      `"${entry.name}": a change of ${payload.length} bytes is over the limit of ${limit} bytes its replica loads back (limits.maxBytes); it was refused and the name rolled back`,
+    )
   }
   return payload
 }

@@ -43,21 +43,36 @@ export function openRaw(url: string, options: { localAddress?: string; timeoutMs
     const ws = new WebSocket(url, { localAddress: options.localAddress, handshakeTimeout: options.timeoutMs ?? 10_000, maxPayload: 256 * 1024 * 1024 })
     const received = { frames: 0, bytes: 0 }
     let markClosed!: () => void
-    const closed = new Promise<void>((done) => { markClosed = done })
-    ws.on('message', (data: Buffer) => { received.frames++; received.bytes += data.length })
+    const closed = new Promise<void>((done) => {
+      markClosed = done
+    })
+    ws.on('message', (data: Buffer) => {
+      received.frames++
+      received.bytes += data.length
+    })
     ws.on('close', () => markClosed())
-    ws.on('error', (error) => { markClosed(); reject(error) })
-    ws.once('open', () => resolve({
-      get open() { return ws.readyState === ws.OPEN },
-      get buffered() { return ws.bufferedAmount },
-      received,
-      send: (frame) => new Promise((done) => {
-        if (ws.readyState !== ws.OPEN) return done()
-        ws.send(frame, { binary: true }, () => done())
+    ws.on('error', (error) => {
+      markClosed()
+      reject(error)
+    })
+    ws.once('open', () =>
+      resolve({
+        get open() {
+          return ws.readyState === ws.OPEN
+        },
+        get buffered() {
+          return ws.bufferedAmount
+        },
+        received,
+        send: (frame) =>
+          new Promise((done) => {
+            if (ws.readyState !== ws.OPEN) return done()
+            ws.send(frame, { binary: true }, () => done())
+          }),
+        closed,
+        close: () => ws.terminate(),
       }),
-      closed,
-      close: () => ws.terminate(),
-    }))
+    )
   })
 }
 
@@ -91,11 +106,21 @@ export async function openRawLibp2p(multiaddr: string): Promise<RawSocket> {
   const { transport, connection } = await dial(multiaddr)
   const received = { frames: 0, bytes: 0 }
   let markClosed!: () => void
-  const closed = new Promise<void>((done) => { markClosed = done })
-  connection.events.on('message', (frame) => { received.frames++; received.bytes += frame.length })
-  connection.events.on('close', () => { markClosed(); void transport.stop() })
+  const closed = new Promise<void>((done) => {
+    markClosed = done
+  })
+  connection.events.on('message', (frame) => {
+    received.frames++
+    received.bytes += frame.length
+  })
+  connection.events.on('close', () => {
+    markClosed()
+    void transport.stop()
+  })
   return {
-    get open() { return connection.open },
+    get open() {
+      return connection.open
+    },
     buffered: 0,
     received,
     send: (frame) => connection.send(frame).catch(() => {}),
@@ -109,7 +134,10 @@ class Tap implements SyncConnection {
   readonly events = new Emitter<{ message: Uint8Array; close: { readonly reason?: string } }>()
   muted = false
   received = { frames: 0, bytes: 0, framesWithWatched: 0 }
-  constructor(private readonly inner: Connection, private readonly watched?: Buffer) {
+  constructor(
+    private readonly inner: Connection,
+    private readonly watched?: Buffer,
+  ) {
     inner.events.on('message', (frame) => {
       this.received.frames++
       this.received.bytes += frame.length
@@ -118,10 +146,18 @@ class Tap implements SyncConnection {
     })
     inner.events.on('close', (event) => this.events.emit('close', event))
   }
-  get direction() { return this.inner.direction }
-  get open() { return this.inner.open }
-  send(frame: Uint8Array): Promise<void> { return this.inner.send(frame) }
-  close(reason?: string): void { this.inner.close(reason) }
+  get direction() {
+    return this.inner.direction
+  }
+  get open() {
+    return this.inner.open
+  }
+  send(frame: Uint8Array): Promise<void> {
+    return this.inner.send(frame)
+  }
+  close(reason?: string): void {
+    this.inner.close(reason)
+  }
 }
 
 /** A session with valid credentials, taken over by the attacker once open. */
@@ -160,7 +196,9 @@ export async function openArmed(address: string, role: Role, options: { wantsEve
     dialed = await dial(address)
     const tap = new Tap(dialed.connection, options.watchFor === undefined ? undefined : Buffer.from(options.watchFor, 'utf8'))
     let markClosed!: () => void
-    const closed = new Promise<void>((done) => { markClosed = done })
+    const closed = new Promise<void>((done) => {
+      markClosed = done
+    })
     tap.events.on('close', () => markClosed())
     const session = attachSession(tap, host, { peerId: peerId(role), token: TOKENS[role], filter, channelBinding: dialed.channelBinding })
     await new Promise<void>((resolve, reject) => {
@@ -171,9 +209,13 @@ export async function openArmed(address: string, role: Role, options: { wantsEve
     tap.received = { frames: 0, bytes: 0, framesWithWatched: tap.received.framesWithWatched }
     return {
       inject: (frame) => tap.send(frame).catch(() => {}),
-      get open() { return tap.open },
+      get open() {
+        return tap.open
+      },
       session,
-      get received() { return tap.received },
+      get received() {
+        return tap.received
+      },
       closed,
       close,
     }
@@ -213,13 +255,22 @@ export function attackLoop(step: (live: () => boolean) => Promise<void>): { stop
       await new Promise((resolve) => setImmediate(resolve))
     }
   })()
-  return { async stop() { running = false; await done; return report } }
+  return {
+    async stop() {
+      running = false
+      await done
+      return report
+    },
+  }
 }
 
 /** Stops every loop; their reports summed (the last failure of any). */
 export async function stopAll(loops: ReadonlyArray<{ stop(): Promise<LoopReport> }>): Promise<LoopReport> {
   const reports = await Promise.all(loops.map((loop) => loop.stop()))
-  const lastError = reports.map((r) => r.lastError).filter(Boolean).at(-1)
+  const lastError = reports
+    .map((r) => r.lastError)
+    .filter(Boolean)
+    .at(-1)
   return { rounds: reports.reduce((n, r) => n + r.rounds, 0), failures: reports.reduce((n, r) => n + r.failures, 0), ...(lastError ? { lastError } : {}) }
 }
 

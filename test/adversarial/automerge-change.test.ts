@@ -8,7 +8,9 @@ test('textInsertChange writes exactly the change Automerge writes for a text ins
   for (const n of [4, 5, 127, 128, 1000, 8191, 8192, 100_000]) {
     const chars = 'EVIL'.repeat(Math.ceil(n / 4)).slice(0, n)
     let doc = A.init<{ text?: string }>({ actor })
-    doc = A.change(doc, { time: 0 }, (d) => { d.text = chars })
+    doc = A.change(doc, { time: 0 }, (d) => {
+      d.text = chars
+    })
     const expected = A.getLastLocalChange(doc)!
     assert.deepEqual(Buffer.from(textInsertChange(chars, actor)).toString('hex'), Buffer.from(expected).toString('hex'), `n = ${n}`)
   }

@@ -60,12 +60,17 @@ export function textInsertChange(chars: string, actor: string): Uint8Array {
   const actorBytes = Buffer.from(actor, 'hex')
   const head = [
     0, // dependencies
-    ...uleb(actorBytes.length), ...actorBytes,
-    1, 1, 0, 0, 0, // seq, start op, time, message (none), other actors
+    ...uleb(actorBytes.length),
+    ...actorBytes,
+    1,
+    1,
+    0,
+    0,
+    0, // seq, start op, time, message (none), other actors
     ...uleb(columns.length),
     ...columns.flatMap(([spec, data]) => [...uleb(spec), ...uleb(data.length)]),
   ]
-  const body = concatBytes([new Uint8Array(head), ...columns.map(([, data]) => data instanceof Uint8Array ? data : new Uint8Array(data))])
+  const body = concatBytes([new Uint8Array(head), ...columns.map(([, data]) => (data instanceof Uint8Array ? data : new Uint8Array(data)))])
   const typed = concatBytes([new Uint8Array([CHANGE_CHUNK, ...uleb(body.length)]), body])
   const checksum = createHash('sha256').update(typed).digest().subarray(0, 4)
   return concatBytes([new Uint8Array(MAGIC), checksum, typed])

@@ -24,24 +24,34 @@ async function slowloris(count: number, host: string, port: number, make: () => 
   const started = performance.now()
   const trickles: Trickle[] = []
   let failedToStart = 0
-  await Promise.all(Array.from({ length: count }, async (_, i) => {
-    try {
-      const { bytes, prefix } = make()
-      trickles.push(await trickle(host, port, bytes, { everyMs: TRICKLE_EVERY_MS, localAddress: `127.0.0.${2 + (i % 3)}`, prefix }))
-    } catch {
-      failedToStart++
-    }
-  }))
+  await Promise.all(
+    Array.from({ length: count }, async (_, i) => {
+      try {
+        const { bytes, prefix } = make()
+        trickles.push(await trickle(host, port, bytes, { everyMs: TRICKLE_EVERY_MS, localAddress: `127.0.0.${2 + (i % 3)}`, prefix }))
+      } catch {
+        failedToStart++
+      }
+    }),
+  )
   return {
     async stop() {
       while (trickles.some((c) => c.heldMs === undefined) && performance.now() - started < SLOWLORIS_DEADLINE_MS) await sleep(100)
-      const held = trickles.map((c) => c.heldMs).filter((ms): ms is number => ms !== undefined).sort((a, b) => a - b)
+      const held = trickles
+        .map((c) => c.heldMs)
+        .filter((ms): ms is number => ms !== undefined)
+        .sort((a, b) => a - b)
       const stillOpen = trickles.length - held.length
       const finished = trickles.filter((c) => c.finished).length
       for (const c of trickles) c.stop()
       return {
-        connections: trickles.length, failedToStart, droppedByServer: held.length, stillOpenAtDeadline: stillOpen, finishedTheirBytes: finished,
-        longestHeldMs: Math.round(held.at(-1) ?? 0), medianHeldMs: Math.round(held[Math.floor(held.length / 2)] ?? 0),
+        connections: trickles.length,
+        failedToStart,
+        droppedByServer: held.length,
+        stillOpenAtDeadline: stillOpen,
+        finishedTheirBytes: finished,
+        longestHeldMs: Math.round(held.at(-1) ?? 0),
+        medianHeldMs: Math.round(held[Math.floor(held.length / 2)] ?? 0),
       }
     },
   }
@@ -93,7 +103,15 @@ describe('connection exhaustion', { concurrency: 3 }, () => {
             await newcomer?.close()
             const open = sockets.size
             for (const socket of sockets) socket.close()
-            return { attempts: next, accepted, refused: Object.fromEntries(refusals), peakOpen: peak, openAtEnd: open, newcomerDuringAttackMs: newcomerMs, loops: loops_ }
+            return {
+              attempts: next,
+              accepted,
+              refused: Object.fromEntries(refusals),
+              peakOpen: peak,
+              openAtEnd: open,
+              newcomerDuringAttackMs: newcomerMs,
+              loops: loops_,
+            }
           },
         }
       },
@@ -102,7 +120,9 @@ describe('connection exhaustion', { concurrency: 3 }, () => {
         attacked(seen, 'accepted')
         assert.notEqual(seen.newcomerDuringAttackMs, null, 'a legitimate newcomer connects while the attacker holds its connections')
         const refused = seen.refused as Record<string, number>
-        const byStatus = Object.entries(refused).filter(([why]) => /^[45]\d\d$/.test(why)).reduce((n, [, count]) => n + count, 0)
+        const byStatus = Object.entries(refused)
+          .filter(([why]) => /^[45]\d\d$/.test(why))
+          .reduce((n, [, count]) => n + count, 0)
         assert.ok(byStatus > 0, `two addresses do not get 1,000 connections: the listener refuses some with an HTTP status (${JSON.stringify(seen)})`)
       },
     })
@@ -120,10 +140,11 @@ describe('connection exhaustion', { concurrency: 3 }, () => {
   test('slowloris: 300 upgraded WebSockets each writing one frame (a HELLO) one byte at a time', async (t) => {
     await underAttack(t, {
       attack: 'slowloris: WebSocket frame trickled',
-      start: ({ host, port }) => slowloris(300, host, port, () => ({
-        prefix: upgradeRequest(host, port, '/concord'),
-        bytes: clientFrame(helloFrame('intruder', 'not-a-token'.repeat(8))),
-      })),
+      start: ({ host, port }) =>
+        slowloris(300, host, port, () => ({
+          prefix: upgradeRequest(host, port, '/concord'),
+          bytes: clientFrame(helloFrame('intruder', 'not-a-token'.repeat(8))),
+        })),
       checkStore: (store) => onlyLegitimateData(store),
       checkAttacker: droppedThemAll,
     })

@@ -60,7 +60,10 @@ test('pending-update flood: 600 Yjs updates of 50 KB whose dependency is missing
       const armed: ArmedSocket[] = []
       // The first half through a Concord session (DELTA frames), the second through y-websocket.
       const bySession = attackLoop(async (live) => {
-        if (sentBySession >= 300) { await sleep(50); return }
+        if (sentBySession >= 300) {
+          await sleep(50)
+          return
+        }
         const socket = await openArmed(url, 'eve')
         armed.push(socket)
         if (armed.length > 1) reconnects++
@@ -69,7 +72,10 @@ test('pending-update flood: 600 Yjs updates of 50 KB whose dependency is missing
         }
       })
       const byYWebsocket = attackLoop(async (live) => {
-        if (sentByYWebsocket >= 300) { await sleep(50); return }
+        if (sentByYWebsocket >= 300) {
+          await sleep(50)
+          return
+        }
         const socket = await openYRaw(yjsUrl, name, 'eve')
         if (sentByYWebsocket > 0) reconnects++
         for (; sentByYWebsocket < 300 && socket.open && live(); sentByYWebsocket++) {
@@ -87,7 +93,10 @@ test('pending-update flood: 600 Yjs updates of 50 KB whose dependency is missing
       }
     },
     checkStore: (store, peers) => checkNothingOf(store, peers, MARK, [name], 'eve'),
-    checkAttacker: (seen) => { attacked(seen, 'sentBySession'); attacked(seen, 'sentByYWebsocket') },
+    checkAttacker: (seen) => {
+      attacked(seen, 'sentBySession')
+      attacked(seen, 'sentByYWebsocket')
+    },
   })
 })
 
@@ -106,7 +115,11 @@ test('a valid 10-million-character Automerge delta (~9.5 MiB, chunked), then nor
         armed.push(socket)
         const delta = textInsertChange(chars, randomBytes(16).toString('hex'))
         const message = encodeMessage({ type: 'delta', seq: 1, entry: { name: 'evil/huge-automerge', replicaType: 'automerge', delta } })
-        for (const frame of splitIntoChunks(message, 1 << 20, 1)) { if (!live()) break; await socket.inject(frame); chunks++ }
+        for (const frame of splitIntoChunks(message, 1 << 20, 1)) {
+          if (!live()) break
+          await socket.inject(frame)
+          chunks++
+        }
         deltas++
         for (let waited = 0; waited < 2000 && live(); waited += 50) await sleep(50)
         await socket.close()
@@ -114,7 +127,7 @@ test('a valid 10-million-character Automerge delta (~9.5 MiB, chunked), then nor
       return {
         async stop() {
           const loops_ = await stopAll([loop])
-          return { deltas, chunks, deltaMiB: Math.round(chars.length / 2 ** 20 * 10) / 10, loops: loops_ }
+          return { deltas, chunks, deltaMiB: Math.round((chars.length / 2 ** 20) * 10) / 10, loops: loops_ }
         },
       }
     },

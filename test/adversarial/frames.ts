@@ -18,8 +18,15 @@ export function chunkFrame(id: number, index: number, count: number, totalBytes:
 /** A HELLO of this code's protocol version. */
 export function helloFrame(id: string, token: string, extra: { maxFrameBytes?: number; window?: number } = {}): Uint8Array {
   return encodeMessage({
-    type: 'hello', minVersion: 1, maxVersion: 1, peerId: peerId(id), token, filter: {},
-    maxFrameBytes: extra.maxFrameBytes ?? 1 << 20, window: extra.window ?? 256, extensions: [],
+    type: 'hello',
+    minVersion: 1,
+    maxVersion: 1,
+    peerId: peerId(id),
+    token,
+    filter: {},
+    maxFrameBytes: extra.maxFrameBytes ?? 1 << 20,
+    window: extra.window ?? 256,
+    extensions: [],
   })
 }
 
@@ -41,19 +48,104 @@ export function oversizedFrames(): Array<{ readonly label: string; readonly fram
   const bigName = 'n'.repeat(1024)
   return [
     // 1 HELLO
-    { label: 'hello: maxVersion 2^53-1', frame: frame(MessageType.hello, (e) => e.writeVarUint(1).writeVarUint(HUGE).writeString('x').writeString('').writeUint8(0).writeVarUint(1 << 20).writeVarUint(256).writeVarUint(0)) },
-    { label: 'hello: peer id length 2^40', frame: frame(MessageType.hello, (e) => e.writeVarUint(1).writeVarUint(1).writeVarUint(2 ** 40)) },
-    { label: 'hello: token length 2^32 (absent)', frame: frame(MessageType.hello, (e) => e.writeVarUint(1).writeVarUint(1).writeString('intruder').writeVarUint(2 ** 32)) },
-    { label: 'hello: 64 KiB token', frame: frame(MessageType.hello, (e) => e.writeVarUint(1).writeVarUint(1).writeString('intruder').writeString('t'.repeat(65536)).writeUint8(0).writeVarUint(1 << 20).writeVarUint(256).writeVarUint(0)) },
-    { label: 'hello: filter of 2^53-1 names', frame: frame(MessageType.hello, (e) => e.writeVarUint(1).writeVarUint(1).writeString('intruder').writeString('').writeUint8(1).writeVarUint(HUGE)) },
-    { label: 'hello: filter of 4096 names of 1024 chars (4 MiB)', frame: frame(MessageType.hello, (e) => {
-      e.writeVarUint(1).writeVarUint(1).writeString('intruder').writeString('').writeUint8(1).writeVarUint(4096)
-      for (let i = 0; i < 4096; i++) e.writeString(bigName)
-      e.writeVarUint(0).writeVarUint(1 << 20).writeVarUint(256).writeVarUint(0)
-    }) },
-    { label: 'hello: 2^53-1 prefixes', frame: frame(MessageType.hello, (e) => e.writeVarUint(1).writeVarUint(1).writeString('intruder').writeString('').writeUint8(1).writeVarUint(0).writeVarUint(HUGE)) },
-    { label: 'hello: 2^53-1 extensions', frame: frame(MessageType.hello, (e) => e.writeVarUint(1).writeVarUint(1).writeString('intruder').writeString('').writeUint8(0).writeVarUint(1 << 20).writeVarUint(256).writeVarUint(HUGE)) },
-    { label: 'hello: extension value length 2^50', frame: frame(MessageType.hello, (e) => e.writeVarUint(1).writeVarUint(1).writeString('intruder').writeString('').writeUint8(0).writeVarUint(1 << 20).writeVarUint(256).writeVarUint(1).writeString('k').writeVarUint(2 ** 50)) },
+    {
+      label: 'hello: maxVersion 2^53-1',
+      frame: frame(MessageType.hello, (e) =>
+        e
+          .writeVarUint(1)
+          .writeVarUint(HUGE)
+          .writeString('x')
+          .writeString('')
+          .writeUint8(0)
+          .writeVarUint(1 << 20)
+          .writeVarUint(256)
+          .writeVarUint(0),
+      ),
+    },
+    {
+      label: 'hello: peer id length 2^40',
+      frame: frame(MessageType.hello, (e) =>
+        e
+          .writeVarUint(1)
+          .writeVarUint(1)
+          .writeVarUint(2 ** 40),
+      ),
+    },
+    {
+      label: 'hello: token length 2^32 (absent)',
+      frame: frame(MessageType.hello, (e) =>
+        e
+          .writeVarUint(1)
+          .writeVarUint(1)
+          .writeString('intruder')
+          .writeVarUint(2 ** 32),
+      ),
+    },
+    {
+      label: 'hello: 64 KiB token',
+      frame: frame(MessageType.hello, (e) =>
+        e
+          .writeVarUint(1)
+          .writeVarUint(1)
+          .writeString('intruder')
+          .writeString('t'.repeat(65536))
+          .writeUint8(0)
+          .writeVarUint(1 << 20)
+          .writeVarUint(256)
+          .writeVarUint(0),
+      ),
+    },
+    {
+      label: 'hello: filter of 2^53-1 names',
+      frame: frame(MessageType.hello, (e) => e.writeVarUint(1).writeVarUint(1).writeString('intruder').writeString('').writeUint8(1).writeVarUint(HUGE)),
+    },
+    {
+      label: 'hello: filter of 4096 names of 1024 chars (4 MiB)',
+      frame: frame(MessageType.hello, (e) => {
+        e.writeVarUint(1).writeVarUint(1).writeString('intruder').writeString('').writeUint8(1).writeVarUint(4096)
+        for (let i = 0; i < 4096; i++) e.writeString(bigName)
+        e.writeVarUint(0)
+          .writeVarUint(1 << 20)
+          .writeVarUint(256)
+          .writeVarUint(0)
+      }),
+    },
+    {
+      label: 'hello: 2^53-1 prefixes',
+      frame: frame(MessageType.hello, (e) =>
+        e.writeVarUint(1).writeVarUint(1).writeString('intruder').writeString('').writeUint8(1).writeVarUint(0).writeVarUint(HUGE),
+      ),
+    },
+    {
+      label: 'hello: 2^53-1 extensions',
+      frame: frame(MessageType.hello, (e) =>
+        e
+          .writeVarUint(1)
+          .writeVarUint(1)
+          .writeString('intruder')
+          .writeString('')
+          .writeUint8(0)
+          .writeVarUint(1 << 20)
+          .writeVarUint(256)
+          .writeVarUint(HUGE),
+      ),
+    },
+    {
+      label: 'hello: extension value length 2^50',
+      frame: frame(MessageType.hello, (e) =>
+        e
+          .writeVarUint(1)
+          .writeVarUint(1)
+          .writeString('intruder')
+          .writeString('')
+          .writeUint8(0)
+          .writeVarUint(1 << 20)
+          .writeVarUint(256)
+          .writeVarUint(1)
+          .writeString('k')
+          .writeVarUint(2 ** 50),
+      ),
+    },
     { label: 'hello: maxFrameBytes 2^53-1, window 2^53-1, no credentials', frame: helloFrame('intruder', '', { maxFrameBytes: HUGE, window: HUGE }) },
     { label: 'hello: maxFrameBytes 1, no credentials', frame: helloFrame('intruder', '', { maxFrameBytes: 1 }) },
     // 2 HELLO-OK, 3 REFUSE
@@ -62,29 +154,98 @@ export function oversizedFrames(): Array<{ readonly label: string; readonly fram
     // 4 VERSIONS
     { label: 'versions: 2^53-1 entries', frame: frame(MessageType.versions, (e) => e.writeVarUint(HUGE)) },
     { label: 'versions: name length 2^30', frame: frame(MessageType.versions, (e) => e.writeVarUint(1).writeVarUint(2 ** 30)) },
-    { label: 'versions: version length 2^40', frame: frame(MessageType.versions, (e) => e.writeVarUint(1).writeString('seed/0001').writeString('pncounter').writeVarUint(2 ** 40)) },
+    {
+      label: 'versions: version length 2^40',
+      frame: frame(MessageType.versions, (e) =>
+        e
+          .writeVarUint(1)
+          .writeString('seed/0001')
+          .writeString('pncounter')
+          .writeVarUint(2 ** 40),
+      ),
+    },
     // 5 DELTA, 6 TRANSACTION
-    { label: 'delta: seq 2^53-1, delta length 2^50', frame: frame(MessageType.delta, (e) => e.writeVarUint(HUGE).writeString('evil/delta').writeString('gcounter').writeVarUint(2 ** 50)) },
-    { label: 'delta: name of 1 MiB', frame: frame(MessageType.delta, (e) => e.writeVarUint(1).writeString('n'.repeat(1 << 20)).writeString('gcounter').writeBytes(zeros(4))) },
+    {
+      label: 'delta: seq 2^53-1, delta length 2^50',
+      frame: frame(MessageType.delta, (e) =>
+        e
+          .writeVarUint(HUGE)
+          .writeString('evil/delta')
+          .writeString('gcounter')
+          .writeVarUint(2 ** 50),
+      ),
+    },
+    {
+      label: 'delta: name of 1 MiB',
+      frame: frame(MessageType.delta, (e) =>
+        e
+          .writeVarUint(1)
+          .writeString('n'.repeat(1 << 20))
+          .writeString('gcounter')
+          .writeBytes(zeros(4)),
+      ),
+    },
     { label: 'transaction: 2^53-1 entries', frame: frame(MessageType.transaction, (e) => e.writeVarUint(1).writeVarUint(HUGE)) },
-    { label: 'transaction: 60,000 entries of bad deltas', frame: frame(MessageType.transaction, (e) => {
-      e.writeVarUint(2).writeVarUint(60_000)
-      for (let i = 0; i < 60_000; i++) e.writeString(`evil/t${i}`).writeString('gcounter').writeBytes(zeros(2))
-    }) },
+    {
+      label: 'transaction: 60,000 entries of bad deltas',
+      frame: frame(MessageType.transaction, (e) => {
+        e.writeVarUint(2).writeVarUint(60_000)
+        for (let i = 0; i < 60_000; i++) e.writeString(`evil/t${i}`).writeString('gcounter').writeBytes(zeros(2))
+      }),
+    },
     // 7 ACK, 8 CHUNK, 9 DONE, 10 REQUEST, 11 REJECT
     { label: 'ack: seq 2^53-1', frame: frame(MessageType.ack, (e) => e.writeVarUint(HUGE)) },
-    { label: 'chunk: count 2^53-1', frame: frame(MessageType.chunk, (e) => e.writeVarUint(1).writeVarUint(0).writeVarUint(HUGE).writeVarUint(HUGE).writeBytes(zeros(8))) },
+    {
+      label: 'chunk: count 2^53-1',
+      frame: frame(MessageType.chunk, (e) => e.writeVarUint(1).writeVarUint(0).writeVarUint(HUGE).writeVarUint(HUGE).writeBytes(zeros(8))),
+    },
     { label: 'chunk: count 2^25, 32 MiB announced', frame: chunkFrame(2, 0, 2 ** 25, 2 ** 25) },
     { label: 'chunk: id and index 2^53-2', frame: chunkFrame(HUGE, HUGE - 1, HUGE, HUGE) },
-    { label: 'chunk: part length 2^40', frame: frame(MessageType.chunk, (e) => e.writeVarUint(3).writeVarUint(0).writeVarUint(2).writeVarUint(2 ** 26).writeVarUint(2 ** 40)) },
+    {
+      label: 'chunk: part length 2^40',
+      frame: frame(MessageType.chunk, (e) =>
+        e
+          .writeVarUint(3)
+          .writeVarUint(0)
+          .writeVarUint(2)
+          .writeVarUint(2 ** 26)
+          .writeVarUint(2 ** 40),
+      ),
+    },
     { label: 'done: seq 2^53-1', frame: frame(MessageType.done, (e) => e.writeVarUint(HUGE)) },
     { label: 'request: 512 KiB trailing', frame: frame(MessageType.request, (e) => e.writeRaw(zeros(512 * 1024))) },
-    { label: 'reject: code length 2^40', frame: frame(MessageType.reject, (e) => e.writeVarUint(1).writeString('seed/0001').writeVarUint(2 ** 40)) },
-    { label: 'reject: seq 2^53-1, message length 2^50', frame: frame(MessageType.reject, (e) => e.writeVarUint(HUGE).writeString('seed/0001').writeString('CONCORD_FORBIDDEN').writeVarUint(2 ** 50)) },
+    {
+      label: 'reject: code length 2^40',
+      frame: frame(MessageType.reject, (e) =>
+        e
+          .writeVarUint(1)
+          .writeString('seed/0001')
+          .writeVarUint(2 ** 40),
+      ),
+    },
+    {
+      label: 'reject: seq 2^53-1, message length 2^50',
+      frame: frame(MessageType.reject, (e) =>
+        e
+          .writeVarUint(HUGE)
+          .writeString('seed/0001')
+          .writeString('CONCORD_FORBIDDEN')
+          .writeVarUint(2 ** 50),
+      ),
+    },
     // unknown types and envelopes
     { label: 'unknown type 200, 512 KiB payload', frame: frame(200, (e) => e.writeRaw(zeros(512 * 1024))) },
     { label: 'frame format 2', frame: new Uint8Array([2, MessageType.hello, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x0f]) },
     { label: 'empty frame', frame: new Uint8Array(0) },
-    { label: 'frame of 2 MiB (over the frame limit)', frame: frame(MessageType.delta, (e) => e.writeVarUint(1).writeString('evil/big').writeString('gcounter').writeBytes(zeros(2 << 20))) },
+    {
+      label: 'frame of 2 MiB (over the frame limit)',
+      frame: frame(MessageType.delta, (e) =>
+        e
+          .writeVarUint(1)
+          .writeString('evil/big')
+          .writeString('gcounter')
+          .writeBytes(zeros(2 << 20)),
+      ),
+    },
   ]
 }

@@ -176,14 +176,31 @@ export async function underAttack(t: TestContext, spec: AttackSpec): Promise<Att
     throw error
   })
   let cappedAt: number | undefined
-  const rss = sampleRss(server.pid, RSS_HARD_CAP_MIB, (mib) => { cappedAt = mib; server.kill() })
+  const rss = sampleRss(server.pid, RSS_HARD_CAP_MIB, (mib) => {
+    cappedAt = mib
+    server.kill()
+  })
   const probeKind = spec.probe ?? 'register'
   const address = new URL(server.url)
   const context: AttackContext = {
-    server, url: server.url, yjsUrl: `ws://${address.host}/yjs`, host: address.hostname, port: Number(address.port), multiaddr: server.multiaddr,
+    server,
+    url: server.url,
+    yjsUrl: `ws://${address.host}/yjs`,
+    host: address.hostname,
+    port: Number(address.port),
+    multiaddr: server.multiaddr,
   }
   const figures: AttackFigures = {
-    attack: spec.attack, outcome: 'held', baseRssMiB: 0, maxRssMiB: 0, latenciesMs: [], medianMs: null, attackMs: 0, newcomerMs: null, serverExit: '', store: '',
+    attack: spec.attack,
+    outcome: 'held',
+    baseRssMiB: 0,
+    maxRssMiB: 0,
+    latenciesMs: [],
+    medianMs: null,
+    attackMs: 0,
+    newcomerMs: null,
+    serverExit: '',
+    store: '',
   }
   let storeError: unknown
   let stopped: Awaited<ReturnType<ServerProcess['stop']>> | undefined
@@ -227,7 +244,7 @@ export async function underAttack(t: TestContext, spec: AttackSpec): Promise<Att
     phase('stop')
     const sampled = rss.stop()
     figures.maxRssMiB = round1(sampled.maxMiB)
-    figures.latenciesMs = figures.latenciesMs.map((s) => s === null ? null : Math.round(s))
+    figures.latenciesMs = figures.latenciesMs.map((s) => (s === null ? null : Math.round(s)))
     figures.medianMs = figures.latenciesMs.length > 0 && Number.isFinite(median(figures.latenciesMs)) ? median(figures.latenciesMs) : null
     figures.serverExit = stopped.killed ? 'SIGKILL after SIGTERM grace' : `code ${stopped.code} signal ${stopped.signal}`
     if (cappedAt !== undefined) figures.outcome = `killed by the harness at ${Math.round(cappedAt)} MiB RSS`
@@ -250,8 +267,10 @@ export async function underAttack(t: TestContext, spec: AttackSpec): Promise<Att
   assert.ok(!stopped.killed && stopped.code === 0, `the server stops cleanly after the attack (${figures.serverExit}): ${lastLine(server.stderr())}`)
   assert.ok(figures.maxRssMiB < RSS_BOUND_MIB, `the server's RSS stays under ${RSS_BOUND_MIB} MiB (max ${figures.maxRssMiB} MiB)`)
   const mid = median(figures.latenciesMs)
-  assert.ok(figures.latenciesMs.length > 0 && mid < LATENCY_BOUND_MS,
-    `a legitimate write reaches the other legitimate peer within ${LATENCY_BOUND_MS} ms during the attack (median of ${JSON.stringify(figures.latenciesMs)})`)
+  assert.ok(
+    figures.latenciesMs.length > 0 && mid < LATENCY_BOUND_MS,
+    `a legitimate write reaches the other legitimate peer within ${LATENCY_BOUND_MS} ms during the attack (median of ${JSON.stringify(figures.latenciesMs)})`,
+  )
   assert.notEqual(figures.newcomerMs, null, 'a newcomer that connects after the attack syncs the probed name')
   if (storeError) throw storeError
   spec.checkAttacker?.(figures.attacker ?? {})
@@ -263,8 +282,13 @@ export async function legitimateNewcomer(url: string, timeoutMs = 10_000): Promi
   const carol = await createPeer({ id: 'carol', auth: { token: TOKENS.carol } })
   let timer: ReturnType<typeof setTimeout> | undefined
   const connected = await Promise.race([
-    carol.connect(url).then(() => true, () => false),
-    new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), timeoutMs) }),
+    carol.connect(url).then(
+      () => true,
+      () => false,
+    ),
+    new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), timeoutMs)
+    }),
   ])
   clearTimeout(timer)
   if (connected) return carol
@@ -301,7 +325,10 @@ async function newcomerSyncs(url: string, kind: ProbeKind, written: unknown): Pr
 }
 
 function lastLine(text: string): string {
-  const lines = text.trim().split('\n').filter((line) => line.trim().length > 0)
+  const lines = text
+    .trim()
+    .split('\n')
+    .filter((line) => line.trim().length > 0)
   const fatal = lines.find((line) => /FATAL|out of memory|RuntimeError|Error:/.test(line))
   return (fatal ?? lines.at(-1) ?? '').slice(0, 300)
 }

@@ -29,16 +29,28 @@ function firstLine(child: ChildProcess, what: string, stderr: () => string, time
     const lines = createInterface({ input: child.stdout! })
     const timer = setTimeout(() => fail(new Error(`${what} printed nothing within ${timeoutMs} ms: ${stderr()}`)), timeoutMs)
     const onExit = (code: number | null, signal: string | null) => fail(new Error(`${what} exited (${code ?? signal}) before it was ready: ${stderr()}`))
-    const fail = (error: Error) => { clearTimeout(timer); child.off('exit', onExit); lines.close(); reject(error) }
+    const fail = (error: Error) => {
+      clearTimeout(timer)
+      child.off('exit', onExit)
+      lines.close()
+      reject(error)
+    }
     child.once('exit', onExit)
-    lines.once('line', (line) => { clearTimeout(timer); child.off('exit', onExit); lines.close(); resolve(line) })
+    lines.once('line', (line) => {
+      clearTimeout(timer)
+      child.off('exit', onExit)
+      lines.close()
+      resolve(line)
+    })
   })
 }
 
 /** Keeps the last `limit` characters a stream wrote. */
 function tail(child: ChildProcess, limit = 8192): () => string {
   let text = ''
-  child.stderr!.on('data', (chunk: Buffer) => { text = (text + chunk.toString('utf8')).slice(-limit) })
+  child.stderr!.on('data', (chunk: Buffer) => {
+    text = (text + chunk.toString('utf8')).slice(-limit)
+  })
   return () => text
 }
 
@@ -64,23 +76,35 @@ export async function startServer(dir: string, seed = 0, options: { libp2p?: boo
   const child = spawnTs(SERVER, [dir, String(seed), ...(options.libp2p ? ['libp2p'] : [])])
   const stderr = tail(child)
   let exit: ExitInfo | undefined
-  const exited = once(child, 'exit').then(([code, signal]) => { exit = { code, signal } })
+  const exited = once(child, 'exit').then(([code, signal]) => {
+    exit = { code, signal }
+  })
   const { url, multiaddr } = JSON.parse(await firstLine(child, 'the server', stderr)) as { url: string; multiaddr?: string }
   const pid = child.pid!
   return {
-    url, multiaddr, pid, dir,
-    get exit() { return exit },
+    url,
+    multiaddr,
+    pid,
+    dir,
+    get exit() {
+      return exit
+    },
     stderr,
     async stop(graceMs = 15_000) {
       if (exit) return { ...exit, killed: false }
       child.kill('SIGTERM')
       let killed = false
-      const timer = setTimeout(() => { killed = true; child.kill('SIGKILL') }, graceMs)
+      const timer = setTimeout(() => {
+        killed = true
+        child.kill('SIGKILL')
+      }, graceMs)
       await exited
       clearTimeout(timer)
       return { ...exit!, killed }
     },
-    kill() { if (!exit) child.kill('SIGKILL') },
+    kill() {
+      if (!exit) child.kill('SIGKILL')
+    },
   }
 }
 
@@ -108,11 +132,12 @@ export async function startProbe(url: string): Promise<ProbeProcess> {
   type Reply = { op: string; latencies?: Array<number | null>; message?: string; alice?: Record<string, unknown>; bob?: Record<string, unknown> }
   const waiting: Array<(message: Reply) => void> = []
   lines.on('line', (line) => waiting.shift()?.(JSON.parse(line)))
-  const ask = (command: object) => new Promise<Reply>((resolve, reject) => {
-    if (child.exitCode !== null) return reject(new Error(`the probe exited: ${stderr()}`))
-    waiting.push(resolve)
-    child.stdin!.write(`${JSON.stringify(command)}\n`)
-  })
+  const ask = (command: object) =>
+    new Promise<Reply>((resolve, reject) => {
+      if (child.exitCode !== null) return reject(new Error(`the probe exited: ${stderr()}`))
+      waiting.push(resolve)
+      child.stdin!.write(`${JSON.stringify(command)}\n`)
+    })
   return {
     async probe(kind, deadlineMs = 3000) {
       const reply = await ask({ op: 'probe', kind, count: 1, deadlineMs })
@@ -154,9 +179,18 @@ export function sampleRss(pid: number, capMiB: number, onCap: (mib: number) => v
     if (mib === undefined) return
     samples++
     if (mib > maxMiB) maxMiB = mib
-    if (mib > capMiB && !capped) { capped = true; onCap(mib) }
+    if (mib > capMiB && !capped) {
+      capped = true
+      onCap(mib)
+    }
   }
   read()
   const timer = setInterval(read, everyMs)
-  return { stop() { read(); clearInterval(timer); return { maxMiB, samples } } }
+  return {
+    stop() {
+      read()
+      clearInterval(timer)
+      return { maxMiB, samples }
+    },
+  }
 }

@@ -23,8 +23,7 @@ export class Findings {
 
 /** Every name is a probe name or a seeded counter, and only the legitimate peers (or the server's seeding) wrote the probe names. */
 export async function checkLegitimateOnly(store: StoreView, findings: Findings, allowed: readonly string[] = []): Promise<void> {
-  const extra = store.names.map((info) => info.name)
-    .filter((name) => !LEGIT_NAMES.has(name) && !name.startsWith('seed/') && !allowed.includes(name))
+  const extra = store.names.map((info) => info.name).filter((name) => !LEGIT_NAMES.has(name) && !name.startsWith('seed/') && !allowed.includes(name))
   findings.add(extra.length === 0, `${extra.length} names the attacker created (${extra.slice(0, 3).join(', ')})`)
   for (const name of LEGIT_NAMES) {
     if (!store.has(name)) continue

@@ -7,16 +7,19 @@ import { randomBytes } from 'node:crypto'
 
 /** The HTTP/1.1 WebSocket upgrade request a browser would send for `path`. */
 export function upgradeRequest(host: string, port: number, path: string): Uint8Array {
-  return new TextEncoder().encode([
-    `GET ${path} HTTP/1.1`,
-    `Host: ${host}:${port}`,
-    'Upgrade: websocket',
-    'Connection: Upgrade',
-    `Sec-WebSocket-Key: ${randomBytes(16).toString('base64')}`,
-    'Sec-WebSocket-Version: 13',
-    'User-Agent: Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36',
-    '', '',
-  ].join('\r\n'))
+  return new TextEncoder().encode(
+    [
+      `GET ${path} HTTP/1.1`,
+      `Host: ${host}:${port}`,
+      'Upgrade: websocket',
+      'Connection: Upgrade',
+      `Sec-WebSocket-Key: ${randomBytes(16).toString('base64')}`,
+      'Sec-WebSocket-Version: 13',
+      'User-Agent: Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36',
+      '',
+      '',
+    ].join('\r\n'),
+  )
 }
 
 /** One binary WebSocket frame as a client sends it (FIN, opcode 2, masked). */
@@ -49,7 +52,12 @@ export interface Trickle {
  * `prefix` at once (for example a complete upgrade request, waiting for the
  * server's 101 first), then `bytes` one byte every `everyMs`.
  */
-export function trickle(host: string, port: number, bytes: Uint8Array, options: { everyMs: number; localAddress?: string; prefix?: Uint8Array }): Promise<Trickle> {
+export function trickle(
+  host: string,
+  port: number,
+  bytes: Uint8Array,
+  options: { everyMs: number; localAddress?: string; prefix?: Uint8Array },
+): Promise<Trickle> {
   return new Promise((resolve, reject) => {
     const socket: Socket = connect({ host, port, localAddress: options.localAddress })
     let written = 0
@@ -57,15 +65,27 @@ export function trickle(host: string, port: number, bytes: Uint8Array, options: 
     let heldMs: number | undefined
     let timer: ReturnType<typeof setInterval> | undefined
     const handle: Trickle = {
-      get heldMs() { return heldMs },
-      get written() { return written },
-      get finished() { return written === bytes.length },
-      stop() { if (timer) clearInterval(timer); socket.destroy() },
+      get heldMs() {
+        return heldMs
+      },
+      get written() {
+        return written
+      },
+      get finished() {
+        return written === bytes.length
+      },
+      stop() {
+        if (timer) clearInterval(timer)
+        socket.destroy()
+      },
     }
     const begin = () => {
       started = performance.now()
       timer = setInterval(() => {
-        if (written >= bytes.length) { clearInterval(timer); return }
+        if (written >= bytes.length) {
+          clearInterval(timer)
+          return
+        }
         socket.write(bytes.subarray(written, written + 1))
         written++
       }, options.everyMs)
@@ -85,7 +105,11 @@ export function trickle(host: string, port: number, bytes: Uint8Array, options: 
         answer += chunk.toString('latin1')
         if (!answer.includes('\r\n\r\n')) return
         socket.off('data', onData)
-        if (!answer.startsWith('HTTP/1.1 101')) { socket.destroy(); reject(new Error(`upgrade refused: ${answer.split('\r\n')[0]}`)); return }
+        if (!answer.startsWith('HTTP/1.1 101')) {
+          socket.destroy()
+          reject(new Error(`upgrade refused: ${answer.split('\r\n')[0]}`))
+          return
+        }
         begin()
       }
       socket.on('data', onData)

@@ -143,7 +143,12 @@ test('VERSIONS flood: a reader, a peer with access none and unauthenticated sock
             } else {
               const fresh = await openArmed(url, who, { wantsEverything: true, watchFor: who === 'mallory' ? 'seed/' : undefined })
               armed.push(fresh)
-              socket = { get open() { return fresh.open }, send: (frame) => fresh.inject(frame) }
+              socket = {
+                get open() {
+                  return fresh.open
+                },
+                send: (frame) => fresh.inject(frame),
+              }
             }
             for (let i = 0; i < 1000; i++, sent++) void socket.send(versions)
             if (who !== 'anonymous') armedSent += 1000
@@ -191,19 +196,21 @@ test('oversized counts and lengths in every message type, before the handshake a
         }
         passes.raw++
       })
-      const armed = (['mallory', 'eve'] as const).map((role) => attackLoop(async (live) => {
-        for (const { frame } of frames) {
-          if (!live() && passes[role] > 0) return
-          const socket = await openArmed(url, role)
-          try {
-            for (let i = 0; i < 3 && socket.open; i++, sent++, armedSent++) await socket.inject(frame)
-            await sleep(20)
-          } finally {
-            await socket.close()
+      const armed = (['mallory', 'eve'] as const).map((role) =>
+        attackLoop(async (live) => {
+          for (const { frame } of frames) {
+            if (!live() && passes[role] > 0) return
+            const socket = await openArmed(url, role)
+            try {
+              for (let i = 0; i < 3 && socket.open; i++, sent++, armedSent++) await socket.inject(frame)
+              await sleep(20)
+            } finally {
+              await socket.close()
+            }
           }
-        }
-        passes[role]++
-      }))
+          passes[role]++
+        }),
+      )
       return {
         async stop() {
           const loops_ = await stopAll([raw, ...armed])

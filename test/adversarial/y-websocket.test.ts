@@ -21,14 +21,21 @@ const ROOM = PROBE_NAMES.yjs
 function editor(yjsUrl: string, room: string, mark: string, role?: Role) {
   const doc = new Y.Doc()
   const provider = new WebsocketProvider(yjsUrl, room, doc, {
-    WebSocketPolyfill: WebSocket as never, disableBc: true, params: role ? yCredentials(role) : undefined,
+    WebSocketPolyfill: WebSocket as never,
+    disableBc: true,
+    params: role ? yCredentials(role) : undefined,
   })
   let sawLegit = false
   let edits = 0
   const text = doc.getText('probe')
-  const observe = () => { if (/w\d+-\d+;/.test(text.toString())) sawLegit = true }
+  const observe = () => {
+    if (/w\d+-\d+;/.test(text.toString())) sawLegit = true
+  }
   text.observe(observe)
-  const timer = setInterval(() => { text.insert(text.length, `${mark}${edits++};`); observe() }, 100)
+  const timer = setInterval(() => {
+    text.insert(text.length, `${mark}${edits++};`)
+    observe()
+  }, 100)
   return {
     stop() {
       clearInterval(timer)
@@ -48,12 +55,19 @@ test('y-websocket clients without credentials edit an existing room and create a
     settleMs: 1000,
     async start({ yjsUrl }) {
       const editors = [editor(yjsUrl, ROOM, MARK), editor(yjsUrl, ROOM, MARK), editor(yjsUrl, 'evil/anonymous-room', MARK)]
-      return { async stop() { return { clients: editors.map((e) => e.stop()) } } }
+      return {
+        async stop() {
+          return { clients: editors.map((e) => e.stop()) }
+        },
+      }
     },
     checkStore: (store, peers) => checkNothingOf(store, peers, MARK, [ROOM]),
     checkAttacker(seen) {
       const clients = seen.clients as Array<{ sawLegitContent: boolean }>
-      assert.ok(clients.every((c) => !c.sawLegitContent), 'a client without credentials reads nothing')
+      assert.ok(
+        clients.every((c) => !c.sawLegitContent),
+        'a client without credentials reads nothing',
+      )
     },
   })
 })
@@ -66,12 +80,19 @@ test('y-websocket clients with read-only credentials read the room, and their ed
     settleMs: 1000,
     async start({ yjsUrl }) {
       const editors = [editor(yjsUrl, ROOM, MARK, 'reader'), editor(yjsUrl, ROOM, MARK, 'reader'), editor(yjsUrl, 'evil/reader-room', MARK, 'reader')]
-      return { async stop() { return { clients: editors.map((e) => e.stop()) } } }
+      return {
+        async stop() {
+          return { clients: editors.map((e) => e.stop()) }
+        },
+      }
     },
     checkStore: (store, peers) => checkNothingOf(store, peers, MARK, [ROOM], 'reader'),
     checkAttacker(seen) {
       const clients = seen.clients as Array<{ room: string; sawLegitContent: boolean }>
-      assert.ok(clients.filter((c) => c.room === ROOM).every((c) => c.sawLegitContent), 'a read-only client was admitted and reads the room (the test is not vacuous)')
+      assert.ok(
+        clients.filter((c) => c.room === ROOM).every((c) => c.sawLegitContent),
+        'a read-only client was admitted and reads the room (the test is not vacuous)',
+      )
     },
   })
 })
@@ -102,29 +123,45 @@ test('awareness flood: thousands of 4 KiB presence states per second, with write
       const doc = new Y.Doc()
       const observer = new WebsocketProvider(yjsUrl, ROOM, doc, { WebSocketPolyfill: WebSocket as never, disableBc: true, params: yCredentials('alice') })
       let observerMaxStates = 0
-      observer.awareness.on('change', () => { observerMaxStates = Math.max(observerMaxStates, observer.awareness.getStates().size) })
+      observer.awareness.on('change', () => {
+        observerMaxStates = Math.max(observerMaxStates, observer.awareness.getStates().size)
+      })
       let nextId = 1_000_000
       const statesSent = { withCredentials: 0, anonymous: 0 }
       let bytes = 0
-      const loops = ([['eve', 4], [undefined, 2]] as const).flatMap(([role, n]) => Array.from({ length: n }, () => {
-        let socket: RawSocket | undefined
-        return attackLoop(async () => {
-          if (!socket?.open) socket = await openYRaw(yjsUrl, ROOM, role)
-          for (let i = 0; i < 10; i++) {
-            const message = awarenessMessage(nextId, 100, 4096, MARK)
-            nextId += 100
-            statesSent[role ? 'withCredentials' : 'anonymous'] += 100
-            bytes += message.length
-            void socket.send(message)
-          }
-          while (socket.open && socket.buffered > 8 << 20) await sleep(10)
-          await sleep(100)
-        })
-      }))
+      const loops = (
+        [
+          ['eve', 4],
+          [undefined, 2],
+        ] as const
+      ).flatMap(([role, n]) =>
+        Array.from({ length: n }, () => {
+          let socket: RawSocket | undefined
+          return attackLoop(async () => {
+            if (!socket?.open) socket = await openYRaw(yjsUrl, ROOM, role)
+            for (let i = 0; i < 10; i++) {
+              const message = awarenessMessage(nextId, 100, 4096, MARK)
+              nextId += 100
+              statesSent[role ? 'withCredentials' : 'anonymous'] += 100
+              bytes += message.length
+              void socket.send(message)
+            }
+            while (socket.open && socket.buffered > 8 << 20) await sleep(10)
+            await sleep(100)
+          })
+        }),
+      )
       return {
         async stop() {
           const loops_ = await stopAll(loops)
-          const seen = { statesSentWithCredentials: statesSent.withCredentials, statesSentAnonymously: statesSent.anonymous, mibSent: Math.round(bytes / 2 ** 20), observerSynced: observer.synced, observerMaxStates, loops: loops_ }
+          const seen = {
+            statesSentWithCredentials: statesSent.withCredentials,
+            statesSentAnonymously: statesSent.anonymous,
+            mibSent: Math.round(bytes / 2 ** 20),
+            observerSynced: observer.synced,
+            observerMaxStates,
+            loops: loops_,
+          }
           observer.destroy()
           doc.destroy()
           return seen

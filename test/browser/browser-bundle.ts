@@ -128,7 +128,13 @@ export async function bundleForBrowser(source: string, options: BundleOptions = 
   }
   const breakdown = [...sizes].map(([part, bytes]) => ({ part, bytes })).sort((a, b) => b.bytes - a.bytes)
   return {
-    code, bytes: code.byteLength, gzipBytes: gzipSync(code, { level: 9 }).byteLength,
-    nodeImports: [...new Set(nodeImports)], polyfills: [...polyfills], nodeGlobals: [...new Set(nodeGlobals)], inputs, breakdown,
+    code,
+    bytes: code.byteLength,
+    gzipBytes: gzipSync(code, { level: 9 }).byteLength,
+    nodeImports: [...new Set(nodeImports)],
+    polyfills: [...polyfills],
+    nodeGlobals: [...new Set(nodeGlobals)],
+    inputs,
+    breakdown,
   }
 }

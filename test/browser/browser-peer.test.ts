@@ -91,16 +91,23 @@ async function pageEdits(page: Page, edit: { clicks: number; tag: string; text: 
 async function eventually(what: string, read: () => Promise<Values>, expected: Values): Promise<void> {
   let last: Values | undefined
   try {
-    await until(async () => {
-      last = await read()
-      return JSON.stringify(last) === JSON.stringify(expected)
-    }, what, 20_000)
+    await until(
+      async () => {
+        last = await read()
+        return JSON.stringify(last) === JSON.stringify(expected)
+      },
+      what,
+      20_000,
+    )
   } catch (error) {
     assert.deepEqual(last, expected, `${what}: ${(error as Error).message}`)
   }
 }
 
-test('a Chromium page\'s peer syncs with a Node peer both ways, keeps its state in IndexedDB across a reload and a browser restart, and resyncs what it missed', { skip: skip ?? false, timeout: 120_000 }, async () => {
+test("a Chromium page's peer syncs with a Node peer both ways, keeps its state in IndexedDB across a reload and a browser restart, and resyncs what it missed", {
+  skip: skip ?? false,
+  timeout: 120_000,
+}, async () => {
   const bundle = await bundleForBrowser("export * from './test/browser/page/app.ts'", { minify: false })
   assert.deepEqual(bundle.nodeImports, [], 'the page bundle imports no Node built-in')
   const site = await servePage(bundle.code)
@@ -118,14 +125,19 @@ test('a Chromium page\'s peer syncs with a Node peer both ways, keeps its state 
     browser = await launchChromium(profile.path)
     let page = await openPage(browser, site.url, log)
     await startPagePeer(page, url)
-    await eventually('the page has what the Node peer wrote', () => pageValues(page), { clicks: 2, tags: ['from-node'], notes: 'node:', spec: { items: ['n1'] } })
+    await eventually('the page has what the Node peer wrote', () => pageValues(page), {
+      clicks: 2,
+      tags: ['from-node'],
+      notes: 'node:',
+      spec: { items: ['n1'] },
+    })
     await pageEdits(page, { clicks: 3, tag: 'from-page', text: 'page:', item: 'p1' })
     let expected: Values = { clicks: 5, tags: ['from-node', 'from-page'], notes: 'node:page:', spec: { items: ['n1', 'p1'] } }
     await eventually('the Node peer has what the page wrote', () => nodeValues(node!), expected)
     // Node -> page live, while connected.
     await nodeEdits(node, { clicks: 1, tag: 'live', text: 'live:', item: 'n2' })
     expected = { clicks: 6, tags: ['from-node', 'from-page', 'live'], notes: 'node:page:live:', spec: { items: ['n1', 'p1', 'n2'] } }
-    await eventually('the page has the Node peer\'s live edit', () => pageValues(page), expected)
+    await eventually("the page has the Node peer's live edit", () => pageValues(page), expected)
     await page.evaluate(() => (globalThis as any).peer.flush({ acks: 1, timeoutMs: 10_000 }))
 
     // 2. A reload: the state comes back from IndexedDB, with the Node peer stopped (nothing to sync from).
@@ -138,7 +150,12 @@ test('a Chromium page\'s peer syncs with a Node peer both ways, keeps its state 
     // Offline edits of the page, durable locally.
     await pageEdits(page, { clicks: 4, tag: 'offline-page', text: 'offline:', item: 'p2' })
     await page.evaluate(() => (globalThis as any).peer.flush())
-    const pageBeforeClose: Values = { clicks: 10, tags: ['from-node', 'from-page', 'live', 'offline-page'], notes: 'node:page:live:offline:', spec: { items: ['n1', 'p1', 'n2', 'p2'] } }
+    const pageBeforeClose: Values = {
+      clicks: 10,
+      tags: ['from-node', 'from-page', 'live', 'offline-page'],
+      notes: 'node:page:live:offline:',
+      spec: { items: ['n1', 'p1', 'n2', 'p2'] },
+    }
     assert.deepEqual(await pageValues(page), pageBeforeClose)
 
     // 3. The browser goes away; the Node peer comes back from its folder and writes meanwhile.
@@ -174,7 +191,10 @@ test('a Chromium page\'s peer syncs with a Node peer both ways, keeps its state 
   }
 })
 
-test('Automerge\'s wasm is loaded on first need only; a page peer without Automerge takes every other name and reports the documents it leaves out', { skip: skip ?? false, timeout: 60_000 }, async () => {
+test("Automerge's wasm is loaded on first need only; a page peer without Automerge takes every other name and reports the documents it leaves out", {
+  skip: skip ?? false,
+  timeout: 60_000,
+}, async () => {
   const bundle = await bundleForBrowser("export * from './test/browser/page/app.ts'", { minify: false })
   const site = await servePage(bundle.code)
   const data = await tempDir('concord-browser-node-')
@@ -189,7 +209,9 @@ test('Automerge\'s wasm is loaded on first need only; a page peer without Autome
     // One transaction: anti-entropy answers it in one bundle, so a peer that refused the document whole would lose the counter too.
     await node.transact(() => {
       counter.increment(7)
-      doc.change((d) => { d.title = 'from node' })
+      doc.change((d) => {
+        d.title = 'from node'
+      })
     })
     browser = await launchChromium(profile.path)
 
@@ -225,7 +247,7 @@ test('Automerge\'s wasm is loaded on first need only; a page peer without Autome
       await peer.transact(() => c.increment())
       await peer.close()
     })
-    assert.ok(!site.requests.includes('/automerge.wasm'), 'Automerge\'s wasm is not fetched before something needs it')
+    assert.ok(!site.requests.includes('/automerge.wasm'), "Automerge's wasm is not fetched before something needs it")
 
     // The first remote commit carrying a document loads it, and the commit is applied whole.
     const loaded = await lazy.evaluate(async (u) => {

@@ -25,7 +25,10 @@ const log: PageLog = { errors: [], lines: [] }
 
 before(async () => {
   if (skip) return
-  const bundle = await bundleForBrowser("export * from './test/browser/page/storage-suite.ts'", { minify: false, aliases: { 'node:assert/strict': 'test/browser/page/assert-shim.ts' } })
+  const bundle = await bundleForBrowser("export * from './test/browser/page/storage-suite.ts'", {
+    minify: false,
+    aliases: { 'node:assert/strict': 'test/browser/page/assert-shim.ts' },
+  })
   assert.deepEqual(bundle.nodeImports, [])
   site = await servePage(bundle.code)
   profile = await tempDir('concord-chromium-profile-')
@@ -40,15 +43,22 @@ after(async () => {
   assert.deepEqual(log.errors, [], 'no console error, warning or uncaught exception on the pages')
 })
 
-test('the storage conformance suite passes on the browser peer\'s IndexedDB storage', { skip: skip ?? false, timeout: 60_000 }, async () => {
+test("the storage conformance suite passes on the browser peer's IndexedDB storage", { skip: skip ?? false, timeout: 60_000 }, async () => {
   const page = await openPage(browser!, site.url, log)
-  const results = await page.evaluate(() => (globalThis as any).Concord.runStorageSuite()) as Array<{ name: string; error?: string }>
+  const results = (await page.evaluate(() => (globalThis as any).Concord.runStorageSuite())) as Array<{ name: string; error?: string }>
   await page.close()
   assert.ok(results.length >= 8, `${results.length} tests ran`)
-  assert.deepEqual(results.filter((r) => r.error !== undefined), [], 'every conformance test passes in Chromium')
+  assert.deepEqual(
+    results.filter((r) => r.error !== undefined),
+    [],
+    'every conformance test passes in Chromium',
+  )
 })
 
-test('sync mode writes in strict IndexedDB transactions; async mode in relaxed ones, made durable by a strict flush', { skip: skip ?? false, timeout: 60_000 }, async () => {
+test('sync mode writes in strict IndexedDB transactions; async mode in relaxed ones, made durable by a strict flush', {
+  skip: skip ?? false,
+  timeout: 60_000,
+}, async () => {
   const page = await openPage(browser!, site.url, log)
   const seen = await page.evaluate(async () => {
     const g = globalThis as any
@@ -74,7 +84,10 @@ test('sync mode writes in strict IndexedDB transactions; async mode in relaxed o
   })
   await page.close()
   assert.ok(seen.sync.length >= 3 && seen.sync.every((d) => d === 'strict'), `sync mode: ${seen.sync.join(', ')}`)
-  assert.ok(seen.async.includes('relaxed') && seen.async.at(-1) === 'strict' && seen.async.every((d) => d === 'relaxed' || d === 'strict'), `async mode: ${seen.async.join(', ')}`)
+  assert.ok(
+    seen.async.includes('relaxed') && seen.async.at(-1) === 'strict' && seen.async.every((d) => d === 'relaxed' || d === 'strict'),
+    `async mode: ${seen.async.join(', ')}`,
+  )
 })
 
 test('one tab at a time holds a database: a second gets CONCORD_LOCKED until the first closes its peer', { skip: skip ?? false, timeout: 60_000 }, async () => {
@@ -119,15 +132,17 @@ test('writes acknowledged in sync mode survive the whole browser being killed wi
       if (match) acked = Math.max(acked, Number(match[1]))
     })
     // Each increment is reported once its transaction resolved (durable); the loop runs until the browser dies.
-    void page.evaluate(async () => {
-      const g = globalThis as any
-      const peer = await g.Concord.createPeer({ id: 'victim' })
-      const counter = await peer.counter('n')
-      for (let i = 1; ; i++) {
-        await peer.transact(() => counter.increment())
-        console.log(`acked ${i}`)
-      }
-    }).catch(() => undefined)
+    void page
+      .evaluate(async () => {
+        const g = globalThis as any
+        const peer = await g.Concord.createPeer({ id: 'victim' })
+        const counter = await peer.counter('n')
+        for (let i = 1; ; i++) {
+          await peer.transact(() => counter.increment())
+          console.log(`acked ${i}`)
+        }
+      })
+      .catch(() => undefined)
     await until(() => acked >= 40, '40 acknowledged increments', 30_000)
     const pid = victim.process()!.pid!
     const exited = new Promise<void>((resolve) => victim!.process()!.once('exit', () => resolve()))

@@ -45,8 +45,15 @@ export async function launchChromium(userDataDir: string): Promise<Browser> {
     pipe: true,
     userDataDir,
     args: [
-      '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage',
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--disable-dev-shm-usage',
     ],
   })
 }
@@ -82,7 +89,8 @@ export interface PageServer {
   close(): Promise<void>
 }
 
-const HTML = '<!doctype html><meta charset="utf-8"><title>concord browser test</title><link rel="icon" href="data:,">' +
+const HTML =
+  '<!doctype html><meta charset="utf-8"><title>concord browser test</title><link rel="icon" href="data:,">' +
   '<script type="module">import * as Concord from "/app.js"; window.Concord = Concord</script>'
 
 /** Serves the page bundle `code` (and Automerge's wasm from node_modules) on 127.0.0.1, port `port` (0: any). */
@@ -102,9 +110,10 @@ export async function servePage(code: Uint8Array, port = 0): Promise<PageServer>
   return {
     url: `http://127.0.0.1:${bound}/`,
     requests,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections()
-      server.close(() => resolve())
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      }),
   }
 }

@@ -31,8 +31,12 @@ export async function startServe(dir: string, args: readonly string[] = []): Pro
   const child = spawnConcord(['serve', '--dir', dir, '--port', '0', '--json', ...args])
   let stdout = ''
   let stderr = ''
-  child.stdout!.on('data', (chunk) => { stdout += chunk })
-  child.stderr!.on('data', (chunk) => { stderr += chunk })
+  child.stdout!.on('data', (chunk) => {
+    stdout += chunk
+  })
+  child.stderr!.on('data', (chunk) => {
+    stderr += chunk
+  })
   const exited = once(child, 'exit')
   await until(() => stdout.includes('\n') || child.exitCode !== null, 'serve prints its address', 30_000)
   if (!stdout.includes('\n')) throw new Error(`serve did not start: ${stderr}`)
@@ -74,7 +78,8 @@ export async function legitPair(url: string, tokens: { writer: string; reader: s
   const theirs = await reader.counter(name)
   let expected = 0
   return {
-    writer, reader,
+    writer,
+    reader,
     roundTrip: async (timeoutMs = 15_000) => {
       mine.increment()
       expected++

@@ -59,7 +59,12 @@ test('usage errors: a mistyped option is reported as unknown with a suggestion, 
   assert.equal(parsed.error.exit, 2)
   assert.match(parsed.error.message, /unknown option '--dri' \(Did you mean --dir\?\)/)
 
-  for (const argv of [['inspect', '--json'], ['inspct', '--dir', '/tmp/x', '--json'], ['export', '--dir', '/tmp/x', '--format', 'xml', '--json'], ['at', '--dir', '/tmp/x', 'plan', '--json']]) {
+  for (const argv of [
+    ['inspect', '--json'],
+    ['inspct', '--dir', '/tmp/x', '--json'],
+    ['export', '--dir', '/tmp/x', '--format', 'xml', '--json'],
+    ['at', '--dir', '/tmp/x', 'plan', '--json'],
+  ]) {
     const run = await cli(argv)
     assert.equal(run.code, 2, argv.join(' '))
     const json = JSON.parse(run.stdout)
@@ -80,7 +85,9 @@ test('a folder held by a running concord serve: the lock error names its pid and
   const exited = once(server, 'exit')
   try {
     let stdout = ''
-    server.stdout!.on('data', (chunk) => { stdout += chunk })
+    server.stdout!.on('data', (chunk) => {
+      stdout += chunk
+    })
     await until(() => stdout.includes('\n'), 'serve prints its address', 20_000)
     const locked = await runConcord(['inspect', '--dir', dir])
     assert.equal(locked.code, 4, locked.stderr)
@@ -107,63 +114,65 @@ test('a folder held by a running concord serve: the lock error names its pid and
   }
 })
 
-test('expire: --dry-run lists, deleting needs --yes when nobody can answer, and asks at a terminal', () => withFixture(async (dir) => {
-  await new Promise((resolve) => setTimeout(resolve, 5))
-  const all = ['facts', 'notes', 'plan', 'seen', 'spec', 'tasks']
-  const names = async () => (await cliJson(['inspect', '--dir', dir, '--no-check'])).json.names.map((n: { name: string }) => n.name).sort()
+test('expire: --dry-run lists, deleting needs --yes when nobody can answer, and asks at a terminal', () =>
+  withFixture(async (dir) => {
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    const all = ['facts', 'notes', 'plan', 'seen', 'spec', 'tasks']
+    const names = async () => (await cliJson(['inspect', '--dir', dir, '--no-check'])).json.names.map((n: { name: string }) => n.name).sort()
 
-  const dry = await cliJson(['expire', '--dir', dir, '--ttl', '1', '--dry-run'])
-  assert.equal(dry.code, 0)
-  assert.deepEqual([dry.json.dryRun, dry.json.expired.sort()], [true, all])
-  assert.match((await cli(['expire', '--dir', dir, '--ttl', '1', '-n'])).stdout, /6 name\(s\) would be deleted: facts, notes, plan, seen, spec, tasks/)
-  assert.deepEqual(await names(), all, 'a dry run deletes nothing')
+    const dry = await cliJson(['expire', '--dir', dir, '--ttl', '1', '--dry-run'])
+    assert.equal(dry.code, 0)
+    assert.deepEqual([dry.json.dryRun, dry.json.expired.sort()], [true, all])
+    assert.match((await cli(['expire', '--dir', dir, '--ttl', '1', '-n'])).stdout, /6 name\(s\) would be deleted: facts, notes, plan, seen, spec, tasks/)
+    assert.deepEqual(await names(), all, 'a dry run deletes nothing')
 
-  const refused = await cli(['expire', '--dir', dir, '--ttl', '1'])
-  assert.equal(refused.code, 2)
-  assert.match(refused.stderr, /6 name\(s\) would be deleted with all their data \(facts, .*\): rerun with --yes to delete them, or --dry-run/)
-  assert.deepEqual(await names(), all, 'nothing deleted without --yes')
-  assert.equal((await cli(['expire', '--dir', dir, '--ttl', '1', '--json'], { interactive: true })).code, 2, '--json never prompts')
+    const refused = await cli(['expire', '--dir', dir, '--ttl', '1'])
+    assert.equal(refused.code, 2)
+    assert.match(refused.stderr, /6 name\(s\) would be deleted with all their data \(facts, .*\): rerun with --yes to delete them, or --dry-run/)
+    assert.deepEqual(await names(), all, 'nothing deleted without --yes')
+    assert.equal((await cli(['expire', '--dir', dir, '--ttl', '1', '--json'], { interactive: true })).code, 2, '--json never prompts')
 
-  const declined = await cli(['expire', '--dir', dir, '--ttl', '1'], { interactive: true, input: 'n\n' })
-  assert.equal(declined.code, 1)
-  assert.match(declined.stderr, /delete 6 name\(s\) and all their data \(.*\)\? \[y\/N\] /)
-  assert.match(declined.stderr, /nothing deleted/)
-  assert.deepEqual(await names(), all)
-  const noAnswer = await cli(['expire', '--dir', dir, '--ttl', '1'], { interactive: true, input: '' })
-  assert.equal(noAnswer.code, 1, 'end of input is a no')
+    const declined = await cli(['expire', '--dir', dir, '--ttl', '1'], { interactive: true, input: 'n\n' })
+    assert.equal(declined.code, 1)
+    assert.match(declined.stderr, /delete 6 name\(s\) and all their data \(.*\)\? \[y\/N\] /)
+    assert.match(declined.stderr, /nothing deleted/)
+    assert.deepEqual(await names(), all)
+    const noAnswer = await cli(['expire', '--dir', dir, '--ttl', '1'], { interactive: true, input: '' })
+    assert.equal(noAnswer.code, 1, 'end of input is a no')
 
-  const accepted = await cli(['expire', '--dir', dir, '--ttl', '1'], { interactive: true, input: 'y\n' })
-  assert.equal(accepted.code, 0, accepted.stderr)
-  assert.match(accepted.stdout, /expired 6 name\(s\)/)
-  assert.deepEqual(await names(), [])
-  assert.equal((await cli(['expire', '--dir', dir, '--ttl', '1'])).code, 0, 'nothing due: nothing to confirm')
-}))
+    const accepted = await cli(['expire', '--dir', dir, '--ttl', '1'], { interactive: true, input: 'y\n' })
+    assert.equal(accepted.code, 0, accepted.stderr)
+    assert.match(accepted.stdout, /expired 6 name\(s\)/)
+    assert.deepEqual(await names(), [])
+    assert.equal((await cli(['expire', '--dir', dir, '--ttl', '1'])).code, 0, 'nothing due: nothing to confirm')
+  }))
 
-test('verify failing points at repair; inspect lists the damaged name as DAMAGED, not live', () => withFixture(async (dir) => {
-  await damageFirstRecord(dir, 'plan')
-  const text = await cli(['verify', '--dir', dir])
-  assert.equal(text.code, 5)
-  assert.match(text.stdout, /plan: record 1: /)
-  assert.match(text.stdout, new RegExp(`to fix: concord repair --dir ${dir.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} plan \\(keeps every intact record`))
-  const json = await cliJson(['verify', '--dir', dir])
-  assert.equal(json.code, 5)
-  assert.match(json.json.hint, /concord repair --dir .* plan/)
+test('verify failing points at repair; inspect lists the damaged name as DAMAGED, not live', () =>
+  withFixture(async (dir) => {
+    await damageFirstRecord(dir, 'plan')
+    const text = await cli(['verify', '--dir', dir])
+    assert.equal(text.code, 5)
+    assert.match(text.stdout, /plan: record 1: /)
+    assert.match(text.stdout, new RegExp(`to fix: concord repair --dir ${dir.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} plan \\(keeps every intact record`))
+    const json = await cliJson(['verify', '--dir', dir])
+    assert.equal(json.code, 5)
+    assert.match(json.json.hint, /concord repair --dir .* plan/)
 
-  const listed = await cliJson(['inspect', '--dir', dir])
-  assert.equal(listed.code, 0)
-  const byName = Object.fromEntries(listed.json.names.map((n: { name: string; state: string }) => [n.name, n]))
-  assert.equal(byName.plan.state, 'damaged')
-  assert.ok(byName.plan.problems.length > 0)
-  assert.equal(byName.tasks.state, 'live')
-  const table = await cli(['inspect', '--dir', dir])
-  assert.match(table.stdout, /^plan\s.*DAMAGED$/m)
-  assert.match(table.stdout, /^tasks\s.*live$/m)
-  assert.match(table.stdout, /to fix: concord repair --dir .* plan/)
-  assert.match((await cli(['inspect', '--dir', dir, '--no-check'])).stdout, /^plan\s.*unchecked$/m)
+    const listed = await cliJson(['inspect', '--dir', dir])
+    assert.equal(listed.code, 0)
+    const byName = Object.fromEntries(listed.json.names.map((n: { name: string; state: string }) => [n.name, n]))
+    assert.equal(byName.plan.state, 'damaged')
+    assert.ok(byName.plan.problems.length > 0)
+    assert.equal(byName.tasks.state, 'live')
+    const table = await cli(['inspect', '--dir', dir])
+    assert.match(table.stdout, /^plan\s.*DAMAGED$/m)
+    assert.match(table.stdout, /^tasks\s.*live$/m)
+    assert.match(table.stdout, /to fix: concord repair --dir .* plan/)
+    assert.match((await cli(['inspect', '--dir', dir, '--no-check'])).stdout, /^plan\s.*unchecked$/m)
 
-  assert.equal((await cli(['repair', '--dir', dir])).code, 0)
-  assert.equal((await cliJson(['inspect', '--dir', dir])).json.names.find((n: { name: string }) => n.name === 'plan').state, 'live')
-}))
+    assert.equal((await cli(['repair', '--dir', dir])).code, 0)
+    assert.equal((await cliJson(['inspect', '--dir', dir])).json.names.find((n: { name: string }) => n.name === 'plan').state, 'live')
+  }))
 
 test('a --json document larger than a pipe buffer (64 KiB) reaches a reader through a real pipe whole', async () => {
   const root = await tempDir('concord-cli-big-')
@@ -173,7 +182,9 @@ test('a --json document larger than a pipe buffer (64 KiB) reaches a reader thro
     const items = Array.from({ length: 20_000 }, (_, i) => `item-${String(i).padStart(6, '0')}-${'x'.repeat(40)}`)
     try {
       const set = await peer.set<string>('items')
-      await peer.transact(() => { for (const item of items) set.add(item) })
+      await peer.transact(() => {
+        for (const item of items) set.add(item)
+      })
     } finally {
       await peer.close()
     }
@@ -205,10 +216,22 @@ test('serve: a port in use is said plainly (CONCORD_ADDRESS_IN_USE); no credenti
     const probe = await createPeer({ id: 'probe' })
     const { port: laterPort } = await probe.listen()
     await probe.close() // that port is free again: nothing listens there yet
-    const server = spawnConcord(['serve', '--dir', join(root.path, 'c'), '--port', '0', '--host', '0.0.0.0', '--connect', `ws://127.0.0.1:${laterPort}/concord`])
+    const server = spawnConcord([
+      'serve',
+      '--dir',
+      join(root.path, 'c'),
+      '--port',
+      '0',
+      '--host',
+      '0.0.0.0',
+      '--connect',
+      `ws://127.0.0.1:${laterPort}/concord`,
+    ])
     const exited = once(server, 'exit')
     let stderr = ''
-    server.stderr!.on('data', (chunk) => { stderr += chunk })
+    server.stderr!.on('data', (chunk) => {
+      stderr += chunk
+    })
     const later = await createPeer({ id: 'later' })
     try {
       await until(() => /retrying in/.test(stderr), 'serve reports the failed first attempt and retries', 20_000)
@@ -223,7 +246,10 @@ test('serve: a port in use is said plainly (CONCORD_ADDRESS_IN_USE); no credenti
     }
     await later.close()
     const guarded = new AbortController()
-    const quiet = cli(['serve', '--dir', join(root.path, 'd'), '--port', '0', '--host', '0.0.0.0', '--token', 't'], { signal: guarded.signal, onListening: () => guarded.abort() })
+    const quiet = cli(['serve', '--dir', join(root.path, 'd'), '--port', '0', '--host', '0.0.0.0', '--token', 't'], {
+      signal: guarded.signal,
+      onListening: () => guarded.abort(),
+    })
     assert.doesNotMatch((await quiet).stderr, /warning/)
   } finally {
     await busy.close()

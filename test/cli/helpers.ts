@@ -29,16 +29,21 @@ function sink(chunks: Buffer[]): Writable {
 export async function cli(argv: string[], options: RunOptions & { input?: Uint8Array | string; interactive?: boolean } = {}): Promise<CliRun> {
   const out: Buffer[] = []
   const err: Buffer[] = []
-  const code = await runCli(argv, { stdout: sink(out), stderr: sink(err), progress: false, interactive: options.interactive }, {
-    ...options,
-    stdin: options.input !== undefined ? () => Readable.from([Buffer.from(options.input!)]) : options.stdin,
-  })
+  const code = await runCli(
+    argv,
+    { stdout: sink(out), stderr: sink(err), progress: false, interactive: options.interactive },
+    {
+      ...options,
+      stdin: options.input !== undefined ? () => Readable.from([Buffer.from(options.input!)]) : options.stdin,
+    },
+  )
   const bytes = Buffer.concat(out)
   return { code, stdout: bytes.toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), bytes: new Uint8Array(bytes) }
 }
 
 /** Runs `cli(argv)` with `--json` and parses stdout. */
-export async function cliJson<T = any>(argv: string[]): Promise<{ code: number; json: T; stderr: string }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+export async function cliJson<T = any>(argv: string[]): Promise<{ code: number; json: T; stderr: string }> {
+  // eslint-disable-line @typescript-eslint/no-explicit-any
   const run = await cli([...argv, '--json'])
   return { code: run.code, json: JSON.parse(run.stdout) as T, stderr: run.stderr }
 }
@@ -53,8 +58,12 @@ export function runConcord(args: string[]): Promise<{ code: number | null; stdou
   const child = spawnConcord(args)
   let stdout = ''
   let stderr = ''
-  child.stdout!.on('data', (chunk) => { stdout += chunk })
-  child.stderr!.on('data', (chunk) => { stderr += chunk })
+  child.stdout!.on('data', (chunk) => {
+    stdout += chunk
+  })
+  child.stderr!.on('data', (chunk) => {
+    stderr += chunk
+  })
   return new Promise((resolve, reject) => {
     child.on('error', reject)
     child.on('close', (code) => resolve({ code, stdout, stderr }))
@@ -65,12 +74,26 @@ export function runConcord(args: string[]): Promise<{ code: number | null; stdou
 export async function makeFixture(dir: string): Promise<void> {
   const peer = await createPeer({ id: 'alice', dir })
   try {
-    const tasks = await peer.counter('tasks'); tasks.increment(3); tasks.increment(2)
-    const seen = await peer.set<string>('seen'); seen.add('a'); seen.add('b'); seen.delete('a')
-    const plan = await peer.register<{ step: number }>('plan'); plan.set({ step: 1 }); plan.set({ step: 2 }); plan.set({ step: 3 })
-    const notes = await peer.yjs('notes'); notes.doc.getText('t').insert(0, 'hello')
-    const spec = await peer.automerge<{ items: string[] }>('spec'); spec.change((doc) => { doc.items = ['x'] })
-    const facts = await peer.map('facts'); facts.set('k', 'v'); facts.counter('hits').increment(4)
+    const tasks = await peer.counter('tasks')
+    tasks.increment(3)
+    tasks.increment(2)
+    const seen = await peer.set<string>('seen')
+    seen.add('a')
+    seen.add('b')
+    seen.delete('a')
+    const plan = await peer.register<{ step: number }>('plan')
+    plan.set({ step: 1 })
+    plan.set({ step: 2 })
+    plan.set({ step: 3 })
+    const notes = await peer.yjs('notes')
+    notes.doc.getText('t').insert(0, 'hello')
+    const spec = await peer.automerge<{ items: string[] }>('spec')
+    spec.change((doc) => {
+      doc.items = ['x']
+    })
+    const facts = await peer.map('facts')
+    facts.set('k', 'v')
+    facts.counter('hits').increment(4)
     await peer.flush()
   } finally {
     await peer.close()

@@ -30,9 +30,12 @@ function importAndKill(dir: string, file: string, delayMs: number): Promise<bool
   return new Promise((resolve, reject) => {
     let timer: NodeJS.Timeout | undefined
     const poll = setInterval(() => {
-      logBytes(dir).then((bytes) => {
-        if (bytes > 0 && timer === undefined) timer = setTimeout(() => child.kill('SIGKILL'), delayMs)
-      }, () => undefined)
+      logBytes(dir).then(
+        (bytes) => {
+          if (bytes > 0 && timer === undefined) timer = setTimeout(() => child.kill('SIGKILL'), delayMs)
+        },
+        () => undefined,
+      )
     }, 2)
     child.on('error', reject)
     child.on('exit', (code, signal) => {
@@ -51,7 +54,12 @@ function timeImport(dir: string, file: string): Promise<number> {
   return new Promise((resolve, reject) => {
     let started: number | undefined
     const poll = setInterval(() => {
-      logBytes(dir).then((bytes) => { if (bytes > 0) started ??= performance.now() }, () => undefined)
+      logBytes(dir).then(
+        (bytes) => {
+          if (bytes > 0) started ??= performance.now()
+        },
+        () => undefined,
+      )
     }, 2)
     child.on('error', reject)
     child.on('exit', (code) => {

@@ -35,7 +35,9 @@ function hugeChunk(id: number, count: number, total: number): Uint8Array {
   return frame(MessageType.chunk, ...varUint(id), 0, ...varUint(count), ...varUint(total), 1, 0)
 }
 
-test('unauthenticated floods: CHUNKs announcing 32M parts, data frames, oversized and repeated HELLOs are refused before anything is decoded; the server lives', { timeout: 120_000 }, async () => {
+test('unauthenticated floods: CHUNKs announcing 32M parts, data frames, oversized and repeated HELLOs are refused before anything is decoded; the server lives', {
+  timeout: 120_000,
+}, async () => {
   const root = await tempDir('concord-attack-preauth-')
   const dir = join(root.path, 'relay')
   const server = await startServe(dir, ['--token', 'T'])
@@ -59,11 +61,22 @@ test('unauthenticated floods: CHUNKs announcing 32M parts, data frames, oversize
         client.send(frame(MessageType.versions, ...varUint(2 ** 50)))
         for (let i = 0; i < 100; i++) client.send(frame(MessageType.request))
       }
-      ;(await open('a delta first')).send(encodeMessage({ type: 'delta', seq: 1, entry: { name: 'evil', replicaType: 'gcounter', delta: new Uint8Array([1, 1, 0, 0, 0, 0, 0]) } }))
-      ;(await open('an oversized hello')).send(encodeMessage({
-        type: 'hello', minVersion: 1, maxVersion: 2, peerId: peerId('big'), token: '', window: 8, extensions: [], maxFrameBytes: 1 << 20,
-        filter: { names: Array.from({ length: 4000 }, (_, i) => `name-${i}-${'x'.repeat(20)}`) },
-      }))
+      ;(await open('a delta first')).send(
+        encodeMessage({ type: 'delta', seq: 1, entry: { name: 'evil', replicaType: 'gcounter', delta: new Uint8Array([1, 1, 0, 0, 0, 0, 0]) } }),
+      )
+      ;(await open('an oversized hello')).send(
+        encodeMessage({
+          type: 'hello',
+          minVersion: 1,
+          maxVersion: 2,
+          peerId: peerId('big'),
+          token: '',
+          window: 8,
+          extensions: [],
+          maxFrameBytes: 1 << 20,
+          filter: { names: Array.from({ length: 4000 }, (_, i) => `name-${i}-${'x'.repeat(20)}`) },
+        }),
+      )
       const twice = await open('two hellos')
       twice.send(helloFrame('twice'))
       twice.send(helloFrame('twice'))
@@ -82,7 +95,7 @@ test('unauthenticated floods: CHUNKs announcing 32M parts, data frames, oversize
       reasons.get(label)!.add(refuse?.type === 'refuse' ? refuse.reason : 'closed without a refusal')
     }
     const expected: Record<string, string[]> = {
-      'chunks': ['protocol'],
+      chunks: ['protocol'],
       'versions and requests': ['protocol'],
       'a delta first': ['protocol'],
       'an oversized hello': ['limit'],
@@ -104,7 +117,9 @@ test('unauthenticated floods: CHUNKs announcing 32M parts, data frames, oversize
   await root.remove()
 })
 
-test('a peer that may read nothing floods REQUEST and VERSIONS, another that may read floods VERSIONS: rate-limited per session, work yields, legit writes keep flowing', { timeout: 180_000 }, async () => {
+test('a peer that may read nothing floods REQUEST and VERSIONS, another that may read floods VERSIONS: rate-limited per session, work yields, legit writes keep flowing', {
+  timeout: 180_000,
+}, async () => {
   const root = await tempDir('concord-attack-requests-')
   const dir = join(root.path, 'relay')
   // 2,000 names, more than the store's cache: each REQUEST used to hydrate and list them all (over 90 s for 2,000 REQUESTs).
@@ -112,11 +127,17 @@ test('a peer that may read nothing floods REQUEST and VERSIONS, another that may
   for (let i = 0; i < 2000; i++) (await seed.counter(`n/${i}`)).increment(i + 1)
   await seed.close()
   const aclFile = join(root.path, 'acl.json')
-  await writeFile(aclFile, JSON.stringify({
-    tokens: { writer: 'w', reader: 'r', mallory: 'm', eve: 'e' },
-    default: 'write',
-    rules: [{ peer: 'mallory', name: '*', access: 'none' }, { peer: 'eve', name: '*', access: 'read' }],
-  }))
+  await writeFile(
+    aclFile,
+    JSON.stringify({
+      tokens: { writer: 'w', reader: 'r', mallory: 'm', eve: 'e' },
+      default: 'write',
+      rules: [
+        { peer: 'mallory', name: '*', access: 'none' },
+        { peer: 'eve', name: '*', access: 'read' },
+      ],
+    }),
+  )
   const server = await startServe(dir, ['--acl', aclFile])
   const pair = await legitPair(server.url, { writer: 'w', reader: 'r' })
   const mallory = await rawClient(server.url)
@@ -149,7 +170,9 @@ test('a peer that may read nothing floods REQUEST and VERSIONS, another that may
   await root.remove()
 })
 
-test('oversized counts and lengths in every message type, after the handshake: dropped as malformed, the peer refused; nothing applied', { timeout: 120_000 }, async () => {
+test('oversized counts and lengths in every message type, after the handshake: dropped as malformed, the peer refused; nothing applied', {
+  timeout: 120_000,
+}, async () => {
   const root = await tempDir('concord-attack-sizes-')
   const dir = join(root.path, 'relay')
   const server = await startServe(dir, ['--token', 'T'])
@@ -189,7 +212,10 @@ test('oversized counts and lengths in every message type, after the handshake: d
     await until(() => attackers.filter((c) => c.isClosed()).length >= frames.length - 1, 'the attackers are refused', 30_000)
     // Every one but the last is refused for its malformed frames; a type this version does not know is ignored (forward compatibility).
     const refused = attackers.map((c) => c.received.some((m) => m.type === 'refuse' && m.reason === 'protocol'))
-    assert.deepEqual(refused, frames.map((_, i) => i < frames.length - 1))
+    assert.deepEqual(
+      refused,
+      frames.map((_, i) => i < frames.length - 1),
+    )
     assert.ok(!attackers.at(-1)!.isClosed())
     assert.ok(server.alive(), server.stderr())
     const rss = await server.rssMiB()
@@ -209,16 +235,25 @@ function trickle(port: number, localAddress: string, text: string, everyMs: numb
   const socket = connect({ port, host: '127.0.0.1', localAddress })
   let read = ''
   let sent = 0
-  socket.on('data', (data) => { read += data.toString('latin1') })
+  socket.on('data', (data) => {
+    read += data.toString('latin1')
+  })
   socket.on('error', () => {})
   const timer = setInterval(() => {
     if (sent < text.length && !socket.destroyed) socket.write(text[sent++], 'latin1')
   }, everyMs)
-  const closed = new Promise<string>((resolve) => socket.once('close', () => { clearInterval(timer); resolve(read) }))
+  const closed = new Promise<string>((resolve) =>
+    socket.once('close', () => {
+      clearInterval(timer)
+      resolve(read)
+    }),
+  )
   return { socket, closed }
 }
 
-test('1,000 idle connections and slowloris (an upgrade request and a HELLO frame trickled byte by byte): closed by the timeouts, refused with 503 over the limit; legit writes keep flowing', { timeout: 120_000 }, async () => {
+test('1,000 idle connections and slowloris (an upgrade request and a HELLO frame trickled byte by byte): closed by the timeouts, refused with 503 over the limit; legit writes keep flowing', {
+  timeout: 120_000,
+}, async () => {
   const root = await tempDir('concord-attack-idle-')
   const dir = join(root.path, 'relay')
   const server = await startServe(dir, ['--token', 'T'])
@@ -227,7 +262,8 @@ test('1,000 idle connections and slowloris (an upgrade request and a HELLO frame
   const clients: RawClient[] = []
   let drip: ReturnType<typeof setInterval> | undefined
   try {
-    const upgrade = `GET /concord HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+    const upgrade =
+      `GET /concord HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
       'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n'
     const closes: Array<Promise<string>> = []
     // 1,000 connections from ten addresses (100 each, under the per-address limit of 128):
@@ -256,13 +292,17 @@ test('1,000 idle connections and slowloris (an upgrade request and a HELLO frame
     const header = Buffer.from([0x82, 0x80 | hello.length, 0, 0, 0, 0])
     const bytes = Buffer.concat([header, Buffer.from(hello)])
     let at = 0
-    drip = setInterval(() => { if (at < bytes.length && !raw.destroyed) raw.write(bytes.subarray(at, ++at)) }, 500)
+    drip = setInterval(() => {
+      if (at < bytes.length && !raw.destroyed) raw.write(bytes.subarray(at, ++at))
+    }, 500)
     // Over the total limit (1,024 sockets): answered 503 at once.
     const over: Array<Promise<string>> = []
     for (let i = 0; i < 100; i++) {
       const socket = connect({ port: server.port, host: '127.0.0.1', localAddress: '127.0.0.13' })
       let read = ''
-      socket.on('data', (data) => { read += data.toString('latin1') })
+      socket.on('data', (data) => {
+        read += data.toString('latin1')
+      })
       socket.on('error', () => {})
       socket.write(upgrade)
       sockets.push(socket)
@@ -275,9 +315,15 @@ test('1,000 idle connections and slowloris (an upgrade request and a HELLO frame
     assert.ok(answers.filter((a) => a.startsWith('HTTP/1.1 503')).length >= 70, answers.map((a) => a.slice(0, 12)).join())
     // The handshake and upgrade timeouts (10 s) close every one of them; the trickled HELLO never completes.
     const outcomes = await Promise.all(closes)
-    assert.ok(outcomes.slice(0, 400).every((read) => read.startsWith('HTTP/1.1 408')), 'a socket that sends nothing is answered 408')
+    assert.ok(
+      outcomes.slice(0, 400).every((read) => read.startsWith('HTTP/1.1 408')),
+      'a socket that sends nothing is answered 408',
+    )
     const trickled = outcomes.slice(400, 700)
-    assert.ok(trickled.every((read) => read.startsWith('HTTP/1.1 408')), `a trickled upgrade request is answered 408: ${[...new Set(trickled.map((r) => r.slice(0, 20)))].join(' | ')}`)
+    assert.ok(
+      trickled.every((read) => read.startsWith('HTTP/1.1 408')),
+      `a trickled upgrade request is answered 408: ${[...new Set(trickled.map((r) => r.slice(0, 20)))].join(' | ')}`,
+    )
     await slowHello.closed
     clearInterval(drip)
     assert.ok(at < bytes.length, 'the trickled HELLO was cut off before it completed')

@@ -21,9 +21,16 @@ type Info = { url: string; libp2p?: { peerId: string; multiaddrs: string[] } }
 async function serve(args: string[]): Promise<{ info: Info; stop: () => Promise<{ code: number; stderr: string }> }> {
   const controller = new AbortController()
   let info: Info | undefined
-  const running = cli(['serve', '--port', '0', ...args], { signal: controller.signal, onListening: (i) => { info = i } })
+  const running = cli(['serve', '--port', '0', ...args], {
+    signal: controller.signal,
+    onListening: (i) => {
+      info = i
+    },
+  })
   let failed: { code: number; stderr: string } | undefined
-  void running.then((run) => { failed = run })
+  void running.then((run) => {
+    failed = run
+  })
   await until(() => info !== undefined || failed !== undefined, 'serve listens', 20_000)
   if (!info) throw new Error(`serve exited: ${failed!.code} ${failed!.stderr}`)
   return {

@@ -18,12 +18,16 @@ test('the real `concord serve` process: prints its URL, holds the folder (others
   const dir = join(root.path, 'relay')
   const server = spawnConcord(['serve', '--dir', dir, '--port', '0', '--json', '--id', 'relay'])
   let stderr = ''
-  server.stderr!.on('data', (chunk) => { stderr += chunk })
+  server.stderr!.on('data', (chunk) => {
+    stderr += chunk
+  })
   const exited = once(server, 'exit')
   const client = await createPeer({ id: 'client' })
   try {
     let stdout = ''
-    server.stdout!.on('data', (chunk) => { stdout += chunk })
+    server.stdout!.on('data', (chunk) => {
+      stdout += chunk
+    })
     await until(() => stdout.includes('\n'), 'serve prints its address', 20_000)
     const info = JSON.parse(stdout.split('\n')[0])
     assert.match(info.url, /^ws:\/\/127\.0\.0\.1:\d+\/concord$/)
@@ -65,13 +69,17 @@ test('the real `concord serve --token T` process: a y-websocket client without t
   const dir = join(root.path, 'relay')
   const server = spawnConcord(['serve', '--dir', dir, '--port', '0', '--json', '--id', 'relay', '--token', 'T'])
   let stderr = ''
-  server.stderr!.on('data', (chunk) => { stderr += chunk })
+  server.stderr!.on('data', (chunk) => {
+    stderr += chunk
+  })
   const exited = once(server, 'exit')
   const docs = [new Y.Doc(), new Y.Doc(), new Y.Doc()]
   const clients: Array<ReturnType<typeof yClient>> = []
   try {
     let stdout = ''
-    server.stdout!.on('data', (chunk) => { stdout += chunk })
+    server.stdout!.on('data', (chunk) => {
+      stdout += chunk
+    })
     await until(() => stdout.includes('\n'), 'serve prints its address', 20_000)
     const base = JSON.parse(stdout.split('\n')[0]).yWebsocket.replace(/\/<room>$/, '')
     const anonymous = yClient(base, 'notes', docs[0])
@@ -105,30 +113,51 @@ test('serve --acl: per-peer tokens and per-name access; serve stops on its signa
   const root = await tempDir('concord-acl-')
   const dir = join(root.path, 'relay')
   const aclFile = join(root.path, 'acl.json')
-  await writeFile(aclFile, JSON.stringify({
-    tokens: { writer: 'w-secret', reader: 'r-secret' },
-    default: 'read',
-    rules: [{ peer: 'writer', name: '*', access: 'write' }, { peer: '*', name: 'private/*', access: 'none' }],
-  }))
+  await writeFile(
+    aclFile,
+    JSON.stringify({
+      tokens: { writer: 'w-secret', reader: 'r-secret' },
+      default: 'read',
+      rules: [
+        { peer: 'writer', name: '*', access: 'write' },
+        { peer: '*', name: 'private/*', access: 'none' },
+      ],
+    }),
+  )
   const controller = new AbortController()
   let url = ''
-  const serving = cli(['serve', '--dir', dir, '--port', '0', '--acl', aclFile], { signal: controller.signal, onListening: (info) => { url = info.url } })
+  const serving = cli(['serve', '--dir', dir, '--port', '0', '--acl', aclFile], {
+    signal: controller.signal,
+    onListening: (info) => {
+      url = info.url
+    },
+  })
   const peers = []
   try {
     await until(() => url !== '', 'serve listens')
-    const intruder = await createPeer({ id: 'writer', auth: { token: 'nope' } }); peers.push(intruder)
+    const intruder = await createPeer({ id: 'writer', auth: { token: 'nope' } })
+    peers.push(intruder)
     await assert.rejects(intruder.connect(url), (e) => isConcordError(e, ErrorCodes.AUTH_FAILED))
-    const writer = await createPeer({ id: 'writer', auth: { token: 'w-secret' } }); peers.push(writer)
+    const writer = await createPeer({ id: 'writer', auth: { token: 'w-secret' } })
+    peers.push(writer)
     await writer.connect(url)
-    const shared = await writer.counter('shared'); shared.increment(2)
-    const secret = await writer.register<string>('private/key'); secret.set('k')
+    const shared = await writer.counter('shared')
+    shared.increment(2)
+    const secret = await writer.register<string>('private/key')
+    secret.set('k')
     await writer.flush({ acks: 1 })
-    const reader = await createPeer({ id: 'reader', auth: { token: 'r-secret' } }); peers.push(reader)
+    const reader = await createPeer({ id: 'reader', auth: { token: 'r-secret' } })
+    peers.push(reader)
     await reader.connect(url)
     await until(async () => (await reader.counter('shared')).value() === 2, 'reader receives what it may read')
-    const attempt = await reader.counter('shared'); attempt.increment(100)
+    const attempt = await reader.counter('shared')
+    attempt.increment(100)
     await new Promise((resolve) => setTimeout(resolve, 200))
-    assert.deepEqual((await reader.names()).map((n) => n.name).filter((n) => n.startsWith('private/')), [], 'private names never reach the reader')
+    assert.deepEqual(
+      (await reader.names()).map((n) => n.name).filter((n) => n.startsWith('private/')),
+      [],
+      'private names never reach the reader',
+    )
   } finally {
     await Promise.all(peers.map((peer) => peer.close()))
     controller.abort()
@@ -171,15 +200,28 @@ test('serve --acl refuses rules that name peers when nothing tells peers apart, 
     return writeFile(file, JSON.stringify(body)).then(() => file)
   }
   try {
-    const perPeer = await acl('per-peer.json', { default: 'read', rules: [{ peer: '*', name: 'open/*', access: 'write' }, { peer: 'admin', name: '*', access: 'write' }] })
+    const perPeer = await acl('per-peer.json', {
+      default: 'read',
+      rules: [
+        { peer: '*', name: 'open/*', access: 'write' },
+        { peer: 'admin', name: '*', access: 'write' },
+      ],
+    })
     const shared = await cli(['serve', '--dir', join(root.path, 'a'), '--port', '0', '--acl', perPeer, '--token', 'one-shared-secret'])
     assert.equal(shared.code, 2, shared.stderr)
-    assert.match(shared.stderr, /per-peer\.json: rule 2 gives peer "admin" its own access, but peers are not told apart \(--token is one secret shared by every peer\)/)
+    assert.match(
+      shared.stderr,
+      /per-peer\.json: rule 2 gives peer "admin" its own access, but peers are not told apart \(--token is one secret shared by every peer\)/,
+    )
     assert.match(shared.stderr, /any peer could claim the id "admin".*Give each peer its own token in "tokens"/)
     const open = await cli(['serve', '--dir', join(root.path, 'b'), '--port', '0', '--acl', perPeer])
     assert.equal(open.code, 2, open.stderr)
     assert.match(open.stderr, /no --token and no "tokens": anyone may connect/)
-    const twice = await acl('twice.json', { tokens: { admin: 'same-token', guest: 'same-token' }, rules: [{ peer: 'admin', name: '*', access: 'write' }], default: 'read' })
+    const twice = await acl('twice.json', {
+      tokens: { admin: 'same-token', guest: 'same-token' },
+      rules: [{ peer: 'admin', name: '*', access: 'write' }],
+      default: 'read',
+    })
     const duplicate = await cli(['serve', '--dir', join(root.path, 'c'), '--port', '0', '--acl', twice])
     assert.equal(duplicate.code, 2, duplicate.stderr)
     assert.match(duplicate.stderr, /"tokens" gives "admin" and "guest" one token/)
@@ -189,8 +231,12 @@ test('serve --acl refuses rules that name peers when nothing tells peers apart, 
     const byName = await acl('by-name.json', { default: 'write', rules: [{ peer: '*', name: 'ro/*', access: 'read' }] })
     const controller = new AbortController()
     let url = ''
-    const serving = cli(['serve', '--dir', join(root.path, 'd'), '--port', '0', '--acl', byName, '--token', 'one-shared-secret'],
-      { signal: controller.signal, onListening: (info) => { url = info.url } })
+    const serving = cli(['serve', '--dir', join(root.path, 'd'), '--port', '0', '--acl', byName, '--token', 'one-shared-secret'], {
+      signal: controller.signal,
+      onListening: (info) => {
+        url = info.url
+      },
+    })
     const peer = await createPeer({ id: 'anyone', auth: { token: 'one-shared-secret' } })
     try {
       await until(() => url !== '', 'serve listens')
@@ -224,14 +270,31 @@ test('the real `concord serve --tls-cert --tls-key` process serves wss://; a pee
   assert.match(alone.stderr, /--tls-cert and --tls-key go together/)
   assert.equal((await cli(['serve', '--dir', dir, '--tls-cert', certificate.certFile, '--tls-key', join(root.path, 'missing.pem')])).code, 3)
 
-  const server = spawnConcord(['serve', '--dir', dir, '--port', '0', '--json', '--token', 'relay-secret-42', '--tls-cert', certificate.certFile, '--tls-key', certificate.keyFile])
+  const server = spawnConcord([
+    'serve',
+    '--dir',
+    dir,
+    '--port',
+    '0',
+    '--json',
+    '--token',
+    'relay-secret-42',
+    '--tls-cert',
+    certificate.certFile,
+    '--tls-key',
+    certificate.keyFile,
+  ])
   let stderr = ''
-  server.stderr!.on('data', (chunk) => { stderr += chunk })
+  server.stderr!.on('data', (chunk) => {
+    stderr += chunk
+  })
   const exited = once(server, 'exit')
   const client = await createPeer({ id: 'client', auth: { token: 'relay-secret-42' } })
   try {
     let stdout = ''
-    server.stdout!.on('data', (chunk) => { stdout += chunk })
+    server.stdout!.on('data', (chunk) => {
+      stdout += chunk
+    })
     await until(() => stdout.includes('\n'), 'serve prints its address', 20_000)
     const info = JSON.parse(stdout.split('\n')[0])
     assert.match(info.url, /^wss:\/\/127\.0\.0\.1:\d+\/concord$/)

@@ -60,55 +60,61 @@ describe('mergeDeltas', () => {
   for (const type of TYPES) {
     it(`${type}: merged runs of a replica's deltas give the state applying them one by one gives`, () => {
       const step = fc.record({ op: opOf(type), remote: fc.boolean(), pull: fc.boolean() })
-      fc.assert(fc.property(fc.array(step, { minLength: 1, maxLength: 25 }), fc.array(fc.nat(), { maxLength: 6 }), fc.nat(), (steps, cuts, prefixSeed) => {
-        const a = create(type, 'a')
-        const b = create(type, 'b')
-        const deltas: Uint8Array[] = []
-        a.events.on('change', (event) => deltas.push(event.delta))
-        for (const { op, remote, pull } of steps) {
-          if (remote) op(b)
-          else op(a)
-          if (pull) {
-            const delta = b.deltaSince(a.version())
-            if (delta) a.applyDelta(delta)
+      fc.assert(
+        fc.property(fc.array(step, { minLength: 1, maxLength: 25 }), fc.array(fc.nat(), { maxLength: 6 }), fc.nat(), (steps, cuts, prefixSeed) => {
+          const a = create(type, 'a')
+          const b = create(type, 'b')
+          const deltas: Uint8Array[] = []
+          a.events.on('change', (event) => deltas.push(event.delta))
+          for (const { op, remote, pull } of steps) {
+            if (remote) op(b)
+            else op(a)
+            if (pull) {
+              const delta = b.deltaSince(a.version())
+              if (delta) a.applyDelta(delta)
+            }
           }
-        }
-        const sequential = create(type, 'c')
-        for (const delta of deltas) sequential.applyDelta(delta)
-        assertSame(sequential, a, 'one by one')
-        const merged = create(type, 'd')
-        for (const run of runs(deltas, cuts)) merged.applyDelta(mergeDeltas(type, run))
-        assertSame(merged, a, 'merged runs')
-        // A replica that already holds a prefix: the merge of everything is idempotent on it.
-        if (deltas.length > 0) {
-          const partial = create(type, 'e')
-          const prefix = prefixSeed % (deltas.length + 1)
-          for (const delta of deltas.slice(0, prefix)) partial.applyDelta(delta)
-          partial.applyDelta(mergeDeltas(type, deltas))
-          assertSame(partial, a, 'prefix then the merge of all')
-        }
-      }), { seed: SEED, numRuns: 40 })
+          const sequential = create(type, 'c')
+          for (const delta of deltas) sequential.applyDelta(delta)
+          assertSame(sequential, a, 'one by one')
+          const merged = create(type, 'd')
+          for (const run of runs(deltas, cuts)) merged.applyDelta(mergeDeltas(type, run))
+          assertSame(merged, a, 'merged runs')
+          // A replica that already holds a prefix: the merge of everything is idempotent on it.
+          if (deltas.length > 0) {
+            const partial = create(type, 'e')
+            const prefix = prefixSeed % (deltas.length + 1)
+            for (const delta of deltas.slice(0, prefix)) partial.applyDelta(delta)
+            partial.applyDelta(mergeDeltas(type, deltas))
+            assertSame(partial, a, 'prefix then the merge of all')
+          }
+        }),
+        { seed: SEED, numRuns: 40 },
+      )
     })
   }
 
-  it('yjs: a run of one client\'s transactions takes the fast path, and gives what Y.mergeUpdates gives', () => {
-    fc.assert(fc.property(fc.array(yjsOp, { minLength: 2, maxLength: 30 }), fc.array(fc.nat(), { maxLength: 5 }), (ops, cuts) => {
-      const replica = create('yjs', 'a') as YjsReplica
-      const updates: Uint8Array[] = []
-      replica.doc.on('update', (update: Uint8Array) => updates.push(update))
-      for (const op of ops) op(replica)
-      const fastDoc = new Y.Doc()
-      const theirDoc = new Y.Doc()
-      for (const run of runs(updates, cuts)) {
-        const fast = mergeYjsRun(run)
-        assert.ok(fast, 'the fast path took the run')
-        Y.applyUpdate(fastDoc, fast)
-        Y.applyUpdate(theirDoc, Y.mergeUpdates(run))
-      }
-      // Y.mergeUpdates re-encodes each struct (it drops a parentSub flag Yjs ignores after an origin); the states are equal.
-      assert.ok(bytesEqual(Y.encodeStateAsUpdate(fastDoc), Y.encodeStateAsUpdate(theirDoc)), 'same state as Y.mergeUpdates')
-      assert.ok(bytesEqual(Y.encodeStateAsUpdate(fastDoc), Y.encodeStateAsUpdate(replica.doc)), 'same state as the source')
-    }), { seed: SEED, numRuns: 60 })
+  it("yjs: a run of one client's transactions takes the fast path, and gives what Y.mergeUpdates gives", () => {
+    fc.assert(
+      fc.property(fc.array(yjsOp, { minLength: 2, maxLength: 30 }), fc.array(fc.nat(), { maxLength: 5 }), (ops, cuts) => {
+        const replica = create('yjs', 'a') as YjsReplica
+        const updates: Uint8Array[] = []
+        replica.doc.on('update', (update: Uint8Array) => updates.push(update))
+        for (const op of ops) op(replica)
+        const fastDoc = new Y.Doc()
+        const theirDoc = new Y.Doc()
+        for (const run of runs(updates, cuts)) {
+          const fast = mergeYjsRun(run)
+          assert.ok(fast, 'the fast path took the run')
+          Y.applyUpdate(fastDoc, fast)
+          Y.applyUpdate(theirDoc, Y.mergeUpdates(run))
+        }
+        // Y.mergeUpdates re-encodes each struct (it drops a parentSub flag Yjs ignores after an origin); the states are equal.
+        assert.ok(bytesEqual(Y.encodeStateAsUpdate(fastDoc), Y.encodeStateAsUpdate(theirDoc)), 'same state as Y.mergeUpdates')
+        assert.ok(bytesEqual(Y.encodeStateAsUpdate(fastDoc), Y.encodeStateAsUpdate(replica.doc)), 'same state as the source')
+      }),
+      { seed: SEED, numRuns: 60 },
+    )
   })
 
   it('yjs: typing (one character per transaction) merges byte for byte as Y.mergeUpdates does', () => {
@@ -155,13 +161,23 @@ describe('mergeDeltas', () => {
       assert.throws(() => mergeDeltas(type, []), RangeError, type)
     }
     assert.equal(deltaMerger('nope' as ReplicaType), undefined)
-    assert.throws(() => mergeDeltas('nope' as ReplicaType, [new Uint8Array(2)]), (e) => isConcordError(e, ErrorCodes.INVALID_ARGUMENT))
+    assert.throws(
+      () => mergeDeltas('nope' as ReplicaType, [new Uint8Array(2)]),
+      (e) => isConcordError(e, ErrorCodes.INVALID_ARGUMENT),
+    )
     const counter = createNative('gcounter', 'a')
     const deltas: Uint8Array[] = []
     counter.events.on('change', (event) => deltas.push(event.delta))
     ;(counter as unknown as { increment(n: number): void }).increment(1)
-    assert.throws(() => mergeDeltas('gcounter', [deltas[0], new Uint8Array([1, 2, 3])]), (e) => isConcordError(e, ErrorCodes.DECODE_ERROR))
-    assert.throws(() => mergeDeltas('orset', [deltas[0], deltas[0]]), (e) => isConcordError(e, ErrorCodes.DECODE_ERROR), 'a delta of another type')
+    assert.throws(
+      () => mergeDeltas('gcounter', [deltas[0], new Uint8Array([1, 2, 3])]),
+      (e) => isConcordError(e, ErrorCodes.DECODE_ERROR),
+    )
+    assert.throws(
+      () => mergeDeltas('orset', [deltas[0], deltas[0]]),
+      (e) => isConcordError(e, ErrorCodes.DECODE_ERROR),
+      'a delta of another type',
+    )
     // A single delta comes back as it is.
     assert.equal(mergeDeltas('gcounter', deltas), deltas[0])
   })

@@ -5,8 +5,38 @@ import { createPeer } from '../../peer/index.ts'
 
 test('messages use the right article: "an orset", "a pncounter", "an lww-register", "a Uint8Array"', async () => {
   assert.deepEqual(
-    ['orset', 'ormap', 'ewflag', 'automerge', 'lww-register', 'mv-register', 'pncounter', 'gcounter', 'gset', 'yjs', 'Uint8Array', 'array', 'undefined', 'Map'].map(withArticle),
-    ['an orset', 'an ormap', 'an ewflag', 'an automerge', 'an lww-register', 'an mv-register', 'a pncounter', 'a gcounter', 'a gset', 'a yjs', 'a Uint8Array', 'an array', 'an undefined', 'a Map'],
+    [
+      'orset',
+      'ormap',
+      'ewflag',
+      'automerge',
+      'lww-register',
+      'mv-register',
+      'pncounter',
+      'gcounter',
+      'gset',
+      'yjs',
+      'Uint8Array',
+      'array',
+      'undefined',
+      'Map',
+    ].map(withArticle),
+    [
+      'an orset',
+      'an ormap',
+      'an ewflag',
+      'an automerge',
+      'an lww-register',
+      'an mv-register',
+      'a pncounter',
+      'a gcounter',
+      'a gset',
+      'a yjs',
+      'a Uint8Array',
+      'an array',
+      'an undefined',
+      'a Map',
+    ],
   )
   assert.equal(new TypeMismatchError('tasks', 'pncounter', 'orset').message, '"tasks" is an orset, not a pncounter')
   const peer = await createPeer({ id: 'p' })

@@ -8,11 +8,14 @@ import { runCrdtLaws } from '../../testing/index.ts'
 import { createNative, nativeOp } from './native-ops.ts'
 
 for (const type of NATIVE_TYPES) {
-  runCrdtLaws({ describe, it }, {
-    type,
-    create: (id) => createNative(type, id),
-    load: (snapshot, id) => createNative(type, id, snapshot),
-    randomOp: nativeOp(type),
-    corruptionAlwaysDetected: true,
-  })
+  runCrdtLaws(
+    { describe, it },
+    {
+      type,
+      create: (id) => createNative(type, id),
+      load: (snapshot, id) => createNative(type, id, snapshot),
+      randomOp: nativeOp(type),
+      corruptionAlwaysDetected: true,
+    },
+  )
 }

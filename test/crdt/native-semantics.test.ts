@@ -12,14 +12,21 @@ import { HybridClock } from '../../crdt/hlc.ts'
 import { replicaId, type Replica } from '../../crdt/replica.ts'
 import { createReplica } from '../../crdt/registry.ts'
 import { CausalContext } from '../../crdt/causal/causal-context.ts'
-import { DotMap, DotSet } from '../../crdt/causal/dot-store.ts'
+import { DotMap, type DotSet } from '../../crdt/causal/dot-store.ts'
 import { joinStates } from '../../crdt/types/causal-replica.ts'
 import { DotAllocator } from '../../crdt/types/dot-allocator.ts'
 import { orsetAdd, orsetRemove } from '../../crdt/types/sets.ts'
 import { encodeState } from '../../crdt/types/state-codec.ts'
 import { NATIVE_TYPES, type NativeType } from '../../crdt/types/store-spec.ts'
 import {
-  EWFlagReplica, GCounterReplica, GSetReplica, LWWRegisterReplica, MVRegisterReplica, ORMapReplica, ORSetReplica, PNCounterReplica,
+  EWFlagReplica,
+  GCounterReplica,
+  GSetReplica,
+  LWWRegisterReplica,
+  MVRegisterReplica,
+  ORMapReplica,
+  ORSetReplica,
+  PNCounterReplica,
 } from '../../crdt/types/replicas.ts'
 import { LAW_SEED, pull } from '../../testing/index.ts'
 import { createNative, nativeOp } from './native-ops.ts'
@@ -221,7 +228,14 @@ describe('ORMap', () => {
     m.map('sub').set('deep', [1, 2])
     m.map('sub').map('deeper').counter('n').decrement()
     assert.deepEqual(m.value(), {
-      active: true, done: 2, log: ['started'], owner: ['ann'], seen: 1, sub: { deep: [1, 2], deeper: { n: -1 } }, tags: ['x'], title: 'plan',
+      active: true,
+      done: 2,
+      log: ['started'],
+      owner: ['ann'],
+      seen: 1,
+      sub: { deep: [1, 2], deeper: { n: -1 } },
+      tags: ['x'],
+      title: 'plan',
     })
     assert.deepEqual(m.keys(), ['active', 'done', 'log', 'owner', 'seen', 'sub', 'tags', 'title'])
     assert.equal(m.get('missing'), undefined)
@@ -274,26 +288,29 @@ describe('restore', () => {
   it('brings every type back to a past value with one replicated change', () => {
     const types: NativeType[] = ['pncounter', 'orset', 'lww-register', 'mv-register', 'ormap', 'ewflag']
     for (const type of types) {
-      fc.assert(fc.property(fc.array(nativeOp(type), { maxLength: 8 }), fc.array(nativeOp(type), { minLength: 1, maxLength: 8 }), (before, after) => {
-        const r = createNative(type, 'r')
-        for (const op of before) op(r)
-        const past = createNative(type, 'r', r.snapshot())
-        const other = createNative(type, 'o')
-        for (const op of after) op(r)
-        pull(other, r)
-        const events: boolean[] = []
-        r.events.on('change', (e) => events.push(e.local))
-        const delta = r.restore(past)
-        assert.deepEqual(r.value(), past.value(), `${type}: value restored`)
-        if (delta === null) {
-          assert.deepEqual(events, [])
-        } else {
-          assert.deepEqual(events, [true])
-          other.applyDelta(delta)
-          assert.deepEqual(other.value(), past.value(), `${type}: the restoring delta replicates`)
-        }
-        assert.equal(r.restore(past), null, 'restoring again changes nothing')
-      }), { seed: LAW_SEED, numRuns: 40 })
+      fc.assert(
+        fc.property(fc.array(nativeOp(type), { maxLength: 8 }), fc.array(nativeOp(type), { minLength: 1, maxLength: 8 }), (before, after) => {
+          const r = createNative(type, 'r')
+          for (const op of before) op(r)
+          const past = createNative(type, 'r', r.snapshot())
+          const other = createNative(type, 'o')
+          for (const op of after) op(r)
+          pull(other, r)
+          const events: boolean[] = []
+          r.events.on('change', (e) => events.push(e.local))
+          const delta = r.restore(past)
+          assert.deepEqual(r.value(), past.value(), `${type}: value restored`)
+          if (delta === null) {
+            assert.deepEqual(events, [])
+          } else {
+            assert.deepEqual(events, [true])
+            other.applyDelta(delta)
+            assert.deepEqual(other.value(), past.value(), `${type}: the restoring delta replicates`)
+          }
+          assert.equal(r.restore(past), null, 'restoring again changes nothing')
+        }),
+        { seed: LAW_SEED, numRuns: 40 },
+      )
     }
   })
 
@@ -327,7 +344,10 @@ describe('replica contract', () => {
     assert.equal(b.applyDelta(delta, 'peer-1'), true)
     assert.equal(b.applyDelta(delta, 'peer-2'), false)
     b.add('y')
-    assert.deepEqual(seen, [{ local: false, origin: 'peer-1' }, { local: true, origin: undefined }])
+    assert.deepEqual(seen, [
+      { local: false, origin: 'peer-1' },
+      { local: true, origin: undefined },
+    ])
   })
 
   it('a delta, snapshot or version of another type is a DecodeError', () => {
@@ -343,15 +363,18 @@ describe('replica contract', () => {
 
   it('every type converges to deltaSince === null both ways', () => {
     for (const type of NATIVE_TYPES) {
-      fc.assert(fc.property(fc.array(nativeOp(type), { maxLength: 10 }), fc.array(nativeOp(type), { maxLength: 10 }), (x, y) => {
-        const a = createNative(type, 'a')
-        const b = createNative(type, 'b')
-        for (const op of x) op(a)
-        for (const op of y) op(b)
-        sync(a, b)
-        assert.equal(a.deltaSince(b.version()), null)
-        assert.equal(b.deltaSince(a.version()), null)
-      }), { seed: LAW_SEED, numRuns: 30 })
+      fc.assert(
+        fc.property(fc.array(nativeOp(type), { maxLength: 10 }), fc.array(nativeOp(type), { maxLength: 10 }), (x, y) => {
+          const a = createNative(type, 'a')
+          const b = createNative(type, 'b')
+          for (const op of x) op(a)
+          for (const op of y) op(b)
+          sync(a, b)
+          assert.equal(a.deltaSince(b.version()), null)
+          assert.equal(b.deltaSince(a.version()), null)
+        }),
+        { seed: LAW_SEED, numRuns: 30 },
+      )
     }
   })
 

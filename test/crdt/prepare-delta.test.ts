@@ -69,35 +69,58 @@ describe('prepareDelta', () => {
       const snapshot = hex(replica.snapshot())
       const delta = someDelta(type, replica, random, 'bad')!
       const broken = delta.slice(0, Math.max(1, delta.length - 3))
-      assert.throws(() => replica.prepareDelta!(broken), (error) => isConcordError(error, 'CONCORD_DECODE_ERROR'))
-      assert.throws(() => replica.prepareDelta!(new Uint8Array(0)), (error) => isConcordError(error))
+      assert.throws(
+        () => replica.prepareDelta!(broken),
+        (error) => isConcordError(error, 'CONCORD_DECODE_ERROR'),
+      )
+      assert.throws(
+        () => replica.prepareDelta!(new Uint8Array(0)),
+        (error) => isConcordError(error),
+      )
       assert.equal(hex(replica.snapshot()), snapshot)
       const prepared = replica.prepareDelta!(delta)
       assert.notEqual(prepared.apply(), null)
-      assert.throws(() => prepared.apply(), (error) => isConcordError(error, 'CONCORD_INVALID_ARGUMENT'))
+      assert.throws(
+        () => prepared.apply(),
+        (error) => isConcordError(error, 'CONCORD_INVALID_ARGUMENT'),
+      )
     })
   }
 
-  it('yjs: the holder\'s limits apply on top of the replica\'s own, in the same walk (CONCORD_LIMIT_EXCEEDED, nothing applied)', () => {
+  it("yjs: the holder's limits apply on top of the replica's own, in the same walk (CONCORD_LIMIT_EXCEEDED, nothing applied)", () => {
     const source = new Y.Doc()
     source.getText('t').insert(0, 'x'.repeat(5000))
     const update = Y.encodeStateAsUpdate(source)
     const replica = new YjsReplica({ replicaId: replicaId('r'), limits: { maxInsertedBytes: Infinity, maxOperations: Infinity } })
-    assert.throws(() => replica.prepareDelta(update, { limits: { maxInsertedBytes: 1000 } }), (error) => isConcordError(error, 'CONCORD_LIMIT_EXCEEDED'))
-    assert.throws(() => replica.prepareDelta(update, { limits: { maxBytes: 100 } }), (error) => isConcordError(error))
+    assert.throws(
+      () => replica.prepareDelta(update, { limits: { maxInsertedBytes: 1000 } }),
+      (error) => isConcordError(error, 'CONCORD_LIMIT_EXCEEDED'),
+    )
+    assert.throws(
+      () => replica.prepareDelta(update, { limits: { maxBytes: 100 } }),
+      (error) => isConcordError(error),
+    )
     assert.equal(replica.doc.getText('t').length, 0)
     // A looser holder limit does not loosen the replica's own.
     const tight = new YjsReplica({ replicaId: replicaId('r'), limits: { maxInsertedBytes: 1000 } })
-    assert.throws(() => tight.prepareDelta(update, { limits: { maxInsertedBytes: 1 << 30 } }), (error) => isConcordError(error, 'CONCORD_LIMIT_EXCEEDED'))
+    assert.throws(
+      () => tight.prepareDelta(update, { limits: { maxInsertedBytes: 1 << 30 } }),
+      (error) => isConcordError(error, 'CONCORD_LIMIT_EXCEEDED'),
+    )
     assert.notEqual(replica.prepareDelta(update, { limits: { maxInsertedBytes: 10_000 } }).apply(), null)
     assert.equal(replica.doc.getText('t').length, 5000)
   })
 
-  it('automerge: the holder\'s limits apply at prepare (CONCORD_LIMIT_EXCEEDED, nothing applied)', () => {
-    const doc = A.change(A.init<{ text: string }>(), (d) => { d.text = 'y'.repeat(3000) })
+  it("automerge: the holder's limits apply at prepare (CONCORD_LIMIT_EXCEEDED, nothing applied)", () => {
+    const doc = A.change(A.init<{ text: string }>(), (d) => {
+      d.text = 'y'.repeat(3000)
+    })
     const change = A.getLastLocalChange(doc)!
     const replica = new AutomergeReplica({ replicaId: replicaId('r'), limits: { maxOperations: Infinity, maxInsertedBytes: Infinity } })
-    assert.throws(() => replica.prepareDelta(change, { limits: { maxOperations: 100 } }), (error) => isConcordError(error, 'CONCORD_LIMIT_EXCEEDED'))
+    assert.throws(
+      () => replica.prepareDelta(change, { limits: { maxOperations: 100 } }),
+      (error) => isConcordError(error, 'CONCORD_LIMIT_EXCEEDED'),
+    )
     assert.deepEqual(replica.value(), {})
     assert.notEqual(replica.prepareDelta(change, { limits: { maxOperations: 10_000 } }).apply(), null)
     assert.equal((replica.value() as { text: string }).text.length, 3000)
@@ -125,10 +148,14 @@ describe('prepareDelta', () => {
   it('automerge: a delta that lets waiting changes in returns their merge, which is what its change event carries', () => {
     let doc = A.init<{ n: number[] }>()
     const changes: Uint8Array[] = []
-    doc = A.change(doc, (d) => { d.n = [] })
+    doc = A.change(doc, (d) => {
+      d.n = []
+    })
     changes.push(A.getLastLocalChange(doc)!)
     for (let i = 0; i < 4; i++) {
-      doc = A.change(doc, (d) => { d.n.push(i) })
+      doc = A.change(doc, (d) => {
+        d.n.push(i)
+      })
       changes.push(A.getLastLocalChange(doc)!)
     }
     const replica = new AutomergeReplica({ replicaId: replicaId('r') })
@@ -164,14 +191,21 @@ describe('prepareDelta', () => {
     const update = Y.encodeStateAsUpdate(source)
     const replica = new YjsReplica({ replicaId: replicaId('r') })
     replica.doc.transact(() => {
-      assert.throws(() => replica.prepareDelta(update, { strict: true }), (error) => isConcordError(error, 'CONCORD_INVALID_ARGUMENT'))
+      assert.throws(
+        () => replica.prepareDelta(update, { strict: true }),
+        (error) => isConcordError(error, 'CONCORD_INVALID_ARGUMENT'),
+      )
     })
     assert.equal(replica.doc.getText('t').length, 0)
   })
 
   it('automerge: a strict prepare parses a change that would wait for a missing dependency (a malformed one is refused now, not when it is let in)', () => {
-    let doc = A.change(A.init<{ a?: number; b?: string }>(), (d) => { d.a = 1 })
-    doc = A.change(doc, (d) => { d.b = 'zzzzzzzz' })
+    let doc = A.change(A.init<{ a?: number; b?: string }>(), (d) => {
+      d.a = 1
+    })
+    doc = A.change(doc, (d) => {
+      d.b = 'zzzzzzzz'
+    })
     const second = A.getLastLocalChange(doc)!
     // Invalid UTF-8 in the string's value bytes, with the chunk checksum fixed: only Automerge's parse can tell.
     const damaged = withBytes(second, 'zzzzzzzz', 0xff)
@@ -180,7 +214,10 @@ describe('prepareDelta', () => {
     assert.equal(replica.prepareDelta(damaged).apply(), null)
     assert.equal(replica.waitingStats().updates, 1)
     const other = new AutomergeReplica({ replicaId: replicaId('s') })
-    assert.throws(() => other.prepareDelta(damaged, { strict: true }), (error) => isConcordError(error, 'CONCORD_DECODE_ERROR'))
+    assert.throws(
+      () => other.prepareDelta(damaged, { strict: true }),
+      (error) => isConcordError(error, 'CONCORD_DECODE_ERROR'),
+    )
     assert.equal(other.waitingStats().updates, 0)
     // The intact change passes a strict prepare and waits like any.
     assert.equal(other.prepareDelta(second, { strict: true }).apply(), null)

@@ -12,7 +12,7 @@ import { Prng } from '../../transports/memory/prng.ts'
 import { ALL_TYPES, NATIVE_TYPES, makeReplica, mutate } from '../sync/helpers/memory-host.ts'
 
 const hex = (bytes: Uint8Array): string => Buffer.from(bytes).toString('hex')
-const valueOf = (replica: Replica): string => JSON.stringify(replica.value())
+const valueText = (replica: Replica): string => JSON.stringify(replica.value())
 const SEEDS = 40
 
 /** Gives `replica` a random history: local changes and (unless `localOnly`) deltas of another replica. */
@@ -36,15 +36,17 @@ describe('recordUndo', () => {
         const replica = makeReplica(type, 'a')
         const other = makeReplica(type, 'b')
         history(replica, other, random, random.int(0, 6), 'before')
-        const before = { value: valueOf(replica), version: hex(replica.version()), snapshot: hex(replica.snapshot()) }
+        const before = { value: valueText(replica), version: hex(replica.version()), snapshot: hex(replica.snapshot()) }
         const rollbacks: boolean[] = []
-        replica.events.on('change', (event) => { if (event.rollback) rollbacks.push(true) })
+        replica.events.on('change', (event) => {
+          if (event.rollback) rollbacks.push(true)
+        })
         const record = replica.recordUndo!()
         // A Yjs record takes back the document's local transactions (remote ones are another replica's).
         history(replica, other, random, random.int(1, 6), 'undone', type === 'yjs')
         const exact = record.undo()
         const context = `${type}, seed ${seed}`
-        assert.equal(valueOf(replica), before.value, `${context}: value`)
+        assert.equal(valueText(replica), before.value, `${context}: value`)
         assert.equal(exact, type !== 'yjs', `${context}: exact`)
         if (type !== 'yjs') assert.equal(hex(replica.version()), before.version, `${context}: version`)
         if (NATIVE_TYPES.includes(type)) assert.equal(hex(replica.snapshot()), before.snapshot, `${context}: state`)
@@ -53,7 +55,7 @@ describe('recordUndo', () => {
         const copy = makeReplica(type, 'c')
         const delta = replica.deltaSince(copy.version())
         if (delta) copy.applyDelta(delta)
-        assert.equal(valueOf(copy), valueOf(replica), `${context}: a copy converges`)
+        assert.equal(valueText(copy), valueText(replica), `${context}: a copy converges`)
       }
     })
   }
@@ -64,10 +66,10 @@ describe('recordUndo', () => {
       const replica = makeReplica(type, 'a')
       const record = replica.recordUndo!()
       mutate(replica, random, 'kept')
-      const value = valueOf(replica)
+      const value = valueText(replica)
       record.release()
       record.undo()
-      assert.equal(valueOf(replica), value, type)
+      assert.equal(valueText(replica), value, type)
     }
   })
 })
@@ -87,10 +89,12 @@ describe('reset', () => {
         const leaked = replica.deltaSince(peer.version())
         if (leaked) peer.applyDelta(leaked)
         let rollbacks = 0
-        replica.events.on('change', (event) => { if (event.rollback) rollbacks++ })
+        replica.events.on('change', (event) => {
+          if (event.rollback) rollbacks++
+        })
         replica.reset!(logged.snapshot())
         const context = `${type}, seed ${seed}`
-        assert.equal(valueOf(replica), valueOf(logged), `${context}: value`)
+        assert.equal(valueText(replica), valueText(logged), `${context}: value`)
         assert.equal(rollbacks, 1, `${context}: one rollback event`)
         // New changes after the reset, shipped to the peer that held the refused ones: both converge.
         for (let i = 0; i < 3; i++) mutate(replica, random, `new-${i}`)
@@ -98,7 +102,7 @@ describe('reset', () => {
         if (toPeer) peer.applyDelta(toPeer)
         const back = peer.deltaSince(replica.version())
         if (back) replica.applyDelta(back)
-        assert.equal(valueOf(peer), valueOf(replica), `${context}: converged with a peer that held refused changes`)
+        assert.equal(valueText(peer), valueText(replica), `${context}: converged with a peer that held refused changes`)
       }
     })
   }
@@ -110,8 +114,10 @@ describe('guard', () => {
       const random = new Prng(9)
       const replica = makeReplica(type, 'a')
       mutate(replica, random, 'first')
-      const value = valueOf(replica)
-      replica.guard = () => { throw new ConcordError(ErrorCodes.CLOSED, 'closed') }
+      const value = valueText(replica)
+      replica.guard = () => {
+        throw new ConcordError(ErrorCodes.CLOSED, 'closed')
+      }
       let changes = 0
       replica.events.on('change', () => changes++)
       for (let i = 0; i < 5; i++) {
@@ -122,11 +128,11 @@ describe('guard', () => {
           assert.ok(isConcordError(error, 'CONCORD_CLOSED'), `${type}: ${String(error)}`)
         }
       }
-      assert.equal(valueOf(replica), value, type)
+      assert.equal(valueText(replica), value, type)
       assert.equal(changes, 0, `${type}: no change event`)
       replica.guard = undefined
-      for (let i = 0; i < 5 && valueOf(replica) === value; i++) mutate(replica, random, `again-${i}`)
-      assert.notEqual(valueOf(replica), value, `${type}: mutations work once the guard allows them`)
+      for (let i = 0; i < 5 && valueText(replica) === value; i++) mutate(replica, random, `again-${i}`)
+      assert.notEqual(valueText(replica), value, `${type}: mutations work once the guard allows them`)
     }
   })
 })

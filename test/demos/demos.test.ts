@@ -10,8 +10,12 @@ async function runDemo(file: string, args: string[]): Promise<{ code: number | n
   const child = spawn(process.execPath, ['--import', 'tsx', file, '--short', ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
   let stdout = ''
   let stderr = ''
-  child.stdout.on('data', (chunk) => { stdout += chunk })
-  child.stderr.on('data', (chunk) => { stderr += chunk })
+  child.stdout.on('data', (chunk) => {
+    stdout += chunk
+  })
+  child.stderr.on('data', (chunk) => {
+    stderr += chunk
+  })
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
   return { code, stdout, stderr }
 }
@@ -66,10 +70,17 @@ async function checkReport(path: string, agents: number): Promise<void> {
   for (const chart of svgs.slice(1)) {
     const points = /<polyline [^>]*points="([^"]+)"/.exec(chart)?.[1].trim().split(/\s+/) ?? []
     assert.ok(points.length >= 4, 'the chart has a line with data')
-    assert.ok(points.every((p) => /^-?[\d.]+,-?[\d.]+$/.test(p)), 'numeric points')
+    assert.ok(
+      points.every((p) => /^-?[\d.]+,-?[\d.]+$/.test(p)),
+      'numeric points',
+    )
   }
   // Divergence goes above 1 during the partitions and ends at 1.
-  const divergence = /<polyline [^>]*points="([^"]+)"/.exec(svgs[1])![1].trim().split(/\s+/).map((p) => Number(p.split(',')[1]))
+  const divergence = /<polyline [^>]*points="([^"]+)"/
+    .exec(svgs[1])![1]
+    .trim()
+    .split(/\s+/)
+    .map((p) => Number(p.split(',')[1]))
   assert.ok(Math.min(...divergence) < divergence.at(-1)!, 'a point above the final level (more than one state at some time)')
 }
 

@@ -39,7 +39,12 @@ function caseOf(i: number): { target: number; mutation: string; input: Uint8Arra
   return { target, ...mutateInput(random, seeds[target], TARGETS[target], (body) => appendCrc32(body)) }
 }
 
-interface Finding { readonly target: string; readonly case: number; readonly mutation: string; readonly error: string }
+interface Finding {
+  readonly target: string
+  readonly case: number
+  readonly mutation: string
+  readonly error: string
+}
 
 const findings: Finding[] = []
 /** Inputs slower than this are timed again (see `run`). */
@@ -58,7 +63,12 @@ function run(i: number): void {
       target.decode(input)
     } catch (error) {
       if (!allowed(target, error)) {
-        findings.push({ target: target.name, case: i, mutation, error: `${(error as Error)?.name}: ${String((error as Error)?.message ?? error).slice(0, 200)}` })
+        findings.push({
+          target: target.name,
+          case: i,
+          mutation,
+          error: `${(error as Error)?.name}: ${String((error as Error)?.message ?? error).slice(0, 200)}`,
+        })
       }
     }
     return performance.now() - started
@@ -85,7 +95,11 @@ function warmUp(): void {
     process.stderr.write(`warm-up ${target.name}\n`)
     const inputs = [...seeds[index], ...Array.from({ length: 30 }, () => mutateInput(random, seeds[index], target, (body) => appendCrc32(body)).input)]
     for (const input of inputs) {
-      try { target.decode(input) } catch { /* judged in the timed run */ }
+      try {
+        target.decode(input)
+      } catch {
+        /* judged in the timed run */
+      }
     }
   }
 }
@@ -98,5 +112,7 @@ if (replay >= 0) {
   console.log(JSON.stringify({ findings, slowest }))
 } else {
   for (let i = 0; i < cases; i++) run(i)
-  console.log(JSON.stringify({ seed, cases, targets: TARGETS.length, heapMiB: Math.round(process.memoryUsage().heapUsed / 2 ** 20), slowest, perTarget, findings }))
+  console.log(
+    JSON.stringify({ seed, cases, targets: TARGETS.length, heapMiB: Math.round(process.memoryUsage().heapUsed / 2 ** 20), slowest, perTarget, findings }),
+  )
 }

@@ -41,13 +41,21 @@ export interface Mutable {
  * for a sealed format, most often of its body, sealed again with a correct
  * checksum so that the decoder gets past it.
  */
-export function mutateInput(random: Prng, seeds: readonly Uint8Array[], target: Mutable, seal: (body: Uint8Array) => Uint8Array): { mutation: string; input: Uint8Array } {
+export function mutateInput(
+  random: Prng,
+  seeds: readonly Uint8Array[],
+  target: Mutable,
+  seal: (body: Uint8Array) => Uint8Array,
+): { mutation: string; input: Uint8Array } {
   if (target.adversarial && random.chance(0.25)) {
     const input = target.adversarial(random)
     return { mutation: 'adversarial', input: target.sealed ? seal(input) : input }
   }
   if (target.sealed && random.chance(0.7)) {
-    const { mutation, input } = mutateBytes(random, seeds.map((seed) => seed.subarray(0, Math.max(0, seed.length - 4))))
+    const { mutation, input } = mutateBytes(
+      random,
+      seeds.map((seed) => seed.subarray(0, Math.max(0, seed.length - 4))),
+    )
     return { mutation: `${mutation}, sealed`, input: seal(input) }
   }
   return mutateBytes(random, seeds)

@@ -12,7 +12,7 @@ import * as A from '@automerge/automerge'
 import * as Y from 'yjs'
 import { Decoder, Encoder } from '../../crdt/codec.ts'
 import { ErrorCodes, isConcordError } from '../../crdt/errors.ts'
-import { AutomergeReplica, YjsReplica } from '../../crdt/documents/index.ts'
+import type { AutomergeReplica, YjsReplica } from '../../crdt/documents/index.ts'
 import { splitAutomergeChunks } from '../../crdt/documents/automerge-guard.ts'
 import { decodeAutomergeVersion } from '../../crdt/documents/automerge-replica.ts'
 import { DEFAULT_DOCUMENT_LIMITS } from '../../crdt/documents/options.ts'
@@ -82,17 +82,30 @@ function nativeSamples(type: NativeType, random: Prng): { states: Uint8Array[]; 
 function messages(random: Prng): Message[] {
   const bytes = (n: number) => new Uint8Array(n).map(() => random.int(0, 255))
   const name = () => `n/${random.int(0, 999)}`
-  const entry = (): DeltaEntry => ({ name: name(), replicaType: random.pick(['gcounter', 'yjs', 'automerge', 'orset'] as const), delta: bytes(random.int(0, 40)) })
+  const entry = (): DeltaEntry => ({
+    name: name(),
+    replicaType: random.pick(['gcounter', 'yjs', 'automerge', 'orset'] as const),
+    delta: bytes(random.int(0, 40)),
+  })
   return [
     {
-      type: 'hello', minVersion: 1, maxVersion: 2, peerId: peerId(`peer-${random.int(0, 99)}`), token: random.chance(0.3) ? 'tok' : '',
-      filter: random.chance(0.5) ? {} : { names: [name(), name()], prefixes: ['p/'] }, maxFrameBytes: 1 << 20, window: 256,
+      type: 'hello',
+      minVersion: 1,
+      maxVersion: 2,
+      peerId: peerId(`peer-${random.int(0, 99)}`),
+      token: random.chance(0.3) ? 'tok' : '',
+      filter: random.chance(0.5) ? {} : { names: [name(), name()], prefixes: ['p/'] },
+      maxFrameBytes: 1 << 20,
+      window: 256,
       extensions: [{ key: NONCE_EXTENSION, value: bytes(32) }, windowBytesExtension(16 << 20)],
     },
     { type: 'hello-ok', version: 2 },
     { type: 'auth', proof: bytes(32) },
     { type: 'refuse', reason: 'auth', message: 'no', minVersion: 1, maxVersion: 2 },
-    { type: 'versions', entries: Array.from({ length: random.int(0, 12) }, () => ({ name: name(), replicaType: 'gset' as const, version: bytes(random.int(0, 30)) })) },
+    {
+      type: 'versions',
+      entries: Array.from({ length: random.int(0, 12) }, () => ({ name: name(), replicaType: 'gset' as const, version: bytes(random.int(0, 30)) })),
+    },
     { type: 'delta', seq: random.int(1, 1e6), entry: entry() },
     { type: 'transaction', seq: random.int(1, 1e6), entries: Array.from({ length: random.int(1, 6) }, entry) },
     { type: 'ack', seq: random.int(0, 1e9) },
@@ -106,7 +119,11 @@ function messages(random: Prng): Message[] {
 /** Frames with a 2-byte length prefix each, as one input (the chunk-stream target splits them again). */
 function framed(frames: readonly Uint8Array[]): Uint8Array {
   const encoder = new Encoder(256)
-  for (const frame of frames) encoder.writeUint8(frame.length >> 8).writeUint8(frame.length & 0xff).writeRaw(frame)
+  for (const frame of frames)
+    encoder
+      .writeUint8(frame.length >> 8)
+      .writeUint8(frame.length & 0xff)
+      .writeRaw(frame)
   return encoder.finish()
 }
 
@@ -139,7 +156,7 @@ function automergeSamples(random: Prng): Uint8Array[] {
   let doc = A.from<Record<string, unknown>>({ items: [] })
   for (let i = 0; i < 5; i++) {
     doc = A.change(doc, (d) => {
-      (d.items as unknown[]).push(`item-${random.int(0, 99)}`)
+      ;(d.items as unknown[]).push(`item-${random.int(0, 99)}`)
       d[`k${i}`] = { n: i }
     })
   }
@@ -168,15 +185,41 @@ function adversarialMessage(random: Prng): Uint8Array {
   switch (random.int(0, 7)) {
     case 0: {
       const count = random.chance(0.5) ? n : random.int(1, 33 * 1024 * 1024)
-      return frame(MessageType.chunk).writeVarUint(random.int(0, 3)).writeVarUint(0).writeVarUint(count).writeVarUint(Math.max(count, n)).writeBytes(new Uint8Array(random.int(0, 8))).finish()
+      return frame(MessageType.chunk)
+        .writeVarUint(random.int(0, 3))
+        .writeVarUint(0)
+        .writeVarUint(count)
+        .writeVarUint(Math.max(count, n))
+        .writeBytes(new Uint8Array(random.int(0, 8)))
+        .finish()
     }
-    case 1: return frame(MessageType.versions).writeVarUint(n).writeString('a').writeString('gset').writeBytes(new Uint8Array(1)).finish()
-    case 2: return frame(MessageType.transaction).writeVarUint(1).writeVarUint(n).writeString('a').writeString('yjs').writeBytes(new Uint8Array(2)).finish()
-    case 3: return frame(MessageType.hello).writeVarUint(1).writeVarUint(2).writeString('p').writeString('').writeUint8(1).writeVarUint(n).finish()
-    case 4: return frame(MessageType.hello).writeVarUint(1).writeVarUint(2).writeString('p').writeString('').writeUint8(0).writeVarUint(1 << 20).writeVarUint(8).writeVarUint(n).finish()
-    case 5: return frame(MessageType.delta).writeVarUint(1).writeVarUint(n).writeRaw(new Uint8Array(random.int(0, 64))).finish()
-    case 6: return frame(MessageType.reject).writeVarUint(1).writeString('a').writeVarUint(n).finish()
-    default: return frame(MessageType.hello).writeVarUint(1).writeVarUint(2).writeVarUint(n).finish()
+    case 1:
+      return frame(MessageType.versions).writeVarUint(n).writeString('a').writeString('gset').writeBytes(new Uint8Array(1)).finish()
+    case 2:
+      return frame(MessageType.transaction).writeVarUint(1).writeVarUint(n).writeString('a').writeString('yjs').writeBytes(new Uint8Array(2)).finish()
+    case 3:
+      return frame(MessageType.hello).writeVarUint(1).writeVarUint(2).writeString('p').writeString('').writeUint8(1).writeVarUint(n).finish()
+    case 4:
+      return frame(MessageType.hello)
+        .writeVarUint(1)
+        .writeVarUint(2)
+        .writeString('p')
+        .writeString('')
+        .writeUint8(0)
+        .writeVarUint(1 << 20)
+        .writeVarUint(8)
+        .writeVarUint(n)
+        .finish()
+    case 5:
+      return frame(MessageType.delta)
+        .writeVarUint(1)
+        .writeVarUint(n)
+        .writeRaw(new Uint8Array(random.int(0, 64)))
+        .finish()
+    case 6:
+      return frame(MessageType.reject).writeVarUint(1).writeString('a').writeVarUint(n).finish()
+    default:
+      return frame(MessageType.hello).writeVarUint(1).writeVarUint(2).writeVarUint(n).finish()
   }
 }
 
@@ -185,7 +228,16 @@ function adversarialChunks(random: Prng): Uint8Array {
   const frames: Uint8Array[] = []
   for (let i = random.int(1, 24); i > 0; i--) {
     const count = random.pick([32 * 1024 * 1024, 16 * 1024 * 1024, 4 * 1024 * 1024, random.int(2, 1 << 20)])
-    frames.push(encodeMessage({ type: 'chunk', id: random.int(0, 7), index: random.int(0, count - 1), count, totalBytes: count + random.int(0, 1000), bytes: new Uint8Array(random.int(0, 300)) }))
+    frames.push(
+      encodeMessage({
+        type: 'chunk',
+        id: random.int(0, 7),
+        index: random.int(0, count - 1),
+        count,
+        totalBytes: count + random.int(0, 1000),
+        bytes: new Uint8Array(random.int(0, 300)),
+      }),
+    )
   }
   return framed(frames)
 }
@@ -205,18 +257,35 @@ function hugeNative(random: Prng): Uint8Array {
   const type = random.int(1, 8)
   const encoder = new Encoder(64).writeUint8(1).writeUint8(type)
   if (random.chance(0.5)) return encoder.writeVarUint(huge(random)).writeString('a').finish()
-  encoder.writeVarUint(1).writeString('a').writeVarUint(random.chance(0.5) ? huge(random) : 1).writeVarUint(random.chance(0.5) ? huge(random) : 0).writeVarUint(huge(random))
+  encoder
+    .writeVarUint(1)
+    .writeString('a')
+    .writeVarUint(random.chance(0.5) ? huge(random) : 1)
+    .writeVarUint(random.chance(0.5) ? huge(random) : 0)
+    .writeVarUint(huge(random))
   return encoder.writeVarUint(huge(random)).writeVarUint(0).writeVarUint(1).finish()
 }
 
 const natives: FuzzTarget[] = NATIVE_TYPES.flatMap((type) => [
   {
-    name: `native state ${type}`, seeds: (random) => nativeSamples(type, random).states, decode: (bytes) => { decodeState(bytes, type) }, codes: DECODE,
-    sealed: true, adversarial: type === 'ormap' ? (random) => (random.chance(0.5) ? deepOrmap(random) : hugeNative(random)) : hugeNative,
+    name: `native state ${type}`,
+    seeds: (random) => nativeSamples(type, random).states,
+    decode: (bytes) => {
+      decodeState(bytes, type)
+    },
+    codes: DECODE,
+    sealed: true,
+    adversarial: type === 'ormap' ? (random) => (random.chance(0.5) ? deepOrmap(random) : hugeNative(random)) : hugeNative,
   },
   {
-    name: `native version ${type}`, seeds: (random) => nativeSamples(type, random).versions, decode: (bytes) => { decodeVersion(bytes, type) }, codes: DECODE,
-    sealed: true, adversarial: hugeNative,
+    name: `native version ${type}`,
+    seeds: (random) => nativeSamples(type, random).versions,
+    decode: (bytes) => {
+      decodeVersion(bytes, type)
+    },
+    codes: DECODE,
+    sealed: true,
+    adversarial: hugeNative,
   },
 ])
 
@@ -225,14 +294,18 @@ export const TARGETS: readonly FuzzTarget[] = [
   {
     name: 'sync message',
     seeds: (random) => messages(random).map(encodeMessage),
-    decode: (bytes) => { decodeMessage(bytes) },
+    decode: (bytes) => {
+      decodeMessage(bytes)
+    },
     codes: DECODE,
     adversarial: adversarialMessage,
   },
   {
     name: 'sync chunk stream',
-    seeds: (random) => messages(random).filter((m) => m.type === 'transaction' || m.type === 'versions')
-      .map((m) => framed(splitIntoChunks(encodeMessage(m), 256, random.int(0, 5)))),
+    seeds: (random) =>
+      messages(random)
+        .filter((m) => m.type === 'transaction' || m.type === 'versions')
+        .map((m) => framed(splitIntoChunks(encodeMessage(m), 256, random.int(0, 5)))),
     decode: (bytes) => {
       const reassembler = new Reassembler()
       const stats = newSessionStats()
@@ -249,21 +322,41 @@ export const TARGETS: readonly FuzzTarget[] = [
   },
   {
     name: 'gossip message',
-    seeds: (random) => [1, 2, 5].map((units) => encodeGossipMessage({
-      run: random.int(0, 2 ** 31), seq: random.int(1, 1e6), agent: `agent-${random.int(0, 9)}`,
-      units: Array.from({ length: units }, () => messages(random).flatMap((m) => (m.type === 'transaction' ? m.entries : []))),
-    })),
-    decode: (bytes) => { decodeGossipMessage(bytes) },
+    seeds: (random) =>
+      [1, 2, 5].map((units) =>
+        encodeGossipMessage({
+          run: random.int(0, 2 ** 31),
+          seq: random.int(1, 1e6),
+          agent: `agent-${random.int(0, 9)}`,
+          units: Array.from({ length: units }, () => messages(random).flatMap((m) => (m.type === 'transaction' ? m.entries : []))),
+        }),
+      ),
+    decode: (bytes) => {
+      decodeGossipMessage(bytes)
+    },
     codes: DECODE,
-    adversarial: (random) => new Encoder().writeUint8(1).writeVarUint(1).writeVarUint(1).writeString('agent').writeVarUint(random.chance(0.5) ? huge(random) : 1).writeVarUint(huge(random)).finish(),
+    adversarial: (random) =>
+      new Encoder()
+        .writeUint8(1)
+        .writeVarUint(1)
+        .writeVarUint(1)
+        .writeString('agent')
+        .writeVarUint(random.chance(0.5) ? huge(random) : 1)
+        .writeVarUint(huge(random))
+        .finish(),
   },
   {
     name: 'libp2p framing',
-    seeds: (random) => [new Encoder().writeRaw(encodeFrame(new Uint8Array(10), 1 << 20)).writeRaw(encodeFrame(messages(random).map(encodeMessage)[4], 1 << 20)).finish()],
+    seeds: (random) => [
+      new Encoder()
+        .writeRaw(encodeFrame(new Uint8Array(10), 1 << 20))
+        .writeRaw(encodeFrame(messages(random).map(encodeMessage)[4], 1 << 20))
+        .finish(),
+    ],
     decode: (bytes) => {
       const decoder = new FrameDecoder(1 << 20)
       // As a stream delivers it: in pieces of varying size.
-      for (let at = 0, step = 1; at < bytes.length; at += step, step = (step * 7) % 61 + 1) decoder.push(bytes.subarray(at, at + step))
+      for (let at = 0, step = 1; at < bytes.length; at += step, step = ((step * 7) % 61) + 1) decoder.push(bytes.subarray(at, at + step))
     },
     codes: DECODE,
     // Many frames announcing (near) the limit, each with a few bytes of body: the old decoder allocated each announced length.
@@ -288,7 +381,9 @@ export const TARGETS: readonly FuzzTarget[] = [
   {
     name: 'canonical json',
     seeds: () => ['{"a":[1,2,{"b":null}],"c":"d"}', '[[[[[[1]]]]]]', `${'['.repeat(2000)}${']'.repeat(2000)}`].map((t) => utf8.encode(t)),
-    decode: (bytes) => { parseCanonicalJson(text.decode(bytes)) },
+    decode: (bytes) => {
+      parseCanonicalJson(text.decode(bytes))
+    },
     codes: DECODE,
     // Balanced nesting millions deep: JSON.parse alone would build every level (out of memory at 8M in 128 MiB).
     adversarial: (random) => {
@@ -297,19 +392,48 @@ export const TARGETS: readonly FuzzTarget[] = [
     },
   },
   {
-    name: 'yjs update', seeds: (random) => yjsUpdates(random).updates, decode: (bytes) => { validateYjsUpdate(bytes, DEFAULT_DOCUMENT_LIMITS) }, codes: DECODE,
+    name: 'yjs update',
+    seeds: (random) => yjsUpdates(random).updates,
+    decode: (bytes) => {
+      validateYjsUpdate(bytes, DEFAULT_DOCUMENT_LIMITS)
+    },
+    codes: DECODE,
     // Huge client or struct counts, a huge clock, a huge string length, then a delete set claiming millions of ranges.
-    adversarial: (random) => new Encoder().writeVarUint(random.chance(0.5) ? huge(random) : 1).writeVarUint(huge(random)).writeVarUint(random.int(0, 99))
-      .writeVarUint(huge(random)).writeUint8(4).writeVarUint(huge(random)).writeVarUint(0).writeVarUint(huge(random)).finish(),
+    adversarial: (random) =>
+      new Encoder()
+        .writeVarUint(random.chance(0.5) ? huge(random) : 1)
+        .writeVarUint(huge(random))
+        .writeVarUint(random.int(0, 99))
+        .writeVarUint(huge(random))
+        .writeUint8(4)
+        .writeVarUint(huge(random))
+        .writeVarUint(0)
+        .writeVarUint(huge(random))
+        .finish(),
   },
   {
-    name: 'yjs state vector', seeds: (random) => yjsUpdates(random).vectors, decode: (bytes) => { validateYjsStateVector(bytes, DEFAULT_DOCUMENT_LIMITS) }, codes: DECODE,
+    name: 'yjs state vector',
+    seeds: (random) => yjsUpdates(random).vectors,
+    decode: (bytes) => {
+      validateYjsStateVector(bytes, DEFAULT_DOCUMENT_LIMITS)
+    },
+    codes: DECODE,
     adversarial: (random) => new Encoder().writeVarUint(huge(random)).writeVarUint(1).writeVarUint(huge(random)).finish(),
   },
   {
-    name: 'automerge chunks', seeds: automergeSamples, decode: (bytes) => { splitAutomergeChunks(bytes, DEFAULT_DOCUMENT_LIMITS) }, codes: DECODE,
+    name: 'automerge chunks',
+    seeds: automergeSamples,
+    decode: (bytes) => {
+      splitAutomergeChunks(bytes, DEFAULT_DOCUMENT_LIMITS)
+    },
+    codes: DECODE,
     // A chunk header (magic, checksum, type) announcing a huge length, then a little of it.
-    adversarial: (random) => new Encoder().writeRaw(new Uint8Array([0x85, 0x6f, 0x4a, 0x83, 1, 2, 3, 4, random.int(0, 2)])).writeVarUint(huge(random)).writeRaw(new Uint8Array(random.int(0, 64))).finish(),
+    adversarial: (random) =>
+      new Encoder()
+        .writeRaw(new Uint8Array([0x85, 0x6f, 0x4a, 0x83, 1, 2, 3, 4, random.int(0, 2)]))
+        .writeVarUint(huge(random))
+        .writeRaw(new Uint8Array(random.int(0, 64)))
+        .finish(),
   },
   {
     name: 'automerge version',
@@ -318,7 +442,9 @@ export const TARGETS: readonly FuzzTarget[] = [
       for (let i = 0; i < 3; i++) mutate(replica, random, `v${i}`)
       return [replica.version(), makeReplica('automerge', 'other').version()]
     },
-    decode: (bytes) => { decodeAutomergeVersion(bytes) },
+    decode: (bytes) => {
+      decodeAutomergeVersion(bytes)
+    },
     codes: DECODE,
   },
   {
@@ -326,7 +452,10 @@ export const TARGETS: readonly FuzzTarget[] = [
     seeds: (random) => {
       const yjs = makeReplica('yjs', 'fuzz') as YjsReplica
       const automerge = makeReplica('automerge', 'fuzz') as AutomergeReplica
-      for (let i = 0; i < 3; i++) { mutate(yjs, random, `y${i}`); mutate(automerge, random, `a${i}`) }
+      for (let i = 0; i < 3; i++) {
+        mutate(yjs, random, `y${i}`)
+        mutate(automerge, random, `a${i}`)
+      }
       return [yjs.snapshot(), automerge.snapshot()]
     },
     decode: (bytes) => {
@@ -342,62 +471,125 @@ export const TARGETS: readonly FuzzTarget[] = [
   },
   {
     name: 'log record',
-    seeds: (random) => [0, 40, 3000].map((size) => encodeRecord({
-      name: `n/${random.int(0, 9)}`, seq: random.int(1, 1e6), hlc: { wall: 1_700_000_000_000 + random.int(0, 1e6), logical: random.int(0, 9) },
-      agent: 'agent', kind: random.chance(0.5) ? 'delta' : 'state', prevHash: new Uint8Array(32).fill(7), payload: new Uint8Array(size).fill(3),
-    })),
-    decode: (bytes) => { decodeRecord(bytes) },
+    seeds: (random) =>
+      [0, 40, 3000].map((size) =>
+        encodeRecord({
+          name: `n/${random.int(0, 9)}`,
+          seq: random.int(1, 1e6),
+          hlc: { wall: 1_700_000_000_000 + random.int(0, 1e6), logical: random.int(0, 9) },
+          agent: 'agent',
+          kind: random.chance(0.5) ? 'delta' : 'state',
+          prevHash: new Uint8Array(32).fill(7),
+          payload: new Uint8Array(size).fill(3),
+        }),
+      ),
+    decode: (bytes) => {
+      decodeRecord(bytes)
+    },
     codes: STORED,
     sealed: true,
   },
   {
     name: 'checkpoint',
-    seeds: (random) => [encodeCheckpoint({
-      name: 'n', type: 'gcounter', seq: random.int(1, 1000), hash: new Uint8Array(32), schema: 0,
-      hlc: { wall: 1_700_000_000_000, logical: 0 }, snapshot: nativeSamples('gcounter', random).states[0],
-    })],
-    decode: (bytes) => { decodeCheckpoint(bytes) },
+    seeds: (random) => [
+      encodeCheckpoint({
+        name: 'n',
+        type: 'gcounter',
+        seq: random.int(1, 1000),
+        hash: new Uint8Array(32),
+        schema: 0,
+        hlc: { wall: 1_700_000_000_000, logical: 0 },
+        snapshot: nativeSamples('gcounter', random).states[0],
+      }),
+    ],
+    decode: (bytes) => {
+      decodeCheckpoint(bytes)
+    },
     codes: STORED,
     sealed: true,
   },
   {
     name: 'name metadata',
-    seeds: (random) => [encodeMeta({ ...newMeta('n', 'orset', 1, 1_700_000_000_000, 5000), checkpoints: [{ seq: random.int(1, 99), size: 100 }, { seq: 120, size: 300 }] })],
-    decode: (bytes) => { decodeMeta(bytes) },
+    seeds: (random) => [
+      encodeMeta({
+        ...newMeta('n', 'orset', 1, 1_700_000_000_000, 5000),
+        checkpoints: [
+          { seq: random.int(1, 99), size: 100 },
+          { seq: 120, size: 300 },
+        ],
+      }),
+    ],
+    decode: (bytes) => {
+      decodeMeta(bytes)
+    },
     codes: STORED,
     sealed: true,
   },
   {
     name: 'archive marker',
-    seeds: () => [encodeArchiveMarker({
-      name: 'n', type: 'yjs', file: 'n.archive', sha256: new Uint8Array(32).fill(1), lastSeq: 10, records: 10, schema: 0,
-      touched: 1_700_000_000_000, archived: 1_700_000_000_001, fileSize: 1234,
-    })],
-    decode: (bytes) => { decodeArchiveMarker(bytes) },
+    seeds: () => [
+      encodeArchiveMarker({
+        name: 'n',
+        type: 'yjs',
+        file: 'n.archive',
+        sha256: new Uint8Array(32).fill(1),
+        lastSeq: 10,
+        records: 10,
+        schema: 0,
+        touched: 1_700_000_000_000,
+        archived: 1_700_000_000_001,
+        fileSize: 1234,
+      }),
+    ],
+    decode: (bytes) => {
+      decodeArchiveMarker(bytes)
+    },
     codes: STORED,
     sealed: true,
   },
   {
     name: 'archive body',
-    seeds: () => [encodeArchive('n', [
-      { key: logKey('n', 1), value: new Uint8Array(20).fill(2) },
-      { key: metaKey('n'), value: new Uint8Array(40).fill(4) },
-    ])],
-    decode: (bytes) => { decodeArchive('n', bytes) },
+    seeds: () => [
+      encodeArchive('n', [
+        { key: logKey('n', 1), value: new Uint8Array(20).fill(2) },
+        { key: metaKey('n'), value: new Uint8Array(40).fill(4) },
+      ]),
+    ],
+    decode: (bytes) => {
+      decodeArchive('n', bytes)
+    },
     codes: STORED,
     sealed: true,
   },
   {
     name: 'export binary',
-    seeds: (random) => [encodeBinaryDump({ source: 'fuzz', exported: 1_700_000_000_000, entries: NATIVE_TYPES.slice(0, 4).map((type) => ({ name: `n-${type}`, type, state: nativeSamples(type, random).states[0] })) })],
-    decode: (bytes) => { decodeBinaryDump(bytes) },
+    seeds: (random) => [
+      encodeBinaryDump({
+        source: 'fuzz',
+        exported: 1_700_000_000_000,
+        entries: NATIVE_TYPES.slice(0, 4).map((type) => ({ name: `n-${type}`, type, state: nativeSamples(type, random).states[0] })),
+      }),
+    ],
+    decode: (bytes) => {
+      decodeBinaryDump(bytes)
+    },
     codes: [ErrorCodes.DECODE_ERROR, ErrorCodes.UNSUPPORTED_VERSION],
     sealed: true,
   },
   {
     name: 'export jsonl',
-    seeds: (random) => [utf8.encode(encodeJsonlDump({ source: 'fuzz', exported: 1_700_000_000_000, entries: NATIVE_TYPES.slice(0, 3).map((type) => ({ name: `n-${type}`, type, state: nativeSamples(type, random).states[0], value: 1 })) }))],
-    decode: (bytes) => { decodeJsonlDump(text.decode(bytes)) },
+    seeds: (random) => [
+      utf8.encode(
+        encodeJsonlDump({
+          source: 'fuzz',
+          exported: 1_700_000_000_000,
+          entries: NATIVE_TYPES.slice(0, 3).map((type) => ({ name: `n-${type}`, type, state: nativeSamples(type, random).states[0], value: 1 })),
+        }),
+      ),
+    ],
+    decode: (bytes) => {
+      decodeJsonlDump(text.decode(bytes))
+    },
     codes: [ErrorCodes.DECODE_ERROR, ErrorCodes.UNSUPPORTED_VERSION],
     // A name whose informative value nests a million levels (JSON.parse of the line would build them all).
     adversarial: (random) => {
@@ -409,7 +601,9 @@ export const TARGETS: readonly FuzzTarget[] = [
   {
     name: 'seq key',
     seeds: () => [utf8.encode(seqKey(1)), utf8.encode(seqKey(2 ** 40))],
-    decode: (bytes) => { parseSeqKey(text.decode(bytes)) },
+    decode: (bytes) => {
+      parseSeqKey(text.decode(bytes))
+    },
     codes: [ErrorCodes.DECODE_ERROR, ErrorCodes.CORRUPT_RECORD, ErrorCodes.INVALID_ARGUMENT],
   },
 ]

@@ -8,7 +8,9 @@ import { recordLocal } from '../../testing/crdt-laws.ts'
 
 /** The delta of the local change `mutate` makes to `replica`, or null when it makes none; throws when it makes several. */
 export function localDelta(replica: Replica, mutate: () => unknown): Uint8Array | null {
-  const deltas = recordLocal(replica, () => { mutate() })
+  const deltas = recordLocal(replica, () => {
+    mutate()
+  })
   if (deltas.length > 1) throw new Error(`expected at most one local change, got ${deltas.length}`)
   return deltas[0] ?? null
 }

@@ -33,23 +33,39 @@ export async function rawClient(url: string, options: { localAddress?: string } 
     }
   })
   ws.on('error', () => {})
-  const closed = new Promise<number>((resolve) => ws.once('close', (code) => { isClosed = true; resolve(code) }))
+  const closed = new Promise<number>((resolve) =>
+    ws.once('close', (code) => {
+      isClosed = true
+      resolve(code)
+    }),
+  )
   await new Promise<void>((resolve, reject) => {
     ws.once('open', () => resolve())
     ws.once('unexpected-response', (_request, response) => reject(new Error(`HTTP ${response.statusCode}`)))
     ws.once('error', reject)
   })
   return {
-    ws, received, closed,
+    ws,
+    received,
+    closed,
     isClosed: () => isClosed,
-    send: (frame) => { if (ws.readyState === ws.OPEN) ws.send(frame) },
+    send: (frame) => {
+      if (ws.readyState === ws.OPEN) ws.send(frame)
+    },
   }
 }
 
 /** The HELLO of a raw client (protocol 2: a fresh nonce; the secret is proved in AUTH, never sent). */
 export function helloFrame(id: string, nonce: Uint8Array = newNonce()): Uint8Array {
   return encodeMessage({
-    type: 'hello', minVersion: 1, maxVersion: 2, peerId: peerId(id), token: '', filter: {}, maxFrameBytes: 1 << 20, window: 64,
+    type: 'hello',
+    minVersion: 1,
+    maxVersion: 2,
+    peerId: peerId(id),
+    token: '',
+    filter: {},
+    maxFrameBytes: 1 << 20,
+    window: 64,
     extensions: [{ key: NONCE_EXTENSION, value: nonce }],
   })
 }
@@ -64,9 +80,14 @@ export async function sendHelloAndAuth(client: RawClient, id: string, secret: st
   client.send(helloFrame(id, nonce))
   await until(() => client.received.some((m) => m.type === 'hello') || client.isClosed(), `the server's HELLO to ${id}`)
   const hello = client.received.find((m) => m.type === 'hello')
-  if (!hello || hello.type !== 'hello') throw new Error(`no HELLO from the server: ${JSON.stringify(client.received)}`)
+  if (hello?.type !== 'hello') throw new Error(`no HELLO from the server: ${JSON.stringify(client.received)}`)
   const proof = handshakeProof(secret, {
-    version: Math.min(2, hello.maxVersion), proverId: id, verifierId: hello.peerId, proverNonce: nonce, verifierNonce: helloNonce(hello)!, binding: new Uint8Array(0),
+    version: Math.min(2, hello.maxVersion),
+    proverId: id,
+    verifierId: hello.peerId,
+    proverNonce: nonce,
+    verifierNonce: helloNonce(hello)!,
+    binding: new Uint8Array(0),
   })
   client.send(encodeMessage({ type: 'auth', proof }))
 }
@@ -88,4 +109,3 @@ export function varUint(value: number): number[] {
 export function frame(type: number, ...payload: number[]): Uint8Array {
   return new Uint8Array([1, type, ...payload])
 }
-

@@ -29,7 +29,10 @@ import { connectClient, wrap, type TestClient } from './helpers.ts'
 const ACL = {
   tokens: { ana: 'token-ana', bo: 'token-bo', carol: 'token-carol', eve: 'token-eve' },
   default: 'write',
-  rules: [{ peer: 'bo', name: 'secret/*', access: 'write' }, { peer: '*', name: 'secret/*', access: 'none' }],
+  rules: [
+    { peer: 'bo', name: 'secret/*', access: 'write' },
+    { peer: '*', name: 'secret/*', access: 'none' },
+  ],
 }
 
 interface Fixture {
@@ -46,7 +49,9 @@ interface Fixture {
 
 /** An SDK client over streamable HTTP on the hub, as `agent` with `token`. */
 async function httpAgent(mcpUrl: string, agent: string, token: string): Promise<TestClient> {
-  const transport = new StreamableHTTPClientTransport(new URL(mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${token}`, 'X-Concord-Peer': agent } } })
+  const transport = new StreamableHTTPClientTransport(new URL(mcpUrl), {
+    requestInit: { headers: { Authorization: `Bearer ${token}`, 'X-Concord-Peer': agent } },
+  })
   const client = await connectClient(transport, agent)
   return wrap(client, async () => {
     await transport.terminateSession().catch(() => undefined)
@@ -61,8 +66,12 @@ async function startFixture(): Promise<Fixture> {
   const hub = spawnConcord(['serve', '--dir', join(root.path, 'hub'), '--port', '0', '--json', '--id', 'hub', '--acl', aclFile, '--mcp'])
   let hubOut = ''
   let hubErr = ''
-  hub.stdout!.on('data', (chunk) => { hubOut += chunk })
-  hub.stderr!.on('data', (chunk) => { hubErr += chunk })
+  hub.stdout!.on('data', (chunk) => {
+    hubOut += chunk
+  })
+  hub.stderr!.on('data', (chunk) => {
+    hubErr += chunk
+  })
   const hubExit = once(hub, 'exit')
   const stops: Array<() => Promise<unknown>> = []
   try {
@@ -76,7 +85,9 @@ async function startFixture(): Promise<Fixture> {
       stderr: 'pipe',
     })
     let anaErr = ''
-    anaTransport.stderr!.on('data', (chunk) => { anaErr += chunk })
+    anaTransport.stderr!.on('data', (chunk) => {
+      anaErr += chunk
+    })
     const anaClient = await connectClient(anaTransport, 'ana')
     const anaChild = (anaTransport as unknown as { _process?: ChildProcess })._process
     const anaExit = anaChild ? once(anaChild, 'exit') : Promise.resolve([0])
@@ -92,7 +103,14 @@ async function startFixture(): Promise<Fixture> {
     stops.push(() => carol.close())
     await carol.connect(info.url)
     return {
-      url: info.url, mcpUrl: info.mcp, ana, anaStderr: () => anaErr, anaExit, bo, eve, carol,
+      url: info.url,
+      mcpUrl: info.mcp,
+      ana,
+      anaStderr: () => anaErr,
+      anaExit,
+      bo,
+      eve,
+      carol,
       async stop() {
         for (const stop of stops.reverse()) await stop().catch(() => undefined)
         hub.kill('SIGTERM')
@@ -113,8 +131,12 @@ const text = (doc: Peer, name: string) => doc.yjs(name).then((replica: YjsReplic
 
 describe('MCP agents over a real `concord serve --mcp` hub, a `concord mcp` child and a WebSocket peer', () => {
   let fx: Fixture
-  before(async () => { fx = await startFixture() })
-  after(async () => { await fx?.stop() })
+  before(async () => {
+    fx = await startFixture()
+  })
+  after(async () => {
+    await fx?.stop()
+  })
 
   it('two agents work concurrently through MCP on a Yjs text, an OR-set of claims and a counter while a third peer writes over WebSocket; all converge; history shows each agent', async () => {
     const { ana, bo, carol } = fx
@@ -127,7 +149,13 @@ describe('MCP agents over a real `concord serve --mcp` hub, a `concord mcp` chil
       for (const task of tasks) {
         await agent.ok('set_add', { name: 'claims', elements: [`${task}@${id}`], message: `${id} claims ${task}` })
         const read = await agent.ok('read', { name: 'notes' })
-        await agent.ok('text_insert', { name: 'notes', index: read.total, text: `[${task}] found by ${id}\n`, ifVersion: read.version, message: `finding of ${task}` })
+        await agent.ok('text_insert', {
+          name: 'notes',
+          index: read.total,
+          text: `[${task}] found by ${id}\n`,
+          ifVersion: read.version,
+          message: `finding of ${task}`,
+        })
         await agent.ok('counter_add', { name: 'tasks-done', amount: 1, message: `${task} done` })
       }
     }
@@ -141,16 +169,27 @@ describe('MCP agents over a real `concord serve --mcp` hub, a `concord mcp` chil
     }
     await Promise.all([work(ana, 'ana'), work(bo, 'bo'), carolWork()])
 
-    const expectedLines = [...tasks.flatMap((t) => [`[${t}] found by ana`, `[${t}] found by bo`]), ...[0, 1, 2, 3, 4].map((i) => `[c${i}] noted by carol`)].sort()
+    const expectedLines = [
+      ...tasks.flatMap((t) => [`[${t}] found by ana`, `[${t}] found by bo`]),
+      ...[0, 1, 2, 3, 4].map((i) => `[c${i}] noted by carol`),
+    ].sort()
     const state = async (agent: TestClient) => {
       const [n, c, d] = await Promise.all([agent.ok('read', { name: 'notes' }), agent.ok('read', { name: 'claims' }), agent.ok('read', { name: 'tasks-done' })])
       return JSON.stringify({ notes: n.text, claims: c.value, done: d.value })
     }
-    await until(async () => {
-      const [a, b] = await Promise.all([state(ana), state(bo)])
-      const c = JSON.stringify({ notes: await text(carol, 'notes'), claims: (await carol.set('claims')).value(), done: (await carol.counter('tasks-done')).value() })
-      return a === b && b === c
-    }, 'ana, bo (the hub) and carol hold the same state', 30_000)
+    await until(
+      async () => {
+        const [a, b] = await Promise.all([state(ana), state(bo)])
+        const c = JSON.stringify({
+          notes: await text(carol, 'notes'),
+          claims: (await carol.set('claims')).value(),
+          done: (await carol.counter('tasks-done')).value(),
+        })
+        return a === b && b === c
+      },
+      'ana, bo (the hub) and carol hold the same state',
+      30_000,
+    )
     const final = JSON.parse(await state(bo))
     assert.equal(final.done, 15, 'every add counted once')
     assert.equal(final.claims.length, 10)
@@ -211,7 +250,7 @@ describe('MCP agents over a real `concord serve --mcp` hub, a `concord mcp` chil
     ana.updates.length = 0
     bo.updates.length = 0
     board.increment()
-    await until(() => ana.updates.includes('concord://name/board') && bo.updates.includes('concord://name/board'), 'both notified of carol\'s change')
+    await until(() => ana.updates.includes('concord://name/board') && bo.updates.includes('concord://name/board'), "both notified of carol's change")
     bo.updates.length = 0
     await ana.ok('counter_add', { name: 'board', amount: 2 })
     await until(() => bo.updates.includes('concord://name/board'), "bo notified of ana's change (through ana's peer and the hub)")
@@ -259,13 +298,19 @@ describe('MCP agents over a real `concord serve --mcp` hub, a `concord mcp` chil
     assert.equal((await bo.ok('read', { name: 'tasks-done' })).value, 15)
   })
 
-  it('an MCP client without the token, or with another agent\'s, is refused over HTTP; a name with access none is invisible over MCP', async () => {
+  it("an MCP client without the token, or with another agent's, is refused over HTTP; a name with access none is invisible over MCP", async () => {
     const { ana, bo, eve, mcpUrl } = fx
-    const initialize = (headers: Record<string, string>) => fetch(mcpUrl, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }),
-    })
+    const initialize = (headers: Record<string, string>) =>
+      fetch(mcpUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+        }),
+      })
     const anonymous = await initialize({})
     assert.equal(anonymous.status, 401)
     assert.equal(anonymous.headers.get('www-authenticate'), 'Bearer realm="concord"')
@@ -278,7 +323,13 @@ describe('MCP agents over a real `concord serve --mcp` hub, a `concord mcp` chil
     const sessionId = (bo.client.transport as StreamableHTTPClientTransport).sessionId!
     const hijack = await fetch(mcpUrl, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', Authorization: 'Bearer token-eve', 'X-Concord-Peer': 'eve', 'mcp-session-id': sessionId },
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        Authorization: 'Bearer token-eve',
+        'X-Concord-Peer': 'eve',
+        'mcp-session-id': sessionId,
+      },
       body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }),
     })
     assert.equal(hijack.status, 404)
@@ -312,7 +363,7 @@ describe('MCP agents over a real `concord serve --mcp` hub, a `concord mcp` chil
 
   it('the stdio child ends when its client closes stdin, flushing its folder', async () => {
     await fx.ana.close()
-    const [code] = await fx.anaExit as [number]
+    const [code] = (await fx.anaExit) as [number]
     assert.equal(code, 0, fx.anaStderr())
     assert.match(fx.anaStderr(), /the client closed stdin: flushing and closing/)
   })

@@ -27,14 +27,18 @@ export interface TestClient {
 /** Wraps a connected SDK client. */
 export function wrap(client: Client, close: () => Promise<void>): TestClient {
   const updates: string[] = []
-  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (notification) => { updates.push(notification.params.uri) })
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (notification) => {
+    updates.push(notification.params.uri)
+  })
   const call = async (name: string, args: Record<string, unknown> = {}): Promise<Answer> => {
     const result = await client.callTool({ name, arguments: args })
     const text = (result.content as Array<{ type: string; text?: string }>).map((c) => c.text ?? '').join('')
     return { isError: result.isError === true, body: (result.structuredContent ?? {}) as Record<string, unknown>, text }
   }
   return {
-    client, updates, call,
+    client,
+    updates,
+    call,
     async ok(name, args) {
       const answer = await call(name, args)
       if (answer.isError) throw new Error(`${name} failed: ${answer.text}`)

@@ -23,14 +23,24 @@ export function run(command: string, args: readonly string[], options: { cwd: st
     const child = spawn(command, args, { cwd: options.cwd, env: options.env ?? cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
-    child.stdout.on('data', (chunk) => { stdout += chunk })
-    child.stderr.on('data', (chunk) => { stderr += chunk })
+    child.stdout.on('data', (chunk) => {
+      stdout += chunk
+    })
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk
+    })
     const timer = setTimeout(() => {
       child.kill('SIGKILL')
       reject(new Error(`${command} ${args.join(' ')}: no exit within ${timeoutMs} ms\n${stdout}\n${stderr}`))
     }, timeoutMs)
-    child.on('error', (error) => { clearTimeout(timer); reject(error) })
-    child.on('close', (code) => { clearTimeout(timer); resolve({ code, stdout, stderr }) })
+    child.on('error', (error) => {
+      clearTimeout(timer)
+      reject(error)
+    })
+    child.on('close', (code) => {
+      clearTimeout(timer)
+      resolve({ code, stdout, stderr })
+    })
   })
 }
 
@@ -71,9 +81,14 @@ export async function node24(repo: string): Promise<string | undefined> {
   await mkdir(join(repo, '.cache'), { recursive: true })
   const staging = await mkdtemp(join(repo, '.cache', 'staging-'))
   try {
-    assertOk(await run('npm', ['install', '--prefix', staging, '--no-save', '--no-package-lock', `${name}@${NODE_24}`], { cwd: staging, timeoutMs: 300_000 }), `npm install ${name}@${NODE_24}`)
+    assertOk(
+      await run('npm', ['install', '--prefix', staging, '--no-save', '--no-package-lock', `${name}@${NODE_24}`], { cwd: staging, timeoutMs: 300_000 }),
+      `npm install ${name}@${NODE_24}`,
+    )
     // Another run may have finished first: keep whichever landed.
-    await rename(staging, home).catch(async (error) => { if (!existsSync(binary)) throw error })
+    await rename(staging, home).catch(async (error) => {
+      if (!existsSync(binary)) throw error
+    })
   } finally {
     await rm(staging, { recursive: true, force: true })
   }

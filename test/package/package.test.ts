@@ -50,9 +50,13 @@ before(async () => {
   await mkdir(project)
   await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }))
   const extras = ['y-leveldb', 'fast-check', '@types/node'].map((name) => `${name}@${manifest.devDependencies[name]}`)
-  const install = assertOk(await run('npm', ['install', '--no-audit', '--no-fund', join(work, info.filename), ...extras], { cwd: project, timeoutMs: 300_000 }), 'npm install of the tarball')
+  const install = assertOk(
+    await run('npm', ['install', '--no-audit', '--no-fund', join(work, info.filename), ...extras], { cwd: project, timeoutMs: 300_000 }),
+    'npm install of the tarball',
+  )
   installLog = install.stdout + install.stderr
-  for (const file of ['two-peers.mjs', 'y-leveldb-source.mjs', 'storage-suite.test.mjs', 'consumer.ts']) await copyFile(join(fixtures, file), join(project, file))
+  for (const file of ['two-peers.mjs', 'y-leveldb-source.mjs', 'storage-suite.test.mjs', 'consumer.ts'])
+    await copyFile(join(fixtures, file), join(project, file))
 })
 
 after(async () => {
@@ -63,12 +67,19 @@ const bin = (): string => join(project, 'node_modules', '.bin', 'concord')
 
 test('the tarball holds the compiled package and nothing else; every export and the bin are in it', () => {
   const allowed = /^(dist\/.+\.(js|js\.map|d\.ts)|package\.json|README\.md|LICENSE|CHANGELOG\.md)$/
-  assert.deepEqual(packedFiles.filter((path) => !allowed.test(path)), [])
+  assert.deepEqual(
+    packedFiles.filter((path) => !allowed.test(path)),
+    [],
+  )
   for (const required of ['README.md', 'LICENSE', 'CHANGELOG.md', 'package.json']) assert.ok(packedFiles.includes(required), required)
   const targets = Object.values(manifest.exports).flatMap((target) => (typeof target === 'string' ? [target] : Object.values(target)))
   for (const target of [...targets, ...Object.values(manifest.bin)]) assert.ok(packedFiles.includes(target.replace(/^\.\//, '')), `${target} is packed`)
   const tops = new Set(packedFiles.filter((path) => path.startsWith('dist/')).map((path) => path.split('/')[1].replace(/\.(js|js\.map|d\.ts)$/, '')))
-  assert.deepEqual([...tops].sort(), ['browser', 'cli', 'crdt', 'index', 'mcp', 'peer', 'persistence', 'sync', 'testing', 'transports'], 'no test, bench or demo file')
+  assert.deepEqual(
+    [...tops].sort(),
+    ['browser', 'cli', 'crdt', 'index', 'mcp', 'peer', 'persistence', 'sync', 'testing', 'transports'],
+    'no test, bench or demo file',
+  )
 })
 
 test('the install on this Node warns about no engine; tsx (a devDependency) is not installed', () => {
@@ -86,7 +97,10 @@ async function twoPeers(node: string): Promise<void> {
     libp2pPeers: number
   }
   assert.deepEqual(report.websocket, {
-    tasks: 2, seen: ['ws-alice', 'ws-bob'], notes: ['ws:alice', 'ws:bob'], spec: ['ws-alice', 'ws-bob'],
+    tasks: 2,
+    seen: ['ws-alice', 'ws-bob'],
+    notes: ['ws:alice', 'ws:bob'],
+    spec: ['ws-alice', 'ws-bob'],
   })
   assert.deepEqual(report.libp2p, {
     tasks: 4,
@@ -121,14 +135,23 @@ test('(c) the concord bin runs compiled JavaScript from the installed package', 
   const source = join(work, 'y-leveldb-db')
   const target = join(work, 'imported')
   assertOk(await run(process.execPath, ['y-leveldb-source.mjs', source], { cwd: project }), 'writing a y-leveldb database')
-  const imported = assertOk(await run(bin(), ['import', '--dir', target, '--from-y-leveldb', source, '--json'], { cwd: project }), 'concord import --from-y-leveldb')
+  const imported = assertOk(
+    await run(bin(), ['import', '--dir', target, '--from-y-leveldb', source, '--json'], { cwd: project }),
+    'concord import --from-y-leveldb',
+  )
   const report = JSON.parse(imported.stdout) as { ok: boolean; documents: Array<{ name: string; verified: boolean }> }
   assert.equal(report.ok, true, imported.stdout)
-  assert.deepEqual(report.documents.map((d) => [d.name, d.verified]).sort(), [['readme', true], ['todo', true]])
+  assert.deepEqual(report.documents.map((d) => [d.name, d.verified]).sort(), [
+    ['readme', true],
+    ['todo', true],
+  ])
 
   const inspect = assertOk(await run(bin(), ['inspect', '--dir', target, '--json'], { cwd: project }), 'concord inspect')
   const names = (JSON.parse(inspect.stdout) as { names: Array<{ name: string; type: string }> }).names
-  assert.deepEqual(names.map((n) => [n.name, n.type]).sort(), [['readme', 'yjs'], ['todo', 'yjs']])
+  assert.deepEqual(names.map((n) => [n.name, n.type]).sort(), [
+    ['readme', 'yjs'],
+    ['todo', 'yjs'],
+  ])
   const value = assertOk(await run(bin(), ['inspect', '--dir', target, 'readme', '--json'], { cwd: project }), 'concord inspect NAME')
   assert.match(value.stdout, /hello from y-leveldb/)
 
@@ -145,7 +168,10 @@ test('(c) the concord bin runs compiled JavaScript from the installed package', 
 })
 
 test('(d) concord/testing: the storage conformance suite runs under node --test from the installed package', async () => {
-  const result = assertOk(await run(process.execPath, ['--test', '--test-reporter=tap', 'storage-suite.test.mjs'], { cwd: project }), 'node --test storage-suite.test.mjs')
+  const result = assertOk(
+    await run(process.execPath, ['--test', '--test-reporter=tap', 'storage-suite.test.mjs'], { cwd: project }),
+    'node --test storage-suite.test.mjs',
+  )
   assert.match(result.stdout, /storage conformance: memory-level from the installed package/)
   assert.match(result.stdout, /^# fail 0$/m)
   assert.doesNotMatch(result.stdout, /^# pass 0$/m)
@@ -165,12 +191,22 @@ test(`(e) under Node ${NODE_24}: the same program syncs over WebSocket and libp2
   assert.match(suite.stdout, /^# fail 0$/m)
 })
 
-test('concord/browser from the installed package bundles for the browser with no Node built-in (the package\'s browser field works on dist/)', async () => {
+test("concord/browser from the installed package bundles for the browser with no Node built-in (the package's browser field works on dist/)", async () => {
   const bundle = await bundleForBrowser("export * from 'concord/browser'", { resolveDir: project })
   assert.deepEqual(bundle.nodeImports, [], 'no node:* module, Node built-in or Node-only package in the graph')
-  assert.deepEqual(bundle.polyfills.map((line) => line.split(' ')[0]).sort(), ['buffer', 'events'], 'events and buffer come from their npm packages, installed with concord')
+  assert.deepEqual(
+    bundle.polyfills.map((line) => line.split(' ')[0]).sort(),
+    ['buffer', 'events'],
+    'events and buffer come from their npm packages, installed with concord',
+  )
   const installed = (file: string) => bundle.inputs.some((input) => input.endsWith(`node_modules/concord/dist/${file}`))
   assert.ok(installed('persistence/browser/digest.js') && !installed('persistence/format/digest.js'), 'the browser digests replace the Node ones')
-  assert.ok(installed('persistence/browser/open-level-storage.js') && !installed('persistence/storage/level/open-level-storage.js'), 'the IndexedDB opener replaces the LevelDB one')
-  assert.ok(bundle.inputs.some((input) => input.endsWith('@automerge/automerge/dist/mjs/entrypoints/slim.js')), 'Automerge comes in as its slim entry')
+  assert.ok(
+    installed('persistence/browser/open-level-storage.js') && !installed('persistence/storage/level/open-level-storage.js'),
+    'the IndexedDB opener replaces the LevelDB one',
+  )
+  assert.ok(
+    bundle.inputs.some((input) => input.endsWith('@automerge/automerge/dist/mjs/entrypoints/slim.js')),
+    'Automerge comes in as its slim entry',
+  )
 })

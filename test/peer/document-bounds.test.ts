@@ -48,8 +48,12 @@ class ServerProcess {
       buffer = parts.pop()!
       for (const part of parts) if (part.trim() !== '') this.lines.push(JSON.parse(part) as Line)
     })
-    this.child.stderr.on('data', (chunk: Buffer) => { this.stderr += chunk.toString('utf8') })
-    this.child.on('exit', (code) => { this.exitCode = code })
+    this.child.stderr.on('data', (chunk: Buffer) => {
+      this.stderr += chunk.toString('utf8')
+    })
+    this.child.on('exit', (code) => {
+      this.exitCode = code
+    })
   }
 
   get alive(): boolean {
@@ -87,7 +91,9 @@ class ServerProcess {
 /** Fails instead of hanging when a promise does not settle. */
 async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms) })
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms)
+  })
   try {
     return await Promise.race([promise, timeout])
   } finally {
@@ -103,14 +109,20 @@ async function within<T>(promise: Promise<T>, ms: number, what: string): Promise
 async function attacker(url: string, characters: number): Promise<Peer> {
   const mallory = await createPeer({ id: 'mallory' })
   const big = await mallory.automerge<{ text: string }>('big')
-  big.change((doc) => { doc.text = '' })
+  big.change((doc) => {
+    doc.text = ''
+  })
   await mallory.connect(url)
-  await within(mallory.flush({ acks: 1 }), 20_000, 'the attacker\'s first, small write')
-  big.change((doc) => { A.splice(doc, ['text'], 0, 0, 'x'.repeat(characters)) })
+  await within(mallory.flush({ acks: 1 }), 20_000, "the attacker's first, small write")
+  big.change((doc) => {
+    A.splice(doc, ['text'], 0, 0, 'x'.repeat(characters))
+  })
   return mallory
 }
 
-test('a delta that traps Automerge is refused, Automerge is reloaded, and every other Automerge name of the server keeps working', { timeout: 120_000 }, async () => {
+test('a delta that traps Automerge is refused, Automerge is reloaded, and every other Automerge name of the server keeps working', {
+  timeout: 120_000,
+}, async () => {
   const dir = await tempDir('concord-trap-')
   // 512 wasm pages (32 MiB): a 300,000-character insert exhausts it, as 10 million characters exhaust 4 GB.
   const server = new ServerProcess({ dir: dir.path }, ['--wasm-max-mem-pages=512'])
@@ -120,7 +132,9 @@ test('a delta that traps Automerge is refused, Automerge is reloaded, and every 
     const writer = await createPeer({ id: 'writer' })
     peers.push(writer)
     const notes = await writer.automerge<{ items: string[] }>('notes')
-    notes.change((doc) => { doc.items = ['before the attack'] })
+    notes.change((doc) => {
+      doc.items = ['before the attack']
+    })
     await writer.connect(url)
     await within(writer.flush({ acks: 1 }), 20_000, 'flush before the attack')
 
@@ -132,17 +146,24 @@ test('a delta that traps Automerge is refused, Automerge is reloaded, and every 
     assert.equal(refusal.code, ErrorCodes.DECODE_ERROR)
 
     // Normal use of the other Automerge names, after the trap.
-    notes.change((doc) => { doc.items.push('after the attack') })
+    notes.change((doc) => {
+      doc.items.push('after the attack')
+    })
     const other = await writer.automerge<{ n: number }>('other')
-    other.change((doc) => { doc.n = 42 })
+    other.change((doc) => {
+      doc.n = 42
+    })
     await within(writer.flush({ acks: 1 }), 20_000, 'flush after the attack')
     const reader = await createPeer({ id: 'reader' })
     peers.push(reader)
     await reader.connect(url)
     const readNotes = await reader.automerge<{ items: string[] }>('notes')
     const readOther = await reader.automerge<{ n: number }>('other')
-    await until(() => JSON.stringify(readNotes.value()) === JSON.stringify(notes.value()) && JSON.stringify(readOther.value()) === JSON.stringify(other.value()),
-      'a new peer syncs the other documents', 20_000)
+    await until(
+      () => JSON.stringify(readNotes.value()) === JSON.stringify(notes.value()) && JSON.stringify(readOther.value()) === JSON.stringify(other.value()),
+      'a new peer syncs the other documents',
+      20_000,
+    )
     assert.deepEqual(readNotes.value(), { items: ['before the attack', 'after the attack'] })
     for (const line of server.errorLines()) assert.match(String(line.code), /^CONCORD_/, `error event without a code: ${JSON.stringify(line)}`)
     assert.ok(server.alive)
@@ -151,7 +172,7 @@ test('a delta that traps Automerge is refused, Automerge is reloaded, and every 
     assert.equal(await server.stop(), 0)
     const store = await openStore({ dir: dir.path, replicaId: 'server', sweepMs: 0 })
     try {
-      assert.deepEqual((await store.open('big', 'automerge')).value(), { text: '' }, 'nothing of the attacker\'s delta was stored')
+      assert.deepEqual((await store.open('big', 'automerge')).value(), { text: '' }, "nothing of the attacker's delta was stored")
       assert.deepEqual((await store.open('notes', 'automerge')).value(), { items: ['before the attack', 'after the attack'] })
       assert.deepEqual((await store.open('other', 'automerge')).value(), { n: 42 })
     } finally {
@@ -178,7 +199,9 @@ test('a delta over maxOperations is refused with CONCORD_LIMIT_EXCEEDED before A
     assert.equal((await server.stats()).recoveries, 0, 'Automerge never saw the delta (it would have trapped)')
     // The attacker's session stays up (a refused write, not a broken protocol) and its next, small write lands.
     const small = await mallory.automerge<{ n: number }>('small')
-    small.change((doc) => { doc.n = 1 })
+    small.change((doc) => {
+      doc.n = 1
+    })
     await within(mallory.flush({ acks: 1 }), 20_000, 'a small write after the refusal')
     for (const peer of peers.splice(0)) await peer.close()
     assert.equal(await server.stop(), 0)
@@ -199,20 +222,38 @@ test('a delta over maxOperations is refused with CONCORD_LIMIT_EXCEEDED before A
 /** A sync host that holds nothing and sends, as live commits, whatever the test pushes (out of order on purpose). */
 class FloodHost implements SyncHost {
   private readonly commits = new Emitter<{ commit: LocalCommit }>()
-  list() { return [] }
-  typeOf() { return undefined }
-  version(): Uint8Array { throw new Error('holds nothing') }
-  deltaSince() { return null }
-  async applyRemote() { return { changed: [] } }
-  subscribe(listener: (commit: LocalCommit) => void) { return this.commits.on('commit', listener) }
-  authenticate() { return true }
-  access() { return 'write' as const }
+  list() {
+    return []
+  }
+  typeOf() {
+    return undefined
+  }
+  version(): Uint8Array {
+    throw new Error('holds nothing')
+  }
+  deltaSince() {
+    return null
+  }
+  async applyRemote() {
+    return { changed: [] }
+  }
+  subscribe(listener: (commit: LocalCommit) => void) {
+    return this.commits.on('commit', listener)
+  }
+  authenticate() {
+    return true
+  }
+  access() {
+    return 'write' as const
+  }
   push(name: string, delta: Uint8Array): void {
     this.commits.emit('commit', { entries: [{ name, replicaType: 'yjs', delta }] })
   }
 }
 
-test('Yjs updates waiting for a missing dependency are held within the budget, the rest dropped and counted; anti-entropy converges later', { timeout: 120_000 }, async () => {
+test('Yjs updates waiting for a missing dependency are held within the budget, the rest dropped and counted; anti-entropy converges later', {
+  timeout: 120_000,
+}, async () => {
   const dir = await tempDir('concord-waiting-')
   const server = new ServerProcess({ dir: dir.path, documentLimits: { maxWaitingUpdates: 100 } })
   const peers: Peer[] = []
@@ -235,10 +276,14 @@ test('Yjs updates waiting for a missing dependency are held within the budget, t
     const session = attachSession(connection, host, { peerId: toPeerId('relay'), maxQueuedCommits: 1000, window: 1000 })
     await new Promise((resolve) => session.events.once('synced', resolve))
     for (const update of updates.slice(1)) host.push('flood', update)
-    await until(async () => {
-      const { waiting } = await server.stats()
-      return waiting.updates + waiting.dropped >= 299
-    }, 'the server holds or drops every waiting update', 30_000)
+    await until(
+      async () => {
+        const { waiting } = await server.stats()
+        return waiting.updates + waiting.dropped >= 299
+      },
+      'the server holds or drops every waiting update',
+      30_000,
+    )
     const { waiting } = await server.stats()
     assert.equal(waiting.updates, 100, 'held within the per-name budget')
     assert.equal(waiting.dropped, 199, 'the rest dropped and counted')
@@ -246,7 +291,7 @@ test('Yjs updates waiting for a missing dependency are held within the budget, t
 
     // The writer comes: its anti-entropy brings the dependency and what was dropped.
     await writer.connect(url)
-    await within(writer.flush({ acks: 1 }), 20_000, 'the writer\'s state is persisted by the server')
+    await within(writer.flush({ acks: 1 }), 20_000, "the writer's state is persisted by the server")
     const reader = await createPeer({ id: 'reader' })
     peers.push(reader)
     await reader.connect(url)

@@ -24,33 +24,41 @@ const messageArb: fc.Arbitrary<GossipMessage> = fc.record({
 
 /** The message as plain objects (fast-check builds records without a prototype). */
 const plain = (message: GossipMessage): GossipMessage => ({
-  run: message.run, seq: message.seq, agent: message.agent,
+  run: message.run,
+  seq: message.seq,
+  agent: message.agent,
   units: message.units.map((unit) => unit.map((e) => ({ name: e.name, replicaType: e.replicaType, delta: Uint8Array.from(e.delta) }))),
 })
 
 const isDecodeError = (error: unknown) => isConcordError(error, ErrorCodes.DECODE_ERROR)
 
 test('gossip codec: decode(encode(message)) is the message; the size helpers bound the encoding', () => {
-  fc.assert(fc.property(messageArb, (message) => {
-    const bytes = encodeGossipMessage(message)
-    assert.deepEqual(decodeGossipMessage(bytes), plain(message))
-    const bound = gossipHeaderBytes(message.agent) + message.units.reduce((total, unit) => total + gossipUnitBytes(unit), 0)
-    assert.ok(bytes.byteLength <= bound, `${bytes.byteLength} <= ${bound}`)
-  }), { seed: 4242, numRuns: 300 })
+  fc.assert(
+    fc.property(messageArb, (message) => {
+      const bytes = encodeGossipMessage(message)
+      assert.deepEqual(decodeGossipMessage(bytes), plain(message))
+      const bound = gossipHeaderBytes(message.agent) + message.units.reduce((total, unit) => total + gossipUnitBytes(unit), 0)
+      assert.ok(bytes.byteLength <= bound, `${bytes.byteLength} <= ${bound}`)
+    }),
+    { seed: 4242, numRuns: 300 },
+  )
 })
 
 test('gossip codec: every truncation and every single-byte change decodes or fails with CONCORD_DECODE_ERROR', () => {
-  fc.assert(fc.property(messageArb, fc.nat(), fc.integer({ min: 0, max: 255 }), (message, at, value) => {
-    const bytes = encodeGossipMessage(message)
-    assert.throws(() => decodeGossipMessage(bytes.subarray(0, at % bytes.length)), isDecodeError)
-    const changed = bytes.slice()
-    changed[at % bytes.length] = value
-    try {
-      decodeGossipMessage(changed)
-    } catch (error) {
-      assert.ok(isDecodeError(error), String(error))
-    }
-  }), { seed: 4243, numRuns: 300 })
+  fc.assert(
+    fc.property(messageArb, fc.nat(), fc.integer({ min: 0, max: 255 }), (message, at, value) => {
+      const bytes = encodeGossipMessage(message)
+      assert.throws(() => decodeGossipMessage(bytes.subarray(0, at % bytes.length)), isDecodeError)
+      const changed = bytes.slice()
+      changed[at % bytes.length] = value
+      try {
+        decodeGossipMessage(changed)
+      } catch (error) {
+        assert.ok(isDecodeError(error), String(error))
+      }
+    }),
+    { seed: 4243, numRuns: 300 },
+  )
 })
 
 test('gossip codec: bad inputs are typed errors', () => {

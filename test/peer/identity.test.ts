@@ -60,8 +60,12 @@ async function recordingProxy(target: string): Promise<{ url: string; fromClient
       if (upstream.readyState === WebSocket.OPEN) upstream.send(data)
       else early.push(data)
     })
-    upstream.on('open', () => { for (const data of early.splice(0)) upstream.send(data) })
-    upstream.on('message', (data: Buffer) => { if (client.readyState === WebSocket.OPEN) client.send(data) })
+    upstream.on('open', () => {
+      for (const data of early.splice(0)) upstream.send(data)
+    })
+    upstream.on('message', (data: Buffer) => {
+      if (client.readyState === WebSocket.OPEN) client.send(data)
+    })
     upstream.on('close', () => client.close())
     upstream.on('error', () => client.terminate())
     client.on('close', () => upstream.close())
@@ -71,10 +75,11 @@ async function recordingProxy(target: string): Promise<{ url: string; fromClient
   return {
     url: `ws://127.0.0.1:${port}${new URL(target).pathname}`,
     fromClient,
-    close: () => new Promise<void>((resolve) => {
-      for (const client of server.clients) client.terminate()
-      server.close(() => resolve())
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const client of server.clients) client.terminate()
+        server.close(() => resolve())
+      }),
   }
 }
 
@@ -89,8 +94,13 @@ async function replay(url: string, frames: readonly Uint8Array[]): Promise<Decod
   ws.on('message', (data: Buffer) => received.push(decodeMessage(new Uint8Array(data))))
   ws.on('error', () => undefined)
   let closed = false
-  ws.once('close', () => { closed = true })
-  await new Promise<void>((resolve, reject) => { ws.once('open', () => resolve()); ws.once('error', reject) })
+  ws.once('close', () => {
+    closed = true
+  })
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', () => resolve())
+    ws.once('error', reject)
+  })
   for (const frame of frames) ws.send(frame)
   await until(() => closed || received.some((m) => m.type === 'versions'), 'the replayed connection to close or be answered')
   ws.terminate()
@@ -108,16 +118,24 @@ test('createPeer refuses an access function of the peer id when credentials cann
     ['one shared token', { id: 's', access: byId, auth: { token: 'shared-secret' } }, /auth\.token is one secret shared by every peer/],
     ['one shared accept', { id: 's', access: byId, auth: { accept: 'shared-secret' } }, /auth\.accept is one secret shared by every peer/],
     ['no credentials', { id: 's', access: byId }, /requires no credentials/],
-    ['two peers with one secret', { id: 's', access: byId, auth: { accept: { writer: 'same-secret', reader: 'same-secret' } } }, /peers "writer" and "reader" share one secret/],
+    [
+      'two peers with one secret',
+      { id: 's', access: byId, auth: { accept: { writer: 'same-secret', reader: 'same-secret' } } },
+      /peers "writer" and "reader" share one secret/,
+    ],
   ]
   for (const [what, options, why] of refused) {
-    await assert.rejects(createPeer(options), (error) => {
-      assert.ok(isConcordError(error, ErrorCodes.INVALID_ARGUMENT), `${what}: ${String(error)}`)
-      assert.match(error.message, why, what)
-      assert.match(error.message, /auth\.accept: \{ peerId: secret \}/, `${what}: says how to fix it`)
-      assert.match(error.message, /trustClaimedIds/, `${what}: names the opt-out`)
-      return true
-    }, what)
+    await assert.rejects(
+      createPeer(options),
+      (error) => {
+        assert.ok(isConcordError(error, ErrorCodes.INVALID_ARGUMENT), `${what}: ${String(error)}`)
+        assert.match(error.message, why, what)
+        assert.match(error.message, /auth\.accept: \{ peerId: secret \}/, `${what}: says how to fix it`)
+        assert.match(error.message, /trustClaimedIds/, `${what}: names the opt-out`)
+        return true
+      },
+      what,
+    )
   }
   await assert.rejects(createPeer({ id: 's', auth: { accept: { writer: '' } } }), /the secret of "writer" must be a non-empty string/)
   await assert.rejects(createPeer({ id: 's', auth: { token: '' } }), /auth\.token must be a non-empty string/)
@@ -125,58 +143,80 @@ test('createPeer refuses an access function of the peer id when credentials cann
   const accepted: Array<[string, PeerOptions]> = [
     ['per-peer secrets', { id: 's', access: byId, auth: { accept: { writer: W_SECRET, reader: R_SECRET } } }],
     ['a secret lookup', { id: 's', access: byId, auth: { accept: (peer: string) => (peer === 'writer' ? W_SECRET : undefined) } }],
-    ['access by name only, said so', { id: 's', access: (_peer, name) => (name.startsWith('ro/') ? 'read' : 'write'), auth: { token: 'shared-secret', trustClaimedIds: true } }],
+    [
+      'access by name only, said so',
+      { id: 's', access: (_peer, name) => (name.startsWith('ro/') ? 'read' : 'write'), auth: { token: 'shared-secret', trustClaimedIds: true } },
+    ],
     ['a shared secret without access', { id: 's', auth: { token: 'shared-secret' } }],
     ['libp2p identities', { id: 's', access: byId, libp2p: { identities: { writer: '12D3KooWJWoaqZhDaoEFshF7Rh1bpY9ohihFhzcW6d69Lr2NASuq' } } }],
   ]
-  for (const [what, options] of accepted) await (await createPeer(options)).close()
+  for (const [_what, options] of accepted) await (await createPeer(options)).close()
 })
 
 // ------------------------------------------------------------ the secret never travels; a replay is refused
 
-test('over plain ws:// the secret never travels, a peer holding another secret cannot claim the id, and a captured handshake replayed on a new connection is refused', { timeout: 60_000 }, () => withPeers(async (dir, track) => {
-  const auth = { accept: { writer: W_SECRET, reader: R_SECRET } }
-  const server = track(await createPeer({ id: 'server', dir: join(dir, 'server'), auth, access: byId }))
-  const { url } = await server.listen()
-  const refusals: string[] = []
-  server.events.on('refused', ({ by, reason }) => refusals.push(`${by}:${reason}`))
-  const proxy = await recordingProxy(url)
-  try {
-    const writer = track(await createPeer({ id: 'writer', dir: join(dir, 'writer'), auth: { token: W_SECRET } }))
-    await writer.connect(proxy.url)
-    const counter = await writer.counter('budget')
-    counter.increment(5)
-    await writer.flush({ acks: 1 })
-    assert.equal((await server.counter('budget')).value(), 5)
-    const types = proxy.fromClient.map((frame) => decodeMessage(frame).type)
-    assert.ok(types.includes('delta') || types.includes('transaction'), `the capture holds the write: ${types.join()}`)
+test(
+  'over plain ws:// the secret never travels, a peer holding another secret cannot claim the id, and a captured handshake replayed on a new connection is refused',
+  { timeout: 60_000 },
+  () =>
+    withPeers(async (dir, track) => {
+      const auth = { accept: { writer: W_SECRET, reader: R_SECRET } }
+      const server = track(await createPeer({ id: 'server', dir: join(dir, 'server'), auth, access: byId }))
+      const { url } = await server.listen()
+      const refusals: string[] = []
+      server.events.on('refused', ({ by, reason }) => refusals.push(`${by}:${reason}`))
+      const proxy = await recordingProxy(url)
+      try {
+        const writer = track(await createPeer({ id: 'writer', dir: join(dir, 'writer'), auth: { token: W_SECRET } }))
+        await writer.connect(proxy.url)
+        const counter = await writer.counter('budget')
+        counter.increment(5)
+        await writer.flush({ acks: 1 })
+        assert.equal((await server.counter('budget')).value(), 5)
+        const types = proxy.fromClient.map((frame) => decodeMessage(frame).type)
+        assert.ok(types.includes('delta') || types.includes('transaction'), `the capture holds the write: ${types.join()}`)
 
-    // Every frame the writer sent, replayed on a new connection to the same server ...
-    const again = await replay(url, proxy.fromClient)
-    const refuse = again.find((m) => m.type === 'refuse')
-    assert.ok(refuse?.type === 'refuse' && refuse.reason === 'auth', JSON.stringify(again.map((m) => m.type)))
-    assert.deepEqual(again.map((m) => m.type).filter((t) => t !== 'hello' && t !== 'refuse'), [], 'no proof, no VERSIONS, no data')
-    assert.ok(refusals.includes('local:auth'))
+        // Every frame the writer sent, replayed on a new connection to the same server ...
+        const again = await replay(url, proxy.fromClient)
+        const refuse = again.find((m) => m.type === 'refuse')
+        assert.ok(refuse?.type === 'refuse' && refuse.reason === 'auth', JSON.stringify(again.map((m) => m.type)))
+        assert.deepEqual(
+          again.map((m) => m.type).filter((t) => t !== 'hello' && t !== 'refuse'),
+          [],
+          'no proof, no VERSIONS, no data',
+        )
+        assert.ok(refusals.includes('local:auth'))
 
-    // ... and to a fresh server with the same credentials, whose store stays empty.
-    const fresh = track(await createPeer({ id: 'server', dir: join(dir, 'fresh'), auth, access: byId }))
-    const { url: freshUrl } = await fresh.listen()
-    const replayed = await replay(freshUrl, proxy.fromClient)
-    assert.ok(replayed.some((m) => m.type === 'refuse' && m.reason === 'auth'), JSON.stringify(replayed.map((m) => m.type)))
-    assert.deepEqual((await fresh.names()).map((n) => n.name), [], 'nothing the replay carried was applied')
+        // ... and to a fresh server with the same credentials, whose store stays empty.
+        const fresh = track(await createPeer({ id: 'server', dir: join(dir, 'fresh'), auth, access: byId }))
+        const { url: freshUrl } = await fresh.listen()
+        const replayed = await replay(freshUrl, proxy.fromClient)
+        assert.ok(
+          replayed.some((m) => m.type === 'refuse' && m.reason === 'auth'),
+          JSON.stringify(replayed.map((m) => m.type)),
+        )
+        assert.deepEqual(
+          (await fresh.names()).map((n) => n.name),
+          [],
+          'nothing the replay carried was applied',
+        )
 
-    // What the capture holds: HELLO and AUTH first, and nowhere the secret.
-    assert.deepEqual(types.slice(0, 2), ['hello', 'auth'], types.join())
-    const secret = new TextEncoder().encode(W_SECRET)
-    assert.ok(proxy.fromClient.every((frame) => !contains(frame, secret)), 'the secret is in no frame the client sent')
+        // What the capture holds: HELLO and AUTH first, and nowhere the secret.
+        assert.deepEqual(types.slice(0, 2), ['hello', 'auth'], types.join())
+        const secret = new TextEncoder().encode(W_SECRET)
+        assert.ok(
+          proxy.fromClient.every((frame) => !contains(frame, secret)),
+          'the secret is in no frame the client sent',
+        )
 
-    // The reader's secret does not make its holder the writer.
-    const impostor = track(await createPeer({ id: 'writer', auth: { token: R_SECRET } }))
-    await assert.rejects(impostor.connect(url), (e) => isConcordError(e, ErrorCodes.AUTH_FAILED))
-  } finally {
-    await proxy.close()
-  }
-}))
+        // The reader's secret does not make its holder the writer.
+        const impostor = track(await createPeer({ id: 'writer', auth: { token: R_SECRET } }))
+        await assert.rejects(impostor.connect(url), (e) => isConcordError(e, ErrorCodes.AUTH_FAILED))
+      } finally {
+        await proxy.close()
+      }
+    }),
+)
 
 // ------------------------------------------------------------ protocol 1 peers
 
@@ -188,50 +228,57 @@ async function v1Dial(url: string, host: MemoryHost, options: { token?: string }
   return session
 }
 
-test('a protocol-1 peer still syncs with a protocol-2 peer over real sockets, both directions; its clear token only with legacyBearer', { timeout: 60_000 }, () => withPeers(async (dir, track) => {
-  // The old peer dials the new one.
-  const server = track(await createPeer({ id: 'server', dir: join(dir, 'server') }))
-  const { url } = await server.listen()
-  ;(await server.counter('from-new')).increment(3)
-  const old = new MemoryHost('old')
-  ;(old.open('from-old', 'gcounter') as GCounterReplica).increment(4)
-  const dialed = await v1Dial(url, old)
-  await until(() => dialed.state === 'open', 'the v1 dialer opens')
-  await until(async () => (await server.gcounter('from-old')).value() === 4, 'the new peer has the old one\'s counter')
-  await until(() => JSON.stringify(old.values()['from-new']) === '3', 'the old peer has the new one\'s counter')
-  dialed.close('done')
+test(
+  'a protocol-1 peer still syncs with a protocol-2 peer over real sockets, both directions; its clear token only with legacyBearer',
+  { timeout: 60_000 },
+  () =>
+    withPeers(async (dir, track) => {
+      // The old peer dials the new one.
+      const server = track(await createPeer({ id: 'server', dir: join(dir, 'server') }))
+      const { url } = await server.listen()
+      ;(await server.counter('from-new')).increment(3)
+      const old = new MemoryHost('old')
+      ;(old.open('from-old', 'gcounter') as GCounterReplica).increment(4)
+      const dialed = await v1Dial(url, old)
+      await until(() => dialed.state === 'open', 'the v1 dialer opens')
+      await until(async () => (await server.gcounter('from-old')).value() === 4, "the new peer has the old one's counter")
+      await until(() => JSON.stringify(old.values()['from-new']) === '3', "the old peer has the new one's counter")
+      dialed.close('done')
 
-  // The new peer dials the old one.
-  const listener = new WebSocketTransport()
-  const oldServer = new MemoryHost('old-server')
-  ;(oldServer.open('held-by-old', 'pncounter') as PNCounterReplica).increment(2)
-  listener.events.on('connection', (connection) => attachSession(connection, oldServer, { peerId: peerId('old-server'), versions: { min: 1, max: 1 } }))
-  const oldUrl = await listener.listen({ port: 0 })
-  try {
-    const client = track(await createPeer({ id: 'client', dir: join(dir, 'client') }))
-    await client.connect(oldUrl)
-    await until(async () => (await client.counter('held-by-old')).value() === 2, 'the new dialer has the old listener\'s counter')
-    ;(await client.counter('held-by-old')).increment(1)
-    await until(() => JSON.stringify(oldServer.values()['held-by-old']) === '3', 'and the old listener has its change')
-  } finally {
-    await listener.stop()
-  }
+      // The new peer dials the old one.
+      const listener = new WebSocketTransport()
+      const oldServer = new MemoryHost('old-server')
+      ;(oldServer.open('held-by-old', 'pncounter') as PNCounterReplica).increment(2)
+      listener.events.on('connection', (connection) => attachSession(connection, oldServer, { peerId: peerId('old-server'), versions: { min: 1, max: 1 } }))
+      const oldUrl = await listener.listen({ port: 0 })
+      try {
+        const client = track(await createPeer({ id: 'client', dir: join(dir, 'client') }))
+        await client.connect(oldUrl)
+        await until(async () => (await client.counter('held-by-old')).value() === 2, "the new dialer has the old listener's counter")
+        ;(await client.counter('held-by-old')).increment(1)
+        await until(() => JSON.stringify(oldServer.values()['held-by-old']) === '3', 'and the old listener has its change')
+      } finally {
+        await listener.stop()
+      }
 
-  // With credentials: a v1 peer's clear token is refused by default, accepted with legacyBearer.
-  const strict = track(await createPeer({ id: 'strict', auth: { accept: { old: W_SECRET } }, access: byId }))
-  const strictUrl = (await strict.listen()).url
-  const refusedOld = await v1Dial(strictUrl, new MemoryHost('old'), { token: W_SECRET })
-  const why = await new Promise<string>((resolve) => refusedOld.events.once('refused', (r) => resolve(`${r.by}:${r.reason}:${r.message}`)))
-  assert.match(why, /^remote:auth:.*protocol 1 only.*legacyBearer/)
-  const lenient = track(await createPeer({ id: 'lenient', auth: { accept: { old: W_SECRET }, legacyBearer: true }, access: byId }))
-  const acceptedOld = await v1Dial((await lenient.listen()).url, new MemoryHost('old'), { token: W_SECRET })
-  await until(() => acceptedOld.state === 'open', 'legacyBearer accepts the v1 token')
-  acceptedOld.close('done')
-}))
+      // With credentials: a v1 peer's clear token is refused by default, accepted with legacyBearer.
+      const strict = track(await createPeer({ id: 'strict', auth: { accept: { old: W_SECRET } }, access: byId }))
+      const strictUrl = (await strict.listen()).url
+      const refusedOld = await v1Dial(strictUrl, new MemoryHost('old'), { token: W_SECRET })
+      const why = await new Promise<string>((resolve) => refusedOld.events.once('refused', (r) => resolve(`${r.by}:${r.reason}:${r.message}`)))
+      assert.match(why, /^remote:auth:.*protocol 1 only.*legacyBearer/)
+      const lenient = track(await createPeer({ id: 'lenient', auth: { accept: { old: W_SECRET }, legacyBearer: true }, access: byId }))
+      const acceptedOld = await v1Dial((await lenient.listen()).url, new MemoryHost('old'), { token: W_SECRET })
+      await until(() => acceptedOld.state === 'open', 'legacyBearer accepts the v1 token')
+      acceptedOld.close('done')
+    }),
+)
 
 // ------------------------------------------------------------ wss://
 
-test('wss:// between peers: a self-signed certificate (openssl) trusted with connect(url, { tls: { ca } }); untrusted, connect fails at once', { timeout: 60_000 }, async (t) => {
+test('wss:// between peers: a self-signed certificate (openssl) trusted with connect(url, { tls: { ca } }); untrusted, connect fails at once', {
+  timeout: 60_000,
+}, async (t) => {
   await withPeers(async (dir, track) => {
     const certificate = await selfSignedCertificate(dir)
     if (!certificate) return t.skip('openssl is not available')
@@ -259,24 +306,32 @@ test('wss:// between peers: a self-signed certificate (openssl) trusted with con
 
 // ------------------------------------------------------------ libp2p: ids bound to PeerIds
 
-test('libp2p: with libp2p.identities, an id is accepted only from the PeerId bound to it; WebSocket, which carries no PeerId, is refused at listen', { timeout: 90_000 }, () => withPeers(async (_dir, track) => {
-  const writerKey = await generateKeyPair('Ed25519')
-  const writerPeerId = peerIdFromPrivateKey(writerKey).toString()
-  const server = track(await createPeer({ id: 'server', access: byId, libp2p: { identities: { writer: writerPeerId } } }))
-  const { multiaddrs } = await server.listen({ libp2p: {} })
-  await assert.rejects(server.listen({ port: 0 }), (error) => isConcordError(error, ErrorCodes.INVALID_ARGUMENT) && /libp2p\.identities/.test(error.message))
+test(
+  'libp2p: with libp2p.identities, an id is accepted only from the PeerId bound to it; WebSocket, which carries no PeerId, is refused at listen',
+  { timeout: 90_000 },
+  () =>
+    withPeers(async (_dir, track) => {
+      const writerKey = await generateKeyPair('Ed25519')
+      const writerPeerId = peerIdFromPrivateKey(writerKey).toString()
+      const server = track(await createPeer({ id: 'server', access: byId, libp2p: { identities: { writer: writerPeerId } } }))
+      const { multiaddrs } = await server.listen({ libp2p: {} })
+      await assert.rejects(
+        server.listen({ port: 0 }),
+        (error) => isConcordError(error, ErrorCodes.INVALID_ARGUMENT) && /libp2p\.identities/.test(error.message),
+      )
 
-  const writer = track(await createPeer({ id: 'writer', libp2p: { privateKey: writerKey } }))
-  await writer.connect(multiaddrs[0])
-  ;(await writer.counter('bound')).increment(2)
-  await until(async () => (await server.counter('bound')).value() === 2, 'the bound writer writes')
+      const writer = track(await createPeer({ id: 'writer', libp2p: { privateKey: writerKey } }))
+      await writer.connect(multiaddrs[0])
+      ;(await writer.counter('bound')).increment(2)
+      await until(async () => (await server.counter('bound')).value() === 2, 'the bound writer writes')
 
-  const impostor = track(await createPeer({ id: 'writer' }))
-  await assert.rejects(impostor.connect(multiaddrs[0]), (e) => isConcordError(e, ErrorCodes.AUTH_FAILED))
-  await writer.close() // one node per key at a time
-  const wrongId = track(await createPeer({ id: 'reader', libp2p: { privateKey: writerKey } }))
-  await assert.rejects(wrongId.connect(multiaddrs[0]), (e) => isConcordError(e, ErrorCodes.AUTH_FAILED))
-  const stranger = track(await createPeer({ id: 'stranger' }))
-  await assert.rejects(stranger.connect(multiaddrs[0]), (e) => isConcordError(e, ErrorCodes.AUTH_FAILED))
-  assert.equal((await server.counter('bound')).value(), 2)
-}))
+      const impostor = track(await createPeer({ id: 'writer' }))
+      await assert.rejects(impostor.connect(multiaddrs[0]), (e) => isConcordError(e, ErrorCodes.AUTH_FAILED))
+      await writer.close() // one node per key at a time
+      const wrongId = track(await createPeer({ id: 'reader', libp2p: { privateKey: writerKey } }))
+      await assert.rejects(wrongId.connect(multiaddrs[0]), (e) => isConcordError(e, ErrorCodes.AUTH_FAILED))
+      const stranger = track(await createPeer({ id: 'stranger' }))
+      await assert.rejects(stranger.connect(multiaddrs[0]), (e) => isConcordError(e, ErrorCodes.AUTH_FAILED))
+      assert.equal((await server.counter('bound')).value(), 2)
+    }),
+)

@@ -22,11 +22,16 @@ import { rawClient } from './helpers/raw-concord-client.ts'
 /** Every name a message carries (what the receiver learns from it). */
 function namesIn(message: DecodedMessage): string[] {
   switch (message.type) {
-    case 'versions': return message.entries.map((entry) => entry.name)
-    case 'delta': return [message.entry.name]
-    case 'transaction': return message.entries.map((entry) => entry.name)
-    case 'reject': return [message.name]
-    default: return []
+    case 'versions':
+      return message.entries.map((entry) => entry.name)
+    case 'delta':
+      return [message.entry.name]
+    case 'transaction':
+      return message.entries.map((entry) => entry.name)
+    case 'reject':
+      return [message.name]
+    default:
+      return []
   }
 }
 
@@ -35,7 +40,8 @@ test('over a WebSocket session, a name the peer may not read is never listed, ve
   const peers: Peer[] = []
   try {
     const server = await createPeer({
-      id: 'server', dir: join(dir.path, 'server'),
+      id: 'server',
+      dir: join(dir.path, 'server'),
       auth: { accept: { viewer: 'v', writer: 'w' } },
       access: (peer, name) => {
         if (name.startsWith('private/')) return peer === 'writer' ? 'write' : 'none'
@@ -67,7 +73,9 @@ test('over a WebSocket session, a name the peer may not read is never listed, ve
     const delta = (() => {
       const replica = createReplica('lww-register', { replicaId: replicaId('viewer') })
       let out: Uint8Array | undefined
-      replica.events.on('change', (event) => { out = event.delta })
+      replica.events.on('change', (event) => {
+        out = event.delta
+      })
       ;(replica as unknown as { set(value: string): void }).set('tampered')
       return out!
     })()
@@ -76,8 +84,16 @@ test('over a WebSocket session, a name the peer may not read is never listed, ve
     await viewer.send({ type: 'delta', seq: 3, entry: { name: 'private/plan', replicaType: 'pncounter', delta } })
     await until(() => viewer.received.filter((m) => m.type === 'reject').length === 3, 'three refusals')
     const rejects = viewer.received.filter((m) => m.type === 'reject') as Extract<DecodedMessage, { type: 'reject' }>[]
-    assert.deepEqual(rejects.map((r) => r.code), ['CONCORD_FORBIDDEN', 'CONCORD_FORBIDDEN', 'CONCORD_FORBIDDEN'], 'no type mismatch is revealed')
-    assert.equal(rejects[0].message.replace('private/plan', 'X'), rejects[1].message.replace('private/absent', 'X'), 'an existing name is refused in the words of an absent one')
+    assert.deepEqual(
+      rejects.map((r) => r.code),
+      ['CONCORD_FORBIDDEN', 'CONCORD_FORBIDDEN', 'CONCORD_FORBIDDEN'],
+      'no type mismatch is revealed',
+    )
+    assert.equal(
+      rejects[0].message.replace('private/plan', 'X'),
+      rejects[1].message.replace('private/absent', 'X'),
+      'an existing name is refused in the words of an absent one',
+    )
 
     // live: a writer changes the private name, then a public one; only the public change reaches the viewer
     const writer = await createPeer({ id: 'writer', auth: { token: 'w' } })
@@ -105,7 +121,10 @@ test('over a WebSocket session, a name the peer may not read is never listed, ve
     peers.push(real)
     await real.connect(url)
     await until(async () => (await real.names()).some((n) => n.name === 'public/notes'), 'the real viewer syncs')
-    assert.deepEqual((await real.names()).map((n) => n.name), ['public/notes'])
+    assert.deepEqual(
+      (await real.names()).map((n) => n.name),
+      ['public/notes'],
+    )
     viewer.ws.terminate()
   } finally {
     await Promise.all(peers.map((peer) => peer.close()))
@@ -123,10 +142,14 @@ function gossipNode(id: string, libp2p: NonNullable<PeerOptions['libp2p']> = {},
 test('gossipsub: a relay does not forward a unit to a neighbour its rules forbid; the neighbour still gets what it may read', async () => {
   const nodes: Node[] = []
   try {
-    const relay = await gossipNode('relay', {}, {
-      auth: { accept: { origin: 'o-secret', far: 'f-secret' } },
-      access: (peer, name) => (peer === 'far' && name.startsWith('secret/') ? 'none' : 'write'),
-    })
+    const relay = await gossipNode(
+      'relay',
+      {},
+      {
+        auth: { accept: { origin: 'o-secret', far: 'f-secret' } },
+        access: (peer, name) => (peer === 'far' && name.startsWith('secret/') ? 'none' : 'write'),
+      },
+    )
     nodes.push(relay)
     // origin and far require no credentials of their own (so far trusts a relayed unit's claimed publisher, as it may)
     const origin = await gossipNode('origin')
@@ -136,15 +159,23 @@ test('gossipsub: a relay does not forward a unit to a neighbour its rules forbid
     await origin.peer.connect(relay.address, { token: 'o-secret' })
     await far.peer.connect(relay.address, { token: 'f-secret' })
     const idOf = (n: Node) => n.peer.libp2p!.peerId
-    await until(() =>
-      new Set(relay.peer.connectedPeers).size === 2 && relay.peer.libp2p!.pubsub.subscribers(TOPIC).length === 2 &&
-      origin.peer.libp2p!.pubsub.subscribers(TOPIC).includes(idOf(relay)) && far.peer.libp2p!.pubsub.subscribers(TOPIC).includes(idOf(relay)),
-    'a line origin - relay - far with gossip subscriptions', 20_000)
+    await until(
+      () =>
+        new Set(relay.peer.connectedPeers).size === 2 &&
+        relay.peer.libp2p!.pubsub.subscribers(TOPIC).length === 2 &&
+        origin.peer.libp2p!.pubsub.subscribers(TOPIC).includes(idOf(relay)) &&
+        far.peer.libp2p!.pubsub.subscribers(TOPIC).includes(idOf(relay)),
+      'a line origin - relay - far with gossip subscriptions',
+      20_000,
+    )
     assert.ok(!origin.peer.libp2p!.connectedPeers().includes(idOf(far)), 'origin and far are not connected: only the relay links them')
 
     ;(await origin.peer.counter('secret/x')).increment(7)
     ;(await origin.peer.counter('public/y')).increment(3)
-    await until(async () => (await relay.peer.counter('secret/x')).value() === 7 && (await relay.peer.counter('public/y')).value() === 3, 'the relay applies both')
+    await until(
+      async () => (await relay.peer.counter('secret/x')).value() === 7 && (await relay.peer.counter('public/y')).value() === 3,
+      'the relay applies both',
+    )
     await until(async () => (await far.peer.names()).some((n) => n.name === 'public/y'), 'far gets the public unit')
     assert.equal((await far.peer.counter('public/y')).value(), 3)
     assert.ok(!(await far.peer.names()).some((n) => n.name.startsWith('secret/')), 'far never got the secret unit')
@@ -166,14 +197,22 @@ test('gossipsub: a peer that requires credentials publishes nothing to a subscri
     await member.peer.connect(guarded.address)
     await assert.rejects(intruder.peer.connect(guarded.address, { token: 'wrong' }), /refused/)
     const idOf = (n: Node) => n.peer.libp2p!.peerId
-    await until(() => {
-      const subscribers = guarded.peer.libp2p!.pubsub.subscribers(TOPIC)
-      return subscribers.includes(idOf(member)) && subscribers.includes(idOf(intruder))
-    }, 'the refused peer is still a libp2p neighbour subscribed to the topic', 20_000)
+    await until(
+      () => {
+        const subscribers = guarded.peer.libp2p!.pubsub.subscribers(TOPIC)
+        return subscribers.includes(idOf(member)) && subscribers.includes(idOf(intruder))
+      },
+      'the refused peer is still a libp2p neighbour subscribed to the topic',
+      20_000,
+    )
 
     ;(await guarded.peer.counter('payroll')).increment(100)
     await until(async () => (await member.peer.counter('payroll')).value() === 100, 'the member gets it (by its session)')
-    assert.deepEqual((await intruder.peer.names()).map((n) => n.name), [], 'the intruder got nothing')
+    assert.deepEqual(
+      (await intruder.peer.names()).map((n) => n.name),
+      [],
+      'the intruder got nothing',
+    )
     const stats = guarded.peer.stats().gossip!
     assert.equal(stats.published, 0, 'not published while an unidentified subscriber listens')
     assert.ok(stats.notPublished >= 1)

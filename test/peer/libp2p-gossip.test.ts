@@ -37,8 +37,7 @@ async function startMesh(count: number, dir?: string): Promise<Node[]> {
 
 /** Every peer has a session with every other and sees every other subscribed to the live topic. */
 function meshReady(nodes: Node[]): boolean {
-  return nodes.every((n) => new Set(n.peer.connectedPeers).size === nodes.length - 1 &&
-    n.peer.libp2p!.pubsub.subscribers(TOPIC).length === nodes.length - 1)
+  return nodes.every((n) => new Set(n.peer.connectedPeers).size === nodes.length - 1 && n.peer.libp2p!.pubsub.subscribers(TOPIC).length === nodes.length - 1)
 }
 
 function untilConverged(nodes: Node[], what: string): Promise<void> {
@@ -59,7 +58,9 @@ test('gossipsub: five peers converge on every type; live deltas go by gossip and
       ;(await peer.gset<string>('log')).add(`l-${i}`)
       ;(await peer.map('facts')).set(`k${i}`, i)
       ;(await peer.yjs('ctx')).doc.getText('t').insert(0, `${i}`)
-      ;(await peer.automerge<{ items?: string[] }>('spec')).change((doc) => { doc.items = [...(doc.items ?? []), `item-${i}`] })
+      ;(await peer.automerge<{ items?: string[] }>('spec')).change((doc) => {
+        doc.items = [...(doc.items ?? []), `item-${i}`]
+      })
     }
     ;(await nodes[2].peer.register<{ step: number }>('plan')).set({ step: 7 })
     ;(await nodes[3].peer.flag('ready')).enable()
@@ -77,11 +78,18 @@ test('gossipsub: five peers converge on every type; live deltas go by gossip and
     await until(async () => (await Promise.all(nodes.map(async (n) => (await n.peer.counter('burst')).value()))).every((v) => v === 20), 'burst everywhere')
     const after = { out: writer.stats().totals.commitsOut, gossip: writer.stats().gossip! }
     assert.ok(after.gossip.published - before.gossip.published >= 1, 'published on gossip')
-    assert.ok(after.gossip.skipped - before.gossip.skipped >= 4 * (after.gossip.published - before.gossip.published), 'each of the four sessions skipped what gossip carried')
-    assert.ok(after.out - before.out < after.gossip.published - before.gossip.published, `sessions did not send the deltas again (${after.out - before.out} commits out)`)
-    for (const { peer } of nodes.slice(1)) assert.ok(peer.stats().gossip!.applied > 0)
+    assert.ok(
+      after.gossip.skipped - before.gossip.skipped >= 4 * (after.gossip.published - before.gossip.published),
+      'each of the four sessions skipped what gossip carried',
+    )
+    assert.ok(
+      after.out - before.out < after.gossip.published - before.gossip.published,
+      `sessions did not send the deltas again (${after.out - before.out} commits out)`,
+    )
+    for (const { peer } of nodes.slice(1))
+      assert.ok(peer.stats().gossip!.applied > 0)
 
-    // flush({ acks }): persisted by the four others, though the delta went by gossip
+      // flush({ acks }): persisted by the four others, though the delta went by gossip
     ;(await writer.set<string>('seen')).add('acked')
     await writer.flush({ acks: 4, timeoutMs: 15_000 })
     for (const { peer } of nodes.slice(1)) assert.ok((await peer.set<string>('seen')).has('acked'), `${peer.id} holds the acknowledged write`)
@@ -107,10 +115,15 @@ test('gossipsub: garbage, a forged sender, a forbidden write and an undecodable 
   try {
     // access decides by peer id, and with no per-peer secret the guard binds the id "mallory" to her libp2p key.
     const malloryKey = await generateKeyPair('Ed25519')
-    const guard = await startNode('guard', undefined, {}, {
-      access: (peer, name) => (peer === 'mallory' && !name.startsWith('open/') ? 'read' : 'write'),
-      libp2p: { identities: { mallory: peerIdFromPrivateKey(malloryKey).toString() } },
-    })
+    const guard = await startNode(
+      'guard',
+      undefined,
+      {},
+      {
+        access: (peer, name) => (peer === 'mallory' && !name.startsWith('open/') ? 'read' : 'write'),
+        libp2p: { identities: { mallory: peerIdFromPrivateKey(malloryKey).toString() } },
+      },
+    )
     nodes.push(guard)
     const mallory = await startNode('mallory', undefined, { bootstrap: [guard.address], privateKey: malloryKey })
     nodes.push(mallory)
@@ -134,7 +147,12 @@ test('gossipsub: garbage, a forged sender, a forbidden write and an undecodable 
     ;(await mallory.peer.counter('locked')).increment()
     await until(() => stats().refused === 2, 'a write mallory may not make is refused')
 
-    const undecodable = encodeGossipMessage({ run: 7, seq: 2, agent: 'mallory', units: [[{ name: 'open/y', replicaType: 'pncounter', delta: new Uint8Array([1, 255, 255]) }]] })
+    const undecodable = encodeGossipMessage({
+      run: 7,
+      seq: 2,
+      agent: 'mallory',
+      units: [[{ name: 'open/y', replicaType: 'pncounter', delta: new Uint8Array([1, 255, 255]) }]],
+    })
     await pubsub.publish(TOPIC, undecodable)
     await until(() => stats().refused === 3, 'an undecodable delta is refused by the store')
 
@@ -142,7 +160,10 @@ test('gossipsub: garbage, a forged sender, a forbidden write and an undecodable 
     const names = await guard.peer.names()
     assert.ok(!names.some((n) => n.name === 'locked'), 'the forbidden write never reached the store')
     // (the store keeps an empty entry for a new name whose first delta it refused: no record, no value)
-    assert.ok(names.every((n) => n.name === 'open/x' || n.records === 0), JSON.stringify(names))
+    assert.ok(
+      names.every((n) => n.name === 'open/x' || n.records === 0),
+      JSON.stringify(names),
+    )
     assert.equal(stats().applied, 1)
   } finally {
     await Promise.all(nodes.map((n) => n.peer.close().catch(() => undefined)))
@@ -158,7 +179,10 @@ test('gossipsub: a partition of five peers into two groups (libp2p block) with w
     const right = nodes.slice(2)
     const idOf = (n: Node) => n.peer.libp2p!.peerId
     for (const l of left) for (const r of right) await Promise.all([l.peer.libp2p!.block(idOf(r)), r.peer.libp2p!.block(idOf(l))])
-    await until(() => left.every((n) => new Set(n.peer.connectedPeers).size === 1) && right.every((n) => new Set(n.peer.connectedPeers).size === 2), 'partitioned')
+    await until(
+      () => left.every((n) => new Set(n.peer.connectedPeers).size === 1) && right.every((n) => new Set(n.peer.connectedPeers).size === 2),
+      'partitioned',
+    )
 
     for (const [i, { peer }] of nodes.entries()) {
       ;(await peer.counter('tasks')).increment(i + 1)
@@ -169,10 +193,11 @@ test('gossipsub: a partition of five peers into two groups (libp2p block) with w
     await untilConverged(right, 'the right group converges')
     assert.equal((await left[0].peer.counter('tasks')).value(), 3, 'nothing crossed the partition')
 
-    for (const l of left) for (const r of right) {
-      l.peer.libp2p!.unblock(idOf(r))
-      r.peer.libp2p!.unblock(idOf(l))
-    }
+    for (const l of left)
+      for (const r of right) {
+        l.peer.libp2p!.unblock(idOf(r))
+        r.peer.libp2p!.unblock(idOf(l))
+      }
     await untilConverged(nodes, 'the healed mesh converges')
     assert.equal((await nodes[0].peer.counter('tasks')).value(), 15)
     assert.equal((await nodes[4].peer.set<string>('seen')).size, 5)

@@ -14,7 +14,7 @@ import { multiaddr } from '@multiformats/multiaddr'
 import { peerIdFromPrivateKey } from '@libp2p/peer-id'
 import { ErrorCodes, isConcordError } from '../../crdt/errors.ts'
 import { createPeer, type Peer, type PeerOptions } from '../../peer/index.ts'
-import { FAST_REDIAL, snapshot, startNode as startLibp2pNode, untilConverged as untilNodesConverged, type Node } from './helpers/libp2p-nodes.ts'
+import { FAST_REDIAL, startNode as startLibp2pNode, untilConverged as untilNodesConverged, type Node } from './helpers/libp2p-nodes.ts'
 import { loadOrCreatePrivateKey } from '../../transports/libp2p/index.ts'
 import { until } from '../helpers/wait.ts'
 import { tempDir } from '../helpers/temp-dir.ts'
@@ -35,7 +35,9 @@ async function writeEverything(peer: Peer, i: number, tag: string): Promise<void
   ;(await peer.gset<string>('log')).add(`${tag}-${i}`)
   ;(await peer.map('facts')).set(`${tag}${i}`, i)
   ;(await peer.yjs('ctx')).doc.getText('t').insert(0, `${i}`)
-  ;(await peer.automerge<{ items?: string[] }>('spec')).change((doc) => { doc.items = [...(doc.items ?? []), `${tag}-${i}`] })
+  ;(await peer.automerge<{ items?: string[] }>('spec')).change((doc) => {
+    doc.items = [...(doc.items ?? []), `${tag}-${i}`]
+  })
   if (i === 2) {
     ;(await peer.register<{ step: number }>('plan')).set({ step: 7 })
     ;(await peer.flag('ready')).enable()
@@ -89,7 +91,10 @@ test('five peers over libp2p (listen/bootstrap/connect) converge on every type; 
     await untilConverged(nodes, 'agent-3 catches up after the redial')
     assert.equal((await back.peer.counter('tasks')).value(), 15 + 40)
     assert.ok((await back.peer.set<string>('seen')).has('while-away-0'))
-    assert.ok(alive.some((n) => n.peer.libp2p!.stats.redialed > 0), 'agent-3 came back through a redial')
+    assert.ok(
+      alive.some((n) => n.peer.libp2p!.stats.redialed > 0),
+      'agent-3 came back through a redial',
+    )
   } finally {
     await Promise.all(nodes.map((n) => n.peer.close().catch(() => undefined)))
     await dir.remove()
@@ -111,8 +116,10 @@ test('allowlist: a node outside it is refused and no data reaches it; listed pee
     ;(await a.peer.set<string>('secrets')).add('launch-code')
     await until(async () => (await b.peer.set<string>('secrets')).has('launch-code'), 'b (listed) gets the data')
 
-    await assert.rejects(mallory.peer.connect(a.address), (error: unknown) =>
-      isConcordError(error) && (error.code === ErrorCodes.UNREACHABLE || error.code === ErrorCodes.FORBIDDEN))
+    await assert.rejects(
+      mallory.peer.connect(a.address),
+      (error: unknown) => isConcordError(error) && (error.code === ErrorCodes.UNREACHABLE || error.code === ErrorCodes.FORBIDDEN),
+    )
     await assert.rejects(a.peer.connect(mallory.address), (error: unknown) => isConcordError(error, ErrorCodes.FORBIDDEN))
     await until(() => a.peer.libp2p!.stats.denied > 0 && b.peer.libp2p!.stats.denied > 0, 'both listed peers refused mallory')
     assert.deepEqual(mallory.peer.connectedPeers, [])
@@ -136,7 +143,10 @@ test('partition of five peers into two groups (libp2p block): both sides write, 
       for (const l of left) for (const r of right) await Promise.all([l.peer.libp2p!.block(idOf(r)), r.peer.libp2p!.block(idOf(l))])
     }
     await cut()
-    await until(() => left.every((n) => new Set(n.peer.connectedPeers).size === 1) && right.every((n) => new Set(n.peer.connectedPeers).size === 2), 'partitioned')
+    await until(
+      () => left.every((n) => new Set(n.peer.connectedPeers).size === 1) && right.every((n) => new Set(n.peer.connectedPeers).size === 2),
+      'partitioned',
+    )
 
     for (const [i, node] of nodes.entries()) await writeEverything(node.peer, i, i < 2 ? 'left' : 'right')
     await untilConverged(left, 'the left group converges')
@@ -144,10 +154,11 @@ test('partition of five peers into two groups (libp2p block): both sides write, 
     assert.equal((await left[0].peer.counter('tasks')).value(), 1 + 2, 'no write crossed the partition')
     assert.equal((await right[0].peer.counter('tasks')).value(), 3 + 4 + 5)
 
-    for (const l of left) for (const r of right) {
-      l.peer.libp2p!.unblock(idOf(r))
-      r.peer.libp2p!.unblock(idOf(l))
-    }
+    for (const l of left)
+      for (const r of right) {
+        l.peer.libp2p!.unblock(idOf(r))
+        r.peer.libp2p!.unblock(idOf(l))
+      }
     await untilConverged(nodes, 'the healed mesh converges')
     assert.equal((await nodes[0].peer.counter('tasks')).value(), 15)
     assert.equal((await nodes[4].peer.set<string>('seen')).size, 5)
@@ -163,14 +174,18 @@ test('peer API: options checked; credentials refused for good reject connect and
   try {
     await assert.rejects(other.listen({ libp2p: {}, port: 1 } as never), (error: unknown) => isConcordError(error, ErrorCodes.INVALID_ARGUMENT))
     await assert.rejects(other.listen({ libp2p: { bootstrap: ['not-a-multiaddr'] } }), (error: unknown) => isConcordError(error, ErrorCodes.INVALID_ARGUMENT))
-    await assert.rejects(createPeer({ id: 'x', libp2p: { gossipsub: { group: 'a b' } } }), (error: unknown) => isConcordError(error, ErrorCodes.INVALID_ARGUMENT))
+    await assert.rejects(createPeer({ id: 'x', libp2p: { gossipsub: { group: 'a b' } } }), (error: unknown) =>
+      isConcordError(error, ErrorCodes.INVALID_ARGUMENT),
+    )
     await assert.rejects(other.connect('/ip4/127.0.0.1/tcp/1/p2p/not-a-peer-id'), (error: unknown) => isConcordError(error, ErrorCodes.INVALID_ARGUMENT))
     const { peerId } = await other.listen({ libp2p: {} })
     assert.notEqual(peerId, server.peer.libp2p!.peerId, 'two in-memory peers, two keys')
     await assert.rejects(other.listen({ libp2p: { gossipsub: true } }), (error: unknown) => isConcordError(error, ErrorCodes.INVALID_ARGUMENT))
 
     let refusals = 0
-    server.peer.events.on('refused', () => { refusals++ })
+    server.peer.events.on('refused', () => {
+      refusals++
+    })
     await assert.rejects(client.connect(server.address), (error: unknown) => isConcordError(error, ErrorCodes.AUTH_FAILED))
     // forgotten on both sides: with a 100 ms backoff a redial would have come many times over
     await new Promise((resolve) => setTimeout(resolve, 1_000))

@@ -14,7 +14,9 @@ test('a store keeps remote Automerge changes that arrived before their dependenc
   let source = A.init<Record<string, number>>()
   const changes: Uint8Array[] = []
   for (let i = 0; i < 4; i++) {
-    source = A.change(source, (doc) => { doc[`k${i}`] = i })
+    source = A.change(source, (doc) => {
+      doc[`k${i}`] = i
+    })
     changes.push(A.getLastLocalChange(source)!)
   }
   const storage = await openLevelStorage()

@@ -7,17 +7,21 @@ import { until } from '../helpers/wait.ts'
 test('disconnect(url) cuts a dialed link (a partition); connect(url) heals it and both sides resync', async () => {
   const peers: Peer[] = []
   try {
-    const a = await createPeer({ id: 'a' }); peers.push(a)
-    const b = await createPeer({ id: 'b' }); peers.push(b)
+    const a = await createPeer({ id: 'a' })
+    peers.push(a)
+    const b = await createPeer({ id: 'b' })
+    peers.push(b)
     const { url } = await a.listen()
     await b.connect(url)
-    const ca = await a.counter('c'); const cb = await b.counter('c')
+    const ca = await a.counter('c')
+    const cb = await b.counter('c')
     ca.increment(1)
     await until(() => cb.value() === 1, 'first write reaches b')
 
     assert.equal(b.disconnect(url), 1)
     await until(() => a.connectedPeers.length === 0 && b.connectedPeers.length === 0, 'both sides see the link cut')
-    ca.increment(10); cb.increment(100)
+    ca.increment(10)
+    cb.increment(100)
     // no reconnection happens while partitioned: b stopped dialing
     await new Promise((resolve) => setTimeout(resolve, 300))
     assert.deepEqual(b.connectedPeers, [])

@@ -36,7 +36,10 @@ test('presence crosses a hub, reaches a late peer, expires with its TTL and is c
     assert.equal(set.local, true)
     await until(() => agents(b).includes('ana'), 'b sees ana through the hub')
     const seen = b.presence.list().find((info) => info.agent === 'ana')!
-    assert.deepEqual({ peer: seen.peer, name: seen.name, status: seen.status, local: seen.local }, { peer: 'a', name: 'notes', status: { doing: 'drafting the summary' }, local: false })
+    assert.deepEqual(
+      { peer: seen.peer, name: seen.name, status: seen.status, local: seen.local },
+      { peer: 'a', name: 'notes', status: { doing: 'drafting the summary' }, local: false },
+    )
     assert.ok(seen.expiresAt > Date.now() + 50_000, 'the remaining TTL travels')
 
     b.presence.set('bo', { status: 'reviewing', ttlMs: 60_000 })
@@ -88,7 +91,10 @@ test('presence about a name goes only to peers that may read it; unnamed presenc
       writer.presence.set('notes-agent', { status: 'writing', name: 'public/notes', ttlMs: 60_000 })
       await until(() => agents(hub).length === 3, 'the hub holds all three')
       const presenceOf = (messages: DecodedMessage[]) => messages.flatMap((m) => (m.type === 'presence' ? m.entries : []))
-      await until(() => presenceOf(viewer.received).some((e) => e.agent === 'notes-agent') && presenceOf(viewer.received).some((e) => e.agent === 'open-agent'), 'the viewer gets the readable ones')
+      await until(
+        () => presenceOf(viewer.received).some((e) => e.agent === 'notes-agent') && presenceOf(viewer.received).some((e) => e.agent === 'open-agent'),
+        'the viewer gets the readable ones',
+      )
       const told = presenceOf(viewer.received)
       assert.ok(!told.some((e) => e.agent === 'secret-agent' || e.name === 'private/plan'), 'never an entry about a name the viewer may not read')
       // The hub's MCP-style listing for the viewer hides it the same way.
@@ -132,7 +138,15 @@ test('a session that floods presence is dropped past the rate; entries forging t
     const { url } = await hub.listen()
     const raw = await rawClient(url, true, { peer: 'raw', extensions: [presenceExtension()] })
     try {
-      const entry = (agent: string, clock: number, over: Partial<PresenceEntry> = {}): PresenceEntry => ({ agent, peer: 'raw', clock, ttlMs: 60_000, name: '', state: state({ n: clock }), ...over })
+      const entry = (agent: string, clock: number, over: Partial<PresenceEntry> = {}): PresenceEntry => ({
+        agent,
+        peer: 'raw',
+        clock,
+        ttlMs: 60_000,
+        name: '',
+        state: state({ n: clock }),
+        ...over,
+      })
       await raw.send({ type: 'presence', entries: [entry('hub-agent', Date.now() + 1_000_000), entry('fake', 1, { peer: 'hub' }), entry('mallory', 5)] })
       await until(() => agents(hub).includes('mallory'), 'a real entry is taken')
       assert.deepEqual(hub.presence.list().find((info) => info.agent === 'hub-agent')?.status, 'serving', "this peer's own agent is not overwritten")

@@ -11,5 +11,9 @@ test(`peers with stores, chaos on the simulated network: ${COUNT} seeds`, { time
     const result = await runPeerScenario(seed)
     if (!result.converged || !result.durable) failed.push(`${seed} (${result.difference ?? 'not durable'})`)
   }
-  assert.deepEqual(failed, [], `seeds that failed (replay: CONCORD_SEED=<seed> node scripts/run-tests.mjs test/peer/sim-convergence.test.ts): ${failed.join(', ')}`)
+  assert.deepEqual(
+    failed,
+    [],
+    `seeds that failed (replay: CONCORD_SEED=<seed> node scripts/run-tests.mjs test/peer/sim-convergence.test.ts): ${failed.join(', ')}`,
+  )
 })

@@ -50,19 +50,26 @@ test('a transaction that throws changes nothing: not here, not in the log, not o
       counter.increment()
       tags.add('kept')
       doc.doc.getText('t').insert(0, 'kept')
-      spec.change((d) => { d.step = 1 })
+      spec.change((d) => {
+        d.step = 1
+      })
     })
     await a.flush({ acks: 1 })
     const commitsBefore = a.stats().totals.commitsOut
     const historyBefore = (await a.history('tags')).length
-    await assert.rejects(a.transact(() => {
-      counter.increment(5)
-      tags.add('refused')
-      tags.delete('kept')
-      doc.doc.getText('t').insert(4, ' refused')
-      spec.change((d) => { d.step = 2 })
-      throw new Error('the block failed')
-    }), /the block failed/)
+    await assert.rejects(
+      a.transact(() => {
+        counter.increment(5)
+        tags.add('refused')
+        tags.delete('kept')
+        doc.doc.getText('t').insert(4, ' refused')
+        spec.change((d) => {
+          d.step = 2
+        })
+        throw new Error('the block failed')
+      }),
+      /the block failed/,
+    )
     assert.equal(counter.value(), 1)
     assert.deepEqual(tags.values(), ['kept'])
     assert.equal(doc.doc.getText('t').toString(), 'kept')
@@ -77,23 +84,35 @@ test('a transaction that throws changes nothing: not here, not in the log, not o
     assert.equal(farCount.value(), 1)
     assert.equal(farDoc.doc.getText('t').toString(), 'kept')
     // The next transaction goes through as usual, the compensated Yjs structs with it.
-    await a.transact(() => { tags.add('next'); doc.doc.getText('t').insert(4, '!') })
+    await a.transact(() => {
+      tags.add('next')
+      doc.doc.getText('t').insert(4, '!')
+    })
     await until(() => far.size === 2 && farDoc.doc.getText('t').toString() === 'kept!', 'the next transaction reaches b')
   } finally {
     await Promise.all(peers.map((peer) => peer.close()))
   }
 })
 
-test('after close, a peer\'s replicas refuse changes with CONCORD_CLOSED', async () => {
+test("after close, a peer's replicas refuse changes with CONCORD_CLOSED", async () => {
   const peer = await createPeer({ id: 'closing' })
   const counter = await peer.counter('count')
   const map = await peer.map('facts')
   counter.increment()
   map.set('owner', 'ana')
   await peer.close()
-  assert.throws(() => counter.increment(), (e) => isConcordError(e, 'CONCORD_CLOSED'))
-  assert.throws(() => map.set('owner', 'bo'), (e) => isConcordError(e, 'CONCORD_CLOSED'))
-  assert.throws(() => map.counter('visits').increment(), (e) => isConcordError(e, 'CONCORD_CLOSED'))
+  assert.throws(
+    () => counter.increment(),
+    (e) => isConcordError(e, 'CONCORD_CLOSED'),
+  )
+  assert.throws(
+    () => map.set('owner', 'bo'),
+    (e) => isConcordError(e, 'CONCORD_CLOSED'),
+  )
+  assert.throws(
+    () => map.counter('visits').increment(),
+    (e) => isConcordError(e, 'CONCORD_CLOSED'),
+  )
   assert.equal(counter.value(), 1)
   assert.deepEqual(map.value(), { owner: 'ana' })
 })
@@ -107,10 +126,24 @@ test('a change made for another agent (a door serving its clients) is logged und
     await peer.flush()
     assert.equal(await peer.revert('count', 1, { agent: 'bo', message: 'back to two' }), 3)
     const history = await peer.history('count')
-    assert.deepEqual(history.map((entry) => entry.agent), ['ana', 'hub', 'bo'])
+    assert.deepEqual(
+      history.map((entry) => entry.agent),
+      ['ana', 'hub', 'bo'],
+    )
     assert.equal(counter.value(), 2)
-    for (const options of [{ agent: '' }, { agent: 'x'.repeat(257) }, { message: 'm'.repeat(4097) }, { meta: [] }, { meta: { big: 'x'.repeat(17_000) } }, { meta: { f: () => 1 } }]) {
-      await assert.rejects(peer.transact(() => counter.increment(), options as never), (error) => isConcordError(error, ErrorCodes.INVALID_ARGUMENT), JSON.stringify(Object.keys(options)))
+    for (const options of [
+      { agent: '' },
+      { agent: 'x'.repeat(257) },
+      { message: 'm'.repeat(4097) },
+      { meta: [] },
+      { meta: { big: 'x'.repeat(17_000) } },
+      { meta: { f: () => 1 } },
+    ]) {
+      await assert.rejects(
+        peer.transact(() => counter.increment(), options as never),
+        (error) => isConcordError(error, ErrorCodes.INVALID_ARGUMENT),
+        JSON.stringify(Object.keys(options)),
+      )
     }
     assert.equal(counter.value(), 2, 'a refused transaction changed nothing')
     assert.equal(peer.store.settledSeq('count'), 3, 'the replica is exactly at its last record')

@@ -52,8 +52,9 @@ async function fivePeers(topology: string, wire: (peers: Peer[]) => Promise<void
     ;(holders[0].replicas.get('gset') as unknown as { add(v: string): void }).add('from-p0')
     ;(holders[4].replicas.get('gset') as unknown as { add(v: string): void }).add('from-p4')
     let difference: string | undefined
-    await until(() => (difference = firstDifference(holders)) === undefined, `${topology}: five peers converge`, 30_000)
-      .catch((error) => { throw new Error(`${error.message}: ${difference} (seed ${SEED})`) })
+    await until(() => (difference = firstDifference(holders)) === undefined, `${topology}: five peers converge`, 30_000).catch((error) => {
+      throw new Error(`${error.message}: ${difference} (seed ${SEED})`)
+    })
     const far = holders[4].replicas.get('gset')!.value() as string[]
     assert.ok(far.includes('from-p0') && (holders[0].replicas.get('gset')!.value() as string[]).includes('from-p4'))
     for (const peer of peers) assert.equal(peer.stats().totals.malformed, 0)
@@ -79,10 +80,19 @@ test('five peers in a chain over WebSocket: every type converges end to end thro
 
 // ------------------------------------------------------------ transact across SIGKILL
 
-interface ReceiverState { a: number; b: number; c: number }
+interface ReceiverState {
+  a: number
+  b: number
+  c: number
+}
 
 /** Starts the receiver child; resolves with its `opened` state (read from disk before any sync). */
-function startReceiver(dir: string, url: string, dieAfter: number, onState: (state: ReceiverState) => void): Promise<{ child: ChildProcess; opened: ReceiverState; exited: Promise<void> }> {
+function startReceiver(
+  dir: string,
+  url: string,
+  dieAfter: number,
+  onState: (state: ReceiverState) => void,
+): Promise<{ child: ChildProcess; opened: ReceiverState; exited: Promise<void> }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'test/peer/fixtures/transact-receiver.ts', dir, url, String(dieAfter)], {
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -105,14 +115,18 @@ function startReceiver(dir: string, url: string, dieAfter: number, onState: (sta
         }
       }
     })
-    child.stderr!.on('data', (chunk: Buffer) => { stderr += chunk.toString('utf8') })
+    child.stderr!.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString('utf8')
+    })
     child.once('exit', (code, signal) => {
       if (!settled) reject(new Error(`receiver exited before opening (code ${code}, signal ${signal}): ${stderr}`))
     })
   })
 }
 
-test('transact is atomic across SIGKILLs of the receiver: after every restart no name shows half a transaction, then it resyncs fully', { timeout: 120_000 }, async () => {
+test('transact is atomic across SIGKILLs of the receiver: after every restart no name shows half a transaction, then it resyncs fully', {
+  timeout: 120_000,
+}, async () => {
   const dir = await tempDir('concord-transact-kill-')
   const source = await createPeer({ id: 'source', dir: join(dir.path, 'source') })
   let child: ChildProcess | undefined
@@ -145,7 +159,9 @@ test('transact is atomic across SIGKILLs of the receiver: after every restart no
     const kills = 8
     for (let k = 0; k <= kills; k++) {
       const dieAfter = k < kills && k % 2 === 0 ? random.int(1, 3) : 0
-      const started = await startReceiver(join(dir.path, 'receiver'), url, dieAfter, (state) => { latest = state })
+      const started = await startReceiver(join(dir.path, 'receiver'), url, dieAfter, (state) => {
+        latest = state
+      })
       child = started.child
       const { opened } = started
       openedStates.push(opened)
@@ -164,7 +180,10 @@ test('transact is atomic across SIGKILLs of the receiver: after every restart no
     writing = false
     await writer
     await until(() => latest.a === written && latest.b === written && latest.c === written, `the receiver resyncs all ${written} transactions`, 60_000)
-    assert.ok(openedStates.some((s) => s.a > 0), `some restart found data on disk: ${JSON.stringify(openedStates)}`)
+    assert.ok(
+      openedStates.some((s) => s.a > 0),
+      `some restart found data on disk: ${JSON.stringify(openedStates)}`,
+    )
     assert.ok(new Set(openedStates.map((s) => s.a)).size > 2, `the kills landed at different points: ${JSON.stringify(openedStates)}`)
   } finally {
     writing = false
@@ -179,7 +198,9 @@ test('transact is atomic across SIGKILLs of the receiver: after every restart no
 
 const send = sendFrame
 
-test('malformed and oversized frames from a raw ws client: counted and dropped, the peer stays up, others are unaffected, a persistent sender is cut off', { timeout: 60_000 }, async () => {
+test('malformed and oversized frames from a raw ws client: counted and dropped, the peer stays up, others are unaffected, a persistent sender is cut off', {
+  timeout: 60_000,
+}, async () => {
   const dir = await tempDir('concord-bad-frames-')
   const MAX_FRAME = 64 * 1024
   const server = await createPeer({ id: 'server', dir: join(dir.path, 'server'), maxFrameBytes: MAX_FRAME })
@@ -213,7 +234,10 @@ test('malformed and oversized frames from a raw ws client: counted and dropped, 
     // it keeps sending them: disconnected with a protocol refusal
     for (let i = 0; i < 20 && noisy.ws.readyState === WebSocket.OPEN; i++) await send(noisy.ws, garbage(16)).catch(() => undefined)
     await noisy.closed
-    assert.ok(noisy.received.some((m) => m.type === 'refuse' && m.reason === 'protocol'), 'refused with reason protocol')
+    assert.ok(
+      noisy.received.some((m) => m.type === 'refuse' && m.reason === 'protocol'),
+      'refused with reason protocol',
+    )
     assert.ok(server.stats().totals.malformed > 16)
 
     // frames over the WebSocket limit, a text frame, a wrong frame format before the handshake: that connection only is closed

@@ -34,12 +34,24 @@ async function startServer(bridge: YWebsocketBridge) {
   const wss = new WebSocketServer({ noServer: true })
   http.on('upgrade', (request, socket, head) => {
     const path = new URL(request.url ?? '/', 'http://x').pathname
-    if (!path.startsWith('/yjs/')) { socket.destroy(); return }
+    if (!path.startsWith('/yjs/')) {
+      socket.destroy()
+      return
+    }
     wss.handleUpgrade(request, socket, head, (ws) => bridge.handle(ws, decodeURIComponent(path.slice(5)), { ...writer }))
   })
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve))
   const { port } = http.address() as AddressInfo
-  return { url: `ws://127.0.0.1:${port}/yjs`, close: () => new Promise<void>((resolve) => { for (const client of wss.clients) client.terminate(); wss.close(); http.close(() => resolve()); http.closeAllConnections() }) }
+  return {
+    url: `ws://127.0.0.1:${port}/yjs`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const client of wss.clients) client.terminate()
+        wss.close()
+        http.close(() => resolve())
+        http.closeAllConnections()
+      }),
+  }
 }
 
 function until(predicate: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
@@ -58,7 +70,12 @@ test('a stock y-websocket client syncs both ways through the bridge, updates per
   const serverDoc = new Y.Doc()
   serverDoc.getText('t').insert(0, 'server says hi. ')
   const persisted: Uint8Array[] = []
-  const bridge: YWebsocketBridge = new YWebsocketBridge({ openRoom: async (name) => { assert.equal(name, 'notes'); return memoryRoom(serverDoc, persisted, () => bridge, name) } })
+  const bridge: YWebsocketBridge = new YWebsocketBridge({
+    openRoom: async (name) => {
+      assert.equal(name, 'notes')
+      return memoryRoom(serverDoc, persisted, () => bridge, name)
+    },
+  })
   const server = await startServer(bridge)
   const docA = new Y.Doc()
   const docB = new Y.Doc()
@@ -78,7 +95,12 @@ test('a stock y-websocket client syncs both ways through the bridge, updates per
     a.awareness.setLocalStateField('user', { name: 'alice' })
     await until(() => [...b.awareness.getStates().values()].some((s) => (s as { user?: { name: string } }).user?.name === 'alice'), 'awareness relayed')
   } finally {
-    a.destroy(); b.destroy(); docA.destroy(); docB.destroy(); bridge.close(); await server.close()
+    a.destroy()
+    b.destroy()
+    docA.destroy()
+    docB.destroy()
+    bridge.close()
+    await server.close()
   }
 })
 
@@ -91,12 +113,12 @@ test('malformed messages are counted and dropped; a client that keeps sending th
   const bad = new WebSocket(`${server.url}/r`)
   const opened = new Promise((resolve) => bad.once('open', resolve))
   try {
-    await until(() => provider.synced, "good client synced")
+    await until(() => provider.synced, 'good client synced')
     await opened
     const closed = new Promise<number>((resolve) => bad.once('close', (code) => resolve(code)))
-    bad.send(new Uint8Array([0, 2, 0xff, 0xff, 0xff, 0xff, 0x0f]))   // sync update claiming a huge length
-    bad.send(new Uint8Array([9, 9, 9]))                                // unknown message type
-    bad.send(new Uint8Array([0, 7, 0]))                                // unknown sync message type
+    bad.send(new Uint8Array([0, 2, 0xff, 0xff, 0xff, 0xff, 0x0f])) // sync update claiming a huge length
+    bad.send(new Uint8Array([9, 9, 9])) // unknown message type
+    bad.send(new Uint8Array([0, 7, 0])) // unknown sync message type
     bad.send(new Uint8Array([]))
     bad.send(new Uint8Array([0]))
     assert.equal(await closed, 1008)
@@ -104,6 +126,10 @@ test('malformed messages are counted and dropped; a client that keeps sending th
     good.getText('t').insert(0, 'still fine')
     await until(() => doc.getText('t').toString() === 'still fine', 'good client unaffected')
   } finally {
-    provider.destroy(); good.destroy(); bad.terminate(); bridge.close(); await server.close()
+    provider.destroy()
+    good.destroy()
+    bad.terminate()
+    bridge.close()
+    await server.close()
   }
 })

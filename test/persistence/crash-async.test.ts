@@ -26,7 +26,9 @@ it(`async mode: SIGKILL at random moments loses no acknowledged change (${cycles
     let previous = 0
     let totalAcked = 0
     for (let cycle = 0; cycle < cycles; cycle++) {
-      const acked = (await runAndKill('test/persistence/fixtures/crash-writer-async.ts', [dir], 5 + Math.floor(random() * 150), (line) => line === 'ready')).reduce((max, n) => Math.max(max, n), 0)
+      const acked = (
+        await runAndKill('test/persistence/fixtures/crash-writer-async.ts', [dir], 5 + Math.floor(random() * 150), (line) => line === 'ready')
+      ).reduce((max, n) => Math.max(max, n), 0)
       totalAcked += acked
       const store = await openStore({ dir, replicaId: 'crash-writer', sweepMs: 0, checkpoint: { onClose: false } })
       try {

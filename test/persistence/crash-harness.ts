@@ -25,7 +25,9 @@ export function runAndKill(fixture: string, args: readonly string[], delayMs: nu
         if (timer === undefined && armsOn(line)) timer = setTimeout(() => child.kill('SIGKILL'), delayMs)
       }
     })
-    child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString('utf8') })
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString('utf8')
+    })
     child.on('error', reject)
     child.on('exit', (code, signal) => {
       clearTimeout(timer)

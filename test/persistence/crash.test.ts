@@ -24,7 +24,12 @@ it(`SIGKILL at random moments loses no acknowledged record (${cycles} cycles, se
     let previous = 0
     let totalAcked = 0
     for (let cycle = 0; cycle < cycles; cycle++) {
-      const acked = await runAndKill('test/persistence/fixtures/crash-writer.ts', [dir, '8'], 5 + Math.floor(random() * 120), (line) => line === 'ready' || line.startsWith('ack '))
+      const acked = await runAndKill(
+        'test/persistence/fixtures/crash-writer.ts',
+        [dir, '8'],
+        5 + Math.floor(random() * 120),
+        (line) => line === 'ready' || line.startsWith('ack '),
+      )
       totalAcked += acked.length
       const store = await openStore({ dir, replicaId: 'crash-writer', sweepMs: 0, checkpoint: { onClose: false } })
       try {

@@ -55,7 +55,9 @@ async function fill(peer: Peer, set: ORSetReplica<string>, from: number, refusal
   for (let i = from; refused.length < refusals; i++) {
     assert.ok(i < from + 5000, 'the disk never filled')
     try {
-      await peer.transact(() => { set.add(element(i)) })
+      await peer.transact(() => {
+        set.add(element(i))
+      })
       acked.push(element(i))
     } catch (error) {
       assert.ok(isConcordError(error, 'CONCORD_STORAGE_ERROR'), `expected CONCORD_STORAGE_ERROR, got ${String(error)}`)
@@ -72,7 +74,10 @@ function assertSameElements(actual: readonly string[], expected: readonly string
   const have = new Set(actual)
   const extra = actual.filter((e) => !want.has(e)).map(label)
   const missing = expected.filter((e) => !have.has(e)).map(label)
-  assert.ok(extra.length === 0 && missing.length === 0, `${what}: ${extra.length} extra (${extra.slice(0, 5).join(', ')}), ${missing.length} missing (${missing.slice(0, 5).join(', ')}) of ${expected.length}`)
+  assert.ok(
+    extra.length === 0 && missing.length === 0,
+    `${what}: ${extra.length} extra (${extra.slice(0, 5).join(', ')}), ${missing.length} missing (${missing.slice(0, 5).join(', ')}) of ${expected.length}`,
+  )
 }
 
 async function storedSet(dir: string): Promise<string[]> {
@@ -84,7 +89,10 @@ async function storedSet(dir: string): Promise<string[]> {
   }
 }
 
-it('a full disk: refused writes are rolled back, the next acknowledged write after space is freed is on disk, and the store reopens', { skip, timeout: 120_000 }, async () => {
+it('a full disk: refused writes are rolled back, the next acknowledged write after space is freed is on disk, and the store reopens', {
+  skip,
+  timeout: 120_000,
+}, async () => {
   const disk = await mountTmpfs('2m')
   assert.ok('unmount' in disk)
   const copyRoot = await mkdtemp(join(tmpdir(), 'concord-disk-copy-'))
@@ -105,7 +113,9 @@ it('a full disk: refused writes are rolled back, the next acknowledged write aft
     assert.ok(rolledBack.length >= 3)
 
     await rm(filler)
-    await peer.transact(() => { set.add('after') })
+    await peer.transact(() => {
+      set.add('after')
+    })
     // Right after the acknowledgement, a copy of the folder holds it.
     const copy = join(copyRoot, 'copy')
     await cp(dir, copy, { recursive: true })

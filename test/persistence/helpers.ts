@@ -41,7 +41,11 @@ export class FakeTimers implements Timers {
     for (;;) {
       let dueId: number | undefined
       let due: { at: number; fn: () => void } | undefined
-      for (const [id, task] of this.tasks) if (task.at <= end && (!due || task.at < due.at)) { dueId = id; due = task }
+      for (const [id, task] of this.tasks)
+        if (task.at <= end && (!due || task.at < due.at)) {
+          dueId = id
+          due = task
+        }
       if (!due) break
       this.tasks.delete(dueId!)
       this.time = Math.max(this.time, due.at)

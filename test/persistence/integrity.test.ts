@@ -17,7 +17,13 @@ import { openStore, type StoreOptions } from '../../persistence/index.ts'
 import { tempDir, textOf, typeText } from './helpers.ts'
 
 const hasCode = (code: string) => (error: unknown) => isConcordError(error) && error.code === code
-const options = (dir: string): StoreOptions => ({ dir, replicaId: 'a', sweepMs: 0, retention: 'full', checkpoint: { everyRecords: 0, everyBytes: 0, onClose: false } })
+const options = (dir: string): StoreOptions => ({
+  dir,
+  replicaId: 'a',
+  sweepMs: 0,
+  retention: 'full',
+  checkpoint: { everyRecords: 0, everyBytes: 0, onClose: false },
+})
 const letters = (n: number): string => 'abcdefghijklmnopqrstuvwxyz'.slice(0, n)
 
 /** A folder with 'victim' (10 one-letter records) and 'other' (5). */
@@ -51,21 +57,32 @@ async function tamper(dir: string, edit: Array<{ key: readonly string[]; change:
 }
 
 const cutShort = (value: Uint8Array): Uint8Array => value.slice(0, value.length - 7)
-const flipBit = (at: number) => (value: Uint8Array): Uint8Array => {
-  value[Math.min(at, value.length - 1)] ^= 0x10
-  return value
-}
+const flipBit =
+  (at: number) =>
+  (value: Uint8Array): Uint8Array => {
+    value[Math.min(at, value.length - 1)] ^= 0x10
+    return value
+  }
 
 describe('integrity', () => {
-  for (const [label, damage] of [['cut short', cutShort], ['bit-flipped', flipBit(20)]] as const) {
+  for (const [label, damage] of [
+    ['cut short', cutShort],
+    ['bit-flipped', flipBit(20)],
+  ] as const) {
     it(`newest records ${label}: a torn tail, truncated and reported; the rest intact`, async () => {
       const { dir, remove } = await seeded()
       try {
-        await tamper(dir, [{ key: logKey('victim', 9), change: damage }, { key: logKey('victim', 10), change: damage }])
+        await tamper(dir, [
+          { key: logKey('victim', 9), change: damage },
+          { key: logKey('victim', 10), change: damage },
+        ])
         let store = await openStore(options(dir))
         const victim = await store.open('victim', 'yjs')
         assert.equal(textOf(victim), letters(8))
-        assert.deepEqual(store.truncations.map((t) => [t.name, t.fromSeq, t.toSeq]), [['victim', 9, 10]])
+        assert.deepEqual(
+          store.truncations.map((t) => [t.name, t.fromSeq, t.toSeq]),
+          [['victim', 9, 10]],
+        )
         assert.equal(textOf(await store.open('other', 'yjs')), letters(5))
         assert.equal(store.committedSeq('victim'), 8)
         typeText(victim, 'Z')
@@ -126,7 +143,10 @@ describe('integrity', () => {
       await store.open('victim', 'yjs')
       assert.equal(await store.checkpoint('victim'), 10)
       await store.close()
-      await tamper(dir, [{ key: checkpointKey('victim', 10), change: flipBit(30) }, { key: metaKey('other'), change: flipBit(3) }])
+      await tamper(dir, [
+        { key: checkpointKey('victim', 10), change: flipBit(30) },
+        { key: metaKey('other'), change: flipBit(3) },
+      ])
       store = await openStore(options(dir))
       assert.equal(textOf(await store.open('victim', 'yjs')), letters(10))
       assert.match((await store.verify('victim')).problems.join(), /checkpoint 10/)
@@ -152,7 +172,9 @@ describe('integrity', () => {
         await store.flush()
       }
       await store.close()
-      const logs = readdirSync(dir).filter((file) => file.endsWith('.log') && file !== 'LOG').sort()
+      const logs = readdirSync(dir)
+        .filter((file) => file.endsWith('.log') && file !== 'LOG')
+        .sort()
       const newest = join(dir, logs.at(-1)!)
       const size = statSync(newest).size
       assert.ok(size > 1000, `the newest log holds the session (${size} bytes)`)
@@ -198,8 +220,14 @@ describe('repair', () => {
       // The letters after 'e' were typed after it: Yjs keeps them waiting for it.
       assert.equal(textOf(victim), letters(4))
       const history = await store.history('victim')
-      assert.deepEqual(history.map((record) => record.seq), [1, 2, 3, 4, 5, 6, 7, 8, 9])
-      assert.deepEqual(history.map((record) => record.agent), agentsBefore.filter((_, i) => i !== 4))
+      assert.deepEqual(
+        history.map((record) => record.seq),
+        [1, 2, 3, 4, 5, 6, 7, 8, 9],
+      )
+      assert.deepEqual(
+        history.map((record) => record.agent),
+        agentsBefore.filter((_, i) => i !== 4),
+      )
       assert.deepEqual((await store.verify('victim')).problems, [])
       // The peer's state brings the lost letter; the waiting ones land with it.
       await store.applyRemote('victim', full)
@@ -219,7 +247,7 @@ describe('repair', () => {
     const temp = await tempDir('concord-repair-')
     try {
       let store = await openStore(options(temp.dir))
-      const counter = await store.open('n', 'pncounter') as unknown as { increment(n: number): unknown; value(): number }
+      const counter = (await store.open('n', 'pncounter')) as unknown as { increment(n: number): unknown; value(): number }
       for (let i = 1; i <= 6; i++) {
         counter.increment(i)
         await store.flush()

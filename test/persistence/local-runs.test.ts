@@ -46,7 +46,7 @@ async function checkHistory(store: Store, name: string, live: YjsReplica): Promi
 describe('merged local changes through local runs', () => {
   it('a remote delta applied to the replica directly while a run is open is logged', async () => {
     await withStore(async (store) => {
-      const doc = await store.open('doc', 'yjs') as YjsReplica
+      const doc = (await store.open('doc', 'yjs')) as YjsReplica
       const other = createReplica('yjs', { replicaId: replicaId('other') }) as YjsReplica
       const remote: Uint8Array[] = []
       other.on('change', (event) => remote.push(event.delta))
@@ -61,8 +61,8 @@ describe('merged local changes through local runs', () => {
 
   it('an atomic block and a commit of another name cut the run: each record holds exactly its changes', async () => {
     await withStore(async (store) => {
-      const doc = await store.open('doc', 'yjs') as YjsReplica
-      const counter = await store.open('n', 'pncounter') as PNCounterReplica
+      const doc = (await store.open('doc', 'yjs')) as YjsReplica
+      const counter = (await store.open('n', 'pncounter')) as PNCounterReplica
       await settle()
       for (let i = 0; i < 3; i++) typeText(doc, 'a') // first alone, then two merged
       const atomic = store.atomic(() => typeText(doc, 'X'))
@@ -80,7 +80,7 @@ describe('merged local changes through local runs', () => {
 
   it('any unit queued after the merging one ends it (a flush): later changes go after it', async () => {
     await withStore(async (store) => {
-      const doc = await store.open('doc', 'yjs') as YjsReplica
+      const doc = (await store.open('doc', 'yjs')) as YjsReplica
       await settle()
       for (let i = 0; i < 3; i++) typeText(doc, 'a')
       const flushed = store.flush()
@@ -92,7 +92,7 @@ describe('merged local changes through local runs', () => {
 
   it('a unit ends once its run holds 256 KiB; another change listener leaves the log as it is', async () => {
     await withStore(async (store) => {
-      const doc = await store.open('doc', 'yjs') as YjsReplica
+      const doc = (await store.open('doc', 'yjs')) as YjsReplica
       const seen: Uint8Array[] = []
       const chunk = 'y'.repeat(64 * 1024)
       for (let i = 0; i < 10; i++) typeText(doc, chunk)
@@ -102,7 +102,10 @@ describe('merged local changes through local runs', () => {
       const lengths = await checkHistory(store, 'doc', doc)
       assert.ok(lengths.length >= 5, `20 changes of 64 KiB: ${lengths.length} records`)
       assert.equal(seen.length, 10)
-      assert.ok(seen.every((delta) => delta.length > chunk.length), 'the other listener got each change\'s whole delta')
+      assert.ok(
+        seen.every((delta) => delta.length > chunk.length),
+        "the other listener got each change's whole delta",
+      )
     })
   })
 })

@@ -57,14 +57,20 @@ describe('merged local changes (async mode)', () => {
       const seq = store.committedSeq('doc')
       assert.ok(seq >= 2 && seq <= 20, `500 changes in 5 rounds: ${seq} records`)
       assert.equal(seen.length, seq, 'one committed event per record of one name')
-      assert.deepEqual(seen.map((u) => u.records.map((r) => r.seq)), Array.from({ length: seq }, (_, i) => [i + 1]))
+      assert.deepEqual(
+        seen.map((u) => u.records.map((r) => r.seq)),
+        Array.from({ length: seq }, (_, i) => [i + 1]),
+      )
       // What sync ships: the merged payloads bring a fresh replica to the same text.
       const shipped = new Y.Doc()
       for (const unit of seen) for (const record of unit.records) Y.applyUpdate(shipped, record.payload)
       assert.equal(shipped.getText('t').toString(), 'x'.repeat(500))
       assert.deepEqual((await store.verify('doc')).problems, [])
       const history = await store.history('doc', { limit: 1000 })
-      assert.deepEqual(history.map((r) => r.seq), Array.from({ length: seq }, (_, i) => i + 1))
+      assert.deepEqual(
+        history.map((r) => r.seq),
+        Array.from({ length: seq }, (_, i) => i + 1),
+      )
       assert.ok(history.every((r) => r.agent === 'me' && r.kind === 'delta'))
       await store.close()
       const again = await openStore({ dir, replicaId: 'me', sweepMs: 0 })
@@ -109,7 +115,7 @@ describe('merged local changes (async mode)', () => {
     await withStore({}, async (store) => {
       const seen = units(store)
       const a = await store.open('a', 'yjs')
-      const b = await store.open('b', 'pncounter') as PNCounterReplica
+      const b = (await store.open('b', 'pncounter')) as PNCounterReplica
       for (let i = 0; i < 50; i++) {
         typeText(a, 'a')
         b.increment()
@@ -119,7 +125,10 @@ describe('merged local changes (async mode)', () => {
       const last = seen.at(-1)!
       assert.deepEqual(last.records.map((r) => `${r.name}:${r.type}`).sort(), ['a:yjs', 'b:pncounter'])
       assert.ok(seen.length <= 3, `${seen.length} units for 100 changes`)
-      assert.equal(store.committedSeq('a') + store.committedSeq('b'), seen.reduce((n, u) => n + u.records.length, 0))
+      assert.equal(
+        store.committedSeq('a') + store.committedSeq('b'),
+        seen.reduce((n, u) => n + u.records.length, 0),
+      )
       const counter = createReplica('pncounter', { replicaId: replicaId('x') })
       for (const unit of seen) for (const r of unit.records) if (r.name === 'b') counter.applyDelta(r.payload)
       assert.equal(counter.value(), 50)
@@ -132,7 +141,7 @@ describe('merged local changes (async mode)', () => {
 
   it('a remote commit queued meanwhile closes the unit: later local changes go after it, in the order they were made', async () => {
     await withStore({}, async (store) => {
-      const doc = await store.open('doc', 'yjs') as YjsReplica
+      const doc = (await store.open('doc', 'yjs')) as YjsReplica
       const other = createReplica('yjs', { replicaId: replicaId('other') }) as YjsReplica
       const remote: Uint8Array[] = []
       other.doc.on('update', (u: Uint8Array) => remote.push(u))
@@ -143,9 +152,15 @@ describe('merged local changes (async mode)', () => {
       await applied
       await store.flush()
       const history = await store.history('doc')
-      assert.deepEqual(history.map((r) => r.agent), ['me', 'me', 'other', 'me'])
+      assert.deepEqual(
+        history.map((r) => r.agent),
+        ['me', 'me', 'other', 'me'],
+      )
       const replay = new Y.Doc()
-      const texts = history.map((r) => { Y.applyUpdate(replay, r.bytes); return replay.getText('t').toString().length })
+      const texts = history.map((r) => {
+        Y.applyUpdate(replay, r.bytes)
+        return replay.getText('t').toString().length
+      })
       assert.deepEqual(texts, [1, 3, 4, 7])
       assert.equal(textOf(await store.at('doc', 3)).length, 4)
     })

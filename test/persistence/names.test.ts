@@ -62,6 +62,9 @@ it('the wire encodes no such name (CONCORD_INVALID_ARGUMENT) and decodes none (i
   assert.ok(at > 0)
   const bad = Uint8Array.from(good)
   bad.set([0xed, 0xa0, 0x80], at + 1)
-  assert.throws(() => decodeMessage(bad), (e) => isConcordError(e, 'CONCORD_DECODE_ERROR'))
+  assert.throws(
+    () => decodeMessage(bad),
+    (e) => isConcordError(e, 'CONCORD_DECODE_ERROR'),
+  )
   assert.equal((decodeMessage(good) as { entry: { name: string } }).entry.name, 'x\uFFFD')
 })

@@ -34,9 +34,11 @@ describe('commit pipeline', () => {
     for (let w = 0; w < writers; w++) await store.open(`n${w}`, 'yjs')
     const deltas = Array.from({ length: writers }, (_, w) => chain(letters(rounds), `agent-${w}`))
     const syncs = storage.syncCount
-    await Promise.all(deltas.map(async (list, w) => {
-      for (const delta of list) await store.applyRemote(`n${w}`, delta)
-    }))
+    await Promise.all(
+      deltas.map(async (list, w) => {
+        for (const delta of list) await store.applyRemote(`n${w}`, delta)
+      }),
+    )
     const used = storage.syncCount - syncs
     assert.ok(used <= rounds + 1, `${writers} writers x ${rounds} rounds took ${used} fsyncs`)
     for (let w = 0; w < writers; w++) assert.equal(store.persistedSeq(`n${w}`), rounds)
@@ -57,7 +59,10 @@ describe('commit pipeline', () => {
     const deltas = chain(Array.from({ length: 300 }, () => piece))
     sizes.length = 0
     const results = await Promise.all(deltas.map((delta) => store.applyRemote('doc', delta)))
-    assert.deepEqual(results.map((r) => r.seq), deltas.map((_, i) => i + 1))
+    assert.deepEqual(
+      results.map((r) => r.seq),
+      deltas.map((_, i) => i + 1),
+    )
     const big = sizes.filter((size) => size > 0)
     assert.ok(big.length >= 3, `300 x 8 KB in ${big.length} batches`)
     for (const size of big) assert.ok(size < (1 << 20) + 9000, `a batch of ${size} bytes of records`)
@@ -110,7 +115,15 @@ describe('log tail beyond the stored metadata', () => {
   /** A store cut off by a power cut after 5 synced appends: the metadata still says lastSeq 0. */
   async function laggingStorage(timers: FakeTimers): Promise<FaultStorage> {
     const storage = await FaultStorage.create()
-    const options: StoreOptions = { storage, replicaId: 'a', sweepMs: 0, timers, now: timers.now, retention: 'full', checkpoint: { everyRecords: 0, everyBytes: 0, onClose: false } }
+    const options: StoreOptions = {
+      storage,
+      replicaId: 'a',
+      sweepMs: 0,
+      timers,
+      now: timers.now,
+      retention: 'full',
+      checkpoint: { everyRecords: 0, everyBytes: 0, onClose: false },
+    }
     const store = await openStore(options)
     await store.open('doc', 'yjs', { ttlMs })
     timers.advance(1000)
@@ -131,7 +144,10 @@ describe('log tail beyond the stored metadata', () => {
     const [info] = await store.names()
     assert.deepEqual([info.name, info.records, info.lastSeq], ['doc', 5, 5])
     assert.ok(info.lastChange >= start + 1000, `lastChange ${info.lastChange} is the newest record's time`)
-    assert.deepEqual((await store.history('doc')).map((h) => h.seq), [1, 2, 3, 4, 5])
+    assert.deepEqual(
+      (await store.history('doc')).map((h) => h.seq),
+      [1, 2, 3, 4, 5],
+    )
     assert.equal(textOf(await store.at('doc', 3)), 'abc')
     assert.deepEqual((await store.verify('doc')).problems, [])
     assert.deepEqual(await store.gc(), { deletedRecords: 0, deletedCheckpoints: 0, orphanNames: 0 })

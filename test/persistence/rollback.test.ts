@@ -19,8 +19,11 @@ import { ALL_TYPES, mutate } from '../sync/helpers/memory-host.ts'
 import { settle, tempDir, textOf, typeText } from './helpers.ts'
 
 const hex = (bytes: Uint8Array): string => Buffer.from(bytes).toString('hex')
-const valueOf = (replica: Replica): string => JSON.stringify(replica.value())
-const hasCode = (code: string) => (error: unknown): boolean => isConcordError(error, code as never)
+const valueText = (replica: Replica): string => JSON.stringify(replica.value())
+const hasCode =
+  (code: string) =>
+  (error: unknown): boolean =>
+    isConcordError(error, code as never)
 
 /** Opens one name of every type and gives each a few logged changes. */
 async function openAll(store: Store, random: Prng): Promise<Map<ReplicaType, Replica>> {
@@ -41,18 +44,21 @@ describe('atomic blocks that throw', () => {
       const random = new Prng(7)
       let store = await openStore({ dir, replicaId: 'a', sweepMs: 0 })
       const replicas = await openAll(store, random)
-      const before = new Map([...replicas].map(([type, r]) => [type, { value: valueOf(r), snapshot: hex(r.snapshot()), version: hex(r.version()) }]))
+      const before = new Map([...replicas].map(([type, r]) => [type, { value: valueText(r), snapshot: hex(r.snapshot()), version: hex(r.version()) }]))
       const seqs = new Map([...replicas.keys()].map((type) => [type, store.committedSeq(`n-${type}`)]))
       const events: string[] = []
       store.events.on('commit', ({ name }) => events.push(name))
       const boom = new Error('boom')
-      await assert.rejects(store.atomic(() => {
-        for (const replica of replicas.values()) for (let i = 0; i < 4; i++) mutate(replica, random, `block-${i}`)
-        throw boom
-      }), (error) => error === boom)
+      await assert.rejects(
+        store.atomic(() => {
+          for (const replica of replicas.values()) for (let i = 0; i < 4; i++) mutate(replica, random, `block-${i}`)
+          throw boom
+        }),
+        (error) => error === boom,
+      )
       for (const [type, replica] of replicas) {
         const was = before.get(type)!
-        assert.equal(valueOf(replica), was.value, `${type}: value taken back`)
+        assert.equal(valueText(replica), was.value, `${type}: value taken back`)
         if (type !== 'yjs') {
           assert.equal(hex(replica.version()), was.version, `${type}: version taken back`)
           if (type !== 'automerge') assert.equal(hex(replica.snapshot()), was.snapshot, `${type}: state taken back`)
@@ -66,12 +72,12 @@ describe('atomic blocks that throw', () => {
       // Later changes are logged as usual (the Yjs document logs its compensated structs with the next one).
       for (const replica of replicas.values()) mutate(replica, random, 'after')
       await store.flush()
-      const after = new Map([...replicas].map(([type, r]) => [type, valueOf(r)]))
+      const after = new Map([...replicas].map(([type, r]) => [type, valueText(r)]))
       for (const type of replicas.keys()) assert.deepEqual((await store.verify(`n-${type}`)).problems, [], `${type}: verify`)
       await store.close()
 
       store = await openStore({ dir, replicaId: 'a', sweepMs: 0 })
-      for (const type of replicas.keys()) assert.equal(valueOf(await store.open(`n-${type}`, type)), after.get(type), `${type}: reopened`)
+      for (const type of replicas.keys()) assert.equal(valueText(await store.open(`n-${type}`, type)), after.get(type), `${type}: reopened`)
       await store.close()
     } finally {
       await remove()
@@ -82,16 +88,18 @@ describe('atomic blocks that throw', () => {
     const { dir, remove } = await tempDir()
     try {
       const store = await openStore({ dir, replicaId: 'a', sweepMs: 0, durability: { mode: 'async', rpoMs: 50 } })
-      const set = await store.open('set', 'orset') as ORSetReplica<string>
-      const doc = await store.open('doc', 'yjs') as YjsReplica
+      const set = (await store.open('set', 'orset')) as ORSetReplica<string>
+      const doc = (await store.open('doc', 'yjs')) as YjsReplica
       set.add('queued')
       typeText(doc, 'queued ')
-      await assert.rejects(store.atomic(() => {
-        set.add('block')
-        set.delete('queued')
-        typeText(doc, 'block')
-        throw new Error('no')
-      }))
+      await assert.rejects(
+        store.atomic(() => {
+          set.add('block')
+          set.delete('queued')
+          typeText(doc, 'block')
+          throw new Error('no')
+        }),
+      )
       assert.deepEqual(set.values(), ['queued'])
       assert.equal(textOf(doc), 'queued ')
       await store.flush()
@@ -110,7 +118,7 @@ describe('writes the storage refuses', () => {
     const random = new Prng(11)
     const store = await openStore({ storage, replicaId: 'a', sweepMs: 0 })
     const replicas = await openAll(store, random)
-    const logged = new Map([...replicas].map(([type, r]) => [type, valueOf(r)]))
+    const logged = new Map([...replicas].map(([type, r]) => [type, valueText(r)]))
     const rolledBack = new Set<string>()
     store.events.on('rolledBack', ({ name, error }) => {
       assert.ok(isConcordError(error, 'CONCORD_STORAGE_ERROR'))
@@ -124,7 +132,7 @@ describe('writes the storage refuses', () => {
     for (const replica of replicas.values()) mutate(replica, random, 'queued')
     await assert.rejects(refused, hasCode('CONCORD_STORAGE_ERROR'))
     // The caller sees its names rolled back when its write rejects.
-    for (const [type, replica] of replicas) assert.equal(valueOf(replica), logged.get(type), `${type}: rolled back`)
+    for (const [type, replica] of replicas) assert.equal(valueText(replica), logged.get(type), `${type}: rolled back`)
     assert.equal(rolledBack.size, ALL_TYPES.length)
     storage.fault = undefined
     for (const replica of replicas.values()) mutate(replica, random, 'kept')
@@ -132,7 +140,7 @@ describe('writes the storage refuses', () => {
     for (const [type, replica] of replicas) {
       const name = `n-${type}`
       assert.deepEqual((await store.verify(name)).problems, [], `${type}: verify`)
-      assert.equal(valueOf(await store.at(name, store.committedSeq(name))), valueOf(replica), `${type}: the log holds what memory shows`)
+      assert.equal(valueText(await store.at(name, store.committedSeq(name))), valueText(replica), `${type}: the log holds what memory shows`)
     }
     await store.close()
   })
@@ -140,7 +148,7 @@ describe('writes the storage refuses', () => {
   it('a refused remote commit is rolled back too, and a native replica never reuses the dots it took back', async () => {
     const storage = await FaultStorage.create()
     const store = await openStore({ storage, replicaId: 'a', sweepMs: 0 })
-    const set = await store.open('set', 'orset') as ORSetReplica<string>
+    const set = (await store.open('set', 'orset')) as ORSetReplica<string>
     set.add('one')
     await store.flush()
     const remote = createReplica('orset', { replicaId: 'r' as never }) as ORSetReplica<string>
@@ -181,7 +189,10 @@ describe('changes over the limit a replica loads back', () => {
       typeText(doc, 'x'.repeat(70 * 1024 * 1024))
       await store.flush()
       await settle()
-      assert.ok(errors.some((e) => isConcordError(e, 'CONCORD_LIMIT_EXCEEDED')), 'reported')
+      assert.ok(
+        errors.some((e) => isConcordError(e, 'CONCORD_LIMIT_EXCEEDED')),
+        'reported',
+      )
       assert.equal(textOf(doc), 'kept ')
       typeText(doc, 'more')
       await store.flush()
@@ -196,7 +207,8 @@ describe('changes over the limit a replica loads back', () => {
   })
 
   it('async mode: a merged Yjs unit over the limit is refused whole and taken back; what was logged before stays', async () => {
-    const limited = (type: ReplicaType, options: Parameters<typeof createReplica>[1]): Replica => createReplica(type, { ...options, limits: { maxBytes: 100_000 } } as never)
+    const limited = (type: ReplicaType, options: Parameters<typeof createReplica>[1]): Replica =>
+      createReplica(type, { ...options, limits: { maxBytes: 100_000 } } as never)
     const store = await openStore({ replicaId: 'a', sweepMs: 0, durability: { mode: 'async', rpoMs: 20 }, createReplica: limited })
     const doc = await store.open('doc', 'yjs')
     const errors: unknown[] = []
@@ -223,7 +235,8 @@ describe('changes over the limit a replica loads back', () => {
       const doc = await store.open('doc', 'yjs')
       typeText(doc, 'y'.repeat(200_000))
       await store.close()
-      const limited = (type: ReplicaType, options: Parameters<typeof createReplica>[1]): Replica => createReplica(type, { ...options, limits: { maxBytes: 100_000 } } as never)
+      const limited = (type: ReplicaType, options: Parameters<typeof createReplica>[1]): Replica =>
+        createReplica(type, { ...options, limits: { maxBytes: 100_000 } } as never)
       store = await openStore({ dir, replicaId: 'a', sweepMs: 0, createReplica: limited })
       await assert.rejects(store.open('doc', 'yjs'), hasCode('CONCORD_LIMIT_EXCEEDED'))
       assert.equal(store.truncations.length, 0)
@@ -237,11 +250,20 @@ describe('changes over the limit a replica loads back', () => {
   })
 
   it('an Automerge change over the limit throws at once, changing nothing', async () => {
-    const small = (type: ReplicaType, options: Parameters<typeof createReplica>[1]): Replica => createReplica(type, { ...options, limits: { maxBytes: 10_000 } } as never)
+    const small = (type: ReplicaType, options: Parameters<typeof createReplica>[1]): Replica =>
+      createReplica(type, { ...options, limits: { maxBytes: 10_000 } } as never)
     const store = await openStore({ replicaId: 'a', sweepMs: 0, createReplica: small })
-    const spec = await store.open('spec', 'automerge') as AutomergeReplica<{ text?: string }>
-    spec.change((d) => { d.text = 'small' })
-    assert.throws(() => spec.change((d) => { d.text = 'z'.repeat(50_000) }), hasCode('CONCORD_LIMIT_EXCEEDED'))
+    const spec = (await store.open('spec', 'automerge')) as AutomergeReplica<{ text?: string }>
+    spec.change((d) => {
+      d.text = 'small'
+    })
+    assert.throws(
+      () =>
+        spec.change((d) => {
+          d.text = 'z'.repeat(50_000)
+        }),
+      hasCode('CONCORD_LIMIT_EXCEEDED'),
+    )
     assert.deepEqual(spec.value(), { text: 'small' })
     await store.flush()
     assert.equal(store.committedSeq('spec'), 1)
@@ -252,16 +274,24 @@ describe('changes over the limit a replica loads back', () => {
 describe('changes after close', () => {
   it('throw CONCORD_CLOSED and change nothing (a Yjs edit is undone at once)', async () => {
     const store = await openStore({ replicaId: 'a', sweepMs: 0 })
-    const set = await store.open('set', 'orset') as ORSetReplica<string>
-    const spec = await store.open('spec', 'automerge') as AutomergeReplica<{ a?: number }>
+    const set = (await store.open('set', 'orset')) as ORSetReplica<string>
+    const spec = (await store.open('spec', 'automerge')) as AutomergeReplica<{ a?: number }>
     const doc = await store.open('doc', 'yjs')
     set.add('before')
-    spec.change((d) => { d.a = 1 })
+    spec.change((d) => {
+      d.a = 1
+    })
     typeText(doc, 'before')
     await store.close()
     assert.throws(() => set.add('after'), hasCode('CONCORD_CLOSED'))
     assert.throws(() => set.delete('before'), hasCode('CONCORD_CLOSED'))
-    assert.throws(() => spec.change((d) => { d.a = 2 }), hasCode('CONCORD_CLOSED'))
+    assert.throws(
+      () =>
+        spec.change((d) => {
+          d.a = 2
+        }),
+      hasCode('CONCORD_CLOSED'),
+    )
     typeText(doc, 'after')
     assert.deepEqual(set.values(), ['before'])
     assert.deepEqual(spec.value(), { a: 1 })
@@ -272,12 +302,12 @@ describe('changes after close', () => {
     const { dir, remove } = await tempDir()
     try {
       const store = await openStore({ dir, replicaId: 'a', sweepMs: 0 })
-      const set = await store.open('set', 'orset') as ORSetReplica<string>
+      const set = (await store.open('set', 'orset')) as ORSetReplica<string>
       set.add('x')
       await store.flush()
       await store.delete('set')
       assert.throws(() => set.add('y'), hasCode('CONCORD_CLOSED'))
-      const reopened = await store.open('set', 'orset') as ORSetReplica<string>
+      const reopened = (await store.open('set', 'orset')) as ORSetReplica<string>
       reopened.add('z')
       assert.deepEqual(reopened.values(), ['z'])
       await store.close()

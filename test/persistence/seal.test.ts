@@ -51,7 +51,9 @@ async function open(dir: string): Promise<Store> {
   return openStore({ dir, replicaId: 'sealed', sweepMs: 0 })
 }
 
-it('a truncated newest .log of a cleanly closed store: every lost name and record is found, reported, counted, and verify fails until repair accepts it', { timeout: 120_000 }, async () => {
+it('a truncated newest .log of a cleanly closed store: every lost name and record is found, reported, counted, and verify fails until repair accepts it', {
+  timeout: 120_000,
+}, async () => {
   const { dir: root, remove } = await tempDir('concord-seal-')
   try {
     const original = join(root, 'original')
@@ -74,11 +76,20 @@ it('a truncated newest .log of a cleanly closed store: every lost name and recor
       await settle()
       // The truth: what the store holds against what was written before the close.
       const held = new Map((await store.names()).map((n) => [n.name, n.lastSeq]))
-      const expected = [...written].filter(([name, { lastSeq }]) => (held.get(name) ?? 0) < lastSeq)
+      const expected = [...written]
+        .filter(([name, { lastSeq }]) => (held.get(name) ?? 0) < lastSeq)
         .map(([name, { lastSeq }]) => ({ name, fromSeq: (held.get(name) ?? 0) + 1, toSeq: lastSeq }))
       const context = `trial ${trial}, cut at ${cut} of ${size} bytes`
-      assert.deepEqual(store.losses.map(({ name, fromSeq, toSeq }) => ({ name, fromSeq, toSeq })), expected, `${context}: Store.losses`)
-      assert.deepEqual(events.map(({ name, fromSeq, toSeq }) => ({ name, fromSeq, toSeq })), expected, `${context}: lost events`)
+      assert.deepEqual(
+        store.losses.map(({ name, fromSeq, toSeq }) => ({ name, fromSeq, toSeq })),
+        expected,
+        `${context}: Store.losses`,
+      )
+      assert.deepEqual(
+        events.map(({ name, fromSeq, toSeq }) => ({ name, fromSeq, toSeq })),
+        expected,
+        `${context}: lost events`,
+      )
       if (expected.length === 0) {
         await store.close()
         continue
@@ -148,7 +159,12 @@ it('a folder written before the seal (test/persistence/fixtures/store-before-sea
     const dir = join(root, 'folder')
     await cp(new URL('./fixtures/store-before-seal', import.meta.url).pathname, dir, { recursive: true })
     const expected: Record<string, unknown> = {
-      tasks: 5, seen: ['b'], plan: { step: 2 }, notes: { t: 'hello' }, spec: { items: ['x'] }, facts: { hits: 4, k: 'v' },
+      tasks: 5,
+      seen: ['b'],
+      plan: { step: 2 },
+      notes: { t: 'hello' },
+      spec: { items: ['x'] },
+      facts: { hits: 4, k: 'v' },
     }
     for (let round = 0; round < 2; round++) {
       const store = await openStore({ dir, replicaId: 'fixture', sweepMs: 0 })

@@ -15,7 +15,9 @@ import { localDelta } from '../helpers/local-delta.ts'
 function remoteDelta(text: string, agent = 'remote'): Uint8Array {
   const other = yjsReplicaFactory.create({ replicaId: replicaId(agent) })
   let delta: Uint8Array | undefined
-  other.events.on('change', (event) => { delta = event.delta })
+  other.events.on('change', (event) => {
+    delta = event.delta
+  })
   typeText(other, text)
   return delta!
 }
@@ -41,8 +43,14 @@ describe('store', () => {
       const again = await store.open('doc', 'yjs')
       assert.equal(textOf(again), 'hello world')
       const history = await store.history('doc')
-      assert.deepEqual(history.map((h) => h.seq), [1, 2])
-      assert.deepEqual(history.map((h) => h.agent), ['a', 'a'])
+      assert.deepEqual(
+        history.map((h) => h.seq),
+        [1, 2],
+      )
+      assert.deepEqual(
+        history.map((h) => h.agent),
+        ['a', 'a'],
+      )
       assert.equal(history[0].hash.length, 64)
       assert.deepEqual((await store.verify('doc')).problems, [])
       await store.close()
@@ -72,10 +80,19 @@ describe('store', () => {
     const names = ['a', 'b', 'c']
     for (const name of names) await store.open(name, 'yjs')
     const results = await store.commit(names.map((name) => ({ name, delta: remoteDelta(name) })))
-    assert.deepEqual(results.map((r) => r.seq), [1, 1, 1])
+    assert.deepEqual(
+      results.map((r) => r.seq),
+      [1, 1, 1],
+    )
 
     const garbage = Uint8Array.of(1, 2, 3, 250, 7)
-    await assert.rejects(store.commit([{ name: 'a', delta: remoteDelta('more') }, { name: 'b', delta: garbage }]), hasCode('CONCORD_DECODE_ERROR'))
+    await assert.rejects(
+      store.commit([
+        { name: 'a', delta: remoteDelta('more') },
+        { name: 'b', delta: garbage },
+      ]),
+      hasCode('CONCORD_DECODE_ERROR'),
+    )
     assert.equal(textOf(await store.open('a', 'yjs')), 'a')
 
     storage.fault = (op) => (op === 'batch' ? new Error('EIO: injected') : undefined)
@@ -109,7 +126,14 @@ describe('store', () => {
     await store.flush()
     assert.equal(textOf(doc), 'one three')
     const history = await store.history('doc')
-    assert.deepEqual(history.map((h) => [h.seq, h.kind]), [[1, 'delta'], [2, 'state'], [3, 'delta']])
+    assert.deepEqual(
+      history.map((h) => [h.seq, h.kind]),
+      [
+        [1, 'delta'],
+        [2, 'state'],
+        [3, 'delta'],
+      ],
+    )
     const restored = await store.at('doc', 3)
     assert.equal(textOf(restored), textOf(doc))
     assert.deepEqual((await store.verify('doc')).problems, [])
@@ -123,7 +147,10 @@ describe('store', () => {
     const syncsBefore = storage.syncCount
     const deltas = Array.from({ length: 64 }, (_, i) => remoteDelta(`w${i}`, `agent-${i}`))
     const results = await Promise.all(deltas.map((delta) => store.applyRemote('doc', delta)))
-    assert.deepEqual(results.map((r) => r.seq).sort((a, b) => a - b), Array.from({ length: 64 }, (_, i) => i + 1))
+    assert.deepEqual(
+      results.map((r) => r.seq).sort((a, b) => a - b),
+      Array.from({ length: 64 }, (_, i) => i + 1),
+    )
     // The first append is written alone; the 63 that arrived meanwhile share the next fsync.
     assert.ok(storage.syncCount - syncsBefore <= 2, `expected <= 2 fsyncs, got ${storage.syncCount - syncsBefore}`)
     assert.equal(storage.unsyncedBatches, 0)
@@ -182,8 +209,14 @@ describe('store', () => {
       typeText(doc, word)
       await store.flush()
     }
-    assert.deepEqual((await store.history('doc', { from: 2, limit: 2 })).map((h) => h.seq), [2, 3])
-    assert.deepEqual((await store.history('doc', { reverse: true, limit: 2 })).map((h) => h.seq), [5, 4])
+    assert.deepEqual(
+      (await store.history('doc', { from: 2, limit: 2 })).map((h) => h.seq),
+      [2, 3],
+    )
+    assert.deepEqual(
+      (await store.history('doc', { reverse: true, limit: 2 })).map((h) => h.seq),
+      [5, 4],
+    )
     assert.equal(textOf(await store.at('doc', 3)), 'abc')
     assert.equal(textOf(await store.at('doc', 0)), '')
     await assert.rejects(store.at('doc', 6), hasCode('CONCORD_INVALID_ARGUMENT'))
@@ -202,7 +235,10 @@ describe('store', () => {
     assert.equal(reverted, 7)
     assert.equal(textOf(doc), 'ab')
     await reader
-    assert.deepEqual(seen.map((r) => r.seq), [4, 5, 6, 7])
+    assert.deepEqual(
+      seen.map((r) => r.seq),
+      [4, 5, 6, 7],
+    )
     assert.equal(await store.revert('doc', 7), null)
     assert.deepEqual((await store.verify('doc')).problems, [])
     await store.close()
@@ -249,14 +285,29 @@ describe('store', () => {
 
   it('migrations run in order, are recorded, and newer data is refused', async () => {
     const storage = await FaultStorage.create()
-    const mark = (key: string) => (replica: Replica) => { typeText(replica, key) }
+    const mark = (key: string) => (replica: Replica) => {
+      typeText(replica, key)
+    }
     let store = await openStore({ storage, replicaId: 'a', sweepMs: 0 })
     typeText(await store.open('doc', 'yjs'), 'v0;')
     await store.close()
     store = await openStore({ storage, replicaId: 'a', sweepMs: 0, schema: { version: 2, migrations: { 2: mark('to2;') } } })
     await assert.rejects(store.open('doc', 'yjs'), hasCode('CONCORD_MIGRATION_FAILED'))
     await store.close()
-    store = await openStore({ storage, replicaId: 'a', sweepMs: 0, schema: { version: 2, migrations: { 1: () => { throw new Error('boom') }, 2: mark('to2;') } } })
+    store = await openStore({
+      storage,
+      replicaId: 'a',
+      sweepMs: 0,
+      schema: {
+        version: 2,
+        migrations: {
+          1: () => {
+            throw new Error('boom')
+          },
+          2: mark('to2;'),
+        },
+      },
+    })
     await assert.rejects(store.open('doc', 'yjs'), hasCode('CONCORD_MIGRATION_FAILED'))
     await store.close()
     const migrated: unknown[] = []
@@ -315,15 +366,30 @@ describe('store', () => {
       const file = await store.archive('cold')
       assert.ok(existsSync(`${dir}.archive/${file}`))
       const listed = await store.names()
-      assert.deepEqual(listed.map((n) => [n.name, n.archived]), [['cold', true], ['warm', false]])
+      assert.deepEqual(
+        listed.map((n) => [n.name, n.archived]),
+        [
+          ['cold', true],
+          ['warm', false],
+        ],
+      )
       await assert.rejects(store.history('cold'), hasCode('CONCORD_NOT_FOUND'))
       await store.close()
       store = await openStore({ dir, replicaId: 'a', sweepMs: 0, retention: 'full' })
       assert.equal(textOf(await store.open('cold', 'yjs')), 'xyz')
-      assert.deepEqual((await store.history('cold')).map((h) => h.seq), [1, 2, 3])
+      assert.deepEqual(
+        (await store.history('cold')).map((h) => h.seq),
+        [1, 2, 3],
+      )
       assert.deepEqual((await store.verify('cold')).problems, [])
       assert.deepEqual(readdirSync(`${dir}.archive`), [])
-      assert.deepEqual((await store.names()).map((n) => [n.name, n.archived]), [['cold', false], ['warm', false]])
+      assert.deepEqual(
+        (await store.names()).map((n) => [n.name, n.archived]),
+        [
+          ['cold', false],
+          ['warm', false],
+        ],
+      )
       await store.close()
     } finally {
       await remove()
@@ -336,17 +402,24 @@ describe('store: refused remote deltas', () => {
   it('a malformed delta for a new name is refused and leaves no name behind; an existing name is unchanged', async () => {
     const store = await openStore({ replicaId: 'r', sweepMs: 0 })
     try {
-      await assert.rejects(store.commit([{ name: 'ghost', type: 'orset', delta: new Uint8Array([1, 2, 3]) }]),
-        (error) => isConcordError(error, 'CONCORD_DECODE_ERROR'))
+      await assert.rejects(store.commit([{ name: 'ghost', type: 'orset', delta: new Uint8Array([1, 2, 3]) }]), (error) =>
+        isConcordError(error, 'CONCORD_DECODE_ERROR'),
+      )
       assert.equal(await store.typeOf('ghost'), undefined)
-      assert.deepEqual((await store.names()).map((n) => n.name), [])
+      assert.deepEqual(
+        (await store.names()).map((n) => n.name),
+        [],
+      )
       // a good delta of another new name in the same commit is not applied either
       const source = await store.open('source', 'orset')
       const good = localDelta(source, () => (source as unknown as { add(v: string): boolean }).add('x'))!
-      await assert.rejects(store.commit([
-        { name: 'fresh', type: 'orset', delta: good },
-        { name: 'ghost2', type: 'orset', delta: new Uint8Array([9]) },
-      ]), (error) => isConcordError(error, 'CONCORD_DECODE_ERROR'))
+      await assert.rejects(
+        store.commit([
+          { name: 'fresh', type: 'orset', delta: good },
+          { name: 'ghost2', type: 'orset', delta: new Uint8Array([9]) },
+        ]),
+        (error) => isConcordError(error, 'CONCORD_DECODE_ERROR'),
+      )
       assert.equal(await store.typeOf('ghost2'), undefined)
       assert.equal(await store.typeOf('fresh'), undefined)
       assert.deepEqual(source.value(), ['x'])

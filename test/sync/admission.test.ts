@@ -35,7 +35,9 @@ function setup(options: ConstructorParameters<typeof Admission>[1] = {}) {
 /** A real delta of `type` for `name`, made on `source`. */
 function deltaOf(source: MemoryHost, name: string, type: 'pncounter' | 'gset'): DeltaEntry {
   let entry: DeltaEntry | undefined
-  const off = source.subscribe((commit) => { entry = commit.entries[0] })
+  const off = source.subscribe((commit) => {
+    entry = commit.entries[0]
+  })
   const replica = source.open(name, type) as unknown as { increment?(n: number): void; add?(v: string): void }
   if (type === 'pncounter') replica.increment!(1)
   else replica.add!('x')
@@ -48,7 +50,9 @@ test('admission: credentials are checked once, a throwing check refuses, counts 
   const bearer = (token: string) => ({ scheme: 'bearer', token }) as const
   assert.equal(await admission.authenticate(alice, bearer('secret')), true)
   assert.equal(await admission.authenticate(alice, bearer('wrong')), false)
-  const throwing = admission.withCredentials(() => { throw new Error('boom') })
+  const throwing = admission.withCredentials(() => {
+    throw new Error('boom')
+  })
   assert.equal(await throwing.authenticate(alice, bearer('secret')), false)
   assert.deepEqual([admission.stats.authenticated, admission.stats.credentialsRefused], [1, 2], 'siblings share the counters')
 })
@@ -61,7 +65,10 @@ test('admission: reads follow access; a rule that throws or answers nonsense is 
   assert.equal(admission.mayRead(bob, 'nonsense'), false)
   assert.equal(admission.mayRead(undefined, 'ro/x'), false)
   assert.equal(setup({ anonymousReads: true }).admission.mayRead(undefined, 'ro/x'), true)
-  assert.deepEqual(admission.readable(bob, [{ name: 'a' }, { name: 'hidden/b' }, { name: 'ro/c' }]).map((e) => e.name), ['a', 'ro/c'])
+  assert.deepEqual(
+    admission.readable(bob, [{ name: 'a' }, { name: 'hidden/b' }, { name: 'ro/c' }]).map((e) => e.name),
+    ['a', 'ro/c'],
+  )
 })
 
 test('admission: a write is refused in order (name, filter, access, type, limits) and a refused unit applies nothing', async () => {
@@ -86,7 +93,7 @@ test('admission: a write is refused in order (name, filter, access, type, limits
   const narrow = setup({ filter: { prefixes: ['ok/'] } }).admission
   const outside = await narrow.admit(alice, [good], undefined)
   assert.ok('refused' in outside && outside.refused.code === ErrorCodes.FORBIDDEN && /outside the requested names/.test(outside.refused.message))
-  assert.deepEqual((host.replicas.get('fresh')!.value() as string[]), ['x'])
+  assert.deepEqual(host.replicas.get('fresh')!.value() as string[], ['x'])
   assert.deepEqual(
     [admission.stats.forbidden, admission.stats.typeMismatch, admission.stats.overLimit, admission.stats.invalid, admission.stats.admitted],
     [2, 1, 1, 3, 1],

@@ -11,7 +11,11 @@ function tap(peer: SimPeer): DecodedMessage[] {
   const seen: DecodedMessage[] = []
   peer.transport.events.on('connection', (connection) => {
     connection.events.on('message', (frame) => {
-      try { seen.push(decodeMessage(frame)) } catch { /* chunks of nothing here */ }
+      try {
+        seen.push(decodeMessage(frame))
+      } catch {
+        /* chunks of nothing here */
+      }
     })
   })
   return seen
@@ -48,7 +52,9 @@ test('sync: a bundle refused for one name (read-only there) is sent again withou
   const first = await connectPair(network, a, b)
   first.ab.close('offline')
   await network.run()
-  ;(a.host.replicas.get('ro/plan') as AutomergeReplica<Record<string, unknown>>).change((d) => { d.evil = 'evil' })
+  ;(a.host.replicas.get('ro/plan') as AutomergeReplica<Record<string, unknown>>).change((d) => {
+    d.evil = 'evil'
+  })
   mutate(a.host.open('rw/notes', 'yjs'), network.random, 'fine')
   mutate(a.host.open('rw/count', 'pncounter'), network.random, 'fine')
   const bPlan = JSON.stringify(b.host.values()['ro/plan'])

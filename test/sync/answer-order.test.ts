@@ -13,7 +13,12 @@ test('live commits made while an answer is computed never overtake it (no later 
   const counter = source.host.open('tx/a', 'pncounter') as PNCounterReplica
   const set = source.host.open('tx/b', 'orset') as ORSetReplica<number>
   let n = 0
-  const transaction = () => source.host.transact(() => { n++; counter.increment(); set.add(n) })
+  const transaction = () =>
+    source.host.transact(() => {
+      n++
+      counter.increment()
+      set.add(n)
+    })
   for (let i = 0; i < 50; i++) transaction()
   // The source lists its names asynchronously, and commits twice while it does.
   const list = source.host.list.bind(source.host)

@@ -13,7 +13,7 @@ import { createReplica } from '../../crdt/registry.ts'
 import { replicaId } from '../../crdt/replica.ts'
 import type { GCounterReplica } from '../../crdt/types/replicas.ts'
 import { windowBytesExtension, windowBytesOf } from '../../sync/extensions.ts'
-import { decodeMessage, encodeMessage, MessageType, peerId, type DecodedMessage, type HelloMessage } from '../../sync/messages.ts'
+import { decodeMessage, encodeMessage, MessageType, type DecodedMessage, type HelloMessage } from '../../sync/messages.ts'
 import type { SyncSession } from '../../sync/session.ts'
 import { Network } from '../../transports/memory/index.ts'
 import type { Connection } from '../../transports/transport.ts'
@@ -29,7 +29,11 @@ async function raw(network: Network, b: SimPeer, id = 'raw'): Promise<{ connecti
   const connection = await dialing
   const received: DecodedMessage[] = []
   connection.events.on('message', (bytes) => {
-    try { received.push(decodeMessage(bytes)) } catch { /* a chunk of nothing */ }
+    try {
+      received.push(decodeMessage(bytes))
+    } catch {
+      /* a chunk of nothing */
+    }
   })
   await network.run()
   return { connection, received, session: b.history[before] }
@@ -41,7 +45,10 @@ async function greet(network: Network, remote: { connection: Connection; receive
   await network.run()
   await remote.connection.send(encodeMessage({ type: 'auth', proof: new Uint8Array(0) }))
   await network.run()
-  assert.ok(remote.received.some((m) => m.type === 'hello-ok'), JSON.stringify(remote.received.map((m) => m.type)))
+  assert.ok(
+    remote.received.some((m) => m.type === 'hello-ok'),
+    JSON.stringify(remote.received.map((m) => m.type)),
+  )
   await remote.connection.send(encodeMessage({ type: 'hello-ok', version: 2 }))
   await network.run()
 }
@@ -74,7 +81,10 @@ test('before the HELLO is accepted, any frame but one bounded HELLO, AUTH, HELLO
     assert.equal(remote.session.state, 'closed', what)
     assert.equal(remote.session.stats.handshakeViolations, 1, what)
     assert.equal(remote.session.stats.malformed, 0, `${what}: never decoded`)
-    assert.ok(remote.received.some((m) => m.type === 'refuse' && m.reason === 'protocol'), what)
+    assert.ok(
+      remote.received.some((m) => m.type === 'refuse' && m.reason === 'protocol'),
+      what,
+    )
   }
   // A second HELLO, a second AUTH: closed.
   const twice = await raw(network, b, 'twice')
@@ -161,7 +171,12 @@ test('the receive queue has a byte budget: a sender that ignores the byte window
   const set = a.host.open('big', 'gset')
   let worst = 0
   for (let i = 0; i < 100; i++) (set as unknown as { add(v: string): void }).add(`${i}-${'z'.repeat(3000)}`)
-  await network.run({ until: () => { worst = Math.max(worst, ba.inboundBytes.queued); return false } })
+  await network.run({
+    until: () => {
+      worst = Math.max(worst, ba.inboundBytes.queued)
+      return false
+    },
+  })
   assert.equal(ba.state, 'open')
   assert.ok(worst <= 64 * 1024, `queued ${worst} bytes`)
   assert.deepEqual(b.host.values().big, a.host.values().big)
@@ -218,11 +233,12 @@ test('an answer built in slices is still one snapshot: a transaction made betwee
   // 200 counters: the answer to a's VERSIONS takes several slices of 64 names.
   const names = Array.from({ length: 200 }, (_, i) => `c${String(i).padStart(3, '0')}`)
   for (const name of names) (host.open(name, 'gcounter') as GCounterReplica).increment(1)
-  host.onFirstYield = () => host.transact(() => {
-    // c000 is in the first slice (its delta already computed), c199 in the last.
-    ;(host.replicas.get('c000') as GCounterReplica).increment(1000)
-    ;(host.replicas.get('c199') as GCounterReplica).increment(1000)
-  })
+  host.onFirstYield = () =>
+    host.transact(() => {
+      // c000 is in the first slice (its delta already computed), c199 in the last.
+      ;(host.replicas.get('c000') as GCounterReplica).increment(1000)
+      ;(host.replicas.get('c199') as GCounterReplica).increment(1000)
+    })
   // What b sends: its connection's send, wrapped once the session is attached (the answer comes later).
   const fromB: DecodedMessage[] = []
   b.transport.events.on('connection', (connection) => {
@@ -301,14 +317,20 @@ test('a host that holds what it reads: VERSIONS and answers hold a slice of name
   host.onDelta = (name) => {
     if (name !== 'c064' || !first) return
     first = false
-    host.transact(() => { counter('c000').increment(1000); counter('c199').increment(1000) })
+    host.transact(() => {
+      counter('c000').increment(1000)
+      counter('c199').increment(1000)
+    })
   }
   // While c000, stale, is held again to be computed anew: a transaction with a name outside what is held.
   let second = true
   host.onHold = (held) => {
     if (held.length !== 1 || held[0] !== 'c000' || !second) return
     second = false
-    host.transact(() => { counter('c000').increment(10); counter('c100').increment(10) })
+    host.transact(() => {
+      counter('c000').increment(10)
+      counter('c100').increment(10)
+    })
   }
   const fromB: DecodedMessage[] = []
   b.transport.events.on('connection', (connection) => {

@@ -1,9 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { handshakeProof, helloNonce, NONCE_BYTES } from '../../sync/credentials.ts'
-import {
-  decodeMessage, encodeMessage, peerId, PROTOCOL_VERSION, type DecodedMessage, type HelloMessage, type Message,
-} from '../../sync/messages.ts'
+import { decodeMessage, encodeMessage, peerId, PROTOCOL_VERSION, type DecodedMessage, type HelloMessage, type Message } from '../../sync/messages.ts'
 import { Network } from '../../transports/memory/index.ts'
 import type { Connection } from '../../transports/transport.ts'
 import { mutate } from './helpers/memory-host.ts'
@@ -44,17 +42,24 @@ function tap(network: Network): Array<{ from: string; frame: Uint8Array }> {
 }
 
 /** A hand-driven dialer to `b`: records what it receives; `hello()` of `b` once it came. */
-async function rawDialer(network: Network, id: string, target = 'b'): Promise<{
+async function rawDialer(
+  network: Network,
+  id: string,
+  target = 'b',
+): Promise<{
   connection: Connection
   received: DecodedMessage[]
   remoteHello: () => HelloMessage
   send: (message: Message | Uint8Array) => Promise<void>
 }> {
   const received: DecodedMessage[] = []
-  const dialing = network.transport(id).dial(`memory://${target}`).then((connection) => {
-    connection.events.on('message', (frame) => received.push(decodeMessage(frame)))
-    return connection
-  })
+  const dialing = network
+    .transport(id)
+    .dial(`memory://${target}`)
+    .then((connection) => {
+      connection.events.on('message', (frame) => received.push(decodeMessage(frame)))
+      return connection
+    })
   await network.run()
   const connection = await dialing
   return {
@@ -67,8 +72,15 @@ async function rawDialer(network: Network, id: string, target = 'b'): Promise<{
 
 function helloOf(id: string, nonce: Uint8Array | undefined, options: { token?: string; maxVersion?: number } = {}): Message {
   return {
-    type: 'hello', minVersion: 1, maxVersion: options.maxVersion ?? 2, peerId: peerId(id), token: options.token ?? '',
-    filter: {}, maxFrameBytes: 1 << 20, window: 64, extensions: nonce ? [{ key: 'nonce', value: nonce }] : [],
+    type: 'hello',
+    minVersion: 1,
+    maxVersion: options.maxVersion ?? 2,
+    peerId: peerId(id),
+    token: options.token ?? '',
+    filter: {},
+    maxFrameBytes: 1 << 20,
+    window: 64,
+    extensions: nonce ? [{ key: 'nonce', value: nonce }] : [],
   }
 }
 
@@ -94,7 +106,10 @@ test('handshake v2: a shared secret is proved, never sent; both sides open at pr
   const decoded = frames.map(({ frame }) => decodeMessage(frame))
   assert.equal(decoded.filter((m) => m.type === 'auth').length, 2, 'each side proved once')
   for (const m of decoded) if (m.type === 'hello') assert.equal(m.token, '', 'no token in HELLO')
-  assert.ok(frames.every(({ frame }) => !contains(frame, secretBytes)), 'the secret is in no frame')
+  assert.ok(
+    frames.every(({ frame }) => !contains(frame, secretBytes)),
+    'the secret is in no frame',
+  )
   assert.equal(ab.stats.commitsOut, 1)
 })
 
@@ -134,8 +149,14 @@ test('handshake v2: frames captured from a good handshake, replayed on a new con
   assert.equal(good.ba.state, 'open')
   // Everything a sent: HELLO, AUTH, HELLO-OK, VERSIONS, its commit, ACKs.
   const fromA = frames.filter(({ from }) => from === 'a').map(({ frame }) => frame)
-  assert.deepEqual(fromA.slice(0, 2).map((frame) => decodeMessage(frame).type), ['hello', 'auth'])
-  assert.ok(fromA.some((frame) => decodeMessage(frame).type === 'delta'), 'the capture holds a commit')
+  assert.deepEqual(
+    fromA.slice(0, 2).map((frame) => decodeMessage(frame).type),
+    ['hello', 'auth'],
+  )
+  assert.ok(
+    fromA.some((frame) => decodeMessage(frame).type === 'delta'),
+    'the capture holds a commit',
+  )
   good.ab.close('done')
   b.host.replicas.clear()
   await network.run()
@@ -159,11 +180,18 @@ test('handshake v2: the listener proves nothing to a stranger, and a proof relay
   // A stranger claiming another peer's id sends its HELLO and waits: no AUTH comes from b.
   await raw.send(helloOf('c', freshNonce()))
   await network.run({ maxTime: 1_000 })
-  assert.deepEqual(raw.received.map((m) => m.type), ['hello'], 'b waits for the dialer to prove first')
+  assert.deepEqual(
+    raw.received.map((m) => m.type),
+    ['hello'],
+    'b waits for the dialer to prove first',
+  )
   // An AUTH computed for another connection's nonces is refused.
   await raw.send({ type: 'auth', proof: proofFor(SECRET, 'c', freshNonce(), 'b', freshNonce()) })
   await network.run()
-  assert.deepEqual(raw.received.map((m) => (m.type === 'refuse' ? `refuse:${m.reason}` : m.type)), ['hello', 'refuse:auth'])
+  assert.deepEqual(
+    raw.received.map((m) => (m.type === 'refuse' ? `refuse:${m.reason}` : m.type)),
+    ['hello', 'refuse:auth'],
+  )
 })
 
 test('handshake v2: a right proof that arrives before its HELLO is held and accepted; a second AUTH is ignored', async () => {
@@ -179,7 +207,10 @@ test('handshake v2: a right proof that arrives before its HELLO is held and acce
   await raw.send(auth)
   await raw.send({ type: 'hello-ok', version: 2 })
   await network.run()
-  assert.deepEqual(raw.received.slice(0, 3).map((m) => m.type), ['hello', 'auth', 'hello-ok'])
+  assert.deepEqual(
+    raw.received.slice(0, 3).map((m) => m.type),
+    ['hello', 'auth', 'hello-ok'],
+  )
   assert.equal(b.history[0].state, 'open')
   assert.equal(b.history[0].stats.unexpected, 1, 'the second AUTH')
 })
@@ -242,12 +273,17 @@ test('handshake: protocol-1 bearer tokens are refused by default and accepted wi
   await strict.listen()
   const oldClient = new SimPeer(network, 'old-client', {}, { versions: { min: 1, max: 1 }, token: SECRET })
   const messages: string[] = []
-  strict.transport.events.on('connection', () => queueMicrotask(() => {
-    strict.history.at(-1)!.events.on('refused', (r) => messages.push(r.message))
-  }))
+  strict.transport.events.on('connection', () =>
+    queueMicrotask(() => {
+      strict.history.at(-1)!.events.on('refused', (r) => messages.push(r.message))
+    }),
+  )
   const refused = await connectPair(network, oldClient, strict)
   assert.equal(refused.ab.state, 'closed')
-  assert.ok(messages.some((m) => /protocol 1 only.*legacyBearer/.test(m)), messages.join())
+  assert.ok(
+    messages.some((m) => /protocol 1 only.*legacyBearer/.test(m)),
+    messages.join(),
+  )
   // ... and accepts it with legacyBearer.
   const lenient = new SimPeer(network, 'lenient', { token: SECRET }, { legacyBearer: true })
   await lenient.listen()
@@ -268,7 +304,10 @@ test('handshake: protocol-1 bearer tokens are refused by default and accepted wi
   }
   const { ab: session } = await connectPair(network, newClient, oldServer)
   assert.equal(session.state, 'closed')
-  assert.ok(remote.some((r) => /^remote:auth:.*protocol 1 only.*legacyBearer/.test(r)), remote.join())
+  assert.ok(
+    remote.some((r) => /^remote:auth:.*protocol 1 only.*legacyBearer/.test(r)),
+    remote.join(),
+  )
   const migrating = new SimPeer(network, 'migrating', {}, { token: SECRET, legacyBearer: true })
   const ok = await connectPair(network, migrating, oldServer)
   assert.equal(ok.ab.state, 'open')

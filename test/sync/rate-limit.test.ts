@@ -9,7 +9,7 @@ test('token bucket: a burst, then the rate; an item over the burst passes only f
   const bucket = new TokenBucket(1000, 500, 0)
   assert.ok(bucket.tryTake(500, 0))
   assert.ok(!bucket.tryTake(1, 0))
-  assert.ok(bucket.tryTake(100, 100))   // 100 ms -> 100 tokens
+  assert.ok(bucket.tryTake(100, 100)) // 100 ms -> 100 tokens
   assert.ok(!bucket.tryTake(100, 150))
   assert.ok(bucket.tryTake(2000, 10_000)) // full bucket: a big item passes, leaving a debt
   assert.ok(!bucket.tryTake(1, 10_000))

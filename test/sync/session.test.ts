@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import * as Y from 'yjs'
 import { Encoder } from '../../crdt/codec.ts'
 import { ErrorCodes, isConcordError } from '../../crdt/errors.ts'
-import { AutomergeReplica, YjsReplica } from '../../crdt/documents/index.ts'
+import type { AutomergeReplica, YjsReplica } from '../../crdt/documents/index.ts'
 import { encodeMessage, peerId, type DecodedMessage, decodeMessage } from '../../sync/messages.ts'
 import { Network } from '../../transports/memory/index.ts'
 import type { Connection } from '../../transports/transport.ts'
@@ -22,8 +22,18 @@ test('sync: handshake, anti-entropy both ways, then live deltas, with every type
   const a = new SimPeer(network, 'a')
   const b = new SimPeer(network, 'b')
   await b.listen()
-  fill(a, ALL_TYPES.map((t) => `a-${t}`), 3, 'a')
-  fill(b, ALL_TYPES.map((t) => `b-${t}`), 3, 'b')
+  fill(
+    a,
+    ALL_TYPES.map((t) => `a-${t}`),
+    3,
+    'a',
+  )
+  fill(
+    b,
+    ALL_TYPES.map((t) => `b-${t}`),
+    3,
+    'b',
+  )
   // a name both hold, with different histories
   fill(a, ['shared'], 2, 'x')
   fill(b, ['shared'], 2, 'y')
@@ -97,13 +107,18 @@ test('sync: incompatible protocol versions are refused with a clear reason, befo
   fill(a, ['x'], 2, 'a')
   fill(b, ['y'], 2, 'b')
   const refusals: string[] = []
-  b.transport.events.on('connection', () => queueMicrotask(() => {
-    b.history.at(-1)!.events.on('refused', (r) => refusals.push(`b:${r.by}:${r.reason}:${r.message}`))
-  }))
+  b.transport.events.on('connection', () =>
+    queueMicrotask(() => {
+      b.history.at(-1)!.events.on('refused', (r) => refusals.push(`b:${r.by}:${r.reason}:${r.message}`))
+    }),
+  )
   const { ab, ba } = await connectPair(network, a, b)
   assert.equal(ab.state, 'closed')
   assert.equal(ba.state, 'closed')
-  assert.ok(refusals.some((r) => r.startsWith('b:local:version:incompatible protocol versions: remote speaks 3..4, this peer 1..2')), refusals.join())
+  assert.ok(
+    refusals.some((r) => r.startsWith('b:local:version:incompatible protocol versions: remote speaks 3..4, this peer 1..2')),
+    refusals.join(),
+  )
   assert.deepEqual([...a.host.replicas.keys()], ['x'])
   assert.deepEqual([...b.host.replicas.keys()], ['y'])
 })
@@ -143,7 +158,9 @@ test('sync: a read-only peer receives updates, its writes are refused and never 
   const rejected: string[] = []
   ab.events.on('rejected', (r) => rejected.push(`${r.name}:${r.code}`))
   const bValue = JSON.stringify(b.host.values())
-  ;(a.host.replicas.get('ro/plan') as AutomergeReplica<Record<string, unknown>>).change((d) => { d.evil = 'evil' })
+  ;(a.host.replicas.get('ro/plan') as AutomergeReplica<Record<string, unknown>>).change((d) => {
+    d.evil = 'evil'
+  })
   await network.run()
   assert.equal(JSON.stringify(b.host.values()), bValue)
   assert.deepEqual(rejected, ['ro/plan:CONCORD_FORBIDDEN'])
@@ -154,7 +171,9 @@ test('sync: a read-only peer receives updates, its writes are refused and never 
   assert.deepEqual(b.host.values()['rw/notes'], a.host.values()['rw/notes'])
   assert.equal(ab.ackedSeq, ab.sentSeq)
   // and b's own changes still reach a
-  ;(b.host.replicas.get('ro/plan') as AutomergeReplica<Record<string, unknown>>).change((d) => { d.update = 'update' })
+  ;(b.host.replicas.get('ro/plan') as AutomergeReplica<Record<string, unknown>>).change((d) => {
+    d.update = 'update'
+  })
   await network.run()
   const [aPlan, bPlan] = [JSON.stringify(a.host.values()['ro/plan']), JSON.stringify(b.host.values()['ro/plan'])]
   assert.ok(aPlan.includes('update') && aPlan.includes('evil'), aPlan)
@@ -216,7 +235,7 @@ test('sync: a state larger than the frame limit is chunked and reassembled', asy
 })
 
 /** A hand-driven remote end: a raw connection to `b`, for bad input. */
-async function rawRemote(network: Network, b: SimPeer, id = 'raw'): Promise<{ connection: Connection; received: DecodedMessage[] }> {
+async function rawRemote(network: Network, _b: SimPeer, id = 'raw'): Promise<{ connection: Connection; received: DecodedMessage[] }> {
   const dialing = network.transport(id).dial('memory://b')
   await network.run()
   const connection = await dialing
@@ -226,7 +245,17 @@ async function rawRemote(network: Network, b: SimPeer, id = 'raw'): Promise<{ co
 }
 
 function hello(id: string): Uint8Array {
-  return encodeMessage({ type: 'hello', minVersion: 1, maxVersion: 1, peerId: peerId(id), token: '', filter: {}, maxFrameBytes: 1 << 20, window: 64, extensions: [] })
+  return encodeMessage({
+    type: 'hello',
+    minVersion: 1,
+    maxVersion: 1,
+    peerId: peerId(id),
+    token: '',
+    filter: {},
+    maxFrameBytes: 1 << 20,
+    window: 64,
+    extensions: [],
+  })
 }
 
 test('sync: malformed frames are dropped and counted; unknown types ignored; a peer that keeps at it is disconnected', async () => {
@@ -279,20 +308,33 @@ test('sync: data before the handshake is never applied; a transaction with one b
   const { connection, received } = await rawRemote(network, b)
   await connection.send(hello('raw'))
   await connection.send(encodeMessage({ type: 'hello-ok', version: 1 }))
-  await connection.send(encodeMessage({
-    type: 'transaction', seq: 1, entries: [
-      { name: 'good', replicaType: 'yjs', delta: good },
-      { name: 'bad', replicaType: 'automerge', delta: new Uint8Array([1, 2, 3, 4]) },
-    ],
-  }))
+  await connection.send(
+    encodeMessage({
+      type: 'transaction',
+      seq: 1,
+      entries: [
+        { name: 'good', replicaType: 'yjs', delta: good },
+        { name: 'bad', replicaType: 'automerge', delta: new Uint8Array([1, 2, 3, 4]) },
+      ],
+    }),
+  )
   await network.run()
   assert.equal(b.host.replicas.size, 0, 'nothing of the bad transaction was applied')
   assert.ok(received.some((m) => m.type === 'reject' && m.seq === 1))
-  assert.ok(received.some((m) => m.type === 'ack' && m.seq === 1), 'a refused commit still counts as processed')
-  await connection.send(encodeMessage({ type: 'transaction', seq: 2, entries: [
-    { name: 'good', replicaType: 'yjs', delta: good },
-    { name: 'good2', replicaType: 'yjs', delta: good },
-  ] }))
+  assert.ok(
+    received.some((m) => m.type === 'ack' && m.seq === 1),
+    'a refused commit still counts as processed',
+  )
+  await connection.send(
+    encodeMessage({
+      type: 'transaction',
+      seq: 2,
+      entries: [
+        { name: 'good', replicaType: 'yjs', delta: good },
+        { name: 'good2', replicaType: 'yjs', delta: good },
+      ],
+    }),
+  )
   await network.run()
   assert.deepEqual([...b.host.replicas.keys()].sort(), ['good', 'good2'])
 })
@@ -303,7 +345,12 @@ test('sync: whenAcked resolves once the remote persisted, and rejects when the c
   let hold = false
   const a = new SimPeer(network, 'a')
   const b = new SimPeer(network, 'b', {
-    persist: () => (hold ? new Promise<void>((resolve) => { release = resolve }) : Promise.resolve()),
+    persist: () =>
+      hold
+        ? new Promise<void>((resolve) => {
+            release = resolve
+          })
+        : Promise.resolve(),
   })
   await b.listen()
   mutate(a.host.open('early', 'yjs'), network.random, 'e')
@@ -312,7 +359,9 @@ test('sync: whenAcked resolves once the remote persisted, and rejects when the c
   await network.run({ until: () => a.history.length > 0 })
   const ab = await dialing
   let early = false
-  const earlyAck = ab.whenAcked().then(() => { early = true })
+  const earlyAck = ab.whenAcked().then(() => {
+    early = true
+  })
   hold = true
   await network.run()
   assert.equal(early, false)
@@ -322,7 +371,9 @@ test('sync: whenAcked resolves once the remote persisted, and rejects when the c
   assert.ok(b.host.replicas.has('early'))
   mutate(a.host.open('n', 'gset'), network.random, '1')
   let done = false
-  const acked = ab.whenAcked().then(() => { done = true })
+  const acked = ab.whenAcked().then(() => {
+    done = true
+  })
   await network.run()
   assert.equal(done, false, 'not acknowledged while b has not persisted')
   release!()
@@ -331,7 +382,10 @@ test('sync: whenAcked resolves once the remote persisted, and rejects when the c
   assert.equal(done, true)
 
   mutate(a.host.replicas.get('n')!, network.random, '2')
-  const failed = ab.whenAcked().then(() => undefined, (e: unknown) => e)
+  const failed = ab.whenAcked().then(
+    () => undefined,
+    (e: unknown) => e,
+  )
   await network.run()
   ab.close('gone')
   await network.run()
@@ -349,10 +403,17 @@ test('sync: flow control keeps at most `window` commits in flight; an overflowin
   const { ab, ba } = await connectPair(network, a, b)
   const set = a.host.open('s', 'gset')
   let worst = 0
-  ab.events.on('ack', () => { worst = Math.max(worst, ab.sentSeq - ab.ackedSeq) })
+  ab.events.on('ack', () => {
+    worst = Math.max(worst, ab.sentSeq - ab.ackedSeq)
+  })
   for (let i = 0; i < 100; i++) mutate(set, network.random, `v${i}`)
   let steps = 0
-  await network.run({ until: () => { worst = Math.max(worst, ab.sentSeq - ab.ackedSeq); return ++steps > 1e6 } })
+  await network.run({
+    until: () => {
+      worst = Math.max(worst, ab.sentSeq - ab.ackedSeq)
+      return ++steps > 1e6
+    },
+  })
   assert.ok(worst <= 4, `in flight: ${worst}`)
   assert.ok(ab.stats.overflows >= 1)
   assert.ok(ba.stats.commitsIn < 100, `${ba.stats.commitsIn} commits instead of 100 deltas`)

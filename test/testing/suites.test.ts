@@ -23,9 +23,15 @@ function recorder(): { runner: TestRunner; run(): Promise<Map<string, string>> }
   const runner: TestRunner = {
     describe(name, body) {
       path.push(name)
-      try { body() } finally { path.pop() }
+      try {
+        body()
+      } finally {
+        path.pop()
+      }
     },
-    it(name, body) { tests.push({ name: [...path, name].join(' > '), body }) },
+    it(name, body) {
+      tests.push({ name: [...path, name].join(' > '), body })
+    },
   }
   return {
     runner,
@@ -59,10 +65,15 @@ function patched<T extends object>(target: T, overrides: Partial<Record<keyof T,
 
 async function storageOutcomes(broken: (storage: Storage) => Storage): Promise<Map<string, string>> {
   const { runner, run } = recorder()
-  runStorageTests(runner, 'under test', async () => {
-    const storage = await openLevelStorage()
-    return { storage: broken(storage), teardown: () => storage.close() }
-  }, { timeoutMs: 5_000 })
+  runStorageTests(
+    runner,
+    'under test',
+    async () => {
+      const storage = await openLevelStorage()
+      return { storage: broken(storage), teardown: () => storage.close() }
+    },
+    { timeoutMs: 5_000 },
+  )
   return run()
 }
 
@@ -71,9 +82,11 @@ test('storage suite: memory-level passes; a storage that iterates out of order, 
   assert.ok(correct.size >= 9)
   assert.deepEqual(failures(correct), [])
 
-  const reversed = await storageOutcomes((s) => patched(s, {
-    keys: (options: Parameters<Storage['keys']>[0]) => s.keys({ ...options, reverse: !options.reverse }),
-  }))
+  const reversed = await storageOutcomes((s) =>
+    patched(s, {
+      keys: (options: Parameters<Storage['keys']>[0]) => s.keys({ ...options, reverse: !options.reverse }),
+    }),
+  )
   assert.ok(failures(reversed).includes('iterates in path order, segment by segment (property)'), JSON.stringify([...reversed]))
 
   const neverCloses = await storageOutcomes((s) => patched(s, { close: async () => undefined, closed: false }))
@@ -89,20 +102,37 @@ function lossy(transport: Transport): Transport {
     dial: async (address: string) => {
       const connection = await transport.dial(address)
       let sent = 0
-      return patched(connection, { send: async (frame: Uint8Array) => { if (++sent % 50 !== 0) await connection.send(frame) } }) as Connection
+      return patched(connection, {
+        send: async (frame: Uint8Array) => {
+          if (++sent % 50 !== 0) await connection.send(frame)
+        },
+      }) as Connection
     },
   })
 }
 
 async function transportOutcomes(wrap: (t: Transport) => Transport): Promise<Map<string, string>> {
   const { runner, run } = recorder()
-  runTransportTests(runner, 'under test', async () => {
-    const network = new Network({ seed: 1, auto: true })
-    const server = network.transport('server')
-    const address = await server.listen()
-    const client = network.transport('client')
-    return { server, address, client: wrap(client), teardown: async () => { await client.stop(); await server.stop() } }
-  }, { timeoutMs: 2_000, largeFrameBytes: 64 * 1024, connections: 4 })
+  runTransportTests(
+    runner,
+    'under test',
+    async () => {
+      const network = new Network({ seed: 1, auto: true })
+      const server = network.transport('server')
+      const address = await server.listen()
+      const client = network.transport('client')
+      return {
+        server,
+        address,
+        client: wrap(client),
+        teardown: async () => {
+          await client.stop()
+          await server.stop()
+        },
+      }
+    },
+    { timeoutMs: 2_000, largeFrameBytes: 64 * 1024, connections: 4 },
+  )
   return run()
 }
 
@@ -112,7 +142,10 @@ test('transport suite: the memory transport passes; a lossy one fails on its own
   assert.deepEqual(failures(correct), [])
   const broken = await transportOutcomes(lossy)
   const failed = [...broken].filter(([, o]) => o !== 'pass')
-  assert.ok(failed.some(([name, o]) => name.endsWith('frames arrive whole and in order, both ways') && /did not finish within 2000 ms/.test(o)), JSON.stringify(failed))
+  assert.ok(
+    failed.some(([name, o]) => name.endsWith('frames arrive whole and in order, both ways') && /did not finish within 2000 ms/.test(o)),
+    JSON.stringify(failed),
+  )
 })
 
 test('CRDT law suite: an OR-set passes; one whose applyDelta always reports a change fails idempotence', async () => {
@@ -122,6 +155,13 @@ test('CRDT law suite: an OR-set passes; one whose applyDelta always reports a ch
     return go()
   }
   assert.deepEqual(failures(await run((r) => r)), [])
-  const lying = await run((r) => patched(r, { applyDelta: (delta: Uint8Array) => { r.applyDelta(delta); return true } }))
+  const lying = await run((r) =>
+    patched(r, {
+      applyDelta: (delta: Uint8Array) => {
+        r.applyDelta(delta)
+        return true
+      },
+    }),
+  )
   assert.ok(failures(lying).includes('join is idempotent'), JSON.stringify([...lying]))
 })

@@ -19,7 +19,15 @@ runTransportTests({ describe, it }, 'browser-websocket (client) against the ws s
   const server = new WebSocketTransport()
   const address = await server.listen({ port: 0, host: '127.0.0.1' })
   const client = new BrowserWebSocketTransport({ WebSocket: WS })
-  return { server, client, address, teardown: async () => { await client.stop(); await server.stop() } }
+  return {
+    server,
+    client,
+    address,
+    teardown: async () => {
+      await client.stop()
+      await server.stop()
+    },
+  }
 })
 
 /** A raw ws server that does what a test says with each connection. */
@@ -30,10 +38,11 @@ async function rawServer(onConnection: (socket: WebSocket) => void): Promise<{ u
   const { port } = wss.address() as { port: number }
   return {
     url: `ws://127.0.0.1:${port}/concord`,
-    close: () => new Promise<void>((resolve) => {
-      for (const client of wss.clients) client.terminate()
-      wss.close(() => resolve())
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const client of wss.clients) client.terminate()
+        wss.close(() => resolve())
+      }),
   }
 }
 
@@ -51,7 +60,9 @@ test('browser-websocket: a text frame or a frame over maxPayload ends that conne
     const ask = async (command: string): Promise<{ frames: number; reason?: string }> => {
       const connection = await transport.dial(server.url)
       let frames = 0
-      connection.events.on('message', () => { frames++ })
+      connection.events.on('message', () => {
+        frames++
+      })
       const closed = new Promise<{ reason?: string }>((resolve) => connection.events.once('close', resolve))
       await connection.send(new TextEncoder().encode(command))
       const outcome = await Promise.race([closed, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 300))])

@@ -19,7 +19,9 @@ test('frames that arrive before the first listener are held and delivered in ord
 test('over WebSocket: a frame the server sends on accept reaches a client that subscribes after dial', async () => {
   const server = new WebSocketTransport()
   const client = new WebSocketTransport()
-  server.events.on('connection', (connection) => { void connection.send(new Uint8Array([42])) })
+  server.events.on('connection', (connection) => {
+    void connection.send(new Uint8Array([42]))
+  })
   try {
     const url = await server.listen({ port: 0 })
     const connection = await client.dial(url)

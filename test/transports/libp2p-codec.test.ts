@@ -30,18 +30,17 @@ function split(bytes: Uint8Array, cuts: number[]): Uint8Array[] {
 }
 
 test('frame codec: frames survive any chunking, in order, including empty frames', () => {
-  fc.assert(fc.property(
-    fc.array(fc.uint8Array({ maxLength: 600 }), { maxLength: 20 }),
-    fc.array(fc.nat(), { maxLength: 30 }),
-    (frames, cuts) => {
+  fc.assert(
+    fc.property(fc.array(fc.uint8Array({ maxLength: 600 }), { maxLength: 20 }), fc.array(fc.nat(), { maxLength: 30 }), (frames, cuts) => {
       const wire = concatBytes(frames.map((f) => encodeFrame(f, 1000)))
       const decoder = new FrameDecoder(1000)
       const out: Uint8Array[] = []
       for (const chunk of split(wire, cuts)) out.push(...decoder.push(chunk))
       assert.deepEqual(out, frames)
       assert.equal(decoder.midFrame, false)
-    },
-  ), { seed: 6_001, numRuns: 300 })
+    }),
+    { seed: 6_001, numRuns: 300 },
+  )
 })
 
 test('frame codec: a decoded frame does not alias the chunk it came from', () => {
@@ -52,7 +51,14 @@ test('frame codec: a decoded frame does not alias the chunk it came from', () =>
 })
 
 test('frame codec: prefix lengths match LEB128', () => {
-  for (const [n, bytes] of [[0, 1], [127, 1], [128, 2], [16_383, 2], [16_384, 3], [2 ** 28, 5]] as const) {
+  for (const [n, bytes] of [
+    [0, 1],
+    [127, 1],
+    [128, 2],
+    [16_383, 2],
+    [16_384, 3],
+    [2 ** 28, 5],
+  ] as const) {
     assert.equal(prefixLength(n), bytes)
   }
   assert.deepEqual([...encodeFrame(new Uint8Array(300), 1000).subarray(0, 2)], [0xac, 0x02])
@@ -70,20 +76,32 @@ test('frame codec: hostile prefixes fail fast with CONCORD_DECODE_ERROR and stay
   const endless = new FrameDecoder(2 ** 34)
   assert.throws(() => endless.push(new Uint8Array(MAX_PREFIX_BYTES).fill(0x80)), isDecodeError)
   // property: any prefix byte string either decodes to a length <= limit or throws; never hangs or over-allocates
-  fc.assert(fc.property(fc.uint8Array({ minLength: 1, maxLength: 12 }), fc.nat({ max: 5000 }), (bytes, limit) => {
-    const decoder = new FrameDecoder(limit)
-    try {
-      decoder.push(bytes)
-    } catch (error) {
-      assert.ok(isDecodeError(error))
-    }
-  }), { seed: 6_002, numRuns: 500 })
+  fc.assert(
+    fc.property(fc.uint8Array({ minLength: 1, maxLength: 12 }), fc.nat({ max: 5000 }), (bytes, limit) => {
+      const decoder = new FrameDecoder(limit)
+      try {
+        decoder.push(bytes)
+      } catch (error) {
+        assert.ok(isDecodeError(error))
+      }
+    }),
+    { seed: 6_002, numRuns: 500 },
+  )
 })
 
 test('frame codec: encodeFrame refuses an over-limit frame with CONCORD_LIMIT_EXCEEDED; bad limits are refused', () => {
-  assert.throws(() => encodeFrame(new Uint8Array(11), 10), (e) => isConcordError(e, ErrorCodes.LIMIT_EXCEEDED))
-  assert.throws(() => new FrameDecoder(-1), (e) => isConcordError(e, ErrorCodes.INVALID_ARGUMENT))
-  assert.throws(() => new FrameDecoder(2 ** 40), (e) => isConcordError(e, ErrorCodes.INVALID_ARGUMENT))
+  assert.throws(
+    () => encodeFrame(new Uint8Array(11), 10),
+    (e) => isConcordError(e, ErrorCodes.LIMIT_EXCEEDED),
+  )
+  assert.throws(
+    () => new FrameDecoder(-1),
+    (e) => isConcordError(e, ErrorCodes.INVALID_ARGUMENT),
+  )
+  assert.throws(
+    () => new FrameDecoder(2 ** 40),
+    (e) => isConcordError(e, ErrorCodes.INVALID_ARGUMENT),
+  )
 })
 
 test('key file codec: round-trips; bad bytes give typed errors', async () => {
@@ -91,19 +109,34 @@ test('key file codec: round-trips; bad bytes give typed errors', async () => {
   const bytes = encodeKeyFile(key)
   assert.equal(bytes[0], 1)
   assert.ok(decodeKeyFile(bytes).equals(key))
-  assert.throws(() => decodeKeyFile(new Uint8Array(0)), (e) => isConcordError(e, ErrorCodes.DECODE_ERROR))
-  assert.throws(() => decodeKeyFile(Uint8Array.of(0, ...bytes.subarray(1))), (e) => isConcordError(e, ErrorCodes.DECODE_ERROR))
-  assert.throws(() => decodeKeyFile(Uint8Array.of(2, ...bytes.subarray(1))), (e) => isConcordError(e, ErrorCodes.UNSUPPORTED_VERSION))
+  assert.throws(
+    () => decodeKeyFile(new Uint8Array(0)),
+    (e) => isConcordError(e, ErrorCodes.DECODE_ERROR),
+  )
+  assert.throws(
+    () => decodeKeyFile(Uint8Array.of(0, ...bytes.subarray(1))),
+    (e) => isConcordError(e, ErrorCodes.DECODE_ERROR),
+  )
+  assert.throws(
+    () => decodeKeyFile(Uint8Array.of(2, ...bytes.subarray(1))),
+    (e) => isConcordError(e, ErrorCodes.UNSUPPORTED_VERSION),
+  )
   for (let cut = 1; cut < bytes.length; cut += 7) {
-    assert.throws(() => decodeKeyFile(bytes.subarray(0, cut)), (e) => isConcordError(e, ErrorCodes.DECODE_ERROR))
+    assert.throws(
+      () => decodeKeyFile(bytes.subarray(0, cut)),
+      (e) => isConcordError(e, ErrorCodes.DECODE_ERROR),
+    )
   }
-  fc.assert(fc.property(fc.uint8Array({ maxLength: 80 }), (junk) => {
-    try {
-      decodeKeyFile(Uint8Array.of(1, ...junk))
-    } catch (error) {
-      assert.ok(isConcordError(error, ErrorCodes.DECODE_ERROR))
-    }
-  }), { seed: 6_003, numRuns: 200 })
+  fc.assert(
+    fc.property(fc.uint8Array({ maxLength: 80 }), (junk) => {
+      try {
+        decodeKeyFile(Uint8Array.of(1, ...junk))
+      } catch (error) {
+        assert.ok(isConcordError(error, ErrorCodes.DECODE_ERROR))
+      }
+    }),
+    { seed: 6_003, numRuns: 200 },
+  )
 })
 
 test('key file: created once with mode 0600, loaded again with the same PeerId; a corrupt file is refused, not replaced', async () => {
@@ -125,7 +158,7 @@ test('key file: created once with mode 0600, loaded again with the same PeerId; 
     const path = join(nested, KEY_FILE_NAME)
     await writeFile(path, Uint8Array.of(1, 9, 9, 9))
     await assert.rejects(loadOrCreatePrivateKey(nested), (e) => isConcordError(e, ErrorCodes.DECODE_ERROR))
-    assert.deepEqual([...await readFile(path)], [1, 9, 9, 9])
+    assert.deepEqual([...(await readFile(path))], [1, 9, 9, 9])
   } finally {
     await rm(dir, { recursive: true, force: true })
   }
@@ -134,5 +167,8 @@ test('key file: created once with mode 0600, loaded again with the same PeerId; 
 test('allowlist: PeerIds are validated', async () => {
   const id = peerIdFromPrivateKey(await generateKeyPair('Ed25519')).toString()
   assert.deepEqual([...createAllowlist([id])], [id])
-  assert.throws(() => createAllowlist(['not-a-peer-id']), (e) => isConcordError(e, ErrorCodes.INVALID_ARGUMENT))
+  assert.throws(
+    () => createAllowlist(['not-a-peer-id']),
+    (e) => isConcordError(e, ErrorCodes.INVALID_ARGUMENT),
+  )
 })

@@ -8,12 +8,22 @@ import { describe, it } from 'node:test'
 import { createLibp2pTransport } from '../../transports/libp2p/index.ts'
 import { runTransportTests } from '../../testing/index.ts'
 
-for (const [label, listen] of [['tcp', '/ip4/127.0.0.1/tcp/0'], ['websocket', '/ip4/127.0.0.1/tcp/0/ws']] as const) {
+for (const [label, listen] of [
+  ['tcp', '/ip4/127.0.0.1/tcp/0'],
+  ['websocket', '/ip4/127.0.0.1/tcp/0/ws'],
+] as const) {
   runTransportTests({ describe, it }, `libp2p (${label})`, async () => {
     // autoConnect off: the suite owns every connection (no reconnection after its closes)
     const server = createLibp2pTransport({ autoConnect: false })
     const address = await server.listen({ addresses: [listen] })
     const client = createLibp2pTransport({ autoConnect: false })
-    return { server, client, address, teardown: async () => { await Promise.all([client.stop(), server.stop()]) } }
+    return {
+      server,
+      client,
+      address,
+      teardown: async () => {
+        await Promise.all([client.stop(), server.stop()])
+      },
+    }
   })
 }

@@ -31,17 +31,24 @@ test('dial/listen: frames flow both ways in order over TCP and WebSocket; remote
   const { transport: server } = await nodes.listening()
   const serverLog = new ConnectionLog(server)
   server.events.on('connection', (connection) => {
-    connection.events.on('message', (frame) => { void connection.send(frame) }) // echo
+    connection.events.on('message', (frame) => {
+      void connection.send(frame)
+    }) // echo
   })
   const tcpAddress = await server.listen() // idempotent: same node, same address
   const wsServer = nodes.create()
   const wsAddress = await wsServer.listen({ addresses: ['/ip4/127.0.0.1/tcp/0/ws'] })
   assert.ok(wsAddress.includes('/ws/p2p/'), wsAddress)
   wsServer.events.on('connection', (connection) => {
-    connection.events.on('message', (frame) => { void connection.send(frame) })
+    connection.events.on('message', (frame) => {
+      void connection.send(frame)
+    })
   })
 
-  for (const [label, address, remote] of [['tcp', tcpAddress, server], ['ws', wsAddress, wsServer]] as const) {
+  for (const [label, address, remote] of [
+    ['tcp', tcpAddress, server],
+    ['ws', wsAddress, wsServer],
+  ] as const) {
     const client = nodes.create()
     const log = new ConnectionLog(client)
     const connection = log.add(await client.dial(address))
@@ -71,7 +78,9 @@ test('dial/listen: frames flow both ways in order over TCP and WebSocket; remote
 
 test('frames sent before the other end subscribes are held for its first listener', async () => {
   const { transport: server, address } = await nodes.listening()
-  server.events.on('connection', (connection) => { void connection.send(text('hello at once')) })
+  server.events.on('connection', (connection) => {
+    void connection.send(text('hello at once'))
+  })
   const connection = await nodes.create().dial(address)
   await new Promise((resolve) => setTimeout(resolve, 100)) // the hello arrives while nobody listens
   const got = await new Promise<Uint8Array>((resolve) => connection.events.on('message', resolve))
@@ -83,7 +92,7 @@ test('a burst of awaited and unawaited sends arrives whole and in order (backpre
   const serverLog = new ConnectionLog(server)
   const client = nodes.create()
   const connection = await client.dial(address)
-  const frames = Array.from({ length: 120 }, (_, i) => new Uint8Array(20_000 + (i * 997) % 50_000).fill(i))
+  const frames = Array.from({ length: 120 }, (_, i) => new Uint8Array(20_000 + ((i * 997) % 50_000)).fill(i))
   // not awaited one by one: the connection serialises them and paces on Yamux's window
   await Promise.all(frames.map((frame) => connection.send(frame)))
   await waitFor('burst', () => (serverLog.received.get(client.peerId)?.length ?? 0) === frames.length)
@@ -96,9 +105,14 @@ test('bad input: typed errors for bad addresses, unreachable peers, over-limit f
   const client = nodes.create({ limits: { maxFrameBytes: 1024 * 1024 } })
   await assert.rejects(client.dial('not a multiaddr'), (e) => isConcordError(e, ErrorCodes.INVALID_ARGUMENT))
   await assert.rejects(client.dial('/ip4/127.0.0.1/tcp/1/p2p/not-a-peer-id'), (e) => isConcordError(e, ErrorCodes.INVALID_ARGUMENT))
-  await assert.rejects(client.dial(`/ip4/127.0.0.1/tcp/1/p2p/${server.peerId}`),
-    (e) => isConcordError(e) && ([ErrorCodes.UNREACHABLE, ErrorCodes.TIMEOUT] as string[]).includes(e.code))
-  assert.throws(() => nodes.create({ bootstrap: ['/ip4/127.0.0.1/tcp/1'] }), (e) => isConcordError(e, ErrorCodes.INVALID_ARGUMENT))
+  await assert.rejects(
+    client.dial(`/ip4/127.0.0.1/tcp/1/p2p/${server.peerId}`),
+    (e) => isConcordError(e) && ([ErrorCodes.UNREACHABLE, ErrorCodes.TIMEOUT] as string[]).includes(e.code),
+  )
+  assert.throws(
+    () => nodes.create({ bootstrap: ['/ip4/127.0.0.1/tcp/1'] }),
+    (e) => isConcordError(e, ErrorCodes.INVALID_ARGUMENT),
+  )
 
   const connection = await client.dial(address)
   await assert.rejects(connection.send(new Uint8Array(2 * 1024 * 1024)), (e) => isConcordError(e, ErrorCodes.LIMIT_EXCEEDED))
@@ -193,7 +207,10 @@ test('five nodes connect via bootstrap and frames flow between all pairs', async
     }
   }
   const perPair = five.map((n) => n.log.connections.filter((c) => c.open).length)
-  assert.ok(perPair.every((count) => count >= 4), `open connections per node: ${perPair}`)
+  assert.ok(
+    perPair.every((count) => count >= 4),
+    `open connections per node: ${perPair}`,
+  )
   const opened = five.reduce((sum, n) => sum + n.transport.stats.autoOpened + n.transport.stats.discoveryDials, 0)
   assert.ok(opened >= 10, `the 10 pairs were connected by the transport itself (${opened})`)
 })
@@ -255,7 +272,10 @@ test('a closed connection is reopened (either side closing); forget() stops that
 test('a libp2p node that does not speak Concord is dialled once, then left alone', async () => {
   const other = await createLibp2p({
     addresses: { listen: ['/ip4/127.0.0.1/tcp/0'] },
-    transports: [tcp()], connectionEncrypters: [noise()], streamMuxers: [yamux()], services: { identify: identify() },
+    transports: [tcp()],
+    connectionEncrypters: [noise()],
+    streamMuxers: [yamux()],
+    services: { identify: identify() },
   })
   try {
     const transport = nodes.create({ bootstrap: [other.getMultiaddrs()[0].toString()], ...fast })
@@ -294,5 +314,8 @@ test('gossipsub: publish reaches every subscriber with the proved origin; unsubs
   await waitFor('delivery 2', () => got[0].length === 1)
   assert.equal(got[0][0].from, three[1].peerId)
   await assert.rejects(three[0].pubsub.publish('concord/test', new Uint8Array(2 * 1024 * 1024)), (e) => isConcordError(e, ErrorCodes.LIMIT_EXCEEDED))
-  assert.throws(() => nodes.create().pubsub, (e) => isConcordError(e, ErrorCodes.INVALID_ARGUMENT))
+  assert.throws(
+    () => nodes.create().pubsub,
+    (e) => isConcordError(e, ErrorCodes.INVALID_ARGUMENT),
+  )
 })

@@ -24,7 +24,9 @@ const upgradeRequest = (port: number, path = '/concord'): string =>
 function socketFrom(port: number, localAddress: string, text = ''): { socket: Socket; read: () => string; closed: Promise<string> } {
   const socket = connect({ port, host: '127.0.0.1', localAddress })
   let read = ''
-  socket.on('data', (data) => { read += data.toString('latin1') })
+  socket.on('data', (data) => {
+    read += data.toString('latin1')
+  })
   socket.on('error', () => {})
   if (text) socket.on('connect', () => socket.write(text))
   return { socket, read: () => read, closed: new Promise((resolve) => socket.once('close', () => resolve(read))) }
@@ -35,7 +37,11 @@ test('websocket listener: connections beyond the total or per-address limit are 
   const url = await transport.listen({ port: 0, maxConnections: 4, maxConnectionsPerAddress: 2 })
   const port = Number(new URL(url).port)
   // A route that reads its socket and closes it when the client does (as a real one must).
-  transport.route('/other', (_request, socket) => { socket.on('error', () => {}); socket.on('end', () => socket.destroy()); socket.resume() })
+  transport.route('/other', (_request, socket) => {
+    socket.on('error', () => {})
+    socket.on('end', () => socket.destroy())
+    socket.resume()
+  })
   const sockets: Socket[] = []
   try {
     const connections: Connection[] = []
@@ -85,7 +91,9 @@ test('websocket listener: a socket that sends nothing, or trickles its upgrade r
     const request = upgradeRequest(port)
     const slow = socketFrom(port, '127.0.0.3')
     let sent = 0
-    const drip = setInterval(() => { if (sent < request.length && !slow.socket.destroyed) slow.socket.write(request[sent++]) }, 50)
+    const drip = setInterval(() => {
+      if (sent < request.length && !slow.socket.destroyed) slow.socket.write(request[sent++])
+    }, 50)
     const outcomes = await Promise.all([silent.closed, partial.closed, slow.closed])
     clearInterval(drip)
     for (const read of outcomes) assert.match(read, /^HTTP\/1\.1 408 Request Timeout/)
@@ -93,7 +101,10 @@ test('websocket listener: a socket that sends nothing, or trickles its upgrade r
     assert.equal(transport.listenerStats!.open, 0)
     // A prompt client is unaffected.
     const ok = new WebSocket(url)
-    await new Promise((resolve, reject) => { ok.once('open', resolve); ok.once('error', reject) })
+    await new Promise((resolve, reject) => {
+      ok.once('open', resolve)
+      ok.once('error', reject)
+    })
     ok.terminate()
   } finally {
     await transport.stop()
@@ -123,7 +134,9 @@ test('websocket listener: an inbound frame sent byte by byte ends the connection
     const raw = (slow as unknown as { _socket: Socket })._socket
     const bytes = Buffer.concat([Buffer.from([0x82, 0x80 | 100, 0, 0, 0, 0]), Buffer.alloc(100)])
     let at = 0
-    const drip = setInterval(() => { if (at < bytes.length && !raw.destroyed) raw.write(bytes.subarray(at, ++at)) }, 100)
+    const drip = setInterval(() => {
+      if (at < bytes.length && !raw.destroyed) raw.write(bytes.subarray(at, ++at))
+    }, 100)
     await until(() => closes.length === 1, 'the slow frame ends its connection')
     clearInterval(drip)
     assert.match(closes[0], /frame timeout/)
@@ -167,7 +180,10 @@ test('libp2p: inbound connections beyond the per-address cap are dropped before 
     const third = socketFrom(port, '127.0.0.2')
     await third.closed
     assert.equal(transport.addressLimit.refused, 1)
-    assert.ok(held.every((s) => !s.socket.destroyed), 'the first two are still upgrading')
+    assert.ok(
+      held.every((s) => !s.socket.destroyed),
+      'the first two are still upgrading',
+    )
     // A real peer from another address connects.
     const other = nodes.create({ autoConnect: false })
     const connection = await other.dial(address)

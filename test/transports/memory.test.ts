@@ -10,7 +10,15 @@ runTransportTests({ describe, it }, 'memory', async () => {
   const server = network.transport('server')
   const address = await server.listen()
   const client = network.transport('client')
-  return { server, client, address, teardown: async () => { await client.stop(); await server.stop() } }
+  return {
+    server,
+    client,
+    address,
+    teardown: async () => {
+      await client.stop()
+      await server.stop()
+    },
+  }
 })
 
 /** Runs a small exchange under faults and returns what arrived, in order, with virtual times. */
@@ -22,7 +30,9 @@ async function trace(seed: number): Promise<string[]> {
   const log: string[] = []
   b.events.on('connection', (c) => c.events.on('message', (f) => log.push(`${network.now}:${f[0]}`)))
   let outbound: Connection | undefined
-  void a.dial('memory://b').then((c) => { outbound = c })
+  void a.dial('memory://b').then((c) => {
+    outbound = c
+  })
   await network.run()
   for (let i = 0; i < 100; i++) await outbound!.send(new Uint8Array([i]))
   await network.run()
@@ -52,7 +62,10 @@ test('memory network: without faults frames are in order and exactly once', asyn
   const c = await dialed
   for (let i = 0; i < 200; i++) void c.send(new Uint8Array([i & 0xff]))
   await network.run()
-  assert.deepEqual(got, Array.from({ length: 200 }, (_, i) => i & 0xff))
+  assert.deepEqual(
+    got,
+    Array.from({ length: 200 }, (_, i) => i & 0xff),
+  )
 })
 
 test('memory network: partitions break links and dials until healed; crash and restart', async () => {
@@ -70,7 +83,10 @@ test('memory network: partitions break links and dials until healed; crash and r
   await network.run()
   assert.deepEqual(closed, ['b:partition'])
   assert.equal(toC.open, true)
-  const failed = nodes[0].dial('b').then(() => undefined, (e: unknown) => e)
+  const failed = nodes[0].dial('b').then(
+    () => undefined,
+    (e: unknown) => e,
+  )
   await network.run()
   assert.ok(isConcordError(await failed, ErrorCodes.UNREACHABLE))
   network.heal()
@@ -81,7 +97,10 @@ test('memory network: partitions break links and dials until healed; crash and r
   network.crash('c')
   await network.run()
   assert.deepEqual(closed, ['b:partition', 'c:crash'])
-  const toCrashed = nodes[0].dial('c').then(() => undefined, (e: unknown) => e)
+  const toCrashed = nodes[0].dial('c').then(
+    () => undefined,
+    (e: unknown) => e,
+  )
   await network.run()
   assert.ok(isConcordError(await toCrashed, ErrorCodes.UNREACHABLE))
   network.restart('c')

@@ -14,7 +14,15 @@ runTransportTests({ describe, it }, 'websocket', async () => {
   const server = new WebSocketTransport()
   const address = await server.listen({ port: 0, host: '127.0.0.1' })
   const client = new WebSocketTransport()
-  return { server, client, address, teardown: async () => { await client.stop(); await server.stop() } }
+  return {
+    server,
+    client,
+    address,
+    teardown: async () => {
+      await client.stop()
+      await server.stop()
+    },
+  }
 })
 
 function nextEvent<T>(emitter: { once(event: string, listener: (payload: T) => void): unknown }, event: string): Promise<T> {
@@ -30,7 +38,7 @@ function rawClient(url: string, options: ConstructorParameters<typeof WebSocket>
   })
 }
 
-async function echoPair(server: WebSocketTransport, address: string): Promise<{ client: WebSocketTransport; connection: Connection }> {
+async function echoPair(_server: WebSocketTransport, address: string): Promise<{ client: WebSocketTransport; connection: Connection }> {
   const client = new WebSocketTransport()
   const connection = await client.dial(address)
   return { client, connection }
@@ -67,7 +75,9 @@ test('websocket: malformed, text and oversized frames close only that client; th
     const garbage = netConnect(Number(url.port), url.hostname)
     garbage.on('error', () => {})
     await nextEvent(garbage as never, 'connect')
-    garbage.write(`GET ${url.pathname} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`)
+    garbage.write(
+      `GET ${url.pathname} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+    )
     await nextEvent(garbage as never, 'data')
     garbage.write(Buffer.from([0x83, 0x05, 1, 2, 3, 4, 5]))
     await nextEvent(garbage as never, 'close')
@@ -139,7 +149,10 @@ test('websocket: another protocol can be mounted on another path of the same ser
     ws.on('message', (data) => ws.send(data))
   })
   server.route('/yjs', (request, socket, head) => other.handleUpgrade(request, socket, head, (ws) => other.emit('connection', ws, request)))
-  assert.throws(() => server.route('/concord', () => {}), (e) => isConcordError(e, ErrorCodes.INVALID_ARGUMENT))
+  assert.throws(
+    () => server.route('/concord', () => {}),
+    (e) => isConcordError(e, ErrorCodes.INVALID_ARGUMENT),
+  )
   const address = await server.listen({ port: 0 })
   const yjs = await rawClient(address.replace('/concord', '/yjs/my-room'))
   const echoed = nextEvent<Buffer>(yjs as never, 'message')
@@ -158,8 +171,13 @@ test('websocket: plain HTTP requests under a mounted path reach their handler; o
     seen.push(`${request.method} ${request.url}`)
     response.writeHead(200, { 'content-type': 'text/plain' }).end('routed')
   })
-  assert.throws(() => server.routeRequests('/concord', () => {}), (e) => isConcordError(e, ErrorCodes.INVALID_ARGUMENT))
-  server.routeRequests('/boom', () => { throw new Error('handler bug') })
+  assert.throws(
+    () => server.routeRequests('/concord', () => {}),
+    (e) => isConcordError(e, ErrorCodes.INVALID_ARGUMENT),
+  )
+  server.routeRequests('/boom', () => {
+    throw new Error('handler bug')
+  })
   try {
     const base = (await server.listen({ port: 0 })).replace('ws://', 'http://').replace('/concord', '')
     const routed = await fetch(`${base}/mcp/sub?x=1`, { method: 'POST', body: '{}' })
@@ -193,11 +211,26 @@ test('websocket: a routed HTTP request may take longer than the upgrade deadline
 
 test('reconnect: backoff grows, is capped, and has jitter', () => {
   const options = { initialMs: 100, maxMs: 1000, factor: 2, jitter: 0.5 }
-  assert.equal(backoffDelay(0, options, () => 0), 100)
-  assert.equal(backoffDelay(3, options, () => 0), 800)
-  assert.equal(backoffDelay(10, options, () => 0), 1000)
-  assert.equal(backoffDelay(10, options, () => 0.999999), 1000 * (1 - 0.5 * 0.999999))
-  assert.equal(backoffDelay(2, { ...options, jitter: 0 }, () => 0.7), 400)
+  assert.equal(
+    backoffDelay(0, options, () => 0),
+    100,
+  )
+  assert.equal(
+    backoffDelay(3, options, () => 0),
+    800,
+  )
+  assert.equal(
+    backoffDelay(10, options, () => 0),
+    1000,
+  )
+  assert.equal(
+    backoffDelay(10, options, () => 0.999999),
+    1000 * (1 - 0.5 * 0.999999),
+  )
+  assert.equal(
+    backoffDelay(2, { ...options, jitter: 0 }, () => 0.7),
+    400,
+  )
 })
 
 test('reconnect: the client comes back after the server restarts on the same port', async () => {
@@ -227,7 +260,10 @@ test('reconnect: the client comes back after the server restarts on the same por
   const c2 = await second
   assert.notEqual(c2, c1)
   assert.deepEqual(await roundTrip(c2, new Uint8Array([2])), new Uint8Array([2]))
-  assert.ok(failures.every((attempt, i) => i === 0 || attempt === failures[i - 1] + 1), 'attempts count up while the server is down')
+  assert.ok(
+    failures.every((attempt, i) => i === 0 || attempt === failures[i - 1] + 1),
+    'attempts count up while the server is down',
+  )
   reconnector.stop()
   await client.stop()
   await server.stop()

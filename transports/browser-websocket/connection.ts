@@ -29,7 +29,11 @@ export class BrowserWebSocketConnection implements Connection {
   private isOpen = true
   private readonly detach: () => void
 
-  constructor(private readonly socket: WebSocketLike, readonly remoteAddress: string, private readonly options: BrowserWebSocketConnectionOptions) {
+  constructor(
+    private readonly socket: WebSocketLike,
+    readonly remoteAddress: string,
+    private readonly options: BrowserWebSocketConnectionOptions,
+  ) {
     this.id = `ws-browser-outbound-${++nextId}`
     socket.binaryType = 'arraybuffer'
     const onMessage = (event: WebSocketLikeEvents['message']): void => {

@@ -55,7 +55,9 @@ export class BrowserWebSocketTransport implements Transport {
       if (error instanceof ConcordError) return Promise.reject(error)
       // SyntaxError (a URL the browser refuses) or SecurityError (ws:// from an https:// page, a blocked port).
       const hint = (error as Error)?.name === 'SecurityError' ? ' (a page served over https:// may open only wss:// URLs)' : ''
-      return Promise.reject(new ConcordError(ErrorCodes.INVALID_ARGUMENT, `cannot dial ${address}: ${(error as Error)?.message ?? String(error)}${hint}`, { cause: error }))
+      return Promise.reject(
+        new ConcordError(ErrorCodes.INVALID_ARGUMENT, `cannot dial ${address}: ${(error as Error)?.message ?? String(error)}${hint}`, { cause: error }),
+      )
     }
     socket.binaryType = 'arraybuffer'
     return new Promise<Connection>((resolve, reject) => {
@@ -109,7 +111,10 @@ export class BrowserWebSocketTransport implements Transport {
       }
       const onAbort = (): void => fail(new ConcordError(ErrorCodes.ABORTED, 'aborted'))
       const dialTimeoutMs = this.options.dialTimeoutMs ?? 10_000
-      const timer = setTimeout(() => fail(new ConcordError(ErrorCodes.UNREACHABLE, `cannot reach ${address}: no WebSocket handshake within ${dialTimeoutMs} ms`)), dialTimeoutMs)
+      const timer = setTimeout(
+        () => fail(new ConcordError(ErrorCodes.UNREACHABLE, `cannot reach ${address}: no WebSocket handshake within ${dialTimeoutMs} ms`)),
+        dialTimeoutMs,
+      )
       socket.addEventListener('open', onOpen)
       socket.addEventListener('error', onError)
       socket.addEventListener('close', onClose)

@@ -34,7 +34,7 @@ export const CLOSED = 3
 /** The global `WebSocket` of this context (a browser's; Node 22+ has one too), or undefined. */
 export function globalWebSocket(): WebSocketLikeConstructor | undefined {
   const candidate = (globalThis as { WebSocket?: unknown }).WebSocket
-  return typeof candidate === 'function' ? candidate as WebSocketLikeConstructor : undefined
+  return typeof candidate === 'function' ? (candidate as WebSocketLikeConstructor) : undefined
 }
 
 const encoder = new TextEncoder()

@@ -108,10 +108,13 @@ export class Libp2pTransport implements Transport {
     this.addressLimit = new InboundAddressLimit(this.limits.maxConnectionsPerAddress)
     this.allow = options.allow === undefined ? undefined : createAllowlist(options.allow)
     this.autoConnect = options.autoConnect ?? true
-    this.redial = options.redial === false || this.autoConnect === false ? undefined : {
-      minDelayMs: options.redial?.minDelayMs ?? 250,
-      maxDelayMs: options.redial?.maxDelayMs ?? 15_000,
-    }
+    this.redial =
+      options.redial === false || this.autoConnect === false
+        ? undefined
+        : {
+            minDelayMs: options.redial?.minDelayMs ?? 250,
+            maxDelayMs: options.redial?.maxDelayMs ?? 15_000,
+          }
     this.book = new PeerBook({
       redial: this.redial,
       stats: this.stats,
@@ -151,7 +154,10 @@ export class Libp2pTransport implements Transport {
    */
   get pubsub(): PubSubChannel {
     if (!this.gossip) {
-      throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, this.options.gossipsub ? 'the libp2p transport is not started' : 'gossipsub is off (option gossipsub)')
+      throw new ConcordError(
+        ErrorCodes.INVALID_ARGUMENT,
+        this.options.gossipsub ? 'the libp2p transport is not started' : 'gossipsub is off (option gossipsub)',
+      )
     }
     return this.gossip
   }
@@ -285,13 +291,16 @@ export class Libp2pTransport implements Transport {
     if (this.node) return Promise.resolve(this.node)
     if (!this.starting) {
       this.boundConfig = addresses
-      this.starting = this.startNode(addresses).then((node) => {
-        this.node = node
-        return node
-      }, (error: unknown) => {
-        this.starting = undefined
-        throw error
-      })
+      this.starting = this.startNode(addresses).then(
+        (node) => {
+          this.node = node
+          return node
+        },
+        (error: unknown) => {
+          this.starting = undefined
+          throw error
+        },
+      )
     }
     return raceSignal(this.starting, options?.signal)
   }
@@ -302,7 +311,17 @@ export class Libp2pTransport implements Transport {
     const limits = this.limits
     // Always gated: the allowlist (if any) and the peers blocked at run time.
     const allow = { has: (id: string) => id === self || this.admits(id) } satisfies PeerAllowlist
-    const node = await createNode({ options: this.options, limits, privateKey, addresses, allow, onDenied: () => { this.stats.denied++ }, addressLimit: this.addressLimit })
+    const node = await createNode({
+      options: this.options,
+      limits,
+      privateKey,
+      addresses,
+      allow,
+      onDenied: () => {
+        this.stats.denied++
+      },
+      addressLimit: this.addressLimit,
+    })
     this.localPeer = node.peerId.toString()
     await node.handle(CONCORD_PROTOCOL, (stream, connection) => this.onInboundStream(stream, connection), {
       maxInboundStreams: limits.maxConcordStreams,
@@ -332,7 +351,9 @@ export class Libp2pTransport implements Transport {
     try {
       await node.start()
     } catch (error) {
-      await Promise.resolve().then(() => node.stop()).catch(() => undefined)
+      await Promise.resolve()
+        .then(() => node.stop())
+        .catch(() => undefined)
       throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `cannot start libp2p on ${addresses.join(', ')}: ${(error as Error).message}`, { cause: error })
     }
     if (this.stopped) {
@@ -355,7 +376,9 @@ export class Libp2pTransport implements Transport {
       connection = await node.dial(target, { signal: options?.signal })
       stream = await connection.newStream(CONCORD_PROTOCOL, { signal: options?.signal })
     } catch (error) {
-      throw toDialError(error, target, this.stopped, () => { this.stats.denied++ })
+      throw toDialError(error, target, this.stopped, () => {
+        this.stats.denied++
+      })
     }
     return this.adopt(stream, connection)
   }
@@ -398,20 +421,24 @@ export class Libp2pTransport implements Transport {
     this.later(delay, () => {
       if (this.stopped || peer.forgotten || this.book.hasConcord(id) || connection.status !== 'open' || this.carried.has(connection)) return
       this.book.beginPending(id)
-      connection.newStream(CONCORD_PROTOCOL).then((stream) => {
-        if (this.book.hasOpenConcord(id) || this.carried.has(connection)) {
-          // Someone else won the race while the stream was being negotiated.
-          stream.abort(new ConcordError(ErrorCodes.CLOSED, 'duplicate Concord stream'))
-          return
-        }
-        const wrapped = this.adopt(stream, connection)
-        this.stats.autoOpened++
-        this.events.emit('connection', wrapped)
-      }).catch(() => {
-        // The stream could not be opened (the link is going away, or a
-        // timeout under load): the redial loop takes over.
-        if (!this.stopped && !this.book.hasOpenConcord(id)) this.book.scheduleRedial(peer, peer.delayMs)
-      }).finally(() => this.book.endPending(id))
+      connection
+        .newStream(CONCORD_PROTOCOL)
+        .then((stream) => {
+          if (this.book.hasOpenConcord(id) || this.carried.has(connection)) {
+            // Someone else won the race while the stream was being negotiated.
+            stream.abort(new ConcordError(ErrorCodes.CLOSED, 'duplicate Concord stream'))
+            return
+          }
+          const wrapped = this.adopt(stream, connection)
+          this.stats.autoOpened++
+          this.events.emit('connection', wrapped)
+        })
+        .catch(() => {
+          // The stream could not be opened (the link is going away, or a
+          // timeout under load): the redial loop takes over.
+          if (!this.stopped && !this.book.hasOpenConcord(id)) this.book.scheduleRedial(peer, peer.delayMs)
+        })
+        .finally(() => this.book.endPending(id))
     })
   }
 

@@ -18,7 +18,10 @@ if (typeof PromiseCtor.withResolvers !== 'function') {
   PromiseCtor.withResolvers = function withResolvers<T>(): Resolvers<T> {
     let resolve!: Resolvers<T>['resolve']
     let reject!: Resolvers<T>['reject']
-    const promise = new Promise<T>((res, rej) => { resolve = res; reject = rej })
+    const promise = new Promise<T>((res, rej) => {
+      resolve = res
+      reject = rej
+    })
     return { promise, resolve, reject }
   }
 }
@@ -27,5 +30,3 @@ const globals = globalThis as unknown as { WebSocket?: unknown }
 if (typeof globals.WebSocket === 'undefined') {
   globals.WebSocket = WsWebSocket
 }
-
-export {}

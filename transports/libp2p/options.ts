@@ -111,15 +111,17 @@ export interface Libp2pTransportOptions {
    */
   readonly allow?: Iterable<string> | undefined
   /** Gossipsub side channel for live deltas (off by default); see `Libp2pTransport.pubsub`. */
-  readonly gossipsub?: boolean | {
-    /** Gossipsub heartbeat (mesh upkeep), in ms (default 1 000). */
-    readonly heartbeatIntervalMs?: number
-    /**
-     * Send our own messages to every subscribed peer, not only to the mesh
-     * (default true, gossipsub's default: lower latency, more bytes).
-     */
-    readonly floodPublish?: boolean
-  }
+  readonly gossipsub?:
+    | boolean
+    | {
+        /** Gossipsub heartbeat (mesh upkeep), in ms (default 1 000). */
+        readonly heartbeatIntervalMs?: number
+        /**
+         * Send our own messages to every subscribed peer, not only to the mesh
+         * (default true, gossipsub's default: lower latency, more bytes).
+         */
+        readonly floodPublish?: boolean
+      }
   /**
    * Keep a Concord connection open with every known, admitted peer (default
    * true): open one when libp2p connects to a peer that speaks the protocol

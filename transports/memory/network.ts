@@ -234,7 +234,10 @@ export class MemoryTransport implements Transport {
   private listening = false
   private readonly open = new Set<MemoryConnection>()
 
-  constructor(private readonly network: Network, readonly nodeName: string) {}
+  constructor(
+    private readonly network: Network,
+    readonly nodeName: string,
+  ) {}
 
   /** @internal open connections of this node. */
   connections(): MemoryConnection[] {
@@ -272,7 +275,7 @@ export class MemoryTransport implements Transport {
       const event = network.schedule(network.latency() * 2, () => {
         options.signal?.removeEventListener('abort', onAbort)
         const remote = network.node(target)
-        if (!remote || !remote.accepting || !network.reachable(this.nodeName, target)) {
+        if (!remote?.accepting || !network.reachable(this.nodeName, target)) {
           reject(new ConcordError(ErrorCodes.UNREACHABLE, `memory: ${target} is unreachable from ${this.nodeName}`))
           return
         }

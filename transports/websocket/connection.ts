@@ -143,7 +143,13 @@ export class WebSocketConnection implements Connection {
     this.ended(reason)
     try {
       // A close reason is limited to 123 bytes by the WebSocket protocol.
-      this.socket.close(1000, Buffer.from(reason ?? '', 'utf8').subarray(0, 120).toString('utf8').replace(/\uFFFD+$/, ''))
+      this.socket.close(
+        1000,
+        Buffer.from(reason ?? '', 'utf8')
+          .subarray(0, 120)
+          .toString('utf8')
+          .replace(/\uFFFD+$/, ''),
+      )
     } catch {
       this.socket.terminate()
     }

@@ -16,23 +16,38 @@ export const CONCORD_PATH_HEADER = 'x-concord-path'
  */
 export function parseWebSocketUrl(address: unknown): URL {
   if (typeof address !== 'string' || address.length === 0) {
-    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `a WebSocket address must be a non-empty string such as ws://host:4400/concord, got ${describe(address)}`)
+    throw new ConcordError(
+      ErrorCodes.INVALID_ARGUMENT,
+      `a WebSocket address must be a non-empty string such as ws://host:4400/concord, got ${describe(address)}`,
+    )
   }
   let url: URL
   try {
     url = new URL(address)
   } catch {
-    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `"${address}" is not a URL: give ws://host:port/concord (or wss://), or a libp2p multiaddr starting with /`)
+    throw new ConcordError(
+      ErrorCodes.INVALID_ARGUMENT,
+      `"${address}" is not a URL: give ws://host:port/concord (or wss://), or a libp2p multiaddr starting with /`,
+    )
   }
   if (url.protocol === 'http:' || url.protocol === 'https:') {
     const scheme = url.protocol === 'https:' ? 'wss' : 'ws'
-    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `"${address}" is an ${url.protocol.slice(0, -1).toUpperCase()} URL: Concord peers speak WebSocket, give ${scheme}://${url.host}${url.pathname === '/' ? '/concord' : url.pathname}`)
+    throw new ConcordError(
+      ErrorCodes.INVALID_ARGUMENT,
+      `"${address}" is an ${url.protocol.slice(0, -1).toUpperCase()} URL: Concord peers speak WebSocket, give ${scheme}://${url.host}${url.pathname === '/' ? '/concord' : url.pathname}`,
+    )
   }
   if (url.protocol !== 'ws:' && url.protocol !== 'wss:') {
-    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `"${address}" has the scheme ${url.protocol.slice(0, -1)}: give ws://host:port/concord or wss://host:port/concord`)
+    throw new ConcordError(
+      ErrorCodes.INVALID_ARGUMENT,
+      `"${address}" has the scheme ${url.protocol.slice(0, -1)}: give ws://host:port/concord or wss://host:port/concord`,
+    )
   }
   if (url.username !== '' || url.password !== '') {
-    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `the WebSocket address carries credentials: remove them from the URL and present them with auth.token (sent in the handshake)`)
+    throw new ConcordError(
+      ErrorCodes.INVALID_ARGUMENT,
+      `the WebSocket address carries credentials: remove them from the URL and present them with auth.token (sent in the handshake)`,
+    )
   }
   return url
 }
@@ -48,9 +63,12 @@ export function unexpectedResponseError(address: string, response: IncomingMessa
   const served = response.headers[CONCORD_PATH_HEADER]
   const concordPath = typeof served === 'string' && served.startsWith('/') && served.length <= 256 ? served : undefined
   const status = `HTTP ${response.statusCode ?? '?'} at ${path}`
-  const hint = concordPath !== undefined
-    ? `; Concord peers listen at ${concordPath}`
-    : response.statusCode === 404 ? ' (is this the Concord path? a Concord peer serves it at /concord)' : ' (not a Concord peer?)'
+  const hint =
+    concordPath !== undefined
+      ? `; Concord peers listen at ${concordPath}`
+      : response.statusCode === 404
+        ? ' (is this the Concord path? a Concord peer serves it at /concord)'
+        : ' (not a Concord peer?)'
   return new ConcordError(ErrorCodes.UNREACHABLE, `cannot reach ${address}: ${status}${hint}`)
 }
 
@@ -59,14 +77,25 @@ export function socketError(address: string, error: Error & { code?: string }): 
   const host = safeHost(address)
   let why: string
   switch (error.code) {
-    case 'ECONNREFUSED': why = `connection refused: nothing listens at ${host}`; break
+    case 'ECONNREFUSED':
+      why = `connection refused: nothing listens at ${host}`
+      break
     case 'ENOTFOUND':
-    case 'EAI_AGAIN': why = `the host of ${host} was not found (DNS)`; break
-    case 'ECONNRESET': why = `the connection was reset by ${host}`; break
+    case 'EAI_AGAIN':
+      why = `the host of ${host} was not found (DNS)`
+      break
+    case 'ECONNRESET':
+      why = `the connection was reset by ${host}`
+      break
     case 'EHOSTUNREACH':
-    case 'ENETUNREACH': why = `no route to ${host}`; break
-    case 'ETIMEDOUT': why = `${host} did not answer in time`; break
-    default: why = error.message
+    case 'ENETUNREACH':
+      why = `no route to ${host}`
+      break
+    case 'ETIMEDOUT':
+      why = `${host} did not answer in time`
+      break
+    default:
+      why = error.message
   }
   return new ConcordError(ErrorCodes.UNREACHABLE, `cannot reach ${address}: ${why}`, { cause: error })
 }
@@ -91,11 +120,19 @@ function safeHost(address: string): string {
 export function listenError(error: Error & { code?: string }, host: string, port: number): ConcordError {
   switch (error.code) {
     case 'EADDRINUSE':
-      return new ConcordError(ErrorCodes.ADDRESS_IN_USE, `port ${port} is in use on ${host} (another concord serve?): stop it, or pick another port (0: any free port)`, { cause: error })
+      return new ConcordError(
+        ErrorCodes.ADDRESS_IN_USE,
+        `port ${port} is in use on ${host} (another concord serve?): stop it, or pick another port (0: any free port)`,
+        { cause: error },
+      )
     case 'EACCES':
-      return new ConcordError(ErrorCodes.INVALID_ARGUMENT, `not allowed to listen on port ${port} of ${host} (ports below 1024 need privileges)`, { cause: error })
+      return new ConcordError(ErrorCodes.INVALID_ARGUMENT, `not allowed to listen on port ${port} of ${host} (ports below 1024 need privileges)`, {
+        cause: error,
+      })
     case 'EADDRNOTAVAIL':
-      return new ConcordError(ErrorCodes.INVALID_ARGUMENT, `cannot listen on ${host}: not an address of this machine (0.0.0.0: every interface)`, { cause: error })
+      return new ConcordError(ErrorCodes.INVALID_ARGUMENT, `cannot listen on ${host}: not an address of this machine (0.0.0.0: every interface)`, {
+        cause: error,
+      })
     default:
       return new ConcordError(ErrorCodes.INVALID_ARGUMENT, `cannot listen on ${host}:${port}: ${error.message}`, { cause: error })
   }

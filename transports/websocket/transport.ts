@@ -332,7 +332,9 @@ export class WebSocketTransport implements Transport {
     if (!this.stopped && pathMatches(pathname, this.path)) {
       this.wss.handleUpgrade(request, socket, head, (ws) => {
         const remote = `ws://${request.socket.remoteAddress ?? '?'}:${request.socket.remotePort ?? 0}`
-        const connection = this.track(new WebSocketConnection(ws, 'inbound', remote, { ...this.connectionOptions(), rawSocket: socket, frameTimeoutMs: this.frameTimeoutMs }))
+        const connection = this.track(
+          new WebSocketConnection(ws, 'inbound', remote, { ...this.connectionOptions(), rawSocket: socket, frameTimeoutMs: this.frameTimeoutMs }),
+        )
         this.events.emit('connection', connection)
       })
       return
@@ -358,7 +360,9 @@ export class WebSocketTransport implements Transport {
     if (socket.destroyed) return
     // Say where the protocol is, so a client that dialled the wrong path can tell its user.
     const body = `no WebSocket endpoint here; Concord peers listen at ${this.path}\n`
-    socket.end(`HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Type: text/plain\r\n${CONCORD_PATH_HEADER}: ${this.path}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
+    socket.end(
+      `HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Type: text/plain\r\n${CONCORD_PATH_HEADER}: ${this.path}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    )
   }
 
   private connectionOptions(): { heartbeatIntervalMs: number; highWaterMark: number } {

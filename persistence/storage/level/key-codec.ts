@@ -51,6 +51,7 @@ export function encodeKey(key: StorageKey): Uint8Array {
     if (typeof segment === 'string' && !isWellFormed(segment)) {
       throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'storage key: a segment is not well-formed Unicode (it has a lone surrogate)')
     }
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the separator bytes are control characters
     if (typeof segment !== 'string' || /[\u0000\u0001]/.test(segment)) {
       simple = false
       break

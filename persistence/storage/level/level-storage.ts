@@ -7,7 +7,16 @@
  */
 import type { AbstractLevel } from 'abstract-level'
 import { ConcordError, ErrorCodes, isConcordError } from '../../../crdt/errors.ts'
-import { throwIfAborted, type RangeOptions, type SignalOptions, type Storage, type StorageEntry, type StorageKey, type StorageOperation, type WriteOptions } from '../storage.ts'
+import {
+  throwIfAborted,
+  type RangeOptions,
+  type SignalOptions,
+  type Storage,
+  type StorageEntry,
+  type StorageKey,
+  type StorageOperation,
+  type WriteOptions,
+} from '../storage.ts'
 import { decodeKey, encodeKey, rangeToBytes } from './key-codec.ts'
 import { probeFolderSpace } from './space-probe.ts'
 
@@ -19,12 +28,11 @@ const SYNC_KEY = Uint8Array.of(0xff, 0x73, 0x79, 0x6e, 0x63)
 const EMPTY = new Uint8Array(0)
 const PAGE = 256
 
-
 /** Maps an abstract-level error to a ConcordError with a stable code. */
 export function storageError(error: unknown, what: string): ConcordError {
   if (isConcordError(error)) return error
   const code = (error as { code?: string })?.code
-  const causeCode = ((error as { cause?: { code?: string } })?.cause)?.code
+  const causeCode = (error as { cause?: { code?: string } })?.cause?.code
   if (code === 'LEVEL_LOCKED' || causeCode === 'LEVEL_LOCKED') {
     return new ConcordError(ErrorCodes.LOCKED, `${what}: the data folder is held by another process`, { cause: error })
   }
@@ -68,7 +76,11 @@ export class LevelStorage implements Storage {
    * @param kind description for messages
    * @param dir the LevelDB folder (classic-level): the handle is reopened after a failed write (see the class comment)
    */
-  constructor(readonly db: BytesLevel, readonly kind: string, private readonly dir?: string) {}
+  constructor(
+    readonly db: BytesLevel,
+    readonly kind: string,
+    private readonly dir?: string,
+  ) {}
 
   get closed(): boolean {
     return this.isClosed
@@ -98,7 +110,11 @@ export class LevelStorage implements Storage {
     try {
       await probeFolderSpace(dir)
     } catch (error) {
-      throw new ConcordError(ErrorCodes.STORAGE_ERROR, `${what}: still failing after an earlier write error${this.writeError ? ` (${this.writeError.message})` : ''}: no room to reopen the database (${(error as Error)?.message ?? String(error)})`, { cause: error })
+      throw new ConcordError(
+        ErrorCodes.STORAGE_ERROR,
+        `${what}: still failing after an earlier write error${this.writeError ? ` (${this.writeError.message})` : ''}: no room to reopen the database (${(error as Error)?.message ?? String(error)})`,
+        { cause: error },
+      )
     }
   }
 
@@ -119,7 +135,11 @@ export class LevelStorage implements Storage {
         this.writeError = undefined
       } catch (error) {
         const cause = this.writeError
-        throw new ConcordError(ErrorCodes.STORAGE_ERROR, `${what}: the database could not be reopened after a failed write${cause ? ` (${cause.message})` : ''}: ${(error as Error)?.message ?? String(error)}`, { cause: error })
+        throw new ConcordError(
+          ErrorCodes.STORAGE_ERROR,
+          `${what}: the database could not be reopened after a failed write${cause ? ` (${cause.message})` : ''}: ${(error as Error)?.message ?? String(error)}`,
+          { cause: error },
+        )
       } finally {
         this.reopening = undefined
       }

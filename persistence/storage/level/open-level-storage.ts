@@ -30,9 +30,10 @@ export interface LevelStorageOptions extends SignalOptions {
 /** Opens classic-level in `dir`, or memory-level without one. */
 export async function openLevelStorage(options: LevelStorageOptions = {}): Promise<LevelStorage> {
   throwIfAborted(options.signal)
-  const db = options.dir === undefined
-    ? new MemoryLevel<Uint8Array, Uint8Array>({ keyEncoding: 'view', valueEncoding: 'view' })
-    : new ClassicLevel<Uint8Array, Uint8Array>(options.dir, { keyEncoding: 'view', valueEncoding: 'view' })
+  const db =
+    options.dir === undefined
+      ? new MemoryLevel<Uint8Array, Uint8Array>({ keyEncoding: 'view', valueEncoding: 'view' })
+      : new ClassicLevel<Uint8Array, Uint8Array>(options.dir, { keyEncoding: 'view', valueEncoding: 'view' })
   const kind = options.dir === undefined ? 'memory-level' : `classic-level:${options.dir}`
   try {
     return await new LevelStorage(db as unknown as BytesLevel, kind, options.dir).open()
@@ -43,6 +44,8 @@ export async function openLevelStorage(options: LevelStorageOptions = {}): Promi
     // LOCK file, drops this process's record lock: /proc/locks no longer shows it).
     const inProcess = causeMessages(error).some((message) => /already held by process/.test(message))
     const holder = inProcess ? describeThisProcess() : await describeLockHolder(options.dir)
-    throw new ConcordError(ErrorCodes.LOCKED, `the data folder ${options.dir} is held by ${holder}: stop it first, or work on a copy of the folder`, { cause: error })
+    throw new ConcordError(ErrorCodes.LOCKED, `the data folder ${options.dir} is held by ${holder}: stop it first, or work on a copy of the folder`, {
+      cause: error,
+    })
   }
 }

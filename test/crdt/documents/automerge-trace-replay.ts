@@ -24,14 +24,16 @@ export function replayText(txns: ReadonlyArray<{ readonly patches: readonly Patc
 
 /** Applies a transaction's patches to the Automerge text in one change; its delta, or null when it changed nothing. */
 export function automergeChange(replica: AutomergeReplica<{ text: string }>, patches: readonly Patch[]): Uint8Array | null {
-  return localDelta(replica, () => replica.change((doc) => {
-    for (const [pos, del, ins] of patches) {
-      const current = doc.text
-      const astral = hasAstral(current) || hasAstral(ins)
-      const at = utf16Position(current, pos, astral)
-      A.splice(doc, ['text'], at, utf16Span(current, at, del, astral), ins)
-    }
-  }))
+  return localDelta(replica, () =>
+    replica.change((doc) => {
+      for (const [pos, del, ins] of patches) {
+        const current = doc.text
+        const astral = hasAstral(current) || hasAstral(ins)
+        const at = utf16Position(current, pos, astral)
+        A.splice(doc, ['text'], at, utf16Span(current, at, del, astral), ins)
+      }
+    }),
+  )
 }
 
 /**
@@ -65,18 +67,34 @@ export function replayAutomergeSequential(txns: ReadonlyArray<{ readonly patches
  * concurrent inserts at one place are ordered by actor); merges are one
  * concatenated delta per edit; ends with a full exchange.
  */
-export function replayAutomergeConcurrent(trace: ConcurrentTrace, actorOrder: 'ascending' | 'descending' = 'ascending'): Array<AutomergeReplica<{ text: string }>> {
-  const replicas = Array.from({ length: trace.numAgents }, (_, i) =>
-    new AutomergeReplica<{ text: string }>({ replicaId: replicaId(`agent-${i}`), initial: { text: '' }, actor: actorOrder === 'ascending' ? `a${i}` : `a${9 - i}` }))
+export function replayAutomergeConcurrent(
+  trace: ConcurrentTrace,
+  actorOrder: 'ascending' | 'descending' = 'ascending',
+): Array<AutomergeReplica<{ text: string }>> {
+  const replicas = Array.from(
+    { length: trace.numAgents },
+    (_, i) =>
+      new AutomergeReplica<{ text: string }>({
+        replicaId: replicaId(`agent-${i}`),
+        initial: { text: '' },
+        actor: actorOrder === 'ascending' ? `a${i}` : `a${9 - i}`,
+      }),
+  )
   const deltas: Uint8Array[] = []
   replayConcurrent(
     trace,
-    (agent, txns) => { replicas[agent].applyDelta(concatBytes(txns.map((txn) => deltas[txn]).filter(Boolean))) },
-    (agent, txn) => { deltas[txn] = automergeChange(replicas[agent], trace.txns[txn].patches)! },
+    (agent, txns) => {
+      replicas[agent].applyDelta(concatBytes(txns.map((txn) => deltas[txn]).filter(Boolean)))
+    },
+    (agent, txn) => {
+      deltas[txn] = automergeChange(replicas[agent], trace.txns[txn].patches)!
+    },
   )
-  for (const a of replicas) for (const b of replicas) if (a !== b) {
-    const delta = a.deltaSince(b.version())
-    if (delta) b.applyDelta(delta)
-  }
+  for (const a of replicas)
+    for (const b of replicas)
+      if (a !== b) {
+        const delta = a.deltaSince(b.version())
+        if (delta) b.applyDelta(delta)
+      }
   return replicas
 }

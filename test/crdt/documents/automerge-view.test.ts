@@ -36,15 +36,21 @@ test('a deleted winner and a lower concurrent value arriving in one delta: the v
   const c = fork('c', '9c1c')
   const b = fork('b', '9bb0')
   // c overwrites k3 (its op ranks above b's: same counter, greater actor), then deletes it.
-  const c2 = localDelta(c, () => c.change((doc) => {
-    doc.k3 = { n: 35, tag: 'c' }
-  }))!
-  const c3 = localDelta(c, () => c.change((doc) => {
-    delete doc.k3
-  }))!
-  const b1 = localDelta(b, () => b.change((doc) => {
-    doc.k3 = { n: 33, tag: 'b' }
-  }))!
+  const c2 = localDelta(c, () =>
+    c.change((doc) => {
+      doc.k3 = { n: 35, tag: 'c' }
+    }),
+  )!
+  const c3 = localDelta(c, () =>
+    c.change((doc) => {
+      delete doc.k3
+    }),
+  )!
+  const b1 = localDelta(b, () =>
+    b.change((doc) => {
+      doc.k3 = { n: 33, tag: 'b' }
+    }),
+  )!
 
   const receiver = fork('r', 'ffff')
   assert.equal(receiver.applyDelta(c2), true)
@@ -54,9 +60,11 @@ test('a deleted winner and a lower concurrent value arriving in one delta: the v
   assert.deepEqual(receiver.value(), reloaded(receiver))
   // The rebuilt document keeps the replica's actor and stays writable.
   assert.equal(A.getActorId(receiver.doc), actor('ffff'))
-  const local = localDelta(receiver, () => receiver.change((doc) => {
-    ;(doc.k3 as { n: number }).n = 99
-  }))
+  const local = localDelta(receiver, () =>
+    receiver.change((doc) => {
+      ;(doc.k3 as { n: number }).n = 99
+    }),
+  )
   assert.ok(local !== null)
   assert.equal(A.decodeChange(local).actor, actor('ffff'))
   assert.deepEqual(receiver.value(), { k3: { n: 99, tag: 'b' } })
@@ -88,34 +96,39 @@ test('random concurrent map, list and text edits, received in random groupings: 
         }
         continue
       }
-      const change = localDelta(agent, () => agent.change((doc) => {
-        const map = doc.m as Record<string, unknown>
-        const list = doc.l as unknown[]
-        const key = pick(['k1', 'k2'])
-        const roll = random()
-        if (roll < 0.3) map[key] = { n: Math.floor(random() * 100), tag: agent.replicaId }
-        else if (roll < 0.45) delete map[key]
-        else if (roll < 0.5) map[key] = step
-        else if (roll < 0.55) {
-          const value = map[key]
-          if (typeof value === 'object' && value !== null) (value as { n: number }).n = step
-        } else if (roll < 0.65) list.splice(Math.floor(random() * (list.length + 1)), 0, { v: step })
-        else if (roll < 0.75 && list.length > 0) list[Math.floor(random() * list.length)] = { v: -step }
-        else if (roll < 0.85 && list.length > 0) list.splice(Math.floor(random() * list.length), 1)
-        else {
-          const text = doc.t as string
-          const removing = random() < 0.3 && text.length > 0 ? 1 : 0
-          A.splice(doc, ['t'], Math.floor(random() * (text.length + 1 - removing)), removing, random() < 0.7 ? 'x' : '')
-        }
-      }))
+      const change = localDelta(agent, () =>
+        agent.change((doc) => {
+          const map = doc.m as Record<string, unknown>
+          const list = doc.l as unknown[]
+          const key = pick(['k1', 'k2'])
+          const roll = random()
+          if (roll < 0.3) map[key] = { n: Math.floor(random() * 100), tag: agent.replicaId }
+          else if (roll < 0.45) delete map[key]
+          else if (roll < 0.5) map[key] = step
+          else if (roll < 0.55) {
+            const value = map[key]
+            if (typeof value === 'object' && value !== null) (value as { n: number }).n = step
+          } else if (roll < 0.65) list.splice(Math.floor(random() * (list.length + 1)), 0, { v: step })
+          else if (roll < 0.75 && list.length > 0) list[Math.floor(random() * list.length)] = { v: -step }
+          else if (roll < 0.85 && list.length > 0) list.splice(Math.floor(random() * list.length), 1)
+          else {
+            const text = doc.t as string
+            const removing = random() < 0.3 && text.length > 0 ? 1 : 0
+            A.splice(doc, ['t'], Math.floor(random() * (text.length + 1 - removing)), removing, random() < 0.7 ? 'x' : '')
+          }
+        }),
+      )
       if (change !== null) local++
     }
     // Every change (getAllChanges lists them in an order that respects dependencies), in random groups.
-    const all = agents.reduce((acc, agent) => {
-      const delta = agent.deltaSince(acc.version())
-      if (delta !== null) acc.applyDelta(delta)
-      return acc
-    }, new AutomergeReplica<Doc>({ replicaId: replicaId('all'), snapshot: base }))
+    const all = agents.reduce(
+      (acc, agent) => {
+        const delta = agent.deltaSince(acc.version())
+        if (delta !== null) acc.applyDelta(delta)
+        return acc
+      },
+      new AutomergeReplica<Doc>({ replicaId: replicaId('all'), snapshot: base }),
+    )
     const history = A.getAllChanges(all.doc).slice(1)
     for (let trial = 0; trial < 3; trial++) {
       const receiver = new AutomergeReplica<Doc>({ replicaId: replicaId('r'), snapshot: base, actor: actor('ff') })

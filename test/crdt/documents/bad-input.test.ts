@@ -56,7 +56,11 @@ function yjsFixture() {
   return { source, updates, full: Y.encodeStateAsUpdate(source) }
 }
 
-interface Fingerprint { value: string; version: Uint8Array; snapshot: Uint8Array }
+interface Fingerprint {
+  value: string
+  version: Uint8Array
+  snapshot: Uint8Array
+}
 
 function fingerprint(replica: YjsReplica | AutomergeReplica): Fingerprint {
   return { value: JSON.stringify(replica.value(), (_, v) => (v instanceof Uint8Array ? [...v] : v)), version: replica.version(), snapshot: replica.snapshot() }
@@ -203,32 +207,34 @@ test('yjs: a bad version to deltaSince and bad snapshots are DecodeErrors', HANG
 
 /** Mutations of real updates: flips, truncations, insertions, deletions, splices. */
 function mutatedUpdate(corpus: Uint8Array[]): fc.Arbitrary<Uint8Array> {
-  return fc.tuple(
-    fc.integer({ min: 0, max: corpus.length - 1 }),
-    fc.array(
-      fc.oneof(
-        fc.record({ kind: fc.constant('flip' as const), at: fc.nat(), bit: fc.integer({ min: 0, max: 7 }) }),
-        fc.record({ kind: fc.constant('set' as const), at: fc.nat(), byte: fc.integer({ min: 0, max: 255 }) }),
-        fc.record({ kind: fc.constant('insert' as const), at: fc.nat(), bytes: fc.uint8Array({ minLength: 1, maxLength: 6 }) }),
-        fc.record({ kind: fc.constant('delete' as const), at: fc.nat(), count: fc.integer({ min: 1, max: 6 }) }),
-        fc.record({ kind: fc.constant('truncate' as const), at: fc.nat() }),
-        fc.record({ kind: fc.constant('bigvarint' as const), at: fc.nat() }),
+  return fc
+    .tuple(
+      fc.integer({ min: 0, max: corpus.length - 1 }),
+      fc.array(
+        fc.oneof(
+          fc.record({ kind: fc.constant('flip' as const), at: fc.nat(), bit: fc.integer({ min: 0, max: 7 }) }),
+          fc.record({ kind: fc.constant('set' as const), at: fc.nat(), byte: fc.integer({ min: 0, max: 255 }) }),
+          fc.record({ kind: fc.constant('insert' as const), at: fc.nat(), bytes: fc.uint8Array({ minLength: 1, maxLength: 6 }) }),
+          fc.record({ kind: fc.constant('delete' as const), at: fc.nat(), count: fc.integer({ min: 1, max: 6 }) }),
+          fc.record({ kind: fc.constant('truncate' as const), at: fc.nat() }),
+          fc.record({ kind: fc.constant('bigvarint' as const), at: fc.nat() }),
+        ),
+        { minLength: 1, maxLength: 4 },
       ),
-      { minLength: 1, maxLength: 4 },
-    ),
-  ).map(([index, mutations]) => {
-    let bytes = [...corpus[index]]
-    for (const m of mutations) {
-      const at = bytes.length === 0 ? 0 : m.at % bytes.length
-      if (m.kind === 'flip') bytes[at] ^= 1 << m.bit
-      else if (m.kind === 'set') bytes[at] = m.byte
-      else if (m.kind === 'insert') bytes.splice(at, 0, ...m.bytes)
-      else if (m.kind === 'delete') bytes.splice(at, m.count)
-      else if (m.kind === 'truncate') bytes = bytes.slice(0, at)
-      else bytes.splice(at, 1, 0xff, 0xff, 0xff, 0xff, 0x0f)
-    }
-    return new Uint8Array(bytes)
-  })
+    )
+    .map(([index, mutations]) => {
+      let bytes = [...corpus[index]]
+      for (const m of mutations) {
+        const at = bytes.length === 0 ? 0 : m.at % bytes.length
+        if (m.kind === 'flip') bytes[at] ^= 1 << m.bit
+        else if (m.kind === 'set') bytes[at] = m.byte
+        else if (m.kind === 'insert') bytes.splice(at, 0, ...m.bytes)
+        else if (m.kind === 'delete') bytes.splice(at, m.count)
+        else if (m.kind === 'truncate') bytes = bytes.slice(0, at)
+        else bytes.splice(at, 1, 0xff, 0xff, 0xff, 0xff, 0x0f)
+      }
+      return new Uint8Array(bytes)
+    })
 }
 
 test('yjs fuzz: mutated and random updates are rejected cleanly, or applied without Yjs throwing', HANG_GUARD, () => {
@@ -267,9 +273,17 @@ function automergeFixture() {
   const source = new AutomergeReplica<{ text: string; n?: number; list?: number[] }>({ replicaId: replicaId('source'), initial: { text: '' } })
   const changes: Uint8Array[] = []
   source.events.on('change', ({ delta }) => changes.push(delta))
-  source.change((doc) => { A.splice(doc, ['text'], 0, 0, 'hello') })
-  source.change((doc) => { doc.n = 1; doc.list = [1, 2, 3] })
-  source.change((doc) => { A.splice(doc, ['text'], 5, 0, ' world'); doc.list!.push(4) })
+  source.change((doc) => {
+    A.splice(doc, ['text'], 0, 0, 'hello')
+  })
+  source.change((doc) => {
+    doc.n = 1
+    doc.list = [1, 2, 3]
+  })
+  source.change((doc) => {
+    A.splice(doc, ['text'], 5, 0, ' world')
+    doc.list!.push(4)
+  })
   return { source, changes, save: A.save(source.doc) }
 }
 
@@ -295,7 +309,9 @@ function assertAutomergeRejects(replica: AutomergeReplica<never> | AutomergeRepl
 function assertAutomergeUsable(replica: AutomergeReplica<{ text: string; n?: number }>, fixture: ReturnType<typeof automergeFixture>): void {
   replica.applyDelta(fixture.save)
   const n = (replica.doc.n ?? 0) + 1
-  replica.change((doc) => { doc.n = n })
+  replica.change((doc) => {
+    doc.n = n
+  })
   assert.equal(replica.doc.n, n)
 }
 
@@ -303,7 +319,11 @@ test('automerge: hand-written malformed deltas are rejected, the doc unchanged a
   const fixture = automergeFixture()
   const replica = automergeReplica(fixture)
   const change = fixture.changes[1]
-  const flipped = (bytes: Uint8Array, at: number) => { const copy = bytes.slice(); copy[at] ^= 0x04; return copy }
+  const flipped = (bytes: Uint8Array, at: number) => {
+    const copy = bytes.slice()
+    copy[at] ^= 0x04
+    return copy
+  }
   const cases: Array<[string, Uint8Array]> = [
     ['empty buffer (Automerge loads it as an empty document)', new Uint8Array()],
     ['magic only', change.subarray(0, 4)],

@@ -24,7 +24,7 @@ function automergeSize(bytes: Uint8Array) {
   return checkAutomergeSize(splitAutomergeChunks(bytes, DEFAULT_DOCUMENT_LIMITS), unbounded, 'test')
 }
 
-test('automerge: the op count read from a change chunk\'s columns is the one Automerge decodes', () => {
+test("automerge: the op count read from a change chunk's columns is the one Automerge decodes", () => {
   let doc = A.from<{ text: string; list: unknown[]; m: Record<string, unknown> }>({ text: '', list: [], m: {} })
   const changes: Uint8Array[] = []
   for (let i = 0; i < 30; i++) {
@@ -55,10 +55,16 @@ test('automerge: the op count read from a change chunk\'s columns is the one Aut
 test('automerge: a change of a few hundred bytes holding 100,000 inserts is refused over maxOperations before Automerge runs, nothing applied', () => {
   const base = A.from<{ l: null[] }>({ l: [] })
   const baseBytes = A.save(base)
-  const flood = A.change(base, (d) => { for (let i = 0; i < 10; i++) A.insertAt(d.l, 0, ...new Array<null>(10_000).fill(null)) })
+  const flood = A.change(base, (d) => {
+    for (let i = 0; i < 10; i++) A.insertAt(d.l, 0, ...new Array<null>(10_000).fill(null))
+  })
   const change = A.getLastLocalChange(flood)!
   assert.ok(change.length < 400, `${change.length} bytes`)
-  const replica = new AutomergeReplica({ replicaId: replicaId('r'), snapshot: new AutomergeReplica({ replicaId: replicaId('s') }).snapshot(), limits: { maxOperations: 50_000 } })
+  const replica = new AutomergeReplica({
+    replicaId: replicaId('r'),
+    snapshot: new AutomergeReplica({ replicaId: replicaId('s') }).snapshot(),
+    limits: { maxOperations: 50_000 },
+  })
   replica.applyDelta(baseBytes)
   const before = replica.version()
   assert.throws(() => replica.applyDelta(change), limitExceeded)
@@ -75,7 +81,9 @@ test('automerge: a change of a few hundred bytes holding 100,000 inserts is refu
 })
 
 test('automerge: a document chunk whose deflated columns inflate past the limits is refused', () => {
-  const big = A.change(A.from<{ text: string }>({ text: '' }), (d) => { A.splice(d, ['text'], 0, 0, 'x'.repeat(200_000)) })
+  const big = A.change(A.from<{ text: string }>({ text: '' }), (d) => {
+    A.splice(d, ['text'], 0, 0, 'x'.repeat(200_000))
+  })
   const saved = A.save(big)
   assert.ok(saved.length < 20_000, `saved in ${saved.length} bytes`)
   const size = automergeSize(saved)
@@ -86,23 +94,35 @@ test('automerge: a document chunk whose deflated columns inflate past the limits
   // maxBytes also bounds what the columns inflate to.
   assert.throws(() => new AutomergeReplica({ replicaId: replicaId('h'), limits: { maxBytes: 50_000 } }).applyDelta(saved), limitExceeded)
   const replica = fresh()
-  try { replica.applyDelta(saved) } catch { /* refused */ }
+  try {
+    replica.applyDelta(saved)
+  } catch {
+    /* refused */
+  }
   assert.deepEqual(replica.value(), {})
 })
 
 test('automerge: chunks that break the column grammar are DecodeErrors, not counted', () => {
-  const doc = A.change(A.from<{ n: number }>({ n: 1 }), (d) => { d.n = 2 })
+  const doc = A.change(A.from<{ n: number }>({ n: 1 }), (d) => {
+    d.n = 2
+  })
   const change = A.getLastLocalChange(doc)!
   const chunk = splitAutomergeChunks(change, DEFAULT_DOCUMENT_LIMITS)[0]
   // Cut the payload short and fix the framing: the columns no longer fit.
   const payload = change.subarray(chunk.payloadOffset, change.length - 3)
-  assert.throws(() => checkAutomergeSize([{ ...chunk, bytes: new Uint8Array([...change.subarray(0, chunk.payloadOffset - 1), payload.length, ...payload]) }], unbounded, 'cut'), (e) => isConcordError(e, ErrorCodes.DECODE_ERROR))
+  assert.throws(
+    () =>
+      checkAutomergeSize([{ ...chunk, bytes: new Uint8Array([...change.subarray(0, chunk.payloadOffset - 1), payload.length, ...payload]) }], unbounded, 'cut'),
+    (e) => isConcordError(e, ErrorCodes.DECODE_ERROR),
+  )
 })
 
 test('yjs: structs and delete ranges over maxOperations, content over maxInsertedBytes, are refused with nothing applied', () => {
   const source = new Y.Doc()
   const array = source.getArray('a')
-  source.transact(() => { for (let i = 0; i < 2000; i++) array.insert(i % 2 === 0 ? 0 : array.length, [i]) })
+  source.transact(() => {
+    for (let i = 0; i < 2000; i++) array.insert(i % 2 === 0 ? 0 : array.length, [i])
+  })
   const update = Y.encodeStateAsUpdate(source)
   const summary = validateYjsUpdate(update, DEFAULT_DOCUMENT_LIMITS)
   assert.ok(summary.structs > 1000, `${summary.structs} structs`)
@@ -124,7 +144,10 @@ test('yjs: structs and delete ranges over maxOperations, content over maxInserte
 
 test('snapshots are not bounded by the delta limits (a document may outgrow one delta)', () => {
   const source = new AutomergeReplica<{ l: number[] }>({ replicaId: replicaId('s'), initial: { l: [] } })
-  for (let i = 0; i < 5; i++) source.change((d) => { for (let j = 0; j < 300; j++) d.l.push(j) })
+  for (let i = 0; i < 5; i++)
+    source.change((d) => {
+      for (let j = 0; j < 300; j++) d.l.push(j)
+    })
   const loaded = new AutomergeReplica<{ l: number[] }>({ replicaId: replicaId('l'), snapshot: source.snapshot(), limits: { maxOperations: 1000 } })
   assert.equal(loaded.doc.l.length, 1500)
 })

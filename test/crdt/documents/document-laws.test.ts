@@ -18,26 +18,31 @@ import { isDeepStrictEqual } from 'node:util'
 import { runCrdtLaws } from '../../../testing/index.ts'
 import { automergeOp, opsInitial, yjsOp, type OpsDoc } from './document-ops.ts'
 
-runCrdtLaws({ describe, it }, {
-  type: 'yjs',
-  create: (id) => new YjsReplica({ replicaId: replicaId(id) }),
-  load: (snapshot, id) => new YjsReplica({ replicaId: replicaId(id), snapshot }),
-  randomOp: yjsOp,
-  equal: (a: Replica, b: Replica) =>
-    isDeepStrictEqual(a.value(), b.value()) &&
-    Y.equalSnapshots(Y.snapshot((a as YjsReplica).doc), Y.snapshot((b as YjsReplica).doc)),
-})
+runCrdtLaws(
+  { describe, it },
+  {
+    type: 'yjs',
+    create: (id) => new YjsReplica({ replicaId: replicaId(id) }),
+    load: (snapshot, id) => new YjsReplica({ replicaId: replicaId(id), snapshot }),
+    randomOp: yjsOp,
+    equal: (a: Replica, b: Replica) =>
+      isDeepStrictEqual(a.value(), b.value()) && Y.equalSnapshots(Y.snapshot((a as YjsReplica).doc), Y.snapshot((b as YjsReplica).doc)),
+  },
+)
 
-runCrdtLaws({ describe, it }, {
-  type: 'automerge',
-  create: (id) => new AutomergeReplica<OpsDoc>({ replicaId: replicaId(id), initial: opsInitial() }),
-  load: (snapshot, id) => new AutomergeReplica<OpsDoc>({ replicaId: replicaId(id), snapshot }),
-  randomOp: automergeOp,
-  equal: (a: Replica, b: Replica) => isDeepStrictEqual(a.value(), b.value()) && bytesEqual(a.version(), b.version()),
-  // Deltas and snapshots are checksummed, but a version (heads) with a bit
-  // flipped is just another, unknown version: deltaSince answers it.
-  // A delta of several change chunks cut at a chunk boundary is a valid,
-  // smaller delta (whole, checksummed changes): it may be accepted, and the
-  // suite then checks the replica stays consistent.
-  truncationAlwaysInvalid: false,
-})
+runCrdtLaws(
+  { describe, it },
+  {
+    type: 'automerge',
+    create: (id) => new AutomergeReplica<OpsDoc>({ replicaId: replicaId(id), initial: opsInitial() }),
+    load: (snapshot, id) => new AutomergeReplica<OpsDoc>({ replicaId: replicaId(id), snapshot }),
+    randomOp: automergeOp,
+    equal: (a: Replica, b: Replica) => isDeepStrictEqual(a.value(), b.value()) && bytesEqual(a.version(), b.version()),
+    // Deltas and snapshots are checksummed, but a version (heads) with a bit
+    // flipped is just another, unknown version: deltaSince answers it.
+    // A delta of several change chunks cut at a chunk boundary is a valid,
+    // smaller delta (whole, checksummed changes): it may be accepted, and the
+    // suite then checks the replica stays consistent.
+    truncationAlwaysInvalid: false,
+  },
+)

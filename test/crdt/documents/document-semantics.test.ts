@@ -52,7 +52,10 @@ test('yjs: local transactions emit their update; remote deltas emit local:false 
   for (const event of events) assert.equal(other.applyDelta(event.delta, 'peer-1'), true)
   assert.equal(remote.length, events.length)
   assert.ok(remote.every((event) => !event.local && event.origin === 'peer-1'))
-  assert.ok(seenOrigins.every((origin) => isYjsRemoteOrigin(origin) && origin.origin === 'peer-1'), 'doc listeners can tell remote from local')
+  assert.ok(
+    seenOrigins.every((origin) => isYjsRemoteOrigin(origin) && origin.origin === 'peer-1'),
+    'doc listeners can tell remote from local',
+  )
   assert.deepEqual(other.value(), replica.value())
   // Duplicates change nothing and emit nothing.
   for (const event of events) assert.equal(other.applyDelta(event.delta), false)
@@ -133,7 +136,10 @@ test('yjs: deltaSince is null only without structs and deletions; applyDelta ins
   assert.ok(withDeletes !== null, 'a state vector does not record deletions: the delete set is sent')
   assert.equal(replica.applyDelta(withDeletes!), false)
   const delta = replica.deltaSince(new YjsReplica({ replicaId: id('x') }).version())!
-  assert.throws(() => replica.doc.transact(() => replica.applyDelta(delta)), (error: unknown) => isConcordError(error, ErrorCodes.INVALID_ARGUMENT))
+  assert.throws(
+    () => replica.doc.transact(() => replica.applyDelta(delta)),
+    (error: unknown) => isConcordError(error, ErrorCodes.INVALID_ARGUMENT),
+  )
 })
 
 test('yjs: snapshots keep the gc setting; restore rewrites text, maps, arrays and XML in one change', () => {
@@ -148,7 +154,7 @@ test('yjs: snapshots keep the gc setting; restore rewrites text, maps, arrays an
     doc.getText('text').insert(0, 'XX')
     doc.getText('text').format(3, 2, { italic: true })
     doc.getMap('map').set('new', 1)
-    ;((doc.getMap('map').get('k') as { deep: unknown[] }).deep)
+    ;(doc.getMap('map').get('k') as { deep: unknown[] }).deep
     doc.getArray('list').delete(0, 1)
     doc.getXmlFragment('xml').delete(0, 1)
     doc.getText('extra').insert(0, 'gone soon')
@@ -163,7 +169,10 @@ test('yjs: snapshots keep the gc setting; restore rewrites text, maps, arrays an
   assert.equal(replica.restore(past), null, 'nothing left to restore')
   // The restore replicates like any change.
   const follower = new YjsReplica({ replicaId: id('f'), snapshot: past.snapshot() })
-  assert.throws(() => replica.restore(new AutomergeReplica({ replicaId: id('am') })), (error: unknown) => isConcordError(error, ErrorCodes.INVALID_ARGUMENT))
+  assert.throws(
+    () => replica.restore(new AutomergeReplica({ replicaId: id('am') })),
+    (error: unknown) => isConcordError(error, ErrorCodes.INVALID_ARGUMENT),
+  )
   follower.applyDelta(replica.deltaSince(follower.version())!)
   assert.deepEqual(follower.value(), past.value())
 })
@@ -175,9 +184,21 @@ test('automerge: change events, duplicates, pending changes, unknown heads and s
   const b = new AutomergeReplica<Doc>({ replicaId: id('b'), initial: { text: '', list: [] } })
   const events: ChangeEvent[] = []
   a.events.on('change', (event) => events.push(event))
-  a.change((doc) => { A.splice(doc, ['text'], 0, 0, 'hello'); doc.list.push({ k: 'v' }); doc.c = new A.Counter(1) })
-  a.change((doc) => { A.splice(doc, ['text'], 5, 0, ' world'); doc.n = 3; doc.c!.increment(4) })
-  assert.equal(a.change(() => {}), false, 'an empty change is no change')
+  a.change((doc) => {
+    A.splice(doc, ['text'], 0, 0, 'hello')
+    doc.list.push({ k: 'v' })
+    doc.c = new A.Counter(1)
+  })
+  a.change((doc) => {
+    A.splice(doc, ['text'], 5, 0, ' world')
+    doc.n = 3
+    doc.c!.increment(4)
+  })
+  assert.equal(
+    a.change(() => {}),
+    false,
+    'an empty change is no change',
+  )
   assert.equal(events.length, 2)
   assert.ok(events.every((event) => event.local))
   assert.equal(b.applyDelta(events[1].delta, 'peer'), false, 'missing its dependency: waits')
@@ -186,7 +207,9 @@ test('automerge: change events, duplicates, pending changes, unknown heads and s
   assert.equal(b.applyDelta(events[0].delta), false)
   assert.equal(a.deltaSince(a.version()), null)
   // b has a change a does not know: a answers with the changes since the heads it knows.
-  b.change((doc) => { doc.n = 10 })
+  b.change((doc) => {
+    doc.n = 10
+  })
   const heads = decodeAutomergeHeads(b.version())
   assert.equal(heads.length, 1)
   // a does not know b's head, but b's change clock shows it holds every change of a's.
@@ -196,39 +219,65 @@ test('automerge: change events, duplicates, pending changes, unknown heads and s
   assert.deepEqual(fresh.value(), a.value())
   const loaded = createReplica('automerge', { replicaId: id('s'), snapshot: a.snapshot() }) as AutomergeReplica<Doc>
   assert.deepEqual(loaded.value(), a.value())
-  loaded.change((doc) => { doc.n = 4 })
+  loaded.change((doc) => {
+    doc.n = 4
+  })
   assert.equal(a.applyDelta(loaded.deltaSince(a.version())!), true)
   assert.equal(a.doc.n, 4)
 })
 
 test('automerge: deltaSince sends exactly the changes the other lacks, also when both changed while apart', () => {
   const base = new AutomergeReplica<Doc>({ replicaId: id('base'), initial: { text: '', list: [] } })
-  for (let i = 0; i < 20; i++) base.change((doc) => { A.splice(doc, ['text'], doc.text.length, 0, `line ${i}\n`) })
+  for (let i = 0; i < 20; i++)
+    base.change((doc) => {
+      A.splice(doc, ['text'], doc.text.length, 0, `line ${i}\n`)
+    })
   const x = new AutomergeReplica<Doc>({ replicaId: id('x'), snapshot: base.snapshot() })
   const y = new AutomergeReplica<Doc>({ replicaId: id('y'), snapshot: base.snapshot() })
   const z = new AutomergeReplica<Doc>({ replicaId: id('z'), snapshot: base.snapshot() })
   const byX: Uint8Array[] = []
   const byY: Uint8Array[] = []
-  x.events.on('change', (event) => { if (event.local) byX.push(event.delta) })
-  y.events.on('change', (event) => { if (event.local) byY.push(event.delta) })
+  x.events.on('change', (event) => {
+    if (event.local) byX.push(event.delta)
+  })
+  y.events.on('change', (event) => {
+    if (event.local) byY.push(event.delta)
+  })
   // Apart: x makes 5 changes, y makes 3; y also receives x's first two through z (a relay).
-  for (let i = 0; i < 5; i++) x.change((doc) => { A.splice(doc, ['text'], 0, 0, `x${i} `); doc.n = i })
-  for (let i = 0; i < 3; i++) y.change((doc) => { doc.list.push({ k: `y${i}` }); A.splice(doc, ['text'], doc.text.length, 0, `y${i}`) })
+  for (let i = 0; i < 5; i++)
+    x.change((doc) => {
+      A.splice(doc, ['text'], 0, 0, `x${i} `)
+      doc.n = i
+    })
+  for (let i = 0; i < 3; i++)
+    y.change((doc) => {
+      doc.list.push({ k: `y${i}` })
+      A.splice(doc, ['text'], doc.text.length, 0, `y${i}`)
+    })
   for (const delta of byX.slice(0, 2)) z.applyDelta(delta)
   assert.ok(y.applyDelta(z.deltaSince(y.version())!))
   const hexOf = (bytes: Uint8Array) => Buffer.from(bytes).toString('hex')
-  const chunksOf = (delta: Uint8Array) => splitAutomergeChunks(delta, DEFAULT_DOCUMENT_LIMITS).map((chunk) => {
-    assert.equal(chunk.type, AutomergeChunkType.change, 'change chunks, not a whole document')
-    return hexOf(chunk.bytes)
-  }).sort()
+  const chunksOf = (delta: Uint8Array) =>
+    splitAutomergeChunks(delta, DEFAULT_DOCUMENT_LIMITS)
+      .map((chunk) => {
+        assert.equal(chunk.type, AutomergeChunkType.change, 'change chunks, not a whole document')
+        return hexOf(chunk.bytes)
+      })
+      .sort()
   // Neither knows the other's heads, yet each sends exactly what the other lacks.
   assert.ok(!A.hasHeads(x.doc, A.getHeads(y.doc)) && !A.hasHeads(y.doc, A.getHeads(x.doc)))
   const toY = x.deltaSince(y.version())!
   const toX = y.deltaSince(x.version())!
   assert.deepEqual(chunksOf(toY), byX.slice(2).map(hexOf).sort(), 'x sends its 3 changes y lacks (not the 2 y got through z)')
   assert.deepEqual(chunksOf(toX), byY.map(hexOf).sort(), 'y sends its 3 changes')
-  assert.equal(toY.length, byX.slice(2).reduce((n, d) => n + d.length, 0))
-  assert.equal(toX.length, byY.reduce((n, d) => n + d.length, 0))
+  assert.equal(
+    toY.length,
+    byX.slice(2).reduce((n, d) => n + d.length, 0),
+  )
+  assert.equal(
+    toX.length,
+    byY.reduce((n, d) => n + d.length, 0),
+  )
   assert.equal(y.applyDelta(toY), true)
   assert.equal(x.applyDelta(toX), true)
   assert.deepEqual(x.value(), y.value())
@@ -247,15 +296,25 @@ test('automerge: deltaSince sends exactly the changes the other lacks, also when
 
 test('automerge: versions are format 2 (heads and clock); heads-only format 1 is still answered; bad versions are DecodeErrors', () => {
   const a = new AutomergeReplica<Doc>({ replicaId: id('a'), initial: { text: '', list: [] }, actor: 'aa' })
-  a.change((doc) => { doc.n = 1 })
+  a.change((doc) => {
+    doc.n = 1
+  })
   const b = new AutomergeReplica<Doc>({ replicaId: id('b'), snapshot: a.snapshot(), actor: 'bb' })
-  b.change((doc) => { doc.n = 2 })
-  a.change((doc) => { doc.n = 3 })
+  b.change((doc) => {
+    doc.n = 2
+  })
+  a.change((doc) => {
+    doc.n = 3
+  })
   const version = b.version()
   const decoded = decodeAutomergeVersion(version)
   assert.equal(version[0], 2)
   assert.deepEqual(decoded.heads, A.getHeads(b.doc))
-  assert.deepEqual([...decoded.clock!].sort(), [['00', 1], ['aa', 1], ['bb', 1]])
+  assert.deepEqual([...decoded.clock!].sort(), [
+    ['00', 1],
+    ['aa', 1],
+    ['bb', 1],
+  ])
   assert.deepEqual(encodeAutomergeVersion(decoded.heads, decoded.clock!), version, 'canonical round trip')
   // Format 1 (heads only): b's head is unknown to a, so a sends the whole document, as before.
   const headsOnly = new Uint8Array([1, decoded.heads.length, ...decoded.heads.flatMap((head) => head.match(/../g)!.map((h) => parseInt(h, 16)))])
@@ -283,7 +342,11 @@ test('automerge: versions are format 2 (heads and clock); heads-only format 1 is
   ]
   assert.ok(tail.length > 0)
   for (const [what, bytes] of bad) {
-    assert.throws(() => a.deltaSince(bytes), (error: unknown) => isConcordError(error, ErrorCodes.DECODE_ERROR), what)
+    assert.throws(
+      () => a.deltaSince(bytes),
+      (error: unknown) => isConcordError(error, ErrorCodes.DECODE_ERROR),
+      what,
+    )
     assert.deepEqual(a.version(), before, `${what}: state unchanged`)
   }
 })
@@ -313,5 +376,8 @@ test('automerge: value() is plain data; restore rewrites text, lists, counters a
   assert.deepEqual(a.value(), past.value())
   assert.ok(A.isCounter(a.doc.c), 'a counter stays a counter')
   assert.equal(a.restore(past), null)
-  assert.throws(() => a.restore(new YjsReplica({ replicaId: id('y') })), (error: unknown) => isConcordError(error, ErrorCodes.INVALID_ARGUMENT))
+  assert.throws(
+    () => a.restore(new YjsReplica({ replicaId: id('y') })),
+    (error: unknown) => isConcordError(error, ErrorCodes.INVALID_ARGUMENT),
+  )
 })

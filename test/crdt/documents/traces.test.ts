@@ -13,10 +13,7 @@ import assert from 'node:assert/strict'
 import { YjsReplica } from '../../../crdt/documents/yjs-replica.ts'
 import { replayAutomergeConcurrent, replayAutomergeSequential, replayText } from './automerge-trace-replay.ts'
 import { replicaId } from '../../../crdt/replica.ts'
-import {
-  SEQUENTIAL_TRACES, hasAstral, loadTrace, replayConcurrent, utf16Position, utf16Span,
-  type ConcurrentTrace, type Patch,
-} from './traces.ts'
+import { SEQUENTIAL_TRACES, hasAstral, loadTrace, replayConcurrent, utf16Position, utf16Span, type ConcurrentTrace, type Patch } from './traces.ts'
 
 /** Applies one patch to a Y.Text, converting code points to UTF-16 units. */
 function yjsPatch(replica: YjsReplica, [pos, del, ins]: Patch, astral: { on: boolean }): void {
@@ -42,7 +39,10 @@ for (const name of SEQUENTIAL_TRACES) {
       assert.equal(receiver.applyDelta(delta, 'sender'), true)
     })
     const astral = { on: false }
-    for (const txn of trace.txns) sender.doc.transact(() => { for (const patch of txn.patches) yjsPatch(sender, patch, astral) })
+    for (const txn of trace.txns)
+      sender.doc.transact(() => {
+        for (const patch of txn.patches) yjsPatch(sender, patch, astral)
+      })
     assert.equal(sender.doc.getText('text').toString(), trace.endContent)
     assert.deepEqual(receiver.value(), { text: trace.endContent })
     assert.ok(events > 0 && events <= trace.txns.length)
@@ -58,24 +58,32 @@ test('yjs replays friendsforever: one replica per agent, every replica ends at e
   const trace = loadTrace<ConcurrentTrace>('friendsforever.concurrent')
   // Concurrent inserts at one place are ordered by client id; the trace's
   // endContent orders agent 0 first.
-  const replicas = Array.from({ length: trace.numAgents }, (_, i) =>
-    new YjsReplica({ replicaId: replicaId(`agent-${i}`), types: { text: 'text' }, clientId: i + 1 }))
+  const replicas = Array.from(
+    { length: trace.numAgents },
+    (_, i) => new YjsReplica({ replicaId: replicaId(`agent-${i}`), types: { text: 'text' }, clientId: i + 1 }),
+  )
   const deltas: Uint8Array[] = []
   const astral = replicas.map(() => ({ on: false }))
   replayConcurrent(
     trace,
-    (agent, txns) => { for (const txn of txns) replicas[agent].applyDelta(deltas[txn]) },
+    (agent, txns) => {
+      for (const txn of txns) replicas[agent].applyDelta(deltas[txn])
+    },
     (agent, txn) => {
       const replica = replicas[agent]
       const before = replica.version()
-      replica.doc.transact(() => { for (const patch of trace.txns[txn].patches) yjsPatch(replica, patch, astral[agent]) })
+      replica.doc.transact(() => {
+        for (const patch of trace.txns[txn].patches) yjsPatch(replica, patch, astral[agent])
+      })
       deltas[txn] = replica.deltaSince(before)!
     },
   )
-  for (const a of replicas) for (const b of replicas) if (a !== b) {
-    const delta = a.deltaSince(b.version())
-    if (delta) b.applyDelta(delta)
-  }
+  for (const a of replicas)
+    for (const b of replicas)
+      if (a !== b) {
+        const delta = a.deltaSince(b.version())
+        if (delta) b.applyDelta(delta)
+      }
   for (const replica of replicas) assert.equal(replica.doc.getText('text').toString(), trace.endContent)
 })
 

@@ -71,11 +71,7 @@ export function hasAstral(text: string): boolean {
  * editor; `edit(agent, txn)` types the transaction and records its delta.
  * Check the editors' texts afterwards.
  */
-export function replayConcurrent(
-  trace: ConcurrentTrace,
-  apply: (agent: number, txns: number[]) => void,
-  edit: (agent: number, txn: number) => void,
-): void {
+export function replayConcurrent(trace: ConcurrentTrace, apply: (agent: number, txns: number[]) => void, edit: (agent: number, txn: number) => void): void {
   const applied = Array.from({ length: trace.numAgents }, () => new Set<number>())
   for (let i = 0; i < trace.txns.length; i++) {
     const { agent, parents } = trace.txns[i]

@@ -52,11 +52,11 @@ test('yjs: waiting on several clients and on deletions: released only when every
   a.getText('t').insert(0, 'hello')
   Y.applyUpdate(b, fromA[0])
   fromB.length = 0 // (b's 'update' also reports what it received)
-  b.getText('t').insert(5, ' world')      // needs a's insert
-  b.getText('t').delete(0, 2)             // deletes a's characters
+  b.getText('t').insert(5, ' world') // needs a's insert
+  b.getText('t').delete(0, 2) // deletes a's characters
   const replica = new YjsReplica({ replicaId: replicaId('r') })
-  assert.equal(replica.applyDelta(fromB[1]), false, 'the deletion waits for a\'s insert')
-  assert.equal(replica.applyDelta(fromB[0]), false, 'the insert waits for a\'s insert')
+  assert.equal(replica.applyDelta(fromB[1]), false, "the deletion waits for a's insert")
+  assert.equal(replica.applyDelta(fromB[0]), false, "the insert waits for a's insert")
   assert.equal(replica.waitingStats().updates, 2)
   assert.equal(replica.applyDelta(fromA[0]), true)
   assert.equal(replica.doc.getText('t').toString(), b.getText('t').toString())
@@ -77,7 +77,7 @@ test('yjs: over the per-document budget an update is dropped and counted; a late
   assert.equal(replica.doc.getText('t').toString(), doc.getText('t').toString())
 })
 
-test('yjs: over the per-sender budget (shared by documents) a sender\'s updates are dropped, another sender\'s still held', () => {
+test("yjs: over the per-sender budget (shared by documents) a sender's updates are dropped, another sender's still held", () => {
   const budget = new WaitingBudget({ maxUpdates: 5, maxBytes: 1 << 20 }, (origin) => String(origin))
   const one = new YjsReplica({ replicaId: replicaId('one'), waitingBudget: budget })
   const two = new YjsReplica({ replicaId: replicaId('two'), waitingBudget: budget })
@@ -117,7 +117,9 @@ test('automerge: changes waiting for a missing dependency are held outside Autom
   let source = A.init<Record<string, number>>()
   const changes: Uint8Array[] = []
   for (let i = 0; i < 100; i++) {
-    source = A.change(source, (d) => { d[`k${i % 7}`] = i })
+    source = A.change(source, (d) => {
+      d[`k${i % 7}`] = i
+    })
     changes.push(A.getLastLocalChange(source)!)
   }
   const replica = new AutomergeReplica({ replicaId: replicaId('r') })
@@ -139,7 +141,9 @@ test('automerge: over budget a change is dropped and counted; deltaSince brings 
   let source = A.init<Record<string, number>>()
   const changes: Uint8Array[] = []
   for (let i = 0; i < 20; i++) {
-    source = A.change(source, (d) => { d[`k${i}`] = i })
+    source = A.change(source, (d) => {
+      d[`k${i}`] = i
+    })
     changes.push(A.getLastLocalChange(source)!)
   }
   const sender = new AutomergeReplica({ replicaId: replicaId('s'), snapshot: new AutomergeReplica({ replicaId: replicaId('x') }).snapshot() })

@@ -38,43 +38,21 @@ function yjsLocalUpdates(a: YjsReplica): Uint8Array[] {
 describe('yjs replica: change deltas and local runs', () => {
   for (const listeners of [1, 2]) {
     it(`a local change's delta is the update Yjs gives 'update' observers (${listeners} change listener(s), a run open)`, () => {
-      fc.assert(fc.property(fc.array(step, { minLength: 1, maxLength: 30 }), (steps) => {
-        const a = yjs('a', 1)
-        const b = yjs('b', 2)
-        const ours: Uint8Array[] = []
-        a.on('change', (event: ChangeEvent) => { if (event.local) ours.push(event.delta) })
-        if (listeners === 2) a.on('change', () => undefined)
-        const expected = yjsLocalUpdates(a)
-        const fromB: Uint8Array[] = []
-        b.on('change', (event) => { if (event.local) fromB.push(event.delta) })
-        const run = a.openLocalRun()
-        for (const { remote, op } of steps) {
-          if (!remote) {
-            op(a)
-            continue
-          }
-          const before = fromB.length
-          op(b)
-          for (const delta of fromB.slice(before)) a.applyDelta(delta)
-        }
-        run.close()
-        assert.equal(ours.length, expected.length)
-        for (let i = 0; i < ours.length; i++) assert.ok(bytesEqual(ours[i], expected[i]), `change ${i}`)
-      }), { seed: SEED, numRuns: 80 })
-    })
-  }
-
-  it('a run is the join of the local changes made while it was open, without the remote deltas applied meanwhile', () => {
-    fc.assert(fc.property(
-      fc.array(step, { maxLength: 10 }), fc.array(step, { minLength: 1, maxLength: 30 }), fc.array(step, { maxLength: 5 }),
-      (prefix, during, after) => {
-        const a = yjs('a', 1)
-        const b = yjs('b', 2)
-        const fromB: Uint8Array[] = []
-        b.on('change', (event) => { if (event.local) fromB.push(event.delta) })
-        a.on('change', () => undefined) // the run's holder, alone: deltas on read
-        const remoteDuring: Uint8Array[] = []
-        const play = (steps: typeof prefix, remotes?: Uint8Array[]): void => {
+      fc.assert(
+        fc.property(fc.array(step, { minLength: 1, maxLength: 30 }), (steps) => {
+          const a = yjs('a', 1)
+          const b = yjs('b', 2)
+          const ours: Uint8Array[] = []
+          a.on('change', (event: ChangeEvent) => {
+            if (event.local) ours.push(event.delta)
+          })
+          if (listeners === 2) a.on('change', () => undefined)
+          const expected = yjsLocalUpdates(a)
+          const fromB: Uint8Array[] = []
+          b.on('change', (event) => {
+            if (event.local) fromB.push(event.delta)
+          })
+          const run = a.openLocalRun()
           for (const { remote, op } of steps) {
             if (!remote) {
               op(a)
@@ -82,35 +60,71 @@ describe('yjs replica: change deltas and local runs', () => {
             }
             const before = fromB.length
             op(b)
-            for (const delta of fromB.slice(before)) {
-              a.applyDelta(delta)
-              remotes?.push(delta)
+            for (const delta of fromB.slice(before)) a.applyDelta(delta)
+          }
+          run.close()
+          assert.equal(ours.length, expected.length)
+          for (let i = 0; i < ours.length; i++) assert.ok(bytesEqual(ours[i], expected[i]), `change ${i}`)
+        }),
+        { seed: SEED, numRuns: 80 },
+      )
+    })
+  }
+
+  it('a run is the join of the local changes made while it was open, without the remote deltas applied meanwhile', () => {
+    fc.assert(
+      fc.property(
+        fc.array(step, { maxLength: 10 }),
+        fc.array(step, { minLength: 1, maxLength: 30 }),
+        fc.array(step, { maxLength: 5 }),
+        (prefix, during, after) => {
+          const a = yjs('a', 1)
+          const b = yjs('b', 2)
+          const fromB: Uint8Array[] = []
+          b.on('change', (event) => {
+            if (event.local) fromB.push(event.delta)
+          })
+          a.on('change', () => undefined) // the run's holder, alone: deltas on read
+          const remoteDuring: Uint8Array[] = []
+          const play = (steps: typeof prefix, remotes?: Uint8Array[]): void => {
+            for (const { remote, op } of steps) {
+              if (!remote) {
+                op(a)
+                continue
+              }
+              const before = fromB.length
+              op(b)
+              for (const delta of fromB.slice(before)) {
+                a.applyDelta(delta)
+                remotes?.push(delta)
+              }
             }
           }
-        }
-        play(prefix)
-        const start = Y.encodeStateAsUpdate(a.doc)
-        const startVector = Y.decodeStateVector(Y.encodeStateVector(a.doc))
-        const run: LocalRun = a.openLocalRun()
-        play(during, remoteDuring)
-        const delta = run.close()
-        assert.equal(run.close(), delta, 'close is idempotent')
-        play(after)
-        const end = yjs('end', 3)
-        Y.applyUpdate(end.doc, start)
-        for (const remote of remoteDuring) Y.applyUpdate(end.doc, remote)
-        if (delta !== null) Y.applyUpdate(end.doc, delta)
-        if (delta !== null) {
-          // No struct of b's client in the run's delta, and only structs a made during the run.
-          const meta = Y.parseUpdateMeta(delta)
-          assert.equal(meta.to.get(2), undefined, 'no remote struct in the run')
-          if (meta.from.has(1)) assert.ok(meta.from.get(1)! >= (startVector.get(1) ?? 0), 'no struct from before the run')
-        }
-        // The state `a` had at the run's end (the `after` steps excluded), replayed afresh.
-        assert.deepEqual(end.value(), aValueAtRunEnd(prefix, during))
-        assert.ok(Y.equalSnapshots(Y.snapshot(end.doc), snapshotAtRunEnd(prefix, during)), 'same state vector and delete set as a at the run end')
-      },
-    ), { seed: SEED, numRuns: 80 })
+          play(prefix)
+          const start = Y.encodeStateAsUpdate(a.doc)
+          const startVector = Y.decodeStateVector(Y.encodeStateVector(a.doc))
+          const run: LocalRun = a.openLocalRun()
+          play(during, remoteDuring)
+          const delta = run.close()
+          assert.equal(run.close(), delta, 'close is idempotent')
+          play(after)
+          const end = yjs('end', 3)
+          Y.applyUpdate(end.doc, start)
+          for (const remote of remoteDuring) Y.applyUpdate(end.doc, remote)
+          if (delta !== null) Y.applyUpdate(end.doc, delta)
+          if (delta !== null) {
+            // No struct of b's client in the run's delta, and only structs a made during the run.
+            const meta = Y.parseUpdateMeta(delta)
+            assert.equal(meta.to.get(2), undefined, 'no remote struct in the run')
+            if (meta.from.has(1)) assert.ok(meta.from.get(1)! >= (startVector.get(1) ?? 0), 'no struct from before the run')
+          }
+          // The state `a` had at the run's end (the `after` steps excluded), replayed afresh.
+          assert.deepEqual(end.value(), aValueAtRunEnd(prefix, during))
+          assert.ok(Y.equalSnapshots(Y.snapshot(end.doc), snapshotAtRunEnd(prefix, during)), 'same state vector and delete set as a at the run end')
+        },
+      ),
+      { seed: SEED, numRuns: 80 },
+    )
   })
 
   it('with no local change while open, a run is null', () => {
@@ -130,7 +144,9 @@ function replayToRunEnd(prefix: ReadonlyArray<{ remote: boolean; op: (r: YjsRepl
   const a = yjs('a', 1)
   const b = yjs('b', 2)
   const fromB: Uint8Array[] = []
-  b.on('change', (event) => { if (event.local) fromB.push(event.delta) })
+  b.on('change', (event) => {
+    if (event.local) fromB.push(event.delta)
+  })
   for (const { remote, op } of [...prefix, ...during]) {
     if (!remote) {
       op(a)

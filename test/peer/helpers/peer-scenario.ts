@@ -109,7 +109,9 @@ export async function runPeerScenario(seed: number): Promise<PeerScenarioResult>
       now: () => Math.floor(network.now),
       sync: { now: () => network.now, antiEntropyIntervalMs: 400, resyncTimeoutMs: 150, handshakeTimeoutMs: 300 },
     })
-    peer.events.on('error', () => { /* storage cut under a crashing peer */ })
+    peer.events.on('error', () => {
+      /* storage cut under a crashing peer */
+    })
     slot.replicas = new Map()
     for (const { name, type } of NAMES) slot.replicas.set(name, await peer.open(name, type))
     slot.peer = peer
@@ -187,13 +189,15 @@ export async function runPeerScenario(seed: number): Promise<PeerScenarioResult>
       if (random.chance(0.25)) {
         transactions++
         const touched = NAMES.filter(() => random.chance(0.3))
-        void peer.transact(() => {
-          for (const { name } of touched) {
-            mutate(slot.replicas.get(name)!, random, `${slot.name}.${k}.${name}`)
-            // sometimes the same name twice in one transaction
-            if (random.chance(0.2)) mutate(slot.replicas.get(name)!, random, `${slot.name}.${k}.${name}.again`)
-          }
-        }).catch(() => undefined)
+        void peer
+          .transact(() => {
+            for (const { name } of touched) {
+              mutate(slot.replicas.get(name)!, random, `${slot.name}.${k}.${name}`)
+              // sometimes the same name twice in one transaction
+              if (random.chance(0.2)) mutate(slot.replicas.get(name)!, random, `${slot.name}.${k}.${name}.again`)
+            }
+          })
+          .catch(() => undefined)
       } else {
         const { name } = random.pick(NAMES)
         mutate(slot.replicas.get(name)!, random, `${slot.name}.${k}`)
@@ -274,10 +278,21 @@ export async function runPeerScenario(seed: number): Promise<PeerScenarioResult>
     await slot.storage.close()
   }
   return {
-    seed, peers: count, converged, durable, values, difference: converged ? durableDifference : difference,
-    operations, transactions, crashes, partitions,
-    dropped: network.stats.dropped, duplicated: network.stats.duplicated, reordered: network.stats.reordered,
-    commitsIn, virtualMs: network.now,
+    seed,
+    peers: count,
+    converged,
+    durable,
+    values,
+    difference: converged ? durableDifference : difference,
+    operations,
+    transactions,
+    crashes,
+    partitions,
+    dropped: network.stats.dropped,
+    duplicated: network.stats.duplicated,
+    reordered: network.stats.reordered,
+    commitsIn,
+    virtualMs: network.now,
   }
 }
 
@@ -297,4 +312,3 @@ function compare(slots: readonly Slot[]): string | undefined {
   if (down) return `${down.name} is down`
   return firstDifference(slots.map((slot) => ({ name: slot.name, replicas: slot.replicas })))
 }
-

@@ -8,9 +8,7 @@
 import { WebSocket } from 'ws'
 import { newNonce } from '../../../sync/credentials.ts'
 import { Handshake, type HandshakeIo } from '../../../sync/handshake.ts'
-import {
-  MIN_PROTOCOL_VERSION, PROTOCOL_VERSION, decodeMessage, encodeMessage, peerId, type DecodedMessage, type Message,
-} from '../../../sync/messages.ts'
+import { MIN_PROTOCOL_VERSION, PROTOCOL_VERSION, decodeMessage, encodeMessage, peerId, type DecodedMessage, type Message } from '../../../sync/messages.ts'
 import { until } from '../../helpers/wait.ts'
 
 /** A connected raw client. */
@@ -29,12 +27,22 @@ export interface RawClient {
  * `as` (default `raw`, no secret; HELLO `extensions` such as presence),
  * trusting the server.
  */
-export async function rawClient(url: string, handshake: boolean, as: { peer?: string; token?: string; extensions?: Array<{ key: string; value: Uint8Array }> } = {}): Promise<RawClient> {
+export async function rawClient(
+  url: string,
+  handshake: boolean,
+  as: { peer?: string; token?: string; extensions?: Array<{ key: string; value: Uint8Array }> } = {},
+): Promise<RawClient> {
   const ws = new WebSocket(url)
   const received: DecodedMessage[] = []
   const handshaker = new Handshake({
-    minVersion: MIN_PROTOCOL_VERSION, maxVersion: PROTOCOL_VERSION, peerId: peerId(as.peer ?? 'raw'), token: as.token ?? '',
-    legacyBearer: false, provesFirst: true, binding: new Uint8Array(0), nonce: newNonce(),
+    minVersion: MIN_PROTOCOL_VERSION,
+    maxVersion: PROTOCOL_VERSION,
+    peerId: peerId(as.peer ?? 'raw'),
+    token: as.token ?? '',
+    legacyBearer: false,
+    provesFirst: true,
+    binding: new Uint8Array(0),
+    nonce: newNonce(),
   })
   const io: HandshakeIo = {
     send: (message) => void sendFrame(ws, encodeMessage(message)).catch(() => undefined),
@@ -47,13 +55,22 @@ export async function rawClient(url: string, handshake: boolean, as: { peer?: st
   // Listening from the start: the server's HELLO may arrive in the same packet as the upgrade.
   ws.on('message', (data: Buffer) => {
     let message: DecodedMessage
-    try { message = decodeMessage(new Uint8Array(data)) } catch { return /* not ours to judge */ }
+    try {
+      message = decodeMessage(new Uint8Array(data))
+    } catch {
+      return /* not ours to judge */
+    }
     received.push(message)
     if (handshake && (message.type === 'hello' || message.type === 'auth')) void handshaker.receive(message, io)
   })
-  ws.on('error', () => { /* the close follows */ })
+  ws.on('error', () => {
+    /* the close follows */
+  })
   const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)))
-  await new Promise<void>((resolve, reject) => { ws.once('open', () => resolve()); ws.once('error', reject) })
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', () => resolve())
+    ws.once('error', reject)
+  })
   const client: RawClient = { ws, received, closed, send: (message) => sendFrame(ws, encodeMessage(message)) }
   if (handshake) {
     await client.send(handshaker.hello({}, 1 << 20, 64, as.extensions))

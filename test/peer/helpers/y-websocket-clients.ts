@@ -30,7 +30,12 @@ export function recordingSocket(log: WireLog, headers: Record<string, string> = 
 }
 
 /** A stock provider on `ws://host:port/yjs/<room>` with `params` in the URL and `headers` on the upgrade. */
-export function yClient(base: string, room: string, doc: Y.Doc, options: { params?: Record<string, string>; headers?: Record<string, string> } = {}): { provider: WebsocketProvider; log: WireLog } {
+export function yClient(
+  base: string,
+  room: string,
+  doc: Y.Doc,
+  options: { params?: Record<string, string>; headers?: Record<string, string> } = {},
+): { provider: WebsocketProvider; log: WireLog } {
   const log: WireLog = { errors: [], received: [] }
   const provider = new WebsocketProvider(base, room, doc, {
     WebSocketPolyfill: recordingSocket(log, options.headers) as never,
@@ -47,8 +52,12 @@ export function rawUpgrade(port: number, path: string, headers: Record<string, s
     const socket = connect(port, '127.0.0.1')
     let answer = ''
     const lines = [
-      `GET ${path} HTTP/1.1`, `Host: 127.0.0.1:${port}`, 'Upgrade: websocket', 'Connection: Upgrade',
-      'Sec-WebSocket-Version: 13', 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==',
+      `GET ${path} HTTP/1.1`,
+      `Host: 127.0.0.1:${port}`,
+      'Upgrade: websocket',
+      'Connection: Upgrade',
+      'Sec-WebSocket-Version: 13',
+      'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==',
       ...Object.entries(headers).map(([key, value]) => `${key}: ${value}`),
     ]
     socket.on('connect', () => socket.write(`${lines.join('\r\n')}\r\n\r\n`))

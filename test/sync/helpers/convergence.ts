@@ -135,8 +135,16 @@ export async function runScenario(seed: number): Promise<ScenarioResult> {
   for (const peer of peers) for (const session of peer.sessions) session.close('end of scenario')
 
   return {
-    seed, peers: count, converged: converged(), values: snapshot(), operations, crashes, partitions,
-    dropped: network.stats.dropped, duplicated: network.stats.duplicated, reordered: network.stats.reordered,
+    seed,
+    peers: count,
+    converged: converged(),
+    values: snapshot(),
+    operations,
+    crashes,
+    partitions,
+    dropped: network.stats.dropped,
+    duplicated: network.stats.duplicated,
+    reordered: network.stats.reordered,
     virtualMs: network.now,
   }
 }

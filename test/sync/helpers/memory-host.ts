@@ -99,7 +99,10 @@ export class MemoryHost implements SyncHost {
   /** Remote commits applied (for assertions). */
   applied = 0
 
-  constructor(readonly id: string, private readonly options: MemoryHostOptions = {}) {}
+  constructor(
+    readonly id: string,
+    private readonly options: MemoryHostOptions = {},
+  ) {}
 
   /** Opens (creating if needed) a name as `type`. */
   open(name: string, type: ReplicaType): Replica {

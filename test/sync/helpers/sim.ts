@@ -5,7 +5,7 @@
 import { attachSession } from '../../../sync/attach.ts'
 import { peerId } from '../../../sync/messages.ts'
 import type { SessionOptions, SyncSession } from '../../../sync/session.ts'
-import { Network, type MemoryTransport } from '../../../transports/memory/index.ts'
+import type { Network, MemoryTransport } from '../../../transports/memory/index.ts'
 import { Reconnector } from '../../../transports/reconnect.ts'
 import type { Connection } from '../../../transports/transport.ts'
 import { MemoryHost, type MemoryHostOptions } from './memory-host.ts'
@@ -21,7 +21,13 @@ export class SimPeer {
   /** Every session this peer ever had (for stats). */
   readonly history: SyncSession[] = []
 
-  constructor(readonly network: Network, readonly name: string, hostOptions: MemoryHostOptions = {}, readonly sessionOptions: PeerSessionOptions = {}, host?: MemoryHost) {
+  constructor(
+    readonly network: Network,
+    readonly name: string,
+    hostOptions: MemoryHostOptions = {},
+    readonly sessionOptions: PeerSessionOptions = {},
+    host?: MemoryHost,
+  ) {
     this.host = host ?? new MemoryHost(name, hostOptions)
     this.transport = network.transport(name)
     this.transport.events.on('connection', (connection) => this.attach(connection))

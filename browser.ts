@@ -1,11 +1,11 @@
 /**
- * Concord in a browser (`concord/browser`): `createPeer()` on IndexedDB,
+ * Concord in a browser (`concord-crdt/browser`): `createPeer()` on IndexedDB,
  * syncing over the browser's WebSocket, with the API of the Node entry
  * where it applies (typed openers, `transact`, `flush`, `history`, `at`,
  * `revert`, `names`, events, stats; `connect`, not `listen`).
  *
  * ```ts
- * import { createPeer } from 'concord/browser'
+ * import { createPeer } from 'concord-crdt/browser'
  * const peer = await createPeer({ id: 'ana-laptop' })          // IndexedDB database "concord:ana-laptop"
  * await peer.connect('wss://hub.example:4400/concord', { token })
  * const notes = await peer.yjs('notes')

@@ -2,15 +2,15 @@
  * Concord: replicated state for many agents.
  *
  * ```ts
- * import { createPeer } from 'concord'
+ * import { createPeer } from 'concord-crdt'
  * const peer = await createPeer({ id: 'planner', dir: './state/planner' })
  * ```
  *
  * This entry is `createPeer()` and everything its API takes or returns (as
  * types where users never construct them). The layers beneath have entries
- * of their own: `concord/crdt`, `concord/persistence`, `concord/sync`,
- * `concord/transports` (and `/memory`, `/websocket`, `/libp2p`) and
- * `concord/testing` (the conformance suites).
+ * of their own: `concord-crdt/crdt`, `concord-crdt/persistence`, `concord-crdt/sync`,
+ * `concord-crdt/transports` (and `/memory`, `/websocket`, `/libp2p`) and
+ * `concord-crdt/testing` (the conformance suites).
  */
 export { createPeer, Peer, FlushTimeoutError } from './peer/index.ts'
 export type {

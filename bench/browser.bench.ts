@@ -1,5 +1,5 @@
 /**
- * The size of the browser build: `concord/browser` bundled by esbuild for
+ * The size of the browser build: `concord-crdt/browser` bundled by esbuild for
  * the browser (minified, gzipped) beside Yjs + y-websocket bundled the same
  * way. Concord's build also holds its IndexedDB store (abstract-level,
  * browser-level, memory-level, and their `buffer` and `events`), the native
@@ -21,7 +21,7 @@ export const benchmarks: Benchmark[] = [
         .join(', ')
       return [
         {
-          name: 'concord/browser, minified',
+          name: 'concord-crdt/browser, minified',
           value: concord.bytes,
           unit: 'bytes',
           better: 'lower',
@@ -29,7 +29,7 @@ export const benchmarks: Benchmark[] = [
           note: `largest parts: ${top}`,
         },
         {
-          name: 'concord/browser, minified + gzip -9',
+          name: 'concord-crdt/browser, minified + gzip -9',
           value: concord.gzipBytes,
           unit: 'bytes',
           better: 'lower',

@@ -25,7 +25,7 @@ const suites: Array<() => Promise<{ benchmarks: Benchmark[] }>> = [
   () => import('./apply-gate.bench.ts'),
   // libp2p
   () => import('./libp2p.bench.ts'),
-  // concord/browser
+  // concord-crdt/browser
   () => import('./browser.bench.ts'),
 ]
 

@@ -1,5 +1,5 @@
 /**
- * crdt/ (`concord/crdt`): the replicated types, pure and synchronous, with
+ * crdt/ (`concord-crdt/crdt`): the replicated types, pure and synchronous, with
  * no store and no network. The public names: typed errors, the emitter and
  * hybrid logical clock the replicas use, the replica interface and registry,
  * the native delta-state CRDTs (and the views an ORMap hands out for its

@@ -1,11 +1,11 @@
 /**
- * concord/mcp: the Model Context Protocol server over a Concord peer, the
+ * concord-crdt/mcp: the Model Context Protocol server over a Concord peer, the
  * door through which LLM agents use shared memory without writing code
  * (README, "LLM agents (MCP)").
  *
  * ```ts
- * import { createPeer } from 'concord'
- * import { mcpRoute, serveMcpStdio } from 'concord/mcp'
+ * import { createPeer } from 'concord-crdt'
+ * import { mcpRoute, serveMcpStdio } from 'concord-crdt/mcp'
  * const peer = await createPeer({ id: 'hub', dir: './state/hub', auth: { token } })
  * await peer.listen({ port: 4400, routes: [mcpRoute(peer)] })   // streamable HTTP at /mcp
  * await serveMcpStdio(peer)                                      // or one client over stdio

@@ -1,7 +1,7 @@
 /**
  * Automerge in a browser peer. Automerge's engine is 3.6 MB of wasm, more
  * than the rest of the browser build many times over, so it is not
- * bundled: `concord/browser` carries Automerge's JavaScript
+ * bundled: `concord-crdt/browser` carries Automerge's JavaScript
  * (`@automerge/automerge/slim`, which the package's `browser` field puts in
  * place of the full entry) and loads the wasm from where the page says, on
  * first need: the first `peer.automerge(name)`, the first remote commit

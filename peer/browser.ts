@@ -1,5 +1,5 @@
 /**
- * `createPeer()` in a browser (`concord/browser`): the platform-neutral
+ * `createPeer()` in a browser (`concord-crdt/browser`): the platform-neutral
  * {@link PeerCore} (replicas, `transact`, `flush`, history, events, stats:
  * the same API as in Node) on IndexedDB storage, dialing over the
  * browser's WebSocket. A browser cannot listen: `connect(url)` only (and
@@ -57,7 +57,7 @@ function validateBrowserOptions(options: BrowserPeerOptions): void {
         key === 'dir'
           ? 'a browser keeps its data in IndexedDB: give database (a name) instead'
           : key === 'libp2p'
-            ? 'libp2p is not part of concord/browser: connect over WebSocket'
+            ? 'libp2p is not part of concord-crdt/browser: connect over WebSocket'
             : 'archival writes files beside the database, and a browser has none'
       throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `createPeer: ${key} is not available in a browser (${why})`)
     }

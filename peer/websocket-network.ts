@@ -15,7 +15,7 @@ import { YWebsocketRoute, type YWebsocketOptions, type YWebsocketStats } from '.
 
 /**
  * A plain-HTTP route served on the peer's listener (`listen({ routes })`),
- * such as the MCP server at `/mcp` (`concord/mcp`). It answers requests
+ * such as the MCP server at `/mcp` (`concord-crdt/mcp`). It answers requests
  * under `path` itself (credentials included: through the peer's
  * `admission`) and is closed with the peer.
  */

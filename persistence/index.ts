@@ -1,5 +1,5 @@
 /**
- * persistence/ (`concord/persistence`): the update log, checkpoints and
+ * persistence/ (`concord-crdt/persistence`): the update log, checkpoints and
  * lifecycle of named replicas, on any {@link Storage} (the abstract-level
  * adapter: classic-level on disk, memory-level in memory). The record and
  * checkpoint codecs stay internal (their format: persistence/FORMAT.md).

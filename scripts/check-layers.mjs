@@ -17,7 +17,7 @@
 //   writes/ (the write path) < lifecycle/ < history/ < the facade
 //   (persistence/*.ts; context.ts, options.ts and store-types.ts are shared
 //   from names/ up, turn.ts from pipeline/ up);
-// - testing/ (the conformance suites of concord/testing) imports only the
+// - testing/ (the conformance suites of concord-crdt/testing) imports only the
 //   interfaces it checks and what it checks them with: crdt/, persistence/,
 //   transports/ (no peer/, sync/ or cli/);
 // - peer/ (the composition root) imports no layer above it (mcp/, cli/, demos/);

@@ -110,7 +110,7 @@ const lists = {
     'test/cli/mcp.test.ts',
     'test/demos/demos.test.ts',
     'test/demos/report.test.ts',
-    // concord/browser: the bundle's import graph, and real headless Chromium (skipped, saying why, without one)
+    // concord-crdt/browser: the bundle's import graph, and real headless Chromium (skipped, saying why, without one)
     'test/browser/bundle.test.ts',
     'test/browser/browser-peer.test.ts',
     'test/browser/browser-storage.test.ts',

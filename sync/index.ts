@@ -1,5 +1,5 @@
 /**
- * sync/ (`concord/sync`): the Concord sync protocol, pure over bytes (wire
+ * sync/ (`concord-crdt/sync`): the Concord sync protocol, pure over bytes (wire
  * grammar in sync/PROTOCOL.md): the session, the host interface a store
  * implements for it, and the message codec. Chunking stays internal.
  */

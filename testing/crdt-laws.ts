@@ -6,8 +6,8 @@
  * ```ts
  * import { describe, it } from 'node:test'
  * import fc from 'fast-check'
- * import { createReplica, replicaId } from 'concord/crdt'
- * import { runCrdtLaws } from 'concord/testing'
+ * import { createReplica, replicaId } from 'concord-crdt/crdt'
+ * import { runCrdtLaws } from 'concord-crdt/testing'
  *
  * runCrdtLaws({ describe, it }, {
  *   type: 'orset',
@@ -19,7 +19,7 @@
  * Laws checked (fast-check, a fixed seed shown in the suite's title;
  * `CONCORD_SEED=<n>` or `seed` replays a run, `CONCORD_LAW_RUNS=<n>` or
  * `numRuns` changes the number of runs; needs the `fast-check` package, a
- * peer dependency of `concord/testing`):
+ * peer dependency of `concord-crdt/testing`):
  * - join (a replica pulling another's `deltaSince(own version)`) is
  *   idempotent, commutative and associative;
  * - a local mutation's delta (its `change` event) applied elsewhere gives the

@@ -1,12 +1,12 @@
 /**
- * `concord/testing`: the conformance suites, for a third-party storage,
+ * `concord-crdt/testing`: the conformance suites, for a third-party storage,
  * transport or replicated type to run with its own test runner (node:test,
  * Vitest, Jest, Mocha: pass its `describe` and `it`). Needs `fast-check`
  * (a peer dependency: `npm i -D fast-check`).
  *
  * ```ts
  * import { describe, it } from 'node:test'
- * import { runStorageTests } from 'concord/testing'
+ * import { runStorageTests } from 'concord-crdt/testing'
  * runStorageTests({ describe, it }, 'my storage', async () => {
  *   const storage = await openMyStorage()
  *   return { storage, teardown: () => storage.close() }

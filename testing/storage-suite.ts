@@ -5,7 +5,7 @@
  *
  * ```ts
  * import { describe, it } from 'node:test'
- * import { runStorageTests } from 'concord/testing'
+ * import { runStorageTests } from 'concord-crdt/testing'
  *
  * runStorageTests({ describe, it }, 'my storage', async () => {
  *   const storage = await openMyStorage()
@@ -19,7 +19,7 @@
  * when it starts; flushed and synced writes survive a reopen (when the setup
  * gives `reopen`); an aborted signal rejects with `CONCORD_ABORTED` and
  * changes nothing; after `close` everything rejects with `CONCORD_CLOSED`.
- * Needs the `fast-check` package (a peer dependency of `concord/testing`).
+ * Needs the `fast-check` package (a peer dependency of `concord-crdt/testing`).
  */
 import assert from 'node:assert/strict'
 import fc from 'fast-check'

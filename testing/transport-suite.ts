@@ -5,7 +5,7 @@
  *
  * ```ts
  * import { describe, it } from 'node:test'
- * import { runTransportTests } from 'concord/testing'
+ * import { runTransportTests } from 'concord-crdt/testing'
  *
  * runTransportTests({ describe, it }, 'my transport', async () => {
  *   const server = new MyTransport()

@@ -1,7 +1,7 @@
 /**
  * Archive files in a browser: there are none. Archival moves a cold name's
  * keys to a compressed file beside the database, and a page has no file
- * system beside IndexedDB; `concord/browser` refuses `archiveAfterMs`, and
+ * system beside IndexedDB; `concord-crdt/browser` refuses `archiveAfterMs`, and
  * an explicit `store.archive(name)` is refused here. Same exports as
  * persistence/lifecycle/archive-files.ts, which a bundler building for the browser
  * replaces with this module.

@@ -4,7 +4,7 @@
  * keys are paths of strings, values are `Uint8Array`s.
  *
  * Contract, for every implementation (checked by
- * `runStorageTests` of `concord/testing`, testing/storage-suite.ts):
+ * `runStorageTests` of `concord-crdt/testing`, testing/storage-suite.ts):
  * - Keys are ordered segment by segment, each segment by its UTF-8 bytes;
  *   a path sorts before every path it is a prefix of (`['a'] < ['a', '']`).
  * - `batch` is atomic: after a crash either every operation of a batch is

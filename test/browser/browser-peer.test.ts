@@ -1,6 +1,6 @@
 /**
  * The browser peer in real headless Chromium (Debian's `chromium`, driven by
- * puppeteer-core): the page's `concord/browser` peer, on IndexedDB, syncs
+ * puppeteer-core): the page's `concord-crdt/browser` peer, on IndexedDB, syncs
  * with a Node peer (LevelDB folder, listening on 127.0.0.1) over WebSocket
  * both ways; its state survives a reload and a browser restart (read from
  * IndexedDB with the Node peer stopped); it resyncs, both ways, what changed

@@ -1,5 +1,5 @@
 /**
- * `concord/browser` builds for the browser with no Node built-in: esbuild
+ * `concord-crdt/browser` builds for the browser with no Node built-in: esbuild
  * (platform `browser`) bundles the entry, and the build's import graph is
  * checked (test/browser/browser-bundle.ts). The graph really holds crdt/
  * and sync/ (the design's promise that they run in a browser; the Chromium
@@ -14,7 +14,7 @@ import { bundleForBrowser } from './browser-bundle.ts'
 
 const kib = (bytes: number): string => `${(bytes / 1024).toFixed(1)} KiB`
 
-test('concord/browser bundles for the browser with no Node built-in, module or global; crdt/ and sync/ are in it', async (t) => {
+test('concord-crdt/browser bundles for the browser with no Node built-in, module or global; crdt/ and sync/ are in it', async (t) => {
   const bundle = await bundleForBrowser("export * from './browser.ts'")
   assert.deepEqual(bundle.nodeImports, [], 'no node:* module, Node built-in or Node-only package in the import graph')
   assert.deepEqual(bundle.nodeGlobals, [], 'no Node global (process, Buffer, setImmediate, require, ...) in our modules of the graph')
@@ -61,10 +61,10 @@ test('concord/browser bundles for the browser with no Node built-in, module or g
     'no Node door (listen, y-websocket, libp2p) is in the browser build',
   )
   // A budget, not a benchmark: the build is deterministic, and the wasm or libp2p slipping in would triple it.
-  assert.ok(bundle.gzipBytes < 200 * 1024, `concord/browser is ${kib(bundle.gzipBytes)} gzipped, over its 200 KiB budget`)
+  assert.ok(bundle.gzipBytes < 200 * 1024, `concord-crdt/browser is ${kib(bundle.gzipBytes)} gzipped, over its 200 KiB budget`)
   const yjs = await bundleForBrowser("export * from 'yjs'; export { WebsocketProvider } from 'y-websocket'")
   t.diagnostic(
-    `concord/browser: ${kib(bundle.bytes)} minified, ${kib(bundle.gzipBytes)} gzipped; Yjs + y-websocket: ${kib(yjs.bytes)} minified, ${kib(yjs.gzipBytes)} gzipped ` +
+    `concord-crdt/browser: ${kib(bundle.bytes)} minified, ${kib(bundle.gzipBytes)} gzipped; Yjs + y-websocket: ${kib(yjs.bytes)} minified, ${kib(yjs.gzipBytes)} gzipped ` +
       `(${(bundle.gzipBytes / yjs.gzipBytes).toFixed(2)}x); Automerge's wasm, loaded on demand: 3.6 MB`,
   )
   t.diagnostic(

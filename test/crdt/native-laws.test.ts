@@ -1,5 +1,5 @@
 /**
- * The CRDT law suite (concord/testing) run against the eight native delta-state types
+ * The CRDT law suite (concord-crdt/testing) run against the eight native delta-state types
  * (nested ORMap operations included), with a deterministic clock.
  */
 import { describe, it } from 'node:test'

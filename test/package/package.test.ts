@@ -10,7 +10,7 @@
  *     subpath, with and without skipLibCheck;
  * (c) the `concord` bin: --help through npx, --version, import
  *     --from-y-leveldb (and its error without y-leveldb), inspect;
- * (d) concord/testing's storage suite under node --test;
+ * (d) concord-crdt/testing's storage suite under node --test;
  * (e) the same program and bin under Node 24 (see helpers.ts).
  * One install serves every check.
  */
@@ -167,7 +167,7 @@ test('(c) the concord bin runs compiled JavaScript from the installed package', 
   }
 })
 
-test('(d) concord/testing: the storage conformance suite runs under node --test from the installed package', async () => {
+test('(d) concord-crdt/testing: the storage conformance suite runs under node --test from the installed package', async () => {
   const result = assertOk(
     await run(process.execPath, ['--test', '--test-reporter=tap', 'storage-suite.test.mjs'], { cwd: project }),
     'node --test storage-suite.test.mjs',
@@ -191,15 +191,15 @@ test(`(e) under Node ${NODE_24}: the same program syncs over WebSocket and libp2
   assert.match(suite.stdout, /^# fail 0$/m)
 })
 
-test("concord/browser from the installed package bundles for the browser with no Node built-in (the package's browser field works on dist/)", async () => {
-  const bundle = await bundleForBrowser("export * from 'concord/browser'", { resolveDir: project })
+test("concord-crdt/browser from the installed package bundles for the browser with no Node built-in (the package's browser field works on dist/)", async () => {
+  const bundle = await bundleForBrowser("export * from 'concord-crdt/browser'", { resolveDir: project })
   assert.deepEqual(bundle.nodeImports, [], 'no node:* module, Node built-in or Node-only package in the graph')
   assert.deepEqual(
     bundle.polyfills.map((line) => line.split(' ')[0]).sort(),
     ['buffer', 'events'],
-    'events and buffer come from their npm packages, installed with concord',
+    'events and buffer come from their npm packages, installed with concord-crdt',
   )
-  const installed = (file: string) => bundle.inputs.some((input) => input.endsWith(`node_modules/concord/dist/${file}`))
+  const installed = (file: string) => bundle.inputs.some((input) => input.endsWith(`node_modules/concord-crdt/dist/${file}`))
   assert.ok(installed('persistence/browser/digest.js') && !installed('persistence/format/digest.js'), 'the browser digests replace the Node ones')
   assert.ok(
     installed('persistence/browser/open-level-storage.js') && !installed('persistence/storage/level/open-level-storage.js'),

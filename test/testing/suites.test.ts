@@ -1,5 +1,5 @@
 /**
- * The conformance suites of concord/testing can fail: each is registered
+ * The conformance suites of concord-crdt/testing can fail: each is registered
  * with a recording runner (not node:test: the suites need only a
  * describe/it pair), run against a correct implementation (every test
  * passes) and against one broken on purpose (the test for that property

@@ -1,5 +1,5 @@
 /**
- * The transport conformance suite (concord/testing) against the libp2p transport (two
+ * The transport conformance suite (concord-crdt/testing) against the libp2p transport (two
  * real libp2p nodes on 127.0.0.1, TCP and WebSocket), with autoConnect off:
  * the suite checks the raw connection contract, and reconnection after its
  * deliberate closes would add connections it does not expect.

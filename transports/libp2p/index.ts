@@ -1,5 +1,5 @@
 /**
- * transports/libp2p/ (`concord/transports/libp2p`): the libp2p transport of
+ * transports/libp2p/ (`concord-crdt/transports/libp2p`): the libp2p transport of
  * Concord (TCP or WebSocket, Noise, Yamux). Importing it applies the Node 20
  * shim (node20-shim.ts; nothing on Node 22+). The frame codec, the
  * allowlist gater and the key file codec stay internal.

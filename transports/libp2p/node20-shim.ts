@@ -1,7 +1,7 @@
 /**
  * Node 20 shim, imported (for its effect) by the libp2p transport's modules
  * before libp2p runs, so that nobody has to load it: `createPeer`, the CLI
- * and `concord/transports/libp2p` apply it themselves.
+ * and `concord-crdt/transports/libp2p` apply it themselves.
  *
  * libp2p 3 and its transports are written for Node 22 / browsers and expect:
  * - `Promise.withResolvers` (ES2024; Node 22+), used by libp2p's internals;

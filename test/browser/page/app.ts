@@ -1,5 +1,5 @@
 /**
- * The test page's module: `concord/browser` (from the sources) and a
+ * The test page's module: `concord-crdt/browser` (from the sources) and a
  * waiting helper, exposed as `window.Concord` by the page's HTML; the tests
  * drive it with `page.evaluate`.
  */

@@ -1,5 +1,5 @@
 /**
- * The storage conformance suite (concord/testing), run in the page against
+ * The storage conformance suite (concord-crdt/testing), run in the page against
  * the browser peer's IndexedDB storage: every test on a database of its own,
  * deleted afterwards. `runStorageSuite()` resolves with each test's outcome.
  */

@@ -1,5 +1,5 @@
 /**
- * The CRDT law suite (testing/crdt-laws.ts, `concord/testing`) run against both document
+ * The CRDT law suite (testing/crdt-laws.ts, `concord-crdt/testing`) run against both document
  * types through the replica interface.
  *
  * Equality: equal `value()` and equal versions (Yjs: equal state vectors and

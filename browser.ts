@@ -20,6 +20,7 @@
 export { createPeer, BrowserPeer } from './peer/browser.ts'
 export type { BrowserPeerOptions, BrowserConnectOptions, AutomergeOptions, AutomergeWasmSource } from './peer/browser.ts'
 export type { PeerCore, PeerEvents, PeerStats } from './peer/peer-core.ts'
+export type { PeerStatus, PeerSessionStatus } from './peer/status.ts'
 export type { ReconnectingEvent, DialOptions } from './peer/dialer.ts'
 export { FlushTimeoutError, type FlushOptions, type FlushProgress } from './peer/flush.ts'
 export type { AuthOptions, AccessFunction, CredentialCheck, SyncTuning } from './peer/options.ts'

@@ -12,6 +12,8 @@ export type {
   PeerStats,
   HttpRoute,
   ChangeOptions,
+  PeerStatus,
+  PeerSessionStatus,
 } from './peer.ts'
 export type { Libp2pListening } from './libp2p-link.ts'
 export type { PeerLibp2pOptions, PeerGossipOptions } from './libp2p-options.ts'

@@ -42,6 +42,7 @@ import { flushWithAcks, type FlushOptions } from './flush.ts'
 import { addStats, emptyStats } from './session-stats.ts'
 import { checkChangeOptions, type ChangeOptions } from './provenance.ts'
 import { Presence, type PresenceStats } from './presence.ts'
+import { sessionStatus, type PeerStatus, type SessionTimes } from './status.ts'
 
 /** Events of a peer (`peer.on(event, listener)`; README, "Events"). */
 export interface PeerEvents extends Record<string, unknown> {
@@ -145,6 +146,8 @@ export class PeerCore {
    */
   readonly admission: Admission
   protected readonly sessions = new Set<SyncSession>()
+  /** When each session started, opened and synced (for {@link status}). */
+  private readonly sessionTimes = new WeakMap<SyncSession, SessionTimes>()
   private readonly finishedTotals: SessionStats = emptyStats()
   private readonly ticker: ReturnType<typeof setInterval> | undefined
   private closing: Promise<void> | undefined
@@ -373,12 +376,18 @@ export class PeerCore {
       admission: this.admission.withCredentials((peer, presented) => options.host.authenticate(peer, presented)),
     })
     this.sessions.add(session)
+    const times: SessionTimes = { startedAt: this.wallClock() }
+    this.sessionTimes.set(session, times)
     session.events.on('open', ({ peerId }) => {
+      times.openedAt = this.wallClock()
       this.presence.sessionOpened(session)
       this.events.emit('peer-connected', { peerId })
     })
     session.events.on('presence', ({ entries }) => this.presence.receive(session, entries))
-    session.events.on('synced', ({ peerId }) => this.events.emit('peer-synced', { peerId }))
+    session.events.on('synced', ({ peerId }) => {
+      times.syncedAt ??= this.wallClock()
+      this.events.emit('peer-synced', { peerId })
+    })
     session.events.on('refused', (event) => this.events.emit('refused', event))
     session.events.on('refused-write', ({ name, code, message }) =>
       this.events.emit('write-refused', { by: 'local', peerId: session.remotePeerId, name, code, message }),
@@ -408,6 +417,25 @@ export class PeerCore {
     for (const session of this.sessions) addStats(totals, session.stats)
     const waiting = this.store.waitingStats()
     return { sessions: this.sessions.size, totals, admission: { ...this.admission.stats }, waiting, presence: this.presence.stats }
+  }
+
+  /**
+   * What the inspector shows (peer/status.ts): the durability mode and the
+   * last fsync, and each session's sync state (lag in commits and bytes,
+   * last acknowledgement, refused writes, malformed input). Read-only.
+   */
+  status(): PeerStatus {
+    const now = this.wallClock()
+    return {
+      id: this.id,
+      now,
+      durability: this.store.durability(),
+      sessions: [...this.sessions].map((session) => sessionStatus(session, this.sessionTimes.get(session), now)),
+    }
+  }
+
+  private wallClock(): number {
+    return (this.options.now ?? Date.now)()
   }
 
   /** Stops syncing, closes every connection and the store (flushing it). Idempotent. */

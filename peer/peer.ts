@@ -24,6 +24,7 @@ export type { ReconnectingEvent } from './dialer.ts'
 export type { FlushOptions, FlushProgress } from './flush.ts'
 export { FlushTimeoutError } from './flush.ts'
 export { PeerCore, type PeerEvents, type PeerStats } from './peer-core.ts'
+export type { PeerStatus, PeerSessionStatus } from './status.ts'
 
 /** Options of {@link Peer.listen} for libp2p. */
 export interface Libp2pListenOptions {

@@ -58,7 +58,7 @@ export class StoreContext {
     this.clock = options.clock ?? new HybridClock(this.now)
     this.timers = options.timers ?? realTimers
     const durability = options.durability ?? { mode: 'sync' }
-    this.committer = new Committer(storage, { rpoMs: durability.mode === 'async' ? durability.rpoMs : 100, timers: this.timers, onFailure })
+    this.committer = new Committer(storage, { rpoMs: durability.mode === 'async' ? durability.rpoMs : 100, timers: this.timers, onFailure, now: this.now })
     this.committer.events.on('commit', ({ records }) => {
       if (this.events.listenerCount('commit') === 0) return
       for (const record of records) this.events.emit('commit', toHistoryEntry(record))

@@ -155,3 +155,15 @@ export function sameState(a: Replica, b: Replica): boolean {
   if (bytesEqual(a.snapshot(), b.snapshot())) return true
   return bytesEqual(a.version(), b.version()) && JSON.stringify(a.value()) === JSON.stringify(b.value())
 }
+
+/** The store's durability mode and when it last fsynced (`store.durability()`). */
+export interface DurabilityStatus {
+  /** `sync`: a write resolves once fsynced; `async`: once written, fsynced within `rpoMs`. */
+  readonly mode: 'sync' | 'async'
+  readonly rpoMs?: number
+  /** When (the store's wall clock, ms) the last fsynced batch was written; null: none since the store opened. */
+  readonly lastFsyncAt: number | null
+  /** Batches written and how many of them were fsynced, since the store opened. */
+  readonly batches: number
+  readonly fsyncs: number
+}

@@ -36,14 +36,24 @@ import { Names, type NameLease } from './names/owner.ts'
 import type { NameOptions, ReplicaCreator, StoreOptions } from './options.ts'
 import { openLevelStorage } from './storage/level/open-level-storage.ts'
 import { throwIfAborted, type SignalOptions, type Storage } from './storage/storage.ts'
-import type { ApplyResult, ChangeProvenance, GcReport, HistoryEntry, NameInfo, StoreEvents, VerifyReport } from './store-types.ts'
+import type { ApplyResult, ChangeProvenance, DurabilityStatus, GcReport, HistoryEntry, NameInfo, StoreEvents, VerifyReport } from './store-types.ts'
 import { afterThisTurn } from './turn.ts'
 import { checkpointUnit } from './writes/checkpoints.ts'
 import { Writes } from './writes/writes.ts'
 
 export type { Loss } from './lifecycle/seal.ts'
 export type { NameLease } from './names/owner.ts'
-export type { ApplyResult, ChangeProvenance, CommittedUnitRecord, GcReport, HistoryEntry, NameInfo, StoreEvents, VerifyReport } from './store-types.ts'
+export type {
+  ApplyResult,
+  ChangeProvenance,
+  CommittedUnitRecord,
+  DurabilityStatus,
+  GcReport,
+  HistoryEntry,
+  NameInfo,
+  StoreEvents,
+  VerifyReport,
+} from './store-types.ts'
 
 /**
  * Throws `CONCORD_INVALID_ARGUMENT` unless `name` is a non-empty string of
@@ -490,6 +500,16 @@ export class Store {
    */
   waitingStats(): WaitingStats {
     return this.context.waitingBudget.stats()
+  }
+
+  /** The durability mode, when the last fsync happened, and how many batches were written and fsynced. */
+  durability(): DurabilityStatus {
+    const mode = this.context.options.durability ?? { mode: 'sync' }
+    const { batches, syncs } = this.context.committer.stats
+    const lastFsyncAt = this.context.committer.lastSyncAt ?? null
+    return mode.mode === 'async'
+      ? { mode: 'async', rpoMs: mode.rpoMs, lastFsyncAt, batches, fsyncs: syncs }
+      : { mode: 'sync', lastFsyncAt, batches, fsyncs: syncs }
   }
 
   /** Number of names hydrated and held by the store (statistics). */

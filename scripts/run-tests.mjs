@@ -89,6 +89,7 @@ const lists = {
     'test/mcp/tools.test.ts',
     'test/mcp/agents.test.ts',
     'test/peer/peer.test.ts',
+    'test/peer/status.test.ts',
     'test/peer/sync-host.test.ts',
     'test/peer/sim-convergence.test.ts',
     'test/peer/websocket-integration.test.ts',

@@ -69,6 +69,8 @@ export class Outbox {
   private inflightBytes = 0
   /** When acknowledgements last moved (or the session opened). */
   lastAckProgressAt: number
+  /** When the remote last acknowledged a new commit of ours (undefined: never). */
+  lastAckAt: number | undefined
   private nextChunkId = 0
   private pumping = false
   private readonly waiters: Array<{ target: number; resolve: () => void }> = []
@@ -92,6 +94,17 @@ export class Outbox {
   /** Highest sequence number given to one of our commits. */
   get sentSeq(): number {
     return this.lastSeq
+  }
+
+  /**
+   * What the remote has not acknowledged yet: commits sent and not acked
+   * plus those queued, and their estimated bytes on the wire
+   * ({@link commitBytes}).
+   */
+  get lag(): { readonly commits: number; readonly bytes: number } {
+    let bytes = this.inflightBytes
+    for (const item of this.data) if (item.kind === 'commit') bytes += commitBytes(item.entries)
+    return { commits: Math.max(0, this.lastSeq - this.acked) + this.queued, bytes }
   }
 
   /** Whether sending is stuck on acknowledgements (commits in flight, or queued behind a shut window). */
@@ -196,6 +209,7 @@ export class Outbox {
     while (this.inflight.length > 0 && this.inflight[0].seq <= seq) this.inflightBytes -= this.inflight.shift()!.bytes
     for (const bundled of this.bundles.keys()) if (bundled <= seq) this.bundles.delete(bundled)
     this.lastAckProgressAt = now()
+    this.lastAckAt = this.lastAckProgressAt
     return 'advanced'
   }
 

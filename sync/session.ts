@@ -189,6 +189,16 @@ export class SyncSession {
     return this.outbox.sentSeq
   }
 
+  /** Our commits the remote has not acknowledged yet (sent or queued), and their estimated bytes. */
+  get lag(): { readonly commits: number; readonly bytes: number } {
+    return this.outbox.lag
+  }
+
+  /** When (the session's clock, ms) the remote last acknowledged a new commit of ours; undefined: never. */
+  get lastAckAt(): number | undefined {
+    return this.outbox.lastAckAt
+  }
+
   /** Sends HELLO. Call once, right after creating the session. */
   start(): void {
     this.sendControl(

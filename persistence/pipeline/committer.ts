@@ -114,6 +114,8 @@ export interface CommitterOptions {
   readonly maxBatchBytes?: number
   /** See {@link FailureHandler} (the store's rollback). */
   readonly onFailure?: FailureHandler
+  /** Wall clock, ms (when the last fsync happened; default `Date.now`). */
+  readonly now?: () => number
 }
 
 /** Resolves after the pending promise callbacks and I/O events have run. */
@@ -143,6 +145,8 @@ export class Committer {
   private readonly maxBytes: number
   /** Number of batches written, and how many of them were fsynced (statistics). */
   readonly stats = { batches: 0, syncs: 0, units: 0 }
+  /** When (wall clock, ms) the last fsynced batch was written; undefined: none since the store opened. */
+  lastSyncAt: number | undefined
 
   constructor(
     private readonly storage: Storage,
@@ -382,6 +386,7 @@ export class Committer {
 
   private markDurable(): void {
     this.stats.syncs++
+    this.lastSyncAt = (this.options.now ?? Date.now)()
     if (this.timer !== undefined) {
       this.timers.clearTimeout(this.timer)
       this.timer = undefined

@@ -419,3 +419,39 @@ test('sync: flow control keeps at most `window` commits in flight; an overflowin
   assert.ok(ba.stats.commitsIn < 100, `${ba.stats.commitsIn} commits instead of 100 deltas`)
   assert.deepEqual(a.host.values(), b.host.values())
 })
+
+test('sync: lag counts the commits (and their bytes) the remote has not acknowledged; lastAckAt moves with its acks', async () => {
+  const network = new Network({ seed: 21 })
+  let release: (() => void) | undefined
+  let hold = false
+  const a = new SimPeer(network, 'a')
+  const b = new SimPeer(network, 'b', {
+    persist: () =>
+      hold
+        ? new Promise<void>((resolve) => {
+            release = resolve
+          })
+        : Promise.resolve(),
+  })
+  await b.listen()
+  const { ab } = await connectPair(network, a, b)
+  assert.deepEqual(ab.lag, { commits: 0, bytes: 0 })
+  assert.equal(ab.lastAckAt, undefined, 'nothing of ours was acknowledged yet')
+  mutate(a.host.open('n', 'gset'), network.random, '1')
+  await network.run()
+  const firstAck = ab.lastAckAt
+  assert.ok(typeof firstAck === 'number')
+  assert.deepEqual(ab.lag, { commits: 0, bytes: 0 })
+  hold = true
+  mutate(a.host.replicas.get('n')!, network.random, '2')
+  await network.run()
+  assert.equal(ab.lag.commits, 1, 'one commit sent, not acknowledged while b has not persisted it')
+  assert.ok(ab.lag.bytes > 0)
+  assert.equal(ab.lastAckAt, firstAck)
+  hold = false
+  release!()
+  await network.run()
+  assert.deepEqual(ab.lag, { commits: 0, bytes: 0 })
+  assert.ok(ab.lastAckAt! >= firstAck!)
+  assert.equal(ab.ackedSeq, ab.sentSeq)
+})

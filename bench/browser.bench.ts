@@ -4,7 +4,9 @@
  * way. Concord's build also holds its IndexedDB store (abstract-level,
  * browser-level, memory-level, and their `buffer` and `events`), the native
  * CRDTs, the sync protocol and Automerge's JavaScript; Automerge's 3.6 MB
- * wasm is loaded on demand, not bundled.
+ * wasm is loaded on demand, not bundled. The inspector page's bundle
+ * (concord-crdt/browser, the page and the shared charts; served at `/ui`) is
+ * measured beside them.
  */
 import type { Benchmark } from './harness.ts'
 import { bundleForBrowser } from '../test/browser/browser-bundle.ts'
@@ -15,6 +17,7 @@ export const benchmarks: Benchmark[] = [
     async run() {
       const concord = await bundleForBrowser("export * from './browser.ts'")
       const yjs = await bundleForBrowser("export * from 'yjs'; export { WebsocketProvider } from 'y-websocket'")
+      const inspector = await bundleForBrowser("import './inspector/page/main.ts'")
       const top = concord.breakdown
         .slice(0, 6)
         .map((part) => `${part.part} ${(part.bytes / 1024).toFixed(0)} KiB`)
@@ -34,6 +37,14 @@ export const benchmarks: Benchmark[] = [
           unit: 'bytes',
           better: 'lower',
           baseline: { label: 'Yjs + y-websocket', value: yjs.gzipBytes },
+        },
+        {
+          name: 'inspector page (concord-crdt/browser + its UI), minified + gzip -9',
+          value: inspector.gzipBytes,
+          unit: 'bytes',
+          better: 'lower',
+          baseline: { label: 'concord-crdt/browser', value: concord.gzipBytes },
+          note: `${(inspector.bytes / 1024).toFixed(0)} KiB minified`,
         },
       ]
     },

@@ -99,7 +99,13 @@ export class Peer extends PeerCore {
       return listening
     }
     this.checkUnboundDoor('listen')
-    const websocket = options as ListenOptions
+    let websocket = options as ListenOptions
+    if (websocket.ui !== undefined && websocket.ui !== false) {
+      // Loaded on demand: a peer that serves no page loads none of it.
+      const { inspectorRoute } = await import('../inspector/route.ts')
+      const ui = inspectorRoute(this, websocket.ui === true ? {} : websocket.ui)
+      websocket = { ...websocket, routes: [...(websocket.routes ?? []), ui] }
+    }
     const listening = await this.websocket.listen(websocket)
     if (!this.requiresCredentials()) this.warn(openAccessWarning([websocket.host ?? '127.0.0.1'], 'WebSocket'))
     return listening

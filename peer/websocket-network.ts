@@ -50,6 +50,12 @@ export interface ListenOptions {
   readonly upgradeTimeoutMs?: number | undefined
   /** Plain-HTTP routes served on the same listener (e.g. MCP at `/mcp`); other requests get 426. */
   readonly routes?: readonly HttpRoute[] | undefined
+  /**
+   * Serve the inspector page at `/ui` (or `path`): a browser peer with the
+   * credentials it is given, and a read-only API for the log, blame, diffs
+   * and sessions (README, "Inspector"). Default false.
+   */
+  readonly ui?: boolean | { readonly path?: string | undefined } | undefined
   readonly signal?: AbortSignal | undefined
 }
 

@@ -7,7 +7,9 @@
 // - relative imports in the declarations are rewritten from .ts to .js here
 //   (tsc leaves them as written; TypeScript 5 and 7 resolve either, older
 //   TypeScript and other .d.ts readers only .js);
-// - the bin is executable.
+// - the bin is executable;
+// and bundles the inspector page for browsers (scripts/build-inspector.mjs)
+// into dist/inspector/assets/inspector.js, which `listen({ ui: true })` serves.
 import { spawnSync } from 'node:child_process'
 import { chmodSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
@@ -48,4 +50,7 @@ if (problems.length > 0) {
   process.exit(1)
 }
 chmodSync(join(dist, 'cli', 'main.js'), 0o755)
+const { buildInspectorPage } = await import('./build-inspector.mjs')
+const page = await buildInspectorPage({ outfile: join(dist, 'inspector', 'assets', 'inspector.js') })
+console.log(`build: inspector page ${(page.byteLength / 1024).toFixed(0)} KiB`)
 console.log(`build: ${relative(process.cwd(), dist) || 'dist'} ok`)

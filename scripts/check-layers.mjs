@@ -20,7 +20,13 @@
 // - testing/ (the conformance suites of concord-crdt/testing) imports only the
 //   interfaces it checks and what it checks them with: crdt/, persistence/,
 //   transports/ (no peer/, sync/ or cli/);
-// - peer/ (the composition root) imports no layer above it (mcp/, cli/, demos/);
+// - peer/ (the composition root) imports no layer above it (mcp/, cli/, demos/),
+//   but the inspector's route, loaded by listen({ ui: true });
+// - inspector/ (the /ui page's route and read-only API) imports peer/ and what
+//   is beneath it, and blame and diff from mcp/ (inspector/history-adapter.ts,
+//   until they move below the peer); inspector/page/ (bundled for browsers)
+//   imports only itself, concord/browser (browser.ts) and the shared charts,
+//   and no Node-only module;
 // - mcp/ (the MCP server, a door above the peer) imports peer/ and what is
 //   beneath it, but not transports/ (the peer's listener serves it) nor cli/ or demos/;
 // - crdt/ and sync/ use no Node-only API (node: modules, Buffer, process, timers).
@@ -55,8 +61,14 @@ const rules = {
   'persistence/history': { allow: [...below('history'), 'crdt'], allowFiles: shared, pure: false },
   'persistence/browser': { allow: ['persistence/browser', 'persistence/storage', 'persistence/format'], allowFiles: formatUtilities, pure: false },
   testing: { allow: ['testing', 'crdt', 'persistence', 'transports'], pure: false },
-  peer: { allow: ['peer', 'crdt', 'sync', 'transports', 'persistence'], pure: false },
+  peer: { allow: ['peer', 'crdt', 'sync', 'transports', 'persistence'], allowFiles: new Set(['inspector/route.ts']), pure: false },
   mcp: { allow: ['mcp', 'peer', 'crdt', 'sync', 'persistence'], pure: false },
+  inspector: {
+    allow: ['inspector', 'peer', 'crdt', 'sync', 'persistence'],
+    allowFiles: new Set(['mcp/blame.ts', 'mcp/diff.ts', 'mcp/paging.ts']),
+    pure: false,
+  },
+  'inspector/page': { allow: ['inspector/page'], allowFiles: new Set(['browser.ts', 'inspector/charts.ts']), browser: true, pure: false },
 }
 /** The rule of a file: the longest folder of `rules` that holds it. */
 function ruleOf(rel) {
@@ -102,7 +114,7 @@ for (const top of Object.keys(rules).filter((folder) => !folder.includes('/'))) 
         const target = relative(root, resolve(dirname(file), spec))
         const allowed = inFolders(target, rule.allow) || rule.allowFiles?.has(target)
         if (!allowed) problems.push(`${rel}: imports ${target} (${layer}/ may import ${[...rule.allow, ...(rule.allowFiles ?? [])].join(', ')})`)
-      } else if (rule.pure && nodeOnlyPackages.test(spec)) {
+      } else if ((rule.pure || rule.browser) && nodeOnlyPackages.test(spec)) {
         problems.push(`${rel}: imports the Node-only module '${spec}'`)
       }
     }

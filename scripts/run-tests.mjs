@@ -115,6 +115,8 @@ const lists = {
     'test/browser/bundle.test.ts',
     'test/browser/browser-peer.test.ts',
     'test/browser/browser-storage.test.ts',
+    'test/browser/inspector.test.ts',
+    'test/inspector/route.test.ts',
     // testing/ (the conformance suites can fail) and the npm package (pack,
     // install, use it as a user; Node 20 and 24)
     'test/testing/suites.test.ts',

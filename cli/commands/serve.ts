@@ -33,6 +33,7 @@ interface ServeOptions {
   connect: string[]
   yWebsocket: boolean
   mcp?: boolean
+  ui?: boolean
   libp2p?: boolean
   libp2pListen: string[]
   bootstrap: string[]
@@ -77,6 +78,7 @@ export function registerServe(program: Command, ctx: CliContext): void {
     )
     .option('--no-y-websocket', 'do not serve y-websocket clients at /yjs/<room>')
     .option('--mcp', 'also serve MCP (streamable HTTP) at /mcp, for LLM agents, with the same --token/--acl (README, "LLM agents (MCP)")')
+    .option('--ui', 'also serve the inspector page at /ui (a read-only browser peer; open it with #peer=<id>&token=<token>; README, "Inspector")')
     .option('--libp2p', 'serve over libp2p too (PeerId kept in the folder; listens on /ip4/HOST/tcp/0 unless --libp2p-listen)')
     .option(
       '--libp2p-listen <multiaddr>',
@@ -159,7 +161,7 @@ export function registerServe(program: Command, ctx: CliContext): void {
         peer.on('warning', ({ message }) => out.note(`concord serve: warning: ${message}`))
         try {
           const routes = options.mcp ? [mcpRoute(peer)] : []
-          const { url, port: bound } = await peer.listen({ port, host: options.host, yWebsocket: options.yWebsocket, tls, routes })
+          const { url, port: bound } = await peer.listen({ port, host: options.host, yWebsocket: options.yWebsocket, tls, routes, ui: Boolean(options.ui) })
           const p2p = libp2p
             ? await peer.listen({
                 libp2p: {
@@ -169,12 +171,14 @@ export function registerServe(program: Command, ctx: CliContext): void {
             : undefined
           const base = url.replace(/\/concord$/, '')
           const mcp = options.mcp ? `${base.replace(/^ws/, 'http')}/mcp` : null
+          const ui = options.ui ? `${base.replace(/^ws/, 'http')}/ui` : null
           out.result(
-            { url, port: bound, id, dir: options.dir, yWebsocket: options.yWebsocket ? `${base}/yjs/<room>` : null, mcp, libp2p: p2p ?? null },
+            { url, port: bound, id, dir: options.dir, yWebsocket: options.yWebsocket ? `${base}/yjs/<room>` : null, mcp, ui, libp2p: p2p ?? null },
             () =>
               `concord serve: replica "${id}" on ${options.dir}\nlistening on ${url}` +
               (options.yWebsocket ? `\ny-websocket clients: ${base}/yjs/<room>` : '') +
               (mcp ? `\nMCP (streamable HTTP): ${mcp}` : '') +
+              (ui ? `\ninspector: ${ui}` : '') +
               (p2p ? `\nlibp2p PeerId ${p2p.peerId}${p2p.multiaddrs.map((ma) => `\nlibp2p: ${ma}`).join('')}` : '') +
               '\nCtrl-C to stop',
           )

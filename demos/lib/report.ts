@@ -2,45 +2,28 @@
  * The HTML report of a partition scenario: one self-contained file (inline
  * CSS and SVG, no script, no external asset) with the timeline of
  * partitions, kills and restarts, the divergence (number of distinct states
- * among live agents) over time, and the bytes sent over time.
+ * among live agents) over time, and the bytes sent over time. The charts
+ * are the inspector's (inspector/charts.ts).
  */
+import { PALETTE, axisSvg, escapeXml, lineChartSvg, scaleX as chartScaleX, secondTicks, type XAxis } from '../../inspector/charts.ts'
 import { peakDivergence, type ScenarioResult } from './partition-scenario.ts'
 
-const PALETTE = ['#4e79a7', '#f28e2b', '#59a14f', '#e15759', '#b07aa1', '#76b7b2', '#edc948', '#9c755f']
 const WIDTH = 960
 const LEFT = 110
 const RIGHT = 20
+const escapeHtml = escapeXml
 
-function escapeHtml(text: string): string {
-  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')
+/** The time axis of a run: its whole span, in seconds. */
+function timeAxisOf(result: ScenarioResult): XAxis {
+  return { min: 0, max: Math.max(1, result.durationMs), ticks: secondTicks(result.durationMs) }
 }
 
 function scaleX(result: ScenarioResult): (t: number) => number {
-  const span = Math.max(1, result.durationMs)
-  return (t) => LEFT + (Math.max(0, Math.min(span, t)) / span) * (WIDTH - LEFT - RIGHT)
+  return chartScaleX(timeAxisOf(result))
 }
 
 function timeAxis(result: ScenarioResult, y: number): string {
-  const x = scaleX(result)
-  const seconds = result.durationMs / 1000
-  const step = seconds > 40 ? 10 : seconds > 16 ? 5 : seconds > 6 ? 2 : 1
-  const ticks: string[] = []
-  for (let s = 0; s <= seconds + 1e-9; s += step) {
-    ticks.push(
-      `<line x1="${x(s * 1000).toFixed(1)}" y1="${y}" x2="${x(s * 1000).toFixed(1)}" y2="${y + 4}" stroke="#555"/>` +
-        `<text x="${x(s * 1000).toFixed(1)}" y="${y + 16}" text-anchor="middle" class="tick">${s}s</text>`,
-    )
-  }
-  return `<line x1="${LEFT}" y1="${y}" x2="${WIDTH - RIGHT}" y2="${y}" stroke="#555"/>${ticks.join('')}`
-}
-
-function phaseGuides(result: ScenarioResult, top: number, bottom: number): string {
-  const x = scaleX(result)
-  return result.phases
-    .map(
-      (phase) => `<line x1="${x(phase.start).toFixed(1)}" y1="${top}" x2="${x(phase.start).toFixed(1)}" y2="${bottom}" stroke="#999" stroke-dasharray="3,3"/>`,
-    )
-    .join('')
+  return axisSvg(timeAxisOf(result), y)
 }
 
 /** Approximate width of a phase label in px (11 px system-ui). */
@@ -138,33 +121,16 @@ function lineChart(
   values: Array<[number, number]>,
   options: { step: boolean; max: number; unit: (v: number) => string; color: string },
 ): string {
-  const x = scaleX(result)
-  const height = 220
-  const top = 14
-  const bottom = height - 30
-  const y = (v: number) => bottom - (v / Math.max(1e-9, options.max)) * (bottom - top)
-  const points: string[] = []
-  for (const [i, [t, v]] of values.entries()) {
-    if (options.step && i > 0) points.push(`${x(t).toFixed(1)},${y(values[i - 1][1]).toFixed(1)}`)
-    points.push(`${x(t).toFixed(1)},${y(v).toFixed(1)}`)
-  }
-  const grid: string[] = []
-  const ticks = options.step ? Math.min(options.max, 8) : 4
-  for (let i = 0; i <= ticks; i++) {
-    const v = (options.max / ticks) * i
-    grid.push(
-      `<line x1="${LEFT}" y1="${y(v).toFixed(1)}" x2="${WIDTH - RIGHT}" y2="${y(v).toFixed(1)}" stroke="#eee"/>` +
-        `<text x="${LEFT - 8}" y="${(y(v) + 4).toFixed(1)}" text-anchor="end" class="tick">${escapeHtml(options.unit(v))}</text>`,
-    )
-  }
-  return (
-    `<svg xmlns="http://www.w3.org/2000/svg" id="${id}" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" role="img" aria-label="${escapeHtml(label)}">` +
-    grid.join('') +
-    phaseGuides(result, top, bottom) +
-    `<polyline fill="none" stroke="${options.color}" stroke-width="2" points="${points.join(' ')}"/>` +
-    timeAxis(result, bottom) +
-    `</svg>`
-  )
+  return lineChartSvg({
+    id,
+    label,
+    x: timeAxisOf(result),
+    yMax: options.max,
+    yTicks: options.step ? Math.min(options.max, 8) : 4,
+    yUnit: options.unit,
+    series: [{ values, color: options.color, step: options.step }],
+    guides: result.phases.map((phase) => phase.start),
+  })
 }
 
 /**

@@ -23,6 +23,7 @@ import { delimiter, dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { assertOk, cleanEnv, node24, run, NODE_24 } from './helpers.ts'
 import { bundleForBrowser } from '../browser/browser-bundle.ts'
+import { browserSkipReason, launchChromium } from '../browser/chromium.ts'
 
 const repo = fileURLToPath(new URL('../../', import.meta.url))
 const fixtures = fileURLToPath(new URL('./fixtures/', import.meta.url))
@@ -55,7 +56,7 @@ before(async () => {
     'npm install of the tarball',
   )
   installLog = install.stdout + install.stderr
-  for (const file of ['two-peers.mjs', 'y-leveldb-source.mjs', 'storage-suite.test.mjs', 'consumer.ts'])
+  for (const file of ['two-peers.mjs', 'y-leveldb-source.mjs', 'storage-suite.test.mjs', 'consumer.ts', 'inspector-hub.mjs'])
     await copyFile(join(fixtures, file), join(project, file))
 })
 
@@ -77,7 +78,7 @@ test('the tarball holds the compiled package and nothing else; every export and 
   const tops = new Set(packedFiles.filter((path) => path.startsWith('dist/')).map((path) => path.split('/')[1].replace(/\.(js|js\.map|d\.ts)$/, '')))
   assert.deepEqual(
     [...tops].sort(),
-    ['browser', 'cli', 'crdt', 'index', 'mcp', 'peer', 'persistence', 'sync', 'testing', 'transports'],
+    ['browser', 'cli', 'crdt', 'index', 'inspector', 'mcp', 'peer', 'persistence', 'sync', 'testing', 'transports'],
     'no test, bench or demo file',
   )
 })
@@ -209,4 +210,54 @@ test("concord-crdt/browser from the installed package bundles for the browser wi
     bundle.inputs.some((input) => input.endsWith('@automerge/automerge/dist/mjs/entrypoints/slim.js')),
     'Automerge comes in as its slim entry',
   )
+})
+
+test('(f) the installed package serves the inspector: its built bundle, and the page runs in Chromium against a peer of the package', async (t) => {
+  const { spawn } = await import('node:child_process')
+  const child = spawn(process.execPath, ['inspector-hub.mjs'], { cwd: project, stdio: ['ignore', 'pipe', 'pipe'], env: cleanEnv() })
+  let out = ''
+  let err = ''
+  child.stdout.on('data', (chunk) => {
+    out += chunk
+  })
+  child.stderr.on('data', (chunk) => {
+    err += chunk
+  })
+  const exited = new Promise((resolve) => child.once('exit', resolve))
+  try {
+    const deadline = Date.now() + 30_000
+    while (!out.includes('\n')) {
+      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`inspector-hub.mjs did not start: ${err}`)
+      await new Promise((resolve) => setTimeout(resolve, 25))
+    }
+    const { origin } = JSON.parse(out.split('\n')[0]) as { origin: string }
+    const served = new Uint8Array(await (await fetch(`${origin}/ui/inspector.js`)).arrayBuffer())
+    const built = new Uint8Array(await readFile(join(project, 'node_modules', 'concord-crdt', 'dist', 'inspector', 'assets', 'inspector.js')))
+    assert.ok(built.byteLength > 10_000)
+    assert.deepEqual(served, built, 'the bundle npm run build wrote')
+    assert.equal((await fetch(`${origin}/ui/automerge.wasm`)).headers.get('content-type'), 'application/wasm')
+    const skip = browserSkipReason()
+    if (skip) return t.skip(skip)
+    const profile = await mkdtemp(join(work, 'chromium-'))
+    const browser = await launchChromium(profile)
+    try {
+      const page = await browser.newPage()
+      const errors: string[] = []
+      page.on('console', (message) => {
+        if (message.type() === 'error' || message.type() === 'warn') errors.push(message.text())
+      })
+      page.on('pageerror', (error) => errors.push(String(error)))
+      await page.goto(`${origin}/ui`, { waitUntil: 'load' })
+      await page.waitForSelector('#connection.ok', { timeout: 20_000 })
+      await page.waitForSelector('#names li[data-name="visits"]', { timeout: 20_000 })
+      await page.click('#names li[data-name="visits"]')
+      await page.waitForFunction(() => ((globalThis as any).document.querySelector('#value')?.textContent ?? '').trim() === '3', { timeout: 20_000 })
+      assert.deepEqual(errors, [])
+    } finally {
+      await browser.close()
+    }
+  } finally {
+    child.kill('SIGTERM')
+    await exited
+  }
 })

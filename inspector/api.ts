@@ -1,0 +1,158 @@
+/**
+ * The inspector's read-only API, under `<path>/api/` on the peer's
+ * listener: what a browser peer cannot see from its own replicas (the
+ * serving peer's log, blame, diffs, sessions and durability). Every answer
+ * is JSON; nothing here writes.
+ *
+ * - `status`: `peer.status()` and who is asking (`agent`).
+ * - `names`: the names the caller may read, with type, records, size, last
+ *   change and who made it (and why, once records carry a message).
+ * - `history?name=&limit=`: the newest records of a name (at most 1000,
+ *   default 200), oldest first: seq, agent, HLC, kind, size, message.
+ * - `at?name=&seq=`: the value right after record `seq` (0: empty).
+ * - `diff?name=&from=&to=`: what changed between two seqs.
+ * - `blame?name=`: who wrote what is there now.
+ *
+ * A name the caller may not read is answered exactly as a name that does
+ * not exist (404, the same body): it learns nothing of it.
+ */
+import { ErrorCodes, isConcordError } from '../crdt/errors.ts'
+import type { ReplicaType } from '../crdt/replica.ts'
+import type { PeerCore } from '../peer/peer-core.ts'
+import { isValidName, type PeerId } from '../sync/index.ts'
+import { blame, changesBetween, toJson } from './history-adapter.ts'
+
+/** What the API reads of its peer. */
+export type InspectedPeer = Pick<PeerCore, 'id' | 'store' | 'admission' | 'status'>
+
+/** An answer: HTTP status and a JSON body. */
+export interface ApiAnswer {
+  readonly status: number
+  readonly body: unknown
+}
+
+/** Largest number of names listed at once. */
+export const MAX_LISTED_NAMES = 2000
+/** Largest number of records a history answer holds. */
+export const MAX_HISTORY_RECORDS = 1000
+
+const notFound = (): ApiAnswer => ({ status: 404, body: { error: { code: ErrorCodes.NOT_FOUND, message: 'no such name' } } })
+const invalid = (message: string): ApiAnswer => ({ status: 400, body: { error: { code: ErrorCodes.INVALID_ARGUMENT, message } } })
+
+/** The read-only API of one peer (see the module comment). */
+export class InspectorApi {
+  constructor(private readonly peer: InspectedPeer) {}
+
+  /** Answers `endpoint` (the path after `api/`) for `agent`, already authenticated. Never throws. */
+  async answer(endpoint: string, query: URLSearchParams, agent: string): Promise<ApiAnswer> {
+    try {
+      switch (endpoint) {
+        case 'status':
+          return { status: 200, body: { ...this.peer.status(), agent } }
+        case 'names':
+          return { status: 200, body: await this.names(agent) }
+        case 'history':
+          return await this.withName(query, agent, (name, type) => this.history(name, type, query))
+        case 'at':
+          return await this.withName(query, agent, (name, type) => this.at(name, type, query))
+        case 'diff':
+          return await this.withName(query, agent, (name, type) => this.diff(name, type, query))
+        case 'blame':
+          return await this.withName(query, agent, (name) => this.blame(name))
+        default:
+          return { status: 404, body: { error: { code: ErrorCodes.NOT_FOUND, message: `no endpoint ${endpoint.slice(0, 64)}` } } }
+      }
+    } catch (error) {
+      if (isConcordError(error, ErrorCodes.NOT_FOUND)) return notFound()
+      if (isConcordError(error, ErrorCodes.INVALID_ARGUMENT)) return invalid(error.message)
+      return { status: 500, body: { error: { code: isConcordError(error) ? error.code : null, message: 'the request failed' } } }
+    }
+  }
+
+  private mayRead(agent: string, name: string): boolean {
+    return isValidName(name) && this.peer.admission.takes(name) && this.peer.admission.mayRead(agent as PeerId, name)
+  }
+
+  private async names(agent: string): Promise<unknown> {
+    const all = (await this.peer.store.names()).filter((info) => this.mayRead(agent, info.name))
+    all.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    const listed = all.slice(0, MAX_LISTED_NAMES)
+    const names = await Promise.all(
+      listed.map(async (info) => {
+        const [last] = info.lastSeq > 0 ? await this.peer.store.history(info.name, { reverse: true, limit: 1 }) : []
+        return {
+          name: info.name,
+          type: info.type,
+          records: info.records,
+          lastSeq: info.lastSeq,
+          size: info.size,
+          lastChange: info.lastChange,
+          lastAgent: last?.agent ?? null,
+          lastMessage: messageOf(last),
+        }
+      }),
+    )
+    return { names, ...(all.length > listed.length ? { truncated: true, total: all.length } : {}) }
+  }
+
+  private async withName(query: URLSearchParams, agent: string, run: (name: string, type: ReplicaType) => Promise<ApiAnswer>): Promise<ApiAnswer> {
+    const name = query.get('name')
+    if (name === null || !this.mayRead(agent, name)) return notFound()
+    const type = await this.peer.store.typeOf(name)
+    if (type === undefined) return notFound()
+    return run(name, type)
+  }
+
+  private async history(name: string, type: ReplicaType, query: URLSearchParams): Promise<ApiAnswer> {
+    const limit = seqParam(query, 'limit', 200)
+    if (limit === undefined || limit < 1) return invalid('limit must be an integer >= 1')
+    const newest = await this.peer.store.history(name, { reverse: true, limit: Math.min(limit, MAX_HISTORY_RECORDS) })
+    const records = newest.reverse().map((entry) => ({
+      seq: entry.seq,
+      agent: entry.agent,
+      wall: entry.hlc.wall,
+      counter: entry.hlc.logical,
+      kind: entry.kind,
+      size: entry.size,
+      message: messageOf(entry),
+    }))
+    const [oldest] = await this.peer.store.history(name, { limit: 1 })
+    return { status: 200, body: { name, type, oldestSeq: oldest?.seq ?? 0, lastSeq: this.peer.store.committedSeq(name), records } }
+  }
+
+  private async at(name: string, type: ReplicaType, query: URLSearchParams): Promise<ApiAnswer> {
+    const seq = seqParam(query, 'seq')
+    if (seq === undefined) return invalid('seq must be an integer >= 0')
+    const replica = await this.peer.store.at(name, seq)
+    return { status: 200, body: { name, type, seq, value: toJson(replica.value()) } }
+  }
+
+  private async diff(name: string, type: ReplicaType, query: URLSearchParams): Promise<ApiAnswer> {
+    const from = seqParam(query, 'from')
+    const to = seqParam(query, 'to')
+    if (from === undefined || to === undefined) return invalid('from and to must be integers >= 0')
+    const [before, after] = await Promise.all([this.peer.store.at(name, from), this.peer.store.at(name, to)])
+    return { status: 200, body: { name, type, from, to, changes: changesBetween(type, before, after) } }
+  }
+
+  private async blame(name: string): Promise<ApiAnswer> {
+    const type = await this.peer.store.typeOf(name)
+    if (type === undefined) return notFound()
+    const live = await this.peer.store.open(name, type)
+    return { status: 200, body: await blame(this.peer.store, name, live) }
+  }
+}
+
+/** A record's message, once records carry one (issue 16); null until then. */
+function messageOf(entry: unknown): string | null {
+  const message = (entry as { message?: unknown } | undefined)?.message
+  return typeof message === 'string' ? message : null
+}
+
+/** A query parameter that is a seq or count: an integer in [0, 2^53); `fallback` when absent; undefined when malformed. */
+function seqParam(query: URLSearchParams, key: string, fallback?: number): number | undefined {
+  const raw = query.get(key)
+  if (raw === null) return fallback
+  if (!/^\d{1,15}$/.test(raw)) return undefined
+  return Number(raw)
+}

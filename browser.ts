@@ -45,8 +45,8 @@ export {
   MVRegisterReplica,
   EWFlagReplica,
   ORMapReplica,
-} from './crdt/types/replicas.ts'
-export type { GCounterView, PNCounterView, GSetView, ORSetView, EWFlagView, MVRegisterView, LWWRegisterView, ORMapView } from './crdt/types/views.ts'
+} from './crdt/types/index.ts'
+export type { GCounterView, PNCounterView, GSetView, ORSetView, EWFlagView, MVRegisterView, LWWRegisterView, ORMapView } from './crdt/types/index.ts'
 export { YjsReplica } from './crdt/documents/yjs-replica.ts'
 export { AutomergeReplica } from './crdt/documents/automerge-replica.ts'
 export type { DocumentLimits, YjsReplicaOptions, YjsTopLevelKind, AutomergeReplicaOptions } from './crdt/documents/options.ts'

@@ -52,9 +52,9 @@ export {
   MVRegisterReplica,
   EWFlagReplica,
   ORMapReplica,
-} from './crdt/types/replicas.ts'
-export type { GCounterView, PNCounterView, GSetView, ORSetView, EWFlagView, MVRegisterView, LWWRegisterView, ORMapView } from './crdt/types/views.ts'
-export type { NativeType } from './crdt/types/store-spec.ts'
+} from './crdt/types/index.ts'
+export type { GCounterView, PNCounterView, GSetView, ORSetView, EWFlagView, MVRegisterView, LWWRegisterView, ORMapView } from './crdt/types/index.ts'
+export type { NativeType } from './crdt/catalog.ts'
 export { YjsReplica } from './crdt/documents/yjs-replica.ts'
 export { AutomergeReplica } from './crdt/documents/automerge-replica.ts'
 export { DEFAULT_DOCUMENT_LIMITS } from './crdt/documents/options.ts'

@@ -15,8 +15,8 @@ import type {
   ORMapReplica,
   ORSetReplica,
   PNCounterReplica,
-} from '../crdt/types/replicas.ts'
-import type { NativeType } from '../crdt/types/store-spec.ts'
+} from '../crdt/types/index.ts'
+import type { NativeType } from '../crdt/catalog.ts'
 import { opsPerSecond, timeMs, type Benchmark, type Measurement } from './harness.ts'
 
 function make<R extends Replica>(type: NativeType, id: string, snapshot?: Uint8Array): R {

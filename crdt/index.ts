@@ -1,7 +1,8 @@
 /**
  * crdt/ (`concord-crdt/crdt`): the replicated types, pure and synchronous, with
  * no store and no network. The public names: typed errors, the emitter and
- * hybrid logical clock the replicas use, the replica interface and registry,
+ * hybrid logical clock the replicas use, the replica interface, the catalog
+ * of types and the registry,
  * the native delta-state CRDTs (and the views an ORMap hands out for its
  * fields), and the Yjs and Automerge documents with their input guards.
  * The causal core, the state codecs and the per-type operations stay
@@ -24,18 +25,15 @@ export {
   type UndoRecord,
 } from './replica.ts'
 export { createReplica, replicaFactories, isRegisteredType, deltaMerger, mergeDeltas } from './registry.ts'
-export {
-  GCounterReplica,
-  PNCounterReplica,
-  GSetReplica,
-  ORSetReplica,
-  LWWRegisterReplica,
-  MVRegisterReplica,
-  EWFlagReplica,
-  ORMapReplica,
-} from './types/replicas.ts'
-export type { GCounterView, PNCounterView, GSetView, ORSetView, EWFlagView, MVRegisterView, LWWRegisterView, ORMapView } from './types/views.ts'
-export { NATIVE_TYPES, isNativeType, type NativeType } from './types/store-spec.ts'
+export { GCounterReplica, type GCounterView } from './types/gcounter.ts'
+export { PNCounterReplica, type PNCounterView } from './types/pncounter.ts'
+export { GSetReplica, type GSetView } from './types/gset.ts'
+export { ORSetReplica, type ORSetView } from './types/orset.ts'
+export { LWWRegisterReplica, type LWWRegisterView } from './types/lww-register.ts'
+export { MVRegisterReplica, type MVRegisterView } from './types/mv-register.ts'
+export { EWFlagReplica, type EWFlagView } from './types/ewflag.ts'
+export { ORMapReplica, type ORMapView } from './types/ormap.ts'
+export { NATIVE_TYPES, KNOWN_TYPES, isNativeType, isKnownType, type NativeType, type DocumentType } from './catalog.ts'
 export type { Json } from './types/json.ts'
 export { YjsReplica, YjsRemoteOrigin, isYjsRemoteOrigin } from './documents/yjs-replica.ts'
 export { AutomergeReplica } from './documents/automerge-replica.ts'

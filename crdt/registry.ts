@@ -1,25 +1,15 @@
 /**
- * The replica registry: one {@link ReplicaFactory} per type tag, and
- * {@link createReplica} to create or load a replica of any registered type.
- * persistence/ and sync/ create replicas only through it, by tag.
+ * The replica registry: one {@link ReplicaFactory} per type tag (the
+ * catalog's, crdt/catalog.ts), and {@link createReplica} to create or load a
+ * replica of any registered type. persistence/ and sync/ create replicas
+ * only through it, by tag.
  */
+import { catalogFactories } from './catalog.ts'
 import { ConcordError, ErrorCodes } from './errors.ts'
 import type { Replica, ReplicaFactory, ReplicaOptions, ReplicaType } from './replica.ts'
-import { nativeReplicaFactories } from './types/replicas.ts'
-import { automergeReplicaFactory, yjsReplicaFactory } from './documents/index.ts'
 
-/**
- * The factories, by type tag. The native delta-state types are filled in by
- * crdt/types; the document types ('yjs', 'automerge') by crdt/documents.
- */
-export const replicaFactories: Partial<Record<ReplicaType, ReplicaFactory>> = {
-  // native types
-  ...nativeReplicaFactories,
-
-  // documents
-  yjs: yjsReplicaFactory,
-  automerge: automergeReplicaFactory,
-}
+/** The factories, by type tag: every entry of the catalog. */
+export const replicaFactories: Partial<Record<ReplicaType, ReplicaFactory>> = catalogFactories
 
 /** Whether a factory is registered for `type`. */
 export function isRegisteredType(type: string): type is ReplicaType {

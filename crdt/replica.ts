@@ -21,6 +21,7 @@
  * - `snapshot()` is the whole state; `createReplica(type, { snapshot })`
  *   restores an equal replica.
  */
+import type { ReplicaType } from './catalog.ts'
 import type { DocumentLimits } from './documents/options.ts'
 import type { WaitingBudget } from './documents/waiting-room.ts'
 import type { Emitter, Unsubscribe } from './emitter.ts'
@@ -37,8 +38,8 @@ export function replicaId(id: string): ReplicaId {
   return id as ReplicaId
 }
 
-/** Every replicated type, by its stable tag (persisted and sent on the wire). */
-export type ReplicaType = 'gcounter' | 'pncounter' | 'gset' | 'orset' | 'lww-register' | 'mv-register' | 'ormap' | 'ewflag' | 'yjs' | 'automerge'
+/** Every replicated type, by its stable tag: the catalog's (crdt/catalog.ts). */
+export type { ReplicaType }
 
 /** Payload of a replica's `change` event. */
 export interface ChangeEvent {

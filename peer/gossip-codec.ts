@@ -23,7 +23,8 @@
 import { Encoder, decodeGuarded, type Decoder } from '../crdt/codec.ts'
 import { DecodeError } from '../crdt/errors.ts'
 import type { ReplicaType } from '../crdt/replica.ts'
-import { KNOWN_TYPES, WIRE_LIMITS, isValidName, type DeltaEntry } from '../sync/index.ts'
+import { isKnownType } from '../crdt/catalog.ts'
+import { WIRE_LIMITS, isValidName, type DeltaEntry } from '../sync/index.ts'
 
 /** Format byte of {@link GossipMessage}s. */
 export const GOSSIP_FORMAT = 1
@@ -96,7 +97,7 @@ function readUnit(decoder: Decoder): DeltaEntry[] {
     const name = decoder.readString(WIRE_LIMITS.maxNameBytes)
     if (!isValidName(name)) throw new DecodeError('gossip message: invalid name')
     const type = decoder.readString(WIRE_LIMITS.maxTypeBytes)
-    if (!(KNOWN_TYPES as readonly string[]).includes(type)) throw new DecodeError(`gossip message: unknown replica type "${type.slice(0, 40)}"`)
+    if (!isKnownType(type)) throw new DecodeError(`gossip message: unknown replica type "${type.slice(0, 40)}"`)
     entries.push({ name, replicaType: type as ReplicaType, delta: decoder.readBytes() })
   }
   return entries

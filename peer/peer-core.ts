@@ -15,19 +15,7 @@ import { Emitter, type Unsubscribe } from '../crdt/emitter.ts'
 import type { WaitingStats } from '../crdt/documents/waiting-room.ts'
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import type { Replica, ReplicaType } from '../crdt/replica.ts'
-import type { Json } from '../crdt/types/json.ts'
-import type {
-  EWFlagReplica,
-  GCounterReplica,
-  GSetReplica,
-  LWWRegisterReplica,
-  MVRegisterReplica,
-  ORMapReplica,
-  ORSetReplica,
-  PNCounterReplica,
-} from '../crdt/types/replicas.ts'
-import type { YjsReplica } from '../crdt/documents/yjs-replica.ts'
-import type { AutomergeReplica } from '../crdt/documents/automerge-replica.ts'
+import { installOpeners, type TypedOpeners } from '../crdt/catalog.ts'
 import type { HistoryEntry, NameInfo, Store } from '../persistence/store.ts'
 import type { StoreOptions, NameOptions } from '../persistence/options.ts'
 import { Admission, attachSession, peerId as toPeerId, type AdmissionStats, type SessionStats, type SyncHost, type SyncSession } from '../sync/index.ts'
@@ -120,7 +108,11 @@ export function peerStoreOptions(options: PeerOptions): StoreOptions {
   }
 }
 
+/** The typed openers, one per type of the catalog (`peer.counter(name)`, `peer.set(name)`, ...; see crdt/catalog.ts). */
+export interface PeerCore extends TypedOpeners<NameOptions> {}
+
 /** What every peer does, whatever its platform. See the module comment; create peers with `createPeer`. */
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: its typed openers (TypedOpeners) are installed by installOpeners below
 export class PeerCore {
   /** The peer's stable id. */
   readonly id: string
@@ -220,55 +212,8 @@ export class PeerCore {
 
   // ------------------------------------------------------------ replicas
 
-  /** A PN-counter (increment, decrement, value). */
-  counter(name: string, options?: NameOptions): Promise<PNCounterReplica> {
-    return this.open(name, 'pncounter', options) as Promise<PNCounterReplica>
-  }
-
-  /** A grow-only counter. */
-  gcounter(name: string, options?: NameOptions): Promise<GCounterReplica> {
-    return this.open(name, 'gcounter', options) as Promise<GCounterReplica>
-  }
-
-  /** An add-wins observed-remove set of JSON values. */
-  set<T extends Json = Json>(name: string, options?: NameOptions): Promise<ORSetReplica<T>> {
-    return this.open(name, 'orset', options) as Promise<ORSetReplica<T>>
-  }
-
-  /** A grow-only set of JSON values. */
-  gset<T extends Json = Json>(name: string, options?: NameOptions): Promise<GSetReplica<T>> {
-    return this.open(name, 'gset', options) as Promise<GSetReplica<T>>
-  }
-
-  /** A last-writer-wins register (hybrid logical clock, ties by replica id). */
-  register<T extends Json = Json>(name: string, options?: NameOptions): Promise<LWWRegisterReplica<T>> {
-    return this.open(name, 'lww-register', options) as Promise<LWWRegisterReplica<T>>
-  }
-
-  /** A multi-value register (keeps concurrent writes). */
-  mvRegister<T extends Json = Json>(name: string, options?: NameOptions): Promise<MVRegisterReplica<T>> {
-    return this.open(name, 'mv-register', options) as Promise<MVRegisterReplica<T>>
-  }
-
-  /** An observed-remove map whose values are nested CRDTs. */
-  map(name: string, options?: NameOptions): Promise<ORMapReplica> {
-    return this.open(name, 'ormap', options) as Promise<ORMapReplica>
-  }
-
-  /** An enable-wins flag. */
-  flag(name: string, options?: NameOptions): Promise<EWFlagReplica> {
-    return this.open(name, 'ewflag', options) as Promise<EWFlagReplica>
-  }
-
-  /** A Yjs document (`.doc` is the Y.Doc), persisted and synced. */
-  yjs(name: string, options?: NameOptions): Promise<YjsReplica> {
-    return this.open(name, 'yjs', options) as Promise<YjsReplica>
-  }
-
-  /** An Automerge document handle (`.doc`, `.change(fn)`). */
-  automerge<T = Record<string, unknown>>(name: string, options?: NameOptions): Promise<AutomergeReplica<T>> {
-    return this.open(name, 'automerge', options) as Promise<AutomergeReplica<T>>
-  }
+  // The typed openers (counter, set, register, map, yjs, ...) are the
+  // catalog's (crdt/catalog.ts): installed below, one per type.
 
   /**
    * Opens `name` as `type` (creating it if new). Opening a name as another
@@ -504,3 +449,5 @@ export class PeerCore {
     if (this.closing) throw new ConcordError(ErrorCodes.CLOSED, `peer "${this.id}" is closed`)
   }
 }
+
+installOpeners(PeerCore.prototype)

@@ -31,7 +31,7 @@ function walk(dir) {
 }
 
 /** A relative module specifier ending in .ts, in `from '...'`, `import '...'` or `import('...')`. */
-const relativeTs = /((?:\bfrom|\bimport)\s*\(?\s*)(['"])(\.\.?\/[^'"]*?)\.ts\2/g
+const relativeTs = /((?:\bfrom|\bimport|\bdeclare module)\s*\(?\s*)(['"])(\.\.?\/[^'"]*?)\.ts\2/g
 const problems = []
 for (const file of walk(dist)) {
   if (file.endsWith('.d.ts')) {

@@ -98,6 +98,8 @@ const lists = {
     'test/peer/identity.test.ts',
     'test/peer/connect-listen.test.ts',
     'test/peer/flush-progress.test.ts',
+    // a type added through the catalog's recipe (docs/adding-a-type.md)
+    'test/peer/added-type.test.ts',
     'test/transports/connection-events.test.ts',
     // cli/ and demos/
     'test/peer/peer-disconnect.test.ts',

@@ -11,6 +11,7 @@
 import { type Decoder, Encoder, decodeGuarded } from '../crdt/codec.ts'
 import { ConcordError, DecodeError, ErrorCodes } from '../crdt/errors.ts'
 import type { ReplicaType } from '../crdt/replica.ts'
+import { KNOWN_TYPES, isKnownType } from '../crdt/catalog.ts'
 import { PROOF_BYTES } from './credentials.ts'
 import { MAX_NAME_LENGTH, isAllNames, isValidName, type NameFilter } from './names.ts'
 import { readPresenceEntries, writePresenceEntries, type PresenceEntry } from './presence.ts'
@@ -56,19 +57,8 @@ export type RefuseReason = 'version' | 'auth' | 'protocol' | 'limit' | 'shutdown
 const refuseCodes: Record<RefuseReason, number> = { version: 1, auth: 2, protocol: 3, limit: 4, shutdown: 5, other: 0 }
 const refuseByCode = new Map<number, RefuseReason>(Object.entries(refuseCodes).map(([k, v]) => [v, k as RefuseReason]))
 
-/** Every replica type tag a peer of this version knows. */
-export const KNOWN_TYPES: readonly ReplicaType[] = [
-  'gcounter',
-  'pncounter',
-  'gset',
-  'orset',
-  'lww-register',
-  'mv-register',
-  'ormap',
-  'ewflag',
-  'yjs',
-  'automerge',
-]
+/** Every replica type tag a peer of this version knows: the catalog's (crdt/catalog.ts). */
+export { KNOWN_TYPES }
 
 /** First message on a connection, from both sides. */
 export interface HelloMessage {
@@ -274,7 +264,7 @@ function writeType(encoder: Encoder, type: ReplicaType): void {
 
 function readType(decoder: Decoder): ReplicaType {
   const type = decoder.readString(WIRE_LIMITS.maxTypeBytes)
-  if (!(KNOWN_TYPES as readonly string[]).includes(type)) throw new DecodeError(`unknown replica type "${type.slice(0, 40)}"`)
+  if (!isKnownType(type)) throw new DecodeError(`unknown replica type "${type.slice(0, 40)}"`)
   return type as ReplicaType
 }
 

@@ -44,6 +44,7 @@ import * as A from '@automerge/automerge'
 import { Emitter, type Unsubscribe } from '../emitter.ts'
 import { ConcordError, DecodeError, ErrorCodes, isConcordError, withArticle } from '../errors.ts'
 import { Encoder, decodeGuarded } from '../codec.ts'
+import { defineDocumentType, type DocumentTypeDef } from './document-type.ts'
 import type { ChangeEvent, PreparedDelta, PrepareOptions, Replica, ReplicaEvents, ReplicaFactory, ReplicaId, UndoRecord } from '../replica.ts'
 import { mergeAutomergeDeltas } from './merge-deltas.ts'
 import { splitAutomergeChunks, type AutomergeChunk } from './automerge-guard.ts'
@@ -577,4 +578,14 @@ export const automergeReplicaFactory: ReplicaFactory<AutomergeReplica> = {
   type: 'automerge',
   create: (options) => new AutomergeReplica(options),
   mergeDeltas: mergeAutomergeDeltas,
+}
+
+/** Automerge: the catalog's entry. */
+export const automergeType: DocumentTypeDef<'automerge'> = defineDocumentType({ tag: 'automerge', opener: 'automerge', factory: automergeReplicaFactory })
+
+declare module '../catalog.ts' {
+  interface TypedOpeners<O> {
+    /** An Automerge document handle (`.doc`, `.change(fn)`). */
+    automerge<T = Record<string, unknown>>(name: string, options?: O): Promise<AutomergeReplica<T>>
+  }
 }

@@ -47,6 +47,7 @@
 import * as Y from 'yjs'
 import { Emitter, type Unsubscribe } from '../emitter.ts'
 import { ConcordError, DecodeError, ErrorCodes, withArticle } from '../errors.ts'
+import { defineDocumentType, type DocumentTypeDef } from './document-type.ts'
 import type { ChangeEvent, LocalRun, PreparedDelta, PrepareOptions, Replica, ReplicaEvents, ReplicaFactory, ReplicaId, UndoRecord } from '../replica.ts'
 import { mergeYjsDeltas } from './merge-deltas.ts'
 import { resolveLimits, stricterLimits, type DocumentLimits, type YjsReplicaOptions } from './options.ts'
@@ -516,4 +517,14 @@ export const yjsReplicaFactory: ReplicaFactory<YjsReplica> = {
   type: 'yjs',
   create: (options) => new YjsReplica(options),
   mergeDeltas: mergeYjsDeltas,
+}
+
+/** Yjs: the catalog's entry. */
+export const yjsType: DocumentTypeDef<'yjs'> = defineDocumentType({ tag: 'yjs', opener: 'yjs', factory: yjsReplicaFactory })
+
+declare module '../catalog.ts' {
+  interface TypedOpeners<O> {
+    /** A Yjs document (`.doc` is the Y.Doc), persisted and synced. */
+    yjs(name: string, options?: O): Promise<YjsReplica>
+  }
 }

@@ -32,11 +32,10 @@ import { ConcordError, ErrorCodes, withArticle } from '../errors.ts'
 import { HybridClock } from '../hlc.ts'
 import type { ChangeEvent, PreparedDelta, PrepareOptions, Replica, ReplicaEvents, ReplicaId, ReplicaOptions, UndoRecord } from '../replica.ts'
 import { DotAllocator } from './dot-allocator.ts'
+import type { NativeType } from '../catalog.ts'
 import type { Json } from './json.ts'
-import { TYPE_DEFS, wrapField } from './ormap.ts'
+import { nativeTypes, parseFieldKey, wrapField, type NativeTypeDef } from './native-type.ts'
 import { decodeState, decodeVersion, encodeState, encodeVersion, type CausalState } from './state-codec.ts'
-import { parseFieldKey, type NativeType } from './store-spec.ts'
-import type { NativeTypeDef } from './type-def.ts'
 
 /** Joins `b` into a copy of `a` (pure: neither input changes). */
 export function joinStates<S extends DotStore>(a: CausalState<S>, b: CausalState<S>): CausalState<S> {
@@ -47,7 +46,7 @@ export function joinStates<S extends DotStore>(a: CausalState<S>, b: CausalState
   return { store, ctx }
 }
 
-/** A native delta-state replica. Subclasses add the type's mutators. */
+/** A native delta-state replica. Each type's class (in the type's file) passes its definition and adds the type's mutators. */
 export class CausalReplica<S extends DotStore = DotStore> implements Replica {
   readonly type: NativeType
   readonly replicaId: ReplicaId
@@ -72,9 +71,13 @@ export class CausalReplica<S extends DotStore = DotStore> implements Replica {
   /** Highest own dot counter used before a reset that could not keep it seen: never handed out again. */
   private dotFloor = 0
 
-  constructor(type: NativeType, options: ReplicaOptions) {
+  constructor(def: NativeTypeDef<S>, options: ReplicaOptions) {
+    if (nativeTypes.get(def.tag) !== def) {
+      throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `native type "${def.tag}" is not in the catalog (crdt/catalog.ts not loaded, or the type not listed)`)
+    }
+    const type = def.tag as NativeType
     this.type = type
-    this.def = TYPE_DEFS[type] as unknown as NativeTypeDef<S>
+    this.def = def
     this.replicaId = options.replicaId
     this.clock = options.clock ?? new HybridClock()
     if (options.snapshot !== undefined) {
@@ -184,14 +187,14 @@ export class CausalReplica<S extends DotStore = DotStore> implements Replica {
   /** The nested store at `path` (field keys from the root), or an empty store of the field's type. */
   storeAt(path: readonly string[]): DotStore {
     let store: DotStore | undefined = this.store
-    let tag: NativeType = this.type
+    let def: NativeTypeDef = this.def as unknown as NativeTypeDef
     for (const key of path) {
       const field = parseFieldKey(key)
-      if (!field || tag !== 'ormap') throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `bad field path`)
-      tag = field.tag
+      if (!field || !def.holdsFields) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `bad field path`)
+      def = nativeTypes.of(field.tag)
       store = store?.kind === 'map' ? store.entries.get(key) : undefined
     }
-    return store ?? TYPE_DEFS[tag].empty()
+    return store ?? def.empty()
   }
 
   /**

@@ -1,38 +1,38 @@
 /**
- * The native delta-state CRDTs: replicas (the user handles), typed views for
- * nested map fields, and the pure functional cores (mutators returning
- * deltas, `joinStates`, the codecs).
+ * The native delta-state CRDTs, one file per type (core, store codec, view,
+ * replica class; the catalog, crdt/catalog.ts, lists them), and the
+ * machinery they share: the causal replica, the state codec, the native
+ * type table, the merge of deltas, canonical JSON. Importing it loads the
+ * catalog (which fills the native type table the codec and ORMap read).
  */
-export {
-  GCounterReplica,
-  PNCounterReplica,
-  GSetReplica,
-  ORSetReplica,
-  LWWRegisterReplica,
-  MVRegisterReplica,
-  EWFlagReplica,
-  ORMapReplica,
-  nativeReplicaFactories,
-} from './replicas.ts'
+import '../catalog.ts'
+export { GCounterReplica, GCounterView, gcounterIncrement, gcounterValue, gcounterType, type GCounterStore } from './gcounter.ts'
+export { PNCounterReplica, PNCounterView, pncounterChange, pncounterValue, pncounterType, type PNCounterStore, type PnTotals } from './pncounter.ts'
+export { GSetReplica, GSetView, gsetAdd, gsetType } from './gset.ts'
+export { ORSetReplica, ORSetView, orsetAdd, orsetRemove, orsetType } from './orset.ts'
+export { setHas, setValues, type SetStore } from './set-core.ts'
+export { LWWRegisterReplica, LWWRegisterView, lwwWrite, lwwValue, lwwWinner, lwwRegisterType, type LWWRegisterStore, type LwwWrite } from './lww-register.ts'
+export { MVRegisterReplica, MVRegisterView, mvWrite, mvValues, mvRegisterType, type MVRegisterStore } from './mv-register.ts'
+export { registerClear } from './register-core.ts'
+export { EWFlagReplica, EWFlagView, flagEnable, flagDisable, flagEnabled, ewflagType } from './ewflag.ts'
+export { ORMapReplica, ORMapView, mapGet, mapKeys, mapValue, mapRemove, mapFieldTags, ormapType, type ORMapFields } from './ormap.ts'
 export { CausalReplica, joinStates } from './causal-replica.ts'
 export { mergeNativeDeltas } from './merge-deltas.ts'
-export { GCounterView, PNCounterView, GSetView, ORSetView, EWFlagView, MVRegisterView, LWWRegisterView, ORMapView } from './views.ts'
+export { View } from './view.ts'
 export { DotAllocator } from './dot-allocator.ts'
 export { canonicalJson, parseCanonicalJson, compareJson, copyJson, MAX_JSON_DEPTH, type Json } from './json.ts'
 export {
-  NATIVE_TYPES,
-  STORE_SPECS,
-  isNativeType,
-  typeCode,
+  nativeTypes,
   fieldKey,
   parseFieldKey,
+  wrapField,
   FIELD_SEPARATOR,
-  type NativeType,
+  type NativeTypeDef,
+  type NativeTypeSpec,
   type StoreSpec,
   type ValueCodec,
-  type PnTotals,
-  type LwwWrite,
-} from './store-spec.ts'
+} from './native-type.ts'
+export { defineNativeType } from './define-native-type.ts'
 export {
   encodeState,
   decodeState,
@@ -43,29 +43,3 @@ export {
   type CausalState,
   type NativeVersion,
 } from './state-codec.ts'
-export type { NativeTypeDef } from './type-def.ts'
-export {
-  gcounterIncrement,
-  gcounterValue,
-  pncounterChange,
-  pncounterValue,
-  gcounterDef,
-  pncounterDef,
-  type GCounterStore,
-  type PNCounterStore,
-} from './counters.ts'
-export { orsetAdd, orsetRemove, gsetAdd, setHas, setValues, orsetDef, gsetDef, type SetStore } from './sets.ts'
-export { flagEnable, flagDisable, flagEnabled, ewflagDef } from './flag.ts'
-export {
-  mvWrite,
-  mvValues,
-  lwwWrite,
-  lwwValue,
-  lwwWinner,
-  registerClear,
-  mvRegisterDef,
-  lwwRegisterDef,
-  type MVRegisterStore,
-  type LWWRegisterStore,
-} from './registers.ts'
-export { mapGet, mapKeys, mapValue, mapRemove, mapFieldTags, wrapField, ormapDef, TYPE_DEFS, FIELD_PRECEDENCE } from './ormap.ts'

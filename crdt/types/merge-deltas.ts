@@ -6,7 +6,7 @@
  */
 import { joinStoreInto } from '../causal/dot-store.ts'
 import { decodeState, encodeState } from './state-codec.ts'
-import type { NativeType } from './store-spec.ts'
+import type { NativeType } from '../catalog.ts'
 
 /**
  * Joins encoded deltas of `type` into one encoded delta. Throws DecodeError

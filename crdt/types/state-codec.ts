@@ -4,8 +4,8 @@
  * State / delta (one format: a delta is a state, usually a small one):
  * ```
  * u8      format version (1)
- * u8      type code (1 gcounter, 2 pncounter, 3 gset, 4 orset, 5 lww-register,
- *         6 mv-register, 7 ormap, 8 ewflag)
+ * u8      type code (each type's `code` in its file: 1 gcounter, 2 pncounter,
+ *         3 gset, 4 orset, 5 lww-register, 6 mv-register, 7 ormap, 8 ewflag)
  * context causal context (see writeContext)
  * store   dot store:
  *   set:  varuint n, n dots
@@ -30,7 +30,8 @@ import { type CausalContext, MAX_COUNTER, readContext, writeContext } from '../c
 import type { Dot } from '../causal/dot.ts'
 import { DotFun, DotMap, DotSet, type DotEntry, type DotStore } from '../causal/dot-store.ts'
 import { appendCrc32, stripCrc32 } from './crc32.ts'
-import { NATIVE_TYPES, STORE_SPECS, typeCode, type NativeType, type StoreSpec } from './store-spec.ts'
+import type { NativeType } from '../catalog.ts'
+import { nativeTypes, type StoreSpec } from './native-type.ts'
 
 /** Format version of encoded native states, deltas and versions. */
 export const STATE_FORMAT_VERSION = 1
@@ -85,10 +86,11 @@ function writeStore(encoder: Encoder, store: DotStore, spec: StoreSpec, replicaI
 /** Encodes a state or delta of `type`. */
 export function encodeState(type: NativeType, state: CausalState): Uint8Array {
   const encoder = new Encoder(256)
-  encoder.writeUint8(STATE_FORMAT_VERSION).writeUint8(typeCode(type))
+  const def = nativeTypes.of(type)
+  encoder.writeUint8(STATE_FORMAT_VERSION).writeUint8(def.code)
   writeContext(encoder, state.ctx)
   const replicaIndex = new Map(state.ctx.replicas().map((replica, i) => [replica, i]))
-  writeStore(encoder, state.store, STORE_SPECS[type], replicaIndex)
+  writeStore(encoder, state.store, def.spec, replicaIndex)
   return appendCrc32(encoder.finish())
 }
 
@@ -172,9 +174,9 @@ function checked(format: string, bytes: Uint8Array): Uint8Array {
 /** Reads a type code byte. */
 function readType(decoder: Decoder): NativeType {
   const code = decoder.readUint8()
-  const type = NATIVE_TYPES[code - 1]
-  if (!type) throw new DecodeError(`unknown native type code ${code}`)
-  return type
+  const def = nativeTypes.withCode(code)
+  if (!def) throw new DecodeError(`unknown native type code ${code}`)
+  return def.tag as NativeType
 }
 
 /**
@@ -188,7 +190,7 @@ export function decodeState(bytes: Uint8Array, expected?: NativeType): { type: N
     const type = readType(decoder)
     if (expected && type !== expected) throw new DecodeError(`expected ${withArticle(expected)} state, got ${withArticle(type)} state`)
     const ctx = readContext(decoder)
-    const store = new StoreReader(decoder, ctx.replicas(), ctx).store(STORE_SPECS[type], 0)
+    const store = new StoreReader(decoder, ctx.replicas(), ctx).store(nativeTypes.of(type).spec, 0)
     return { type, state: { store, ctx } }
   })
 }
@@ -196,7 +198,7 @@ export function decodeState(bytes: Uint8Array, expected?: NativeType): { type: N
 /** Encodes a version. */
 export function encodeVersion(type: NativeType, seen: CausalContext, dead: CausalContext): Uint8Array {
   const encoder = new Encoder(64)
-  encoder.writeUint8(STATE_FORMAT_VERSION).writeUint8(typeCode(type))
+  encoder.writeUint8(STATE_FORMAT_VERSION).writeUint8(nativeTypes.of(type).code)
   writeContext(encoder, seen)
   writeContext(encoder, dead)
   return appendCrc32(encoder.finish())

@@ -20,7 +20,7 @@ import type {
   ORMapReplica,
   ORSetReplica,
   PNCounterReplica,
-} from '../../crdt/types/replicas.ts'
+} from '../../crdt/types/index.ts'
 import { KNOWN_TYPES } from '../../sync/index.ts'
 import { invalid } from '../errors.ts'
 import { checkPatch, mapDelete, mapSet, patchAutomerge, patchMap } from '../json-edits.ts'

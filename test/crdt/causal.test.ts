@@ -12,14 +12,14 @@ import { CausalContext, readContext, writeContext } from '../../crdt/causal/caus
 import { RangeSet } from '../../crdt/causal/range-set.ts'
 import { appendCrc32 } from '../../crdt/types/crc32.ts'
 import { decodeState, decodeVersion, MAX_NESTING } from '../../crdt/types/state-codec.ts'
-import { typeCode, type NativeType } from '../../crdt/types/store-spec.ts'
-import { ORMapReplica, ORSetReplica } from '../../crdt/types/replicas.ts'
+import { typeCode, type NativeType } from '../../crdt/catalog.ts'
+import { ORMapReplica, ORSetReplica } from '../../crdt/types/index.ts'
 import { replicaId } from '../../crdt/replica.ts'
 import { LAW_SEED, pull } from '../../testing/index.ts'
 import { createNative, nativeOp } from './native-ops.ts'
 import { type CausalReplica, joinStates } from '../../crdt/types/causal-replica.ts'
 import { encodeState } from '../../crdt/types/state-codec.ts'
-import { NATIVE_TYPES } from '../../crdt/types/store-spec.ts'
+import { NATIVE_TYPES } from '../../crdt/catalog.ts'
 import { bytesEqual } from '../../crdt/codec.ts'
 
 const params = { seed: LAW_SEED, numRuns: 200 }

@@ -3,7 +3,7 @@
  * (nested ORMap operations included), with a deterministic clock.
  */
 import { describe, it } from 'node:test'
-import { NATIVE_TYPES } from '../../crdt/types/store-spec.ts'
+import { NATIVE_TYPES } from '../../crdt/catalog.ts'
 import { runCrdtLaws } from '../../testing/index.ts'
 import { createNative, nativeOp } from './native-ops.ts'
 

@@ -8,7 +8,7 @@ import { HybridClock } from '../../crdt/hlc.ts'
 import { replicaId, type Replica } from '../../crdt/replica.ts'
 import { createReplica } from '../../crdt/registry.ts'
 import type { Json } from '../../crdt/types/json.ts'
-import type { NativeType } from '../../crdt/types/store-spec.ts'
+import type { NativeType } from '../../crdt/catalog.ts'
 import type {
   EWFlagReplica,
   GCounterReplica,
@@ -18,8 +18,8 @@ import type {
   ORMapReplica,
   ORSetReplica,
   PNCounterReplica,
-} from '../../crdt/types/replicas.ts'
-import type { ORMapView } from '../../crdt/types/views.ts'
+} from '../../crdt/types/index.ts'
+import type { ORMapView } from '../../crdt/types/index.ts'
 import type { RandomOp } from '../../testing/index.ts'
 
 /** A native replica with a deterministic clock (physical time frozen, so order comes from the logical part and replica ids). */

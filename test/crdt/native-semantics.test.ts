@@ -15,9 +15,9 @@ import { CausalContext } from '../../crdt/causal/causal-context.ts'
 import { DotMap, type DotSet } from '../../crdt/causal/dot-store.ts'
 import { joinStates } from '../../crdt/types/causal-replica.ts'
 import { DotAllocator } from '../../crdt/types/dot-allocator.ts'
-import { orsetAdd, orsetRemove } from '../../crdt/types/sets.ts'
+import { orsetAdd, orsetRemove } from '../../crdt/types/index.ts'
 import { encodeState } from '../../crdt/types/state-codec.ts'
-import { NATIVE_TYPES, type NativeType } from '../../crdt/types/store-spec.ts'
+import { NATIVE_TYPES, type NativeType } from '../../crdt/catalog.ts'
 import {
   EWFlagReplica,
   GCounterReplica,
@@ -27,7 +27,7 @@ import {
   ORMapReplica,
   ORSetReplica,
   PNCounterReplica,
-} from '../../crdt/types/replicas.ts'
+} from '../../crdt/types/index.ts'
 import { LAW_SEED, pull } from '../../testing/index.ts'
 import { createNative, nativeOp } from './native-ops.ts'
 import { localDelta } from '../helpers/local-delta.ts'

@@ -20,7 +20,7 @@ import { decodeDocumentSnapshot } from '../../crdt/documents/snapshot-envelope.t
 import { validateYjsStateVector, validateYjsUpdate } from '../../crdt/documents/yjs-guard.ts'
 import { parseCanonicalJson } from '../../crdt/types/json.ts'
 import { decodeState, decodeVersion } from '../../crdt/types/state-codec.ts'
-import { NATIVE_TYPES, type NativeType } from '../../crdt/types/store-spec.ts'
+import { NATIVE_TYPES, type NativeType } from '../../crdt/catalog.ts'
 import { decodeBinaryDump, decodeJsonlDump, encodeBinaryDump, encodeJsonlDump } from '../../cli/dump-format.ts'
 import { decodeGossipMessage, encodeGossipMessage } from '../../peer/gossip-codec.ts'
 import { decodeArchive, decodeArchiveMarker, encodeArchive, encodeArchiveMarker } from '../../persistence/format/archive.ts'

@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { it } from 'node:test'
 import { isConcordError } from '../../crdt/errors.ts'
-import type { ORSetReplica } from '../../crdt/types/replicas.ts'
+import type { ORSetReplica } from '../../crdt/types/index.ts'
 import { createPeer, type Peer } from '../../peer/index.ts'
 import { openStore } from '../../persistence/index.ts'
 

@@ -12,7 +12,7 @@ import * as Y from 'yjs'
 import type { YjsReplica } from '../../crdt/documents/yjs-replica.ts'
 import { createReplica } from '../../crdt/registry.ts'
 import { replicaId } from '../../crdt/replica.ts'
-import type { PNCounterReplica } from '../../crdt/types/replicas.ts'
+import type { PNCounterReplica } from '../../crdt/types/index.ts'
 import { openStore, type Store } from '../../persistence/index.ts'
 import { settle, tempDir, textOf, typeText } from './helpers.ts'
 

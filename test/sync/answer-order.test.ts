@@ -1,7 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { Network } from '../../transports/memory/index.ts'
-import type { ORSetReplica, PNCounterReplica } from '../../crdt/types/replicas.ts'
+import type { ORSetReplica, PNCounterReplica } from '../../crdt/types/index.ts'
 import type { NameInfo } from '../../sync/host.ts'
 import { SimPeer, connectPair } from './helpers/sim.ts'
 

@@ -2,7 +2,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { TokenBucket } from '../../sync/token-bucket.ts'
 import { Network } from '../../transports/memory/index.ts'
-import type { ORSetReplica } from '../../crdt/types/replicas.ts'
+import type { ORSetReplica } from '../../crdt/types/index.ts'
 import { SimPeer, connectPair } from './helpers/sim.ts'
 
 test('token bucket: a burst, then the rate; an item over the burst passes only from a full bucket', () => {

@@ -5,17 +5,18 @@
  */
 import { Emitter } from '../../../crdt/emitter.ts'
 import { ConcordError, ErrorCodes } from '../../../crdt/errors.ts'
+import { NATIVE_TYPES as CATALOG_NATIVE_TYPES, KNOWN_TYPES } from '../../../crdt/catalog.ts'
 import { createReplica } from '../../../crdt/registry.ts'
 import { replicaId, type Replica, type ReplicaType } from '../../../crdt/replica.ts'
 import { AutomergeReplica, YjsReplica } from '../../../crdt/documents/index.ts'
-import type { ORMapReplica } from '../../../crdt/types/replicas.ts'
+import type { ORMapReplica } from '../../../crdt/types/index.ts'
 import { provesSecret, type PresentedCredentials } from '../../../sync/credentials.ts'
 import type { Access, ApplyResult, LocalCommit, NameInfo, SyncHost } from '../../../sync/host.ts'
 import type { DeltaEntry, PeerId } from '../../../sync/messages.ts'
 import type { Prng } from '../../../transports/memory/prng.ts'
 
-export const NATIVE_TYPES: ReplicaType[] = ['gcounter', 'pncounter', 'gset', 'orset', 'lww-register', 'mv-register', 'ormap', 'ewflag']
-export const ALL_TYPES: ReplicaType[] = [...NATIVE_TYPES, 'yjs', 'automerge']
+export const NATIVE_TYPES: ReplicaType[] = [...CATALOG_NATIVE_TYPES]
+export const ALL_TYPES: ReplicaType[] = [...KNOWN_TYPES]
 
 /** Creates an empty replica of `type`. */
 export function makeReplica(type: ReplicaType, owner: string, snapshot?: Uint8Array): Replica {

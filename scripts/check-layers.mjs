@@ -29,7 +29,14 @@
 //   and no Node-only module;
 // - mcp/ (the MCP server, a door above the peer) imports peer/ and what is
 //   beneath it, but not transports/ (the peer's listener serves it) nor cli/ or demos/;
-// - crdt/ and sync/ use no Node-only API (node: modules, Buffer, process, timers).
+// - crdt/ and sync/ use no Node-only API (node: modules, Buffer, process, timers);
+// - the type catalog (crdt/catalog.ts, docs/adding-a-type.md) is the one list
+//   of type tags: a type is defined (defineNativeType / defineDocumentType)
+//   only in its own file, crdt/types/ or crdt/documents/; no other source
+//   file holds a list (an array or a union) of three or more type tags; the
+//   type lists (KNOWN_TYPES, NATIVE_TYPES, a ReplicaType or NativeType union)
+//   are declared only in crdt/catalog.ts, and sync/ and peer/ take them
+//   from it (they import crdt/catalog.ts where they name them).
 // Import cycles are checked separately by dpdm (npm run cycles).
 import { readFileSync, readdirSync, statSync } from 'node:fs'
 import { join, relative, dirname, resolve } from 'node:path'
@@ -123,6 +130,52 @@ for (const top of Object.keys(rules).filter((folder) => !folder.includes('/'))) 
     }
   }
 }
+// The type catalog's rules (see the header).
+const typeFiles = ['crdt/types', 'crdt/documents']
+const tags = new Set()
+for (const folder of typeFiles) {
+  for (const file of walk(join(root, folder))) {
+    const code = readFileSync(file, 'utf8')
+    for (const call of code.matchAll(/define(?:Native|Document)Type(?:<[^>]*>)?\(\{[\s\S]*?\btag:\s*'([^']+)'/g)) tags.add(call[1])
+  }
+}
+if (tags.size < 10) problems.push(`type catalog: found ${tags.size} type definitions in ${typeFiles.join(', ')}, expected the 10 built-in ones`)
+const catalogFile = 'crdt/catalog.ts'
+const sourceRoots = ['crdt', 'sync', 'transports', 'persistence', 'testing', 'peer', 'mcp', 'cli', 'index.ts', 'browser.ts']
+const tagList = new RegExp(`'(${[...tags].map((t) => t.replace(/[-]/g, '\\-')).join('|')})'`, 'g')
+for (const top of sourceRoots) {
+  const full = join(root, top)
+  let files
+  try {
+    files = statSync(full).isDirectory() ? walk(full) : [full]
+  } catch {
+    continue
+  }
+  for (const file of files) {
+    const rel = relative(root, file)
+    if (rel === catalogFile) continue
+    const code = readFileSync(file, 'utf8')
+      .replace(/\/\*[\s\S]*?\*\//g, '')
+      .replace(/^\s*\/\/.*$/gm, '')
+    if (/\bdefine(?:Native|Document)Type\(/.test(code) && !inFolders(rel, typeFiles) && !/function define(?:Native|Document)Type/.test(code)) {
+      problems.push(`${rel}: defines a type outside its own file in ${typeFiles.join(' or ')}`)
+    }
+    // A list of tags: an array literal or a union type naming three or more of them.
+    for (const list of code.matchAll(/\[[^[\]]*\]|(?:'[^']*'\s*\|\s*){2,}'[^']*'/g)) {
+      const named = new Set([...list[0].matchAll(tagList)].map((m) => m[1]))
+      if (named.size >= 3) problems.push(`${rel}: lists type tags (${[...named].join(', ')}); take the list from ${catalogFile}`)
+    }
+    if (/\b(?:const|let|var)\s+(?:KNOWN_TYPES|NATIVE_TYPES)\b|\btype\s+(?:ReplicaType|NativeType)\s*=/.test(code)) {
+      problems.push(`${rel}: declares a type list (KNOWN_TYPES, NATIVE_TYPES, ReplicaType, NativeType); only ${catalogFile} may`)
+    }
+    if ((rel.startsWith('sync/') || rel.startsWith('peer/')) && /\b(?:KNOWN_TYPES|NATIVE_TYPES|isKnownType|isNativeType)\b/.test(code)) {
+      const fromCatalog = /from\s+['"](?:\.\.\/)+crdt\/catalog\.ts['"]/.test(code)
+      const reexported = rel === 'sync/index.ts' && /from\s+['"]\.\/messages\.ts['"]/.test(code)
+      if (!fromCatalog && !reexported) problems.push(`${rel}: names the type list without importing it from ${catalogFile}`)
+    }
+  }
+}
+
 if (problems.length > 0) {
   console.error(`layer rules broken (see docs/design-sketch.md):\n  ${problems.join('\n  ')}`)
   process.exit(1)

@@ -15,7 +15,7 @@ import { openLevelStorage } from '../persistence/browser/open-level-storage.ts'
 import { BrowserWebSocketTransport } from '../transports/browser-websocket/transport.ts'
 import type { WebSocketLikeConstructor } from '../transports/browser-websocket/websocket-like.ts'
 import { Dialer, type DialOptions } from './dialer.ts'
-import { validatePeerOptions, type PeerOptions } from './options.ts'
+import { refuseTestHooks, validatePeerOptions, type PeerOptions } from './options.ts'
 import { PeerCore, peerStoreOptions } from './peer-core.ts'
 import { AutomergeLoader, type AutomergeOptions } from './browser-automerge.ts'
 
@@ -73,6 +73,7 @@ function validateBrowserOptions(options: BrowserPeerOptions): void {
   if (lockWaitMs !== undefined && !(typeof lockWaitMs === 'number' && Number.isFinite(lockWaitMs) && lockWaitMs >= 0)) {
     throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'createPeer: lockWaitMs must be a number of ms >= 0')
   }
+  refuseTestHooks(options as PeerOptions, 'createPeer')
   validatePeerOptions({ ...options, dir: undefined, libp2p: undefined } as PeerOptions)
 }
 

@@ -108,10 +108,23 @@ export interface PeerOptions {
   /** Largest sync frame, bytes (default 1 MiB; larger messages are chunked). */
   readonly maxFrameBytes?: number | undefined
   /**
-   * A storage engine to use instead of `dir` (e.g. a memory-level kept
-   * across a simulated crash and restart). The peer does not close it.
+   * A storage engine of your own instead of `dir` (an adapter that passes
+   * `runStorageTests` of concord-crdt/testing, or a memory-level kept across a
+   * simulated restart). The peer does not close it.
    */
   readonly storage?: Storage | undefined
+  /** Tuning of every sync session: timeouts, periodic anti-entropy, window, and its clock (`now`). */
+  readonly sync?: SyncTuning | undefined
+  /** Aborts `createPeer` while it opens the store. */
+  readonly signal?: AbortSignal | undefined
+}
+
+/**
+ * The test hooks of a peer: what a test or a simulation sets and a user
+ * does not. Only `createTestPeer` (concord-crdt/testing) takes them; `createPeer`
+ * refuses them (`CONCORD_INVALID_ARGUMENT`).
+ */
+export interface PeerTestHooks {
   /** Creates replicas (default: the crdt registry); tests fix Yjs client ids and Automerge actors with it. */
   readonly createReplica?: ReplicaCreator | undefined
   /**
@@ -120,11 +133,24 @@ export interface PeerOptions {
    * it in virtual time).
    */
   readonly tickMs?: number | undefined
-  /** Tuning of every sync session: timeouts, periodic anti-entropy, window, and its clock (`now`). */
-  readonly sync?: SyncTuning | undefined
-  /** Wall clock, ms (tests inject one). */
+  /** Wall clock, ms (the store's times, presence expiry; a simulation's virtual time). */
   readonly now?: (() => number) | undefined
-  readonly signal?: AbortSignal | undefined
+}
+
+/** The names of {@link PeerTestHooks}, which `createPeer` refuses. */
+export const PEER_TEST_HOOKS: ReadonlyArray<keyof PeerTestHooks> = ['createReplica', 'tickMs', 'now']
+
+/** @internal What a peer is built from: its user's options and, through `createTestPeer`, the test hooks. */
+export type PeerSetup = PeerOptions & PeerTestHooks
+
+/** Refuses the test hooks in a user's options (they belong to `createTestPeer`). */
+export function refuseTestHooks(options: PeerOptions, door: string): void {
+  if (options === null || typeof options !== 'object') return
+  for (const hook of PEER_TEST_HOOKS) {
+    if ((options as PeerSetup)[hook] !== undefined) {
+      throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `${door}: ${hook} is a test hook; use createTestPeer from concord-crdt/testing`)
+    }
+  }
 }
 
 /** The session options a peer lets its user tune (see `SessionOptions` in sync/session.ts). */
@@ -148,7 +174,7 @@ export type SyncTuning = Pick<
 >
 
 /** Checks the options a user can get wrong, with a clear error. */
-export function validatePeerOptions(options: PeerOptions): void {
+export function validatePeerOptions(options: PeerSetup): void {
   if (options === null || typeof options !== 'object') {
     throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'createPeer needs an options object with at least an id')
   }

@@ -20,7 +20,7 @@ import type { HistoryEntry, NameInfo, Store } from '../persistence/store.ts'
 import type { StoreOptions, NameOptions } from '../persistence/options.ts'
 import { Admission, attachSession, peerId as toPeerId, type AdmissionStats, type SessionStats, type SyncHost, type SyncSession } from '../sync/index.ts'
 import type { Connection } from '../transports/transport.ts'
-import type { PeerOptions, SyncTuning } from './options.ts'
+import type { PeerSetup, SyncTuning } from './options.ts'
 import { checkIdentities, type IdentityProof } from './identity-check.ts'
 import type { GossipStats } from './gossip-fanout.ts'
 import { StoreSyncHost } from './store-sync-host.ts'
@@ -88,7 +88,7 @@ interface AttachOptions {
 }
 
 /** The store options of a peer's options (its own store: `dir` or `storage`). */
-export function peerStoreOptions(options: PeerOptions): StoreOptions {
+export function peerStoreOptions(options: PeerSetup): StoreOptions {
   return {
     dir: options.dir,
     storage: options.storage,
@@ -145,7 +145,7 @@ export class PeerCore {
   private closing: Promise<void> | undefined
 
   constructor(
-    protected readonly options: PeerOptions,
+    protected readonly options: PeerSetup,
     store: Store,
   ) {
     this.id = options.id

@@ -9,7 +9,7 @@
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import { openStore, type Store } from '../persistence/store.ts'
 import type { SyncSession } from '../sync/index.ts'
-import { validatePeerOptions, type PeerOptions } from './options.ts'
+import { refuseTestHooks, validatePeerOptions, type PeerOptions, type PeerSetup } from './options.ts'
 import { Libp2pLink, type Libp2pListening } from './libp2p-link.ts'
 import { validateLibp2pOptions, type PeerLibp2pOptions } from './libp2p-options.ts'
 import type { Libp2pTransport } from '../transports/libp2p/libp2p-transport.ts'
@@ -39,6 +39,12 @@ export interface Libp2pListenOptions {
 
 /** Creates a peer: opens its store and gets it ready to sync. */
 export async function createPeer(options: PeerOptions): Promise<Peer> {
+  refuseTestHooks(options, 'createPeer')
+  return openPeer(options)
+}
+
+/** @internal `createPeer` with the test hooks too (concord/testing's `createTestPeer`). */
+export async function openPeer(options: PeerSetup): Promise<Peer> {
   validatePeerOptions(options)
   if (options.libp2p !== undefined) validateLibp2pOptions(options.libp2p, 'createPeer')
   const store = await openStore(peerStoreOptions(options))
@@ -51,7 +57,7 @@ export class Peer extends PeerCore {
   private readonly websocket: WebSocketNetwork
   private link: Libp2pLink | undefined
 
-  constructor(options: PeerOptions, store: Store) {
+  constructor(options: PeerSetup, store: Store) {
     super(options, store)
     this.websocket = new WebSocketNetwork({
       id: options.id,

@@ -19,7 +19,8 @@
 //   from names/ up, turn.ts from pipeline/ up);
 // - testing/ (the conformance suites of concord-crdt/testing) imports only the
 //   interfaces it checks and what it checks them with: crdt/, persistence/,
-//   transports/ (no peer/, sync/ or cli/);
+//   transports/ (no peer/, sync/ or cli/), and peer/test-peer.ts for
+//   createTestPeer (a peer with the test hooks createPeer refuses);
 // - peer/ (the composition root) imports no layer above it (mcp/, cli/, demos/),
 //   but the inspector's route, loaded by listen({ ui: true });
 // - inspector/ (the /ui page's route and read-only API) imports peer/ and what
@@ -67,7 +68,7 @@ const rules = {
   'persistence/lifecycle': { allow: [...below('lifecycle'), 'crdt'], allowFiles: shared, pure: false },
   'persistence/history': { allow: [...below('history'), 'crdt'], allowFiles: shared, pure: false },
   'persistence/browser': { allow: ['persistence/browser', 'persistence/storage', 'persistence/format'], allowFiles: formatUtilities, pure: false },
-  testing: { allow: ['testing', 'crdt', 'persistence', 'transports'], pure: false },
+  testing: { allow: ['testing', 'crdt', 'persistence', 'transports'], allowFiles: new Set(['peer/test-peer.ts', 'peer/options.ts']), pure: false },
   peer: { allow: ['peer', 'crdt', 'sync', 'transports', 'persistence'], allowFiles: new Set(['inspector/route.ts']), pure: false },
   mcp: { allow: ['mcp', 'peer', 'crdt', 'sync', 'persistence'], pure: false },
   inspector: {

@@ -100,6 +100,8 @@ const lists = {
     'test/peer/flush-progress.test.ts',
     // a type added through the catalog's recipe (docs/adding-a-type.md)
     'test/peer/added-type.test.ts',
+    // PeerOptions vs the test hooks (createTestPeer)
+    'test/peer/test-hooks.test.ts',
     'test/transports/connection-events.test.ts',
     // cli/ and demos/
     'test/peer/peer-disconnect.test.ts',

@@ -25,7 +25,8 @@ import type { DotAllocator } from '../../crdt/types/dot-allocator.ts'
 import type { NativeTypeDef, ValueCodec } from '../../crdt/types/native-type.ts'
 import type { CausalState } from '../../crdt/types/state-codec.ts'
 import { View } from '../../crdt/types/view.ts'
-import { createPeer, type Peer } from '../../peer/index.ts'
+import type { Peer } from '../../peer/index.ts'
+import { createTestPeer } from '../../testing/index.ts'
 import { Network } from '../../transports/memory/index.ts'
 import type { Connection } from '../../transports/transport.ts'
 
@@ -133,8 +134,8 @@ after(() => {
 
 /** Two peers on one simulated network: `b` dials `a`, both attach. */
 async function pair(network: Network, dirA: string, dirB: string): Promise<{ a: Peer; b: Peer }> {
-  const a = await createPeer({ id: 'a', dir: dirA, tickMs: 0, sync: { now: () => network.now } })
-  const b = await createPeer({ id: 'b', dir: dirB, tickMs: 0, sync: { now: () => network.now } })
+  const a = await createTestPeer({ id: 'a', dir: dirA, tickMs: 0, sync: { now: () => network.now } })
+  const b = await createTestPeer({ id: 'b', dir: dirB, tickMs: 0, sync: { now: () => network.now } })
   await network.transport('a').listen()
   network.transport('a').events.on('connection', (connection) => a.attach(connection))
   let dialed: Connection | undefined
@@ -188,7 +189,7 @@ describe('a type added through the catalog (docs/adding-a-type.md)', () => {
 
     await a.close()
     await b.close()
-    const again = await createPeer({ id: 'a', dir: dirA, tickMs: 0 })
+    const again = await createTestPeer({ id: 'a', dir: dirA, tickMs: 0 })
     try {
       assert.equal((await again.maxRegister('top')).value(), 9, 'read back from the LevelDB folder')
       assert.equal((await again.map('scores')).maxRegister('best').value(), 7)

@@ -9,6 +9,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createPeer, type Peer } from '../../peer/index.ts'
+import { createTestPeer } from '../../testing/index.ts'
 import { presenceExtension, type PresenceEntry } from '../../sync/presence.ts'
 import type { DecodedMessage } from '../../sync/messages.ts'
 import { until } from '../helpers/wait.ts'
@@ -24,9 +25,9 @@ async function closeAll(peers: Peer[]): Promise<void> {
 test('presence crosses a hub, reaches a late peer, expires with its TTL and is cleared everywhere', async () => {
   const peers: Peer[] = []
   try {
-    const hub = await createPeer({ id: 'hub', tickMs: 50 })
-    const a = await createPeer({ id: 'a', tickMs: 50 })
-    const b = await createPeer({ id: 'b', tickMs: 50 })
+    const hub = await createTestPeer({ id: 'hub', tickMs: 50 })
+    const a = await createTestPeer({ id: 'a', tickMs: 50 })
+    const b = await createTestPeer({ id: 'b', tickMs: 50 })
     peers.push(hub, a, b)
     const { url } = await hub.listen()
     await a.connect(url)
@@ -50,7 +51,7 @@ test('presence crosses a hub, reaches a late peer, expires with its TTL and is c
     await until(() => JSON.stringify(b.presence.list().find((info) => info.agent === 'ana')?.status) === '{"doing":"checking sources"}', 'the newer state')
 
     // A peer that connects later gets the whole table when its session opens.
-    const late = await createPeer({ id: 'late', tickMs: 50 })
+    const late = await createTestPeer({ id: 'late', tickMs: 50 })
     peers.push(late)
     await late.connect(url)
     await until(() => agents(late).join() === 'ana,bo', 'the late peer gets the table')

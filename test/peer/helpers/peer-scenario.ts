@@ -21,7 +21,8 @@
  */
 import { createReplica } from '../../../crdt/registry.ts'
 import type { Replica, ReplicaOptions, ReplicaType } from '../../../crdt/replica.ts'
-import { createPeer, type Peer } from '../../../peer/index.ts'
+import type { Peer } from '../../../peer/index.ts'
+import { createTestPeer } from '../../../testing/index.ts'
 import { FaultStorage } from '../../../persistence/storage/fault-storage.ts'
 import type { Durability } from '../../../persistence/options.ts'
 import { Network, Prng } from '../../../transports/memory/index.ts'
@@ -100,7 +101,7 @@ export async function runPeerScenario(seed: number): Promise<PeerScenarioResult>
   }
 
   const start = async (slot: Slot): Promise<void> => {
-    const peer = await createPeer({
+    const peer = await createTestPeer({
       id: slot.name,
       storage: slot.storage,
       durability: slot.durability,
@@ -255,7 +256,7 @@ export async function runPeerScenario(seed: number): Promise<PeerScenarioResult>
   for (const slot of slots) await crash(slot)
   for (const slot of slots) {
     network.restart(slot.name)
-    slot.peer = await createPeer({ id: slot.name, storage: slot.storage, createReplica: creator, tickMs: 0, now: () => Math.floor(network.now) })
+    slot.peer = await createTestPeer({ id: slot.name, storage: slot.storage, createReplica: creator, tickMs: 0, now: () => Math.floor(network.now) })
     slot.replicas = new Map()
     for (const { name, type } of NAMES) slot.replicas.set(name, await slot.peer.open(name, type))
   }

@@ -43,7 +43,7 @@ export async function createPeer(options: PeerOptions): Promise<Peer> {
   return openPeer(options)
 }
 
-/** @internal `createPeer` with the test hooks too (concord/testing's `createTestPeer`). */
+/** @internal `createPeer` with the test hooks too (concord-crdt/testing's `createTestPeer`). */
 export async function openPeer(options: PeerSetup): Promise<Peer> {
   validatePeerOptions(options)
   if (options.libp2p !== undefined) validateLibp2pOptions(options.libp2p, 'createPeer')

@@ -132,6 +132,21 @@ after(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
 })
 
+/**
+ * Ticks the peers (`tickMs: 0`: the test drives them), runs the network
+ * and lets the folders' real I/O finish, round after round, until `condition` holds (a bound on rounds, not on time: failing
+ * means it never held).
+ */
+async function until(network: Network, peers: readonly Peer[], condition: () => boolean, what: string, state: () => string = () => ''): Promise<void> {
+  for (let round = 0; round < 2_000; round++) {
+    if (condition()) return
+    for (const peer of peers) peer.tick(network.now)
+    await network.run({ maxTime: network.now + 50 })
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+  assert.fail(`never: ${what} ${state()}`)
+}
+
 /** Two peers on one simulated network: `b` dials `a`, both attach. */
 async function pair(network: Network, dirA: string, dirB: string): Promise<{ a: Peer; b: Peer }> {
   const a = await createTestPeer({ id: 'a', dir: dirA, tickMs: 0, sync: { now: () => network.now } })
@@ -139,12 +154,15 @@ async function pair(network: Network, dirA: string, dirB: string): Promise<{ a: 
   await network.transport('a').listen()
   network.transport('a').events.on('connection', (connection) => a.attach(connection))
   let dialed: Connection | undefined
-  const dialing = network.transport('b').dial('memory://a')
-  dialing.then((connection) => {
-    dialed = connection
-  })
-  await network.run({ until: () => dialed !== undefined })
-  b.attach(await dialing)
+  // Attached as soon as the dial resolves, before the network runs on (a's HELLO is on its way).
+  void network
+    .transport('b')
+    .dial('memory://a')
+    .then((connection) => {
+      dialed = connection
+      b.attach(connection)
+    })
+  await until(network, [a, b], () => dialed !== undefined, 'the dial connects')
   return { a, b }
 }
 
@@ -176,12 +194,17 @@ describe('a type added through the catalog (docs/adding-a-type.md)', () => {
     assert.ok(mapA.maxRegister('best').offer(7))
     await a.flush()
     await b.flush()
-    await network.run({ until: () => topA.value() === 9 && topB.value() === 9 })
-    await network.run({ maxTime: network.now + 2_000 })
+    const mapB = await b.map('scores')
+    await until(
+      network,
+      [a, b],
+      () => topA.value() === 9 && topB.value() === 9 && mapB.maxRegister('best').value() === 7,
+      'both peers hold 9 and the field',
+      () => JSON.stringify([topA.value(), topB.value(), mapB.value(), a.stats().totals.framesIn, b.stats().totals.framesIn]),
+    )
 
     assert.equal(topA.value(), 9)
     assert.equal(topB.value(), 9)
-    const mapB = await b.map('scores')
     assert.equal(mapB.maxRegister('best').value(), 7, 'the field synced')
     assert.deepEqual(mapB.value(), { best: 7 })
     assert.deepEqual(topA.version(), topB.version())

@@ -142,7 +142,7 @@ for (const folder of typeFiles) {
 }
 if (tags.size < 10) problems.push(`type catalog: found ${tags.size} type definitions in ${typeFiles.join(', ')}, expected the 10 built-in ones`)
 const catalogFile = 'crdt/catalog.ts'
-const sourceRoots = ['crdt', 'sync', 'transports', 'persistence', 'testing', 'peer', 'mcp', 'cli', 'index.ts', 'browser.ts']
+const sourceRoots = ['crdt', 'sync', 'transports', 'persistence', 'testing', 'peer', 'mcp', 'inspector', 'cli', 'index.ts', 'browser.ts']
 const tagList = new RegExp(`'(${[...tags].map((t) => t.replace(/[-]/g, '\\-')).join('|')})'`, 'g')
 for (const top of sourceRoots) {
   const full = join(root, top)

@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --filter TEXT]`: runs the benchmarks, prints one table
+ * `npm run bench [-- --filter TEXT] [--full]`: runs the benchmarks, prints one table
  * with each figure beside its baseline and the ratio, writes
  * `bench/results.json`. A filtered run replaces only the entries of the
  * benchmarks it ran and keeps the others (each entry carries its own date).
@@ -27,13 +27,17 @@ const suites: Array<() => Promise<{ benchmarks: Benchmark[] }>> = [
   () => import('./libp2p.bench.ts'),
   // concord-crdt/browser
   () => import('./browser.bench.ts'),
+  // side by side with y-websocket (each contender in its own processes)
+  () => import('./peers.bench.ts'),
 ]
 
 const program = new Command('bench')
   .option('-f, --filter <text>', 'run only benchmarks whose name contains this text')
+  .option('--full', 'the long forms of the benchmarks that have one (CONCORD_BENCH_FULL=1)')
   .option('-o, --out <file>', 'where to write the JSON results', fileURLToPath(new URL('./results.json', import.meta.url)))
   .parse()
-const options = program.opts<{ filter?: string; out: string }>()
+const options = program.opts<{ filter?: string; full?: boolean; out: string }>()
+if (options.full) process.env.CONCORD_BENCH_FULL = '1'
 
 type Result = { benchmark: string; date: string; measurements: Measurement[] }
 const results: Result[] = []

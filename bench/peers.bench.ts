@@ -1,0 +1,117 @@
+/**
+ * Side by side with the y-websocket server and its stock clients (issue 19),
+ * each contender in processes of its own (bench/peers/), run interleaved.
+ *
+ * - `peers/w1-8x40ms`, `peers/w1-8x10ms` (and `peers/w1-32x40ms` with
+ *   `--full`): W1 hub fan-out (bench/peers/w1.ts). Rows: Concord (hub in
+ *   sync durability, every edit durable at the hub before it is relayed) and
+ *   Concord's hub serving stock y-websocket clients, each against the
+ *   y-websocket server (`@y/websocket-server` with y-leveldb, which never
+ *   fsyncs) and its stock clients; the Concord hub in async durability
+ *   against the same in sync durability.
+ *
+ * Default: 100 characters per client at 40 ms, 200 at 10 ms, one run of each
+ * contender. `--full` (CONCORD_BENCH_FULL=1): 250 and 500 characters, the
+ * 32-client row, and the median of 3 interleaved runs.
+ */
+import type { Benchmark, Measurement } from './harness.ts'
+import { median, runW1, type W1Contender, type W1Load, type W1Result } from './peers/w1.ts'
+
+const FULL = process.env.CONCORD_BENCH_FULL === '1'
+const ROUNDS = Number(process.env.CONCORD_BENCH_PEERS_ROUNDS ?? (FULL ? 3 : 1))
+const CONTENDERS: W1Contender[] = ['concord', 'y-websocket', 'concord-hub-yws-clients', 'concord-async']
+
+/** Medians of `ROUNDS` interleaved runs of every contender (the order rotates each round). */
+async function interleaved(load: W1Load): Promise<Map<W1Contender, W1Result>> {
+  const runs = new Map<W1Contender, W1Result[]>(CONTENDERS.map((c) => [c, []]))
+  for (let round = 0; round < ROUNDS; round++) {
+    for (let i = 0; i < CONTENDERS.length; i++) {
+      const contender = CONTENDERS[(i + round) % CONTENDERS.length]
+      runs.get(contender)!.push(await runW1(contender, load))
+    }
+  }
+  const medians = new Map<W1Contender, W1Result>()
+  for (const [contender, results] of runs) {
+    const of = (key: keyof W1Result) => median(results.map((r) => r[key]))
+    medians.set(contender, {
+      p50: of('p50'),
+      p99: of('p99'),
+      convergeMs: of('convergeMs'),
+      samples: of('samples'),
+      hubCpuMs: of('hubCpuMs'),
+      hubPeakRssMiB: of('hubPeakRssMiB'),
+      clientCpuMs: of('clientCpuMs'),
+    })
+  }
+  return medians
+}
+
+function w1Rows(load: W1Load, results: Map<W1Contender, W1Result>): Measurement[] {
+  const concord = results.get('concord')!
+  const yws = results.get('y-websocket')!
+  const bridged = results.get('concord-hub-yws-clients')!
+  const async = results.get('concord-async')!
+  const label = `${load.clients} clients x ${load.count} chars at ${load.intervalMs} ms`
+  const ywsLabel = 'y-websocket server + stock clients'
+  const usage = (r: W1Result) =>
+    `hub CPU ${(r.hubCpuMs / 1000).toFixed(1)} s, peak RSS ${r.hubPeakRssMiB.toFixed(0)} MiB; clients CPU ${(r.clientCpuMs / 1000).toFixed(1)} s`
+  return [
+    {
+      name: `W1 ${label}: p50 edit -> other clients, Concord (sync hub)`,
+      value: concord.p50,
+      unit: 'ms',
+      better: 'lower',
+      baseline: { label: ywsLabel, value: yws.p50 },
+      target: '<= 1',
+      note: `${concord.samples} samples, median of ${ROUNDS}; Concord ${usage(concord)}; y-websocket ${usage(yws)}`,
+    },
+    {
+      name: `W1 ${label}: p99, Concord (sync hub)`,
+      value: concord.p99,
+      unit: 'ms',
+      better: 'lower',
+      baseline: { label: ywsLabel, value: yws.p99 },
+      target: '<= 1',
+    },
+    {
+      name: `W1 ${label}: converged after the last edit, Concord (sync hub)`,
+      value: concord.convergeMs,
+      unit: 'ms',
+      better: 'lower',
+      baseline: { label: ywsLabel, value: yws.convergeMs },
+    },
+    {
+      name: `W1 ${label}: p50, Concord hub (sync) + stock y-websocket clients`,
+      value: bridged.p50,
+      unit: 'ms',
+      better: 'lower',
+      baseline: { label: ywsLabel, value: yws.p50 },
+      target: '<= 1.2',
+      note: `p99 ${bridged.p99.toFixed(1)} ms (y-websocket ${yws.p99.toFixed(1)} ms); converged ${bridged.convergeMs.toFixed(0)} ms after the last edit; ${usage(bridged)}`,
+    },
+    {
+      name: `W1 ${label}: p50, Concord async hub (rpoMs 100)`,
+      value: async.p50,
+      unit: 'ms',
+      better: 'lower',
+      baseline: { label: 'Concord sync hub', value: concord.p50 },
+      target: '<= 1',
+      note: `p99 ${async.p99.toFixed(1)} ms (sync ${concord.p99.toFixed(1)} ms)`,
+    },
+  ]
+}
+
+function w1Benchmark(load: W1Load): Benchmark {
+  return {
+    name: `peers/w1-${load.clients}x${load.intervalMs}ms`,
+    async run() {
+      return w1Rows(load, await interleaved(load))
+    },
+  }
+}
+
+export const benchmarks: Benchmark[] = [
+  w1Benchmark({ clients: 8, count: FULL ? 250 : 100, intervalMs: 40, warmup: 10 }),
+  w1Benchmark({ clients: 8, count: FULL ? 500 : 200, intervalMs: 10, warmup: 20 }),
+  ...(FULL ? [w1Benchmark({ clients: 32, count: 250, intervalMs: 40, warmup: 10 })] : []),
+]

@@ -1,0 +1,193 @@
+/**
+ * Entry of a contender process (forked by bench/peers/child.ts with its role
+ * as argv[2]): a hub (Concord peer, or the y-websocket server with y-leveldb)
+ * or a client (Concord peer, or a stock y-websocket `WebsocketProvider`).
+ *
+ * Hub requests: `{ start }` -> `{ concordUrl?, yjsUrl }`; `{ usage }`;
+ * `{ close }`. Client requests: `{ start }` -> `{ clientId }` once connected
+ * (and, for y-websocket, synced); `{ type: { count, intervalMs, at } }` types
+ * `count` characters, one transaction each, at `at + k * intervalMs`
+ * (monotonic ms) and answers with each edit's clock and time; `{ await:
+ * { expect } }` answers, once the document holds every clock in `expect`
+ * (client id -> next clock), with the time each remote clock arrived, the
+ * text's length and digest, and the process's CPU and peak RSS.
+ */
+import { createHash } from 'node:crypto'
+import { createServer } from 'node:http'
+import { WebSocket, WebSocketServer } from 'ws'
+import * as Y from 'yjs'
+import { WebsocketProvider } from 'y-websocket'
+import { createPeer, type Peer } from '../../peer/index.ts'
+import { monotonicMs, processUsage, serveRequests } from './child.ts'
+
+/** A hub role. */
+export type HubRole = { kind: 'concord-hub'; dir: string; durability: 'sync' | 'async' } | { kind: 'yws-hub'; dir: string }
+
+/** A client role: `url` is the Concord URL or the y-websocket base URL (the room is appended). */
+export type ClientRole = { kind: 'concord-client' | 'yws-client'; url: string; room: string; seed: number }
+
+export type Role = HubRole | ClientRole
+
+/** A small deterministic PRNG (mulberry32). */
+function random(seed: number): () => number {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+async function concordHub(role: Extract<HubRole, { kind: 'concord-hub' }>): Promise<void> {
+  let peer: Peer | undefined
+  serveRequests(async (message) => {
+    if (message.start) {
+      peer = await createPeer({
+        id: 'hub',
+        dir: role.dir,
+        durability: role.durability === 'sync' ? { mode: 'sync' } : { mode: 'async', rpoMs: 100 },
+      })
+      const { url, port } = await peer.listen()
+      return { concordUrl: url, yjsUrl: `ws://127.0.0.1:${port}/yjs` }
+    }
+    if (message.usage) return processUsage()
+    if (message.close) await peer?.close()
+    return undefined
+  })
+}
+
+/**
+ * The y-websocket server (`@y/websocket-server` 0.1.1's `setupWSConnection`)
+ * persisting to y-leveldb 0.2.0 the way its YPERSISTENCE option does
+ * (bindState: load the stored doc, then `storeUpdate` every update, not
+ * awaited; y-leveldb never fsyncs).
+ */
+async function yWebsocketHub(role: Extract<HubRole, { kind: 'yws-hub' }>): Promise<void> {
+  const { setupWSConnection, setPersistence } = await import('@y/websocket-server/utils')
+  const { LeveldbPersistence } = await import('y-leveldb')
+  const ldb = new LeveldbPersistence(role.dir)
+  setPersistence({
+    provider: ldb,
+    bindState: async (docName: string, ydoc: Y.Doc) => {
+      const persisted = await ldb.getYDoc(docName)
+      ldb.storeUpdate(docName, Y.encodeStateAsUpdate(ydoc))
+      Y.applyUpdate(ydoc, Y.encodeStateAsUpdate(persisted))
+      ydoc.on('update', (update: Uint8Array) => {
+        ldb.storeUpdate(docName, update)
+      })
+    },
+    writeState: async () => {},
+  })
+  const server = createServer((_request, response) => response.end('okay'))
+  const wss = new WebSocketServer({ noServer: true })
+  wss.on('connection', setupWSConnection)
+  server.on('upgrade', (request, socket, head) => wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, request)))
+  serveRequests(async (message) => {
+    if (message.start) {
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+      const address = server.address()
+      const port = typeof address === 'object' && address ? address.port : 0
+      return { yjsUrl: `ws://127.0.0.1:${port}` }
+    }
+    if (message.usage) return processUsage()
+    if (message.close) {
+      for (const socket of wss.clients) socket.terminate()
+      await new Promise((resolve) => server.close(resolve))
+      await ldb.destroy()
+    }
+    return undefined
+  })
+}
+
+async function client(role: ClientRole): Promise<void> {
+  let doc: Y.Doc | undefined
+  let peer: Peer | undefined
+  let provider: WebsocketProvider | undefined
+  /** Remote client id -> arrival time of each clock. */
+  const arrivals = new Map<number, number[]>()
+  let onProgress: (() => void) | undefined
+  const watch = (target: Y.Doc) => {
+    target.on('afterTransaction', (transaction: Y.Transaction) => {
+      const at = monotonicMs()
+      for (const [clientId, after] of transaction.afterState) {
+        if (clientId === target.clientID) continue
+        const before = transaction.beforeState.get(clientId) ?? 0
+        if (after <= before) continue
+        let times = arrivals.get(clientId)
+        if (!times) arrivals.set(clientId, (times = []))
+        for (let clock = before; clock < after; clock++) times[clock] = at
+      }
+      onProgress?.()
+    })
+  }
+  serveRequests(async (message) => {
+    if (message.start) {
+      if (role.kind === 'concord-client') {
+        peer = await createPeer({ id: `client-${role.seed}` })
+        await peer.connect(role.url)
+        doc = (await peer.yjs(role.room)).doc
+        watch(doc)
+      } else {
+        doc = new Y.Doc()
+        watch(doc)
+        provider = new WebsocketProvider(role.url, role.room, doc, { WebSocketPolyfill: WebSocket as never, disableBc: true })
+        const synced = provider
+        await new Promise<void>((resolve) => {
+          if (synced.synced) resolve()
+          else synced.once('sync', () => resolve())
+        })
+      }
+      return { clientId: doc.clientID }
+    }
+    if (message.type) {
+      const { count, intervalMs, at } = message.type as { count: number; intervalMs: number; at: number }
+      const text = doc!.getText('t')
+      const next = random(role.seed)
+      const clocks: number[] = []
+      const times: number[] = []
+      const letters = 'abcdefghijklmnopqrstuvwxyz'
+      for (let k = 0; k < count; k++) {
+        const wait = at + k * intervalMs - monotonicMs()
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait))
+        clocks.push(Y.getState(doc!.store, doc!.clientID))
+        times.push(monotonicMs())
+        text.insert(Math.floor(next() * (text.length + 1)), letters[k % letters.length])
+      }
+      return { clocks, times, nextClock: Y.getState(doc!.store, doc!.clientID) }
+    }
+    if (message.await) {
+      const { expect } = message.await as { expect: Record<string, number> }
+      const ready = () =>
+        Object.entries(expect).every(([clientId, clock]) => Number(clientId) === doc!.clientID || Y.getState(doc!.store, Number(clientId)) >= clock)
+      if (!ready()) {
+        await new Promise<void>((resolve) => {
+          onProgress = () => {
+            if (ready()) {
+              onProgress = undefined
+              resolve()
+            }
+          }
+        })
+      }
+      const content = doc!.getText('t').toString()
+      return {
+        arrivals: Object.fromEntries(arrivals),
+        length: content.length,
+        digest: createHash('sha256').update(content).digest('hex').slice(0, 16),
+        ...processUsage(),
+      }
+    }
+    if (message.close) {
+      provider?.destroy()
+      await peer?.close()
+    }
+    return undefined
+  })
+}
+
+const role = JSON.parse(process.argv[2]) as Role
+if (role.kind === 'concord-hub') await concordHub(role)
+else if (role.kind === 'yws-hub') await yWebsocketHub(role)
+else await client(role)

@@ -32,15 +32,17 @@ async function interleaved(load: W1Load): Promise<Map<W1Contender, W1Result>> {
   }
   const medians = new Map<W1Contender, W1Result>()
   for (const [contender, results] of runs) {
-    const of = (key: keyof W1Result) => median(results.map((r) => r[key]))
+    const of = (key: Exclude<keyof W1Result, 'typingStartedAt'>) => median(results.map((r) => r[key]))
     medians.set(contender, {
       p50: of('p50'),
       p99: of('p99'),
+      toHubP50: of('toHubP50'),
       convergeMs: of('convergeMs'),
       samples: of('samples'),
       hubCpuMs: of('hubCpuMs'),
       hubPeakRssMiB: of('hubPeakRssMiB'),
       clientCpuMs: of('clientCpuMs'),
+      clientLoopDelayP99Ms: of('clientLoopDelayP99Ms'),
     })
   }
   return medians
@@ -54,7 +56,7 @@ function w1Rows(load: W1Load, results: Map<W1Contender, W1Result>): Measurement[
   const label = `${load.clients} clients x ${load.count} chars at ${load.intervalMs} ms`
   const ywsLabel = 'y-websocket server + stock clients'
   const usage = (r: W1Result) =>
-    `hub CPU ${(r.hubCpuMs / 1000).toFixed(1)} s, peak RSS ${r.hubPeakRssMiB.toFixed(0)} MiB; clients CPU ${(r.clientCpuMs / 1000).toFixed(1)} s`
+    `hub CPU ${(r.hubCpuMs / 1000).toFixed(1)} s, peak RSS ${r.hubPeakRssMiB.toFixed(0)} MiB; clients CPU ${(r.clientCpuMs / 1000).toFixed(1)} s, event-loop delay p99 ${r.clientLoopDelayP99Ms.toFixed(0)} ms`
   return [
     {
       name: `W1 ${label}: p50 edit -> other clients, Concord (sync hub)`,

@@ -1,14 +1,17 @@
 /**
  * The {@link SyncHost} of a peer: the sync protocol's view of the peer's
  * store. Remote commits are applied through the store (validated, logged
- * per the durability mode, all or none); every unit the store commits, local
- * or remote, is announced to the sessions once it is durable, with the
- * session it came from as origin so it is not echoed back.
+ * per the durability mode, all or none). Every unit the store commits is
+ * announced to the sessions with the session it came from as origin, so it
+ * is not echoed back: a remote commit as soon as it is applied and queued
+ * (the store's `applied` event; its sender is acknowledged only once it is
+ * durable), a local one once it is durable (`committed`).
  */
 import { Emitter, type Unsubscribe } from '../crdt/emitter.ts'
 import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
 import type { Replica, ReplicaType } from '../crdt/replica.ts'
 import type { Store } from '../persistence/store.ts'
+import type { CommittedUnitRecord } from '../persistence/store-types.ts'
 import { afterThisTurn } from '../persistence/turn.ts'
 import {
   provesSecret,
@@ -75,10 +78,21 @@ export class StoreSyncHost implements SyncHost {
 
   constructor(private readonly options: StoreSyncHostOptions) {
     this.gate = new HeavyApplyGate(options.heavyApplyBytes)
-    this.offCommitted = options.store.events.on('committed', ({ records, origin }) => {
+    const announce = ({ records, origin }: { records: readonly CommittedUnitRecord[]; origin?: unknown }): void => {
       const entries: DeltaEntry[] = records.map((record) => ({ name: record.name, replicaType: record.type, delta: record.payload }))
       if (entries.length > 0) this.commits.emit('commit', { entries, origin })
+    }
+    // A remote commit is relayed once applied (its sender keeps it until acknowledged, which waits
+    // for durability); this peer's own changes only once durable (a change lost here in a crash
+    // must not live on elsewhere: its replacement would reuse its identity).
+    const offApplied = options.store.events.on('applied', announce)
+    const offCommitted = options.store.events.on('committed', (unit) => {
+      if (!unit.announced) announce(unit)
     })
+    this.offCommitted = () => {
+      offApplied()
+      offCommitted()
+    }
   }
 
   /** Takes a name back into sync after its data was repaired (`Store.repair`). */
@@ -185,8 +199,8 @@ export class StoreSyncHost implements SyncHost {
    * anti-entropy answer bundles many). Likewise, entries of a type this peer
    * cannot hold (`prepareType`) are left out, as a names filter would.
    */
-  applyRemote(entries: readonly DeltaEntry[], origin: unknown): Promise<ApplyResult> {
-    return this.gate.run(entries, () => this.applyNow(entries, origin))
+  applyRemote(entries: readonly DeltaEntry[], origin: unknown, applied?: () => void): Promise<ApplyResult> {
+    return this.gate.run(entries, () => this.applyNow(entries, origin, applied))
   }
 
   /** How many remote commits were heavy enough to wait their turn. */
@@ -194,14 +208,14 @@ export class StoreSyncHost implements SyncHost {
     return this.gate.heavy
   }
 
-  private async applyNow(entries: readonly DeltaEntry[], origin: unknown): Promise<ApplyResult> {
+  private async applyNow(entries: readonly DeltaEntry[], origin: unknown, applied?: () => void): Promise<ApplyResult> {
     // The log records who sent the change: the remote peer of the session it came through.
     const agent = (origin as { remotePeerId?: string } | undefined)?.remotePeerId
     let applying = entries.filter((entry) => !this.unreadable.has(entry.name))
     if (this.options.prepareType) applying = await this.holdable(applying)
     let results: ApplyResultOfStore[]
     try {
-      results = await this.commitThroughStore(applying, origin, agent)
+      results = await this.commitThroughStore(applying, origin, agent, applied)
     } catch (error) {
       if (!isConcordError(error, ErrorCodes.CORRUPT_RECORD)) throw error
       // Which names are damaged: they fail to hydrate (the healthy ones are hydrated by the commit anyway).
@@ -209,7 +223,7 @@ export class StoreSyncHost implements SyncHost {
       for (const entry of applying) if ((await this.hydrate(entry.name, entry.replicaType)) === undefined) damaged.add(entry.name)
       if (damaged.size === 0) throw error
       applying = applying.filter((entry) => !damaged.has(entry.name))
-      results = await this.commitThroughStore(applying, origin, agent)
+      results = await this.commitThroughStore(applying, origin, agent, applied)
     }
     const changed: string[] = []
     for (const [i, entry] of applying.entries()) if (results[i].changed) changed.push(entry.name)
@@ -233,11 +247,19 @@ export class StoreSyncHost implements SyncHost {
     })
   }
 
-  private commitThroughStore(entries: readonly DeltaEntry[], origin: unknown, agent: string | undefined): Promise<ApplyResultOfStore[]> {
-    if (entries.length === 0) return Promise.resolve([])
+  private commitThroughStore(
+    entries: readonly DeltaEntry[],
+    origin: unknown,
+    agent: string | undefined,
+    applied: (() => void) | undefined,
+  ): Promise<ApplyResultOfStore[]> {
+    if (entries.length === 0) {
+      applied?.()
+      return Promise.resolve([])
+    }
     return this.options.store.commit(
       entries.map((entry) => ({ name: entry.name, delta: entry.delta, type: entry.replicaType })),
-      { origin, agent },
+      { origin, agent, applied },
     )
   }
 

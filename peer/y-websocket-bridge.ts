@@ -69,9 +69,10 @@ export interface YjsRoom {
   /**
    * Admits an update from a client that may write: `applied`, `refused` (by
    * the admission) or `invalid` (did not validate); rejects when it could
-   * not be persisted.
+   * not be persisted. `applied` is called once the update is applied and
+   * its write queued, before it is durable (not for a refused update).
    */
-  admit(update: Uint8Array, client: YWebsocketClient): Promise<'applied' | 'refused' | 'invalid'>
+  admit(update: Uint8Array, client: YWebsocketClient, applied?: () => void): Promise<'applied' | 'refused' | 'invalid'>
   /** The room's last client left. */
   release(): void
 }
@@ -337,18 +338,26 @@ export class YWebsocketBridge {
           if (!isEmptyUpdate(message.payload)) this.stats.updatesDropped++
           return true
         }
-        let result: 'applied' | 'refused' | 'invalid'
-        try {
-          result = await state.room.admit(message.payload, member.client)
-        } catch {
-          // Not persisted (a storage failure): the client resends it on its next connection (sync step 2).
-          socket.close(1011, 'could not persist the update')
-          return true
-        }
-        if (result === 'invalid') return false
-        if (result === 'applied') this.stats.updatesApplied++
-        else this.stats.updatesRefused++
-        return true
+        // The client's next message is taken once this update is applied (its write queued) or settled.
+        let onApplied!: () => void
+        const applied = new Promise<'queued'>((resolve) => {
+          onApplied = () => resolve('queued')
+        })
+        const settled = state.room.admit(message.payload, member.client, onApplied).then(
+          (result) => {
+            if (result === 'invalid') return false
+            if (result === 'applied') this.stats.updatesApplied++
+            else this.stats.updatesRefused++
+            return true
+          },
+          () => {
+            // Not persisted (a storage failure): the client resends it on its next connection (sync step 2).
+            socket.close(1011, 'could not persist the update')
+            return true
+          },
+        )
+        const first = await Promise.race([applied, settled])
+        return first === 'queued' ? true : first
       }
       case 'awareness':
         this.stats.awarenessDropped += state.awareness.apply(message.payload, member.awareness)

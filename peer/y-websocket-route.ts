@@ -22,7 +22,9 @@
  * Then the bridge serves the client: read-only clients get the document and
  * their updates are dropped (counted); writers' updates are admitted
  * (access again, type, limits, validation, then apply and persist with the
- * client's agent id). Clients are sent only durable units: the route feeds
+ * client's agent id). Clients are sent the peer's own changes once durable
+ * and other clients' and peers' once applied (their senders keep them until
+ * they are durable here): the route feeds
  * the bridge from the sync host's commits (the store's `committed` units),
  * as the Concord sessions are fed.
  */
@@ -61,7 +63,7 @@ export interface YWebsocketRouteOptions extends YWebsocketOptions {
   /** The serving peer's id (a client may not claim it). */
   readonly id: string
   readonly store: Store
-  /** The peer's sync host: its durable commits are sent to the rooms' clients. */
+  /** The peer's sync host: the commits it announces are sent to the rooms' clients. */
   readonly host: Pick<SyncHost, 'subscribe'>
   readonly admission: Admission
   /** Answers an upgrade exactly as the listener does for a path it does not serve. */
@@ -158,8 +160,8 @@ export class YWebsocketRoute {
       stateVector: () => held().version(),
       updateSince: (stateVector) => held().deltaSince(stateVector) ?? EMPTY_UPDATE,
       durable: () => store.flush(),
-      admit: async (update, client) => {
-        const admitted = await admission.admit(client.remotePeerId as PeerId, [{ name, replicaType: 'yjs', delta: update }], client)
+      admit: async (update, client, applied) => {
+        const admitted = await admission.admit(client.remotePeerId as PeerId, [{ name, replicaType: 'yjs', delta: update }], client, applied)
         if (!('refused' in admitted)) return 'applied'
         const code = admitted.refused.code
         return code === ErrorCodes.DECODE_ERROR || code === ErrorCodes.INVALID_ARGUMENT ? 'invalid' : 'refused'

@@ -64,7 +64,22 @@ export interface StoreEvents extends Record<string, unknown> {
    * `commit`/`applyRemote` passed (undefined for local changes). Sync ships
    * units from here, so peers get changes only after they are logged.
    */
-  committed: { readonly records: readonly CommittedUnitRecord[]; readonly origin?: unknown }
+  committed: {
+    readonly records: readonly CommittedUnitRecord[]
+    readonly origin?: unknown
+    /** The unit's records were announced by an `applied` event before they were durable (a remote commit's). */
+    readonly announced?: boolean
+  }
+  /**
+   * A remote commit (`commit`/`applyRemote`) is applied and its unit queued
+   * for writing, not yet durable: its place in the log is fixed. Emitted only
+   * for a unit that logs the remote deltas alone (no local change joined it),
+   * with the records it will write (`seq` not yet known: 0); its `committed`
+   * event follows once durable, with `announced: true`. A peer relays remote
+   * changes from here (they are the sender's, who keeps them until it is
+   * acknowledged) and its own changes only from `committed`.
+   */
+  applied: { readonly records: readonly CommittedUnitRecord[]; readonly origin?: unknown }
   /** Records of `name` up to `seq` are on stable storage. */
   durable: { readonly name: string; readonly seq: number }
   /** A damaged tail of a name's log was dropped on open. */

@@ -286,7 +286,7 @@ export class Store {
   async applyRemote(
     name: string,
     delta: Uint8Array,
-    options: { type?: ReplicaType; origin?: unknown; agent?: string } & SignalOptions = {},
+    options: { type?: ReplicaType; origin?: unknown; agent?: string; applied?: () => void } & SignalOptions = {},
   ): Promise<ApplyResult> {
     const [result] = await this.commit([{ name, delta, type: options.type }], options)
     return result
@@ -298,10 +298,16 @@ export class Store {
    * (against the document limits, `CONCORD_LIMIT_EXCEEDED`, and decoded,
    * `CONCORD_DECODE_ERROR`) before any is applied, and a refused commit
    * leaves no name it would have created.
+   *
+   * `applied` is called once every delta is applied and the unit queued for
+   * writing (its place in the log fixed, before it is durable; not called
+   * when the commit is refused): a caller that applies remote commits in
+   * order may take the next one from there, and still acknowledge each only
+   * once its promise resolves.
    */
   async commit(
     deltas: ReadonlyArray<{ name: string; delta: Uint8Array; type?: ReplicaType }>,
-    options: { origin?: unknown; agent?: string } & SignalOptions = {},
+    options: { origin?: unknown; agent?: string; applied?: () => void } & SignalOptions = {},
   ): Promise<ApplyResult[]> {
     this.context.checkOpen()
     throwIfAborted(options.signal)

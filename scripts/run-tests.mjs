@@ -102,6 +102,7 @@ const lists = {
     'test/peer/added-type.test.ts',
     // PeerOptions vs the test hooks (createTestPeer)
     'test/peer/test-hooks.test.ts',
+    'test/peer/durable-ack.test.ts',
     'test/transports/connection-events.test.ts',
     // cli/ and demos/
     'test/peer/peer-disconnect.test.ts',

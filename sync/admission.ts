@@ -215,13 +215,14 @@ export class Admission {
    * makes). Resolves with the names that changed, or with the refusal when
    * nothing was applied (refused before, or by validation). Rejects only when
    * a valid unit could not be persisted (a storage failure, a closed store).
+   * `applied` is the host's (see `SyncHost.applyRemote`).
    */
-  async admit(peer: PeerId, entries: readonly DeltaEntry[], origin: unknown): Promise<Admitted> {
+  async admit(peer: PeerId, entries: readonly DeltaEntry[], origin: unknown, applied?: () => void): Promise<Admitted> {
     if (entries.length === 0) return { changed: [] }
     const refusal = this.checkWrite(peer, entries)
     if (refusal) return { refused: refusal }
     try {
-      const result = await this.host.applyRemote(entries, origin)
+      const result = await this.host.applyRemote(entries, origin, applied)
       this.stats.admitted++
       return { changed: result.changed }
     } catch (error) {

@@ -68,8 +68,14 @@ export interface SyncHost {
    * the durability mode). Rejects (with a ConcordError, state unchanged) if
    * any entry is bad. The commits it produces are announced through
    * {@link subscribe} with `origin` set to the given `origin`.
+   *
+   * A host that can tell calls `applied` once the commit is applied and its
+   * write queued, before it is durable (never for a refused commit): the
+   * session then takes the next commit while this one is written, and still
+   * acknowledges it only once the promise resolves. A host that never calls
+   * it is waited for.
    */
-  applyRemote(entries: readonly DeltaEntry[], origin: unknown): Promise<ApplyResult>
+  applyRemote(entries: readonly DeltaEntry[], origin: unknown, applied?: () => void): Promise<ApplyResult>
   /** Announces every local commit (including applied remote ones). */
   subscribe(listener: (commit: LocalCommit) => void): Unsubscribe
   /**

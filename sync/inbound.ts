@@ -38,6 +38,8 @@ export class InboundLedger {
   /** Remote commits covered by a DONE (an anti-entropy answer). */
   private covered = 0
   private lastAckSent = 0
+  /** Remote commits handled (applied, their write queued) and not yet durable or refused. */
+  private readonly pending = new Set<number>()
   /** Remote commits waiting in the inbox. */
   inboxCommits = 0
 
@@ -48,7 +50,22 @@ export class InboundLedger {
 
   /** Whether commit `seq` was received before. */
   isDuplicate(seq: number): boolean {
-    return seq <= this.applied || this.receivedAhead.has(seq)
+    return seq <= this.applied || this.receivedAhead.has(seq) || this.pending.has(seq)
+  }
+
+  /** Records commit `seq` as handled, its outcome (durable or refused) to come with {@link markReceived}. */
+  begin(seq: number): void {
+    this.pending.add(seq)
+  }
+
+  /** Remote commits not acknowledged yet that this side holds: waiting in the inbox, or handled and not yet durable. */
+  get unsettled(): number {
+    return this.inboxCommits + this.pending.size
+  }
+
+  /** Whether a handled commit still waits for its outcome. */
+  get settling(): boolean {
+    return this.pending.size > 0
   }
 
   /**
@@ -56,11 +73,12 @@ export class InboundLedger {
    * still arrive late (reordering): it is applied (harmless if seen).
    */
   isGap(seq: number): boolean {
-    return seq - 1 > Math.max(this.applied, this.covered) && !this.receivedAhead.has(seq - 1)
+    return seq - 1 > Math.max(this.applied, this.covered) && !this.receivedAhead.has(seq - 1) && !this.pending.has(seq - 1)
   }
 
-  /** Records commit `seq` as received (applied or refused). */
+  /** Records commit `seq` as received (durable here, or refused). */
   markReceived(seq: number): void {
+    this.pending.delete(seq)
     if (seq === this.applied + 1) {
       this.applied = seq
       while (this.receivedAhead.delete(this.applied + 1)) this.applied++

@@ -62,8 +62,12 @@ export interface IntakeContext {
    */
   readonly violation: (refusal: PreHandshakeRefusal) => void
   readonly malformed: (why: string) => void
-  /** Handles one message, in order (the inbox awaits it). */
-  readonly handle: (message: DecodedMessage) => Promise<void>
+  /**
+   * Handles one message, in order (the inbox awaits it). A commit handled
+   * once applied, while it is still being written, resolves with `settled`:
+   * its bytes stay counted in the inbox budget until that settles.
+   */
+  readonly handle: (message: DecodedMessage) => Promise<void | { readonly settled: Promise<void> }>
   /** Handles a REFUSE at once, ahead of the inbox. */
   readonly handleNow: (message: DecodedMessage) => void
   /** Ends the session after a handler threw. */
@@ -180,7 +184,8 @@ export class Intake {
     const isCommit = message.type === 'delta' || message.type === 'transaction'
     if (isCommit) {
       ledger.inboxCommits++
-      if (ledger.inboxCommits > 2 * this.limits.window + 64) {
+      // Commits applied and still being written count too: a sender that ignores the window is refused all the same.
+      if (ledger.unsettled > 2 * this.limits.window + 64) {
         this.context.refuse('limit', `more than ${2 * this.limits.window + 64} unacknowledged commits queued (window ${this.limits.window})`)
         return
       }
@@ -192,15 +197,21 @@ export class Intake {
     }
     this.inbox = this.inbox.then(async () => {
       // The commit count is of commits waiting (acknowledgements go out once
-      // none waits); the bytes include the message being handled.
+      // none waits); the bytes include the message being handled, and a
+      // commit's until it is written.
       if (isCommit) ledger.inboxCommits--
+      let settled: Promise<void> | undefined
       try {
         if (!this.context.active()) return
-        await this.context.handle(message)
+        settled = (await this.context.handle(message))?.settled
       } catch (error) {
         this.context.fail(`internal error: ${(error as Error)?.message ?? String(error)}`)
       } finally {
-        this.inboxBytes -= bytes
+        if (settled === undefined) this.inboxBytes -= bytes
+        else
+          void settled.finally(() => {
+            this.inboxBytes -= bytes
+          })
       }
     })
   }

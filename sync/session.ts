@@ -365,7 +365,7 @@ export class SyncSession {
 
   // ---- inbound -----------------------------------------------------------
 
-  private async handle(message: DecodedMessage): Promise<void> {
+  private async handle(message: DecodedMessage): Promise<void | { readonly settled: Promise<void> }> {
     if (message.type === 'unknown') {
       this.stat.unknown++
       return
@@ -392,16 +392,16 @@ export class SyncSession {
         if (this.requests.onVersions(message.entries, this.now(), this.requestServer)) await this.onVersions(message.entries)
         return
       case 'delta':
-        await this.onCommit(message.seq, [message.entry])
-        return
+        return this.onCommit(message.seq, [message.entry])
       case 'transaction':
-        await this.onCommit(message.seq, message.entries)
-        return
+        return this.onCommit(message.seq, message.entries)
       case 'ack':
         this.onAck(message.seq)
         return
       case 'done':
-        this.onDone(message.seq)
+        // What it covers is acknowledged only once the commits before it are durable.
+        await this.allSettled()
+        if (this.stateValue !== 'closed') this.onDone(message.seq)
         return
       case 'request':
         this.requests.onRequest(this.now(), this.requestServer)
@@ -478,7 +478,13 @@ export class SyncSession {
     )
   }
 
-  private async onCommit(seq: number, entries: readonly DeltaEntry[]): Promise<void> {
+  /**
+   * Handles a remote commit: the next message is taken as soon as this one
+   * is applied and its write queued (the host's `applied`), or once it
+   * settled (a host that cannot tell, a refusal); it is acknowledged only
+   * once durable, in order (ACK is cumulative over what is durable).
+   */
+  private async onCommit(seq: number, entries: readonly DeltaEntry[]): Promise<void | { readonly settled: Promise<void> }> {
     this.stat.commitsIn++
     if (this.ledger.isDuplicate(seq)) {
       this.stat.duplicates++
@@ -489,8 +495,32 @@ export class SyncSession {
       this.stat.gaps++
       if (!this.antiEntropy.pending) this.antiEntropy.sendVersions()
     }
+    this.ledger.begin(seq)
+    let onApplied!: () => void
+    const applied = new Promise<'applied'>((resolve) => {
+      onApplied = () => resolve('applied')
+    })
+    const settled = this.settleCommit(seq, entries, onApplied)
+    this.settling.add(settled)
+    void settled.then(() => {
+      this.settling.delete(settled)
+    })
+    if ((await Promise.race([applied, settled.then(() => 'settled' as const)])) === 'settled') return
+    return { settled }
+  }
+
+  /** Commits handled and not yet settled (durable, refused or failed). */
+  private readonly settling = new Set<Promise<void>>()
+
+  /** Resolves once every commit handled so far has settled. */
+  private async allSettled(): Promise<void> {
+    while (this.settling.size > 0) await Promise.all([...this.settling])
+  }
+
+  /** Admits a remote commit and, once durable or refused, records and acknowledges it. Never rejects. */
+  private async settleCommit(seq: number, entries: readonly DeltaEntry[], applied: () => void): Promise<void> {
     try {
-      const admitted = await this.admission.admit(this.handshake.remote!.peerId, entries, this)
+      const admitted = await this.admission.admit(this.handshake.remote!.peerId, entries, this, applied)
       if ('refused' in admitted && this.stateValue !== 'closed') {
         const { name, code, message } = admitted.refused
         if (code === ErrorCodes.DECODE_ERROR) this.malformed(`undecodable delta for "${name}"`)
@@ -504,8 +534,18 @@ export class SyncSession {
     }
     if (this.stateValue === 'closed') return
     this.ledger.markReceived(seq)
-    this.maybeAck(false)
+    // Commits made durable by one write settle together: one ACK for them.
+    if (!this.ackQueued) {
+      this.ackQueued = true
+      queueMicrotask(() => {
+        this.ackQueued = false
+        this.maybeAck(false)
+      })
+    }
   }
+
+  /** An ACK check is queued (see {@link settleCommit}). */
+  private ackQueued = false
 
   private refuseWrite(seq: number, name: string, code: string, message: string): void {
     this.stat.refusedWrites++

@@ -3,17 +3,19 @@
  * as argv[2]): a hub (Concord peer, or the y-websocket server with y-leveldb)
  * or a client (Concord peer, or a stock y-websocket `WebsocketProvider`).
  *
- * Hub requests: `{ start }` -> `{ concordUrl?, yjsUrl }`; `{ usage }`;
- * `{ close }`. Client requests: `{ start }` -> `{ clientId }` once connected
+ * Hub requests: `{ start }` -> `{ concordUrl?, yjsUrl }`; `{ observe: room }`
+ * (record when each client's clocks reach the hub's document) and
+ * `{ arrivals }`; `{ usage }`; `{ close }`. Client requests: `{ start }` -> `{ clientId }` once connected
  * (and, for y-websocket, synced); `{ type: { count, intervalMs, at } }` types
  * `count` characters, one transaction each, at `at + k * intervalMs`
  * (monotonic ms) and answers with each edit's clock and time; `{ await:
  * { expect } }` answers, once the document holds every clock in `expect`
  * (client id -> next clock), with the time each remote clock arrived, the
- * text's length and digest, and the process's CPU and peak RSS.
+ * text's length and digest, and the CPU the process used since typing began.
  */
 import { createHash } from 'node:crypto'
 import { createServer } from 'node:http'
+import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { WebSocket, WebSocketServer } from 'ws'
 import * as Y from 'yjs'
 import { WebsocketProvider } from 'y-websocket'
@@ -40,9 +42,30 @@ function random(seed: number): () => number {
   }
 }
 
+/** Records, for every remote client id, when each of its clocks was integrated into `doc` (afterState against beforeState). */
+function arrivalRecorder(doc: Y.Doc, onProgress: () => void = () => undefined): Map<number, number[]> {
+  const arrivals = new Map<number, number[]>()
+  doc.on('afterTransaction', (transaction: Y.Transaction) => {
+    const at = monotonicMs()
+    for (const [clientId, after] of transaction.afterState) {
+      if (clientId === doc.clientID) continue
+      const before = transaction.beforeState.get(clientId) ?? 0
+      if (after <= before) continue
+      let times = arrivals.get(clientId)
+      if (!times) arrivals.set(clientId, (times = []))
+      for (let clock = before; clock < after; clock++) times[clock] = at
+    }
+    onProgress()
+  })
+  return arrivals
+}
+
 async function concordHub(role: Extract<HubRole, { kind: 'concord-hub' }>): Promise<void> {
   let peer: Peer | undefined
+  let arrivals: Map<number, number[]> | undefined
   serveRequests(async (message) => {
+    if (message.observe) arrivals = arrivalRecorder((await peer!.yjs(String(message.observe))).doc)
+    if (message.arrivals) return { arrivals: Object.fromEntries(arrivals ?? []) }
     if (message.start) {
       peer = await createPeer({
         id: 'hub',
@@ -65,7 +88,7 @@ async function concordHub(role: Extract<HubRole, { kind: 'concord-hub' }>): Prom
  * awaited; y-leveldb never fsyncs).
  */
 async function yWebsocketHub(role: Extract<HubRole, { kind: 'yws-hub' }>): Promise<void> {
-  const { setupWSConnection, setPersistence } = await import('@y/websocket-server/utils')
+  const { setupWSConnection, setPersistence, getYDoc } = await import('@y/websocket-server/utils')
   const { LeveldbPersistence } = await import('y-leveldb')
   const ldb = new LeveldbPersistence(role.dir)
   setPersistence({
@@ -84,7 +107,10 @@ async function yWebsocketHub(role: Extract<HubRole, { kind: 'yws-hub' }>): Promi
   const wss = new WebSocketServer({ noServer: true })
   wss.on('connection', setupWSConnection)
   server.on('upgrade', (request, socket, head) => wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, request)))
+  let arrivals: Map<number, number[]> | undefined
   serveRequests(async (message) => {
+    if (message.observe) arrivals = arrivalRecorder(getYDoc(String(message.observe)))
+    if (message.arrivals) return { arrivals: Object.fromEntries(arrivals ?? []) }
     if (message.start) {
       await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
       const address = server.address()
@@ -106,21 +132,14 @@ async function client(role: ClientRole): Promise<void> {
   let peer: Peer | undefined
   let provider: WebsocketProvider | undefined
   /** Remote client id -> arrival time of each clock. */
-  const arrivals = new Map<number, number[]>()
+  let arrivals = new Map<number, number[]>()
   let onProgress: (() => void) | undefined
+  /** CPU used when typing began (the run's CPU leaves out start-up). */
+  let cpuAtStart = 0
+  /** How late the event loop ran its timers while typing and receiving. */
+  const loopDelay = monitorEventLoopDelay({ resolution: 5 })
   const watch = (target: Y.Doc) => {
-    target.on('afterTransaction', (transaction: Y.Transaction) => {
-      const at = monotonicMs()
-      for (const [clientId, after] of transaction.afterState) {
-        if (clientId === target.clientID) continue
-        const before = transaction.beforeState.get(clientId) ?? 0
-        if (after <= before) continue
-        let times = arrivals.get(clientId)
-        if (!times) arrivals.set(clientId, (times = []))
-        for (let clock = before; clock < after; clock++) times[clock] = at
-      }
-      onProgress?.()
-    })
+    arrivals = arrivalRecorder(target, () => onProgress?.())
   }
   serveRequests(async (message) => {
     if (message.start) {
@@ -143,6 +162,8 @@ async function client(role: ClientRole): Promise<void> {
     }
     if (message.type) {
       const { count, intervalMs, at } = message.type as { count: number; intervalMs: number; at: number }
+      cpuAtStart = processUsage().cpuMs
+      loopDelay.enable()
       const text = doc!.getText('t')
       const next = random(role.seed)
       const clocks: number[] = []
@@ -176,7 +197,9 @@ async function client(role: ClientRole): Promise<void> {
         arrivals: Object.fromEntries(arrivals),
         length: content.length,
         digest: createHash('sha256').update(content).digest('hex').slice(0, 16),
-        ...processUsage(),
+        cpuMs: processUsage().cpuMs - cpuAtStart,
+        loopDelayP50Ms: loopDelay.percentile(50) / 1e6,
+        loopDelayP99Ms: loopDelay.percentile(99) / 1e6,
       }
     }
     if (message.close) {

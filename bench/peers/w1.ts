@@ -38,11 +38,19 @@ export interface W1Load {
 export interface W1Result {
   readonly p50: number
   readonly p99: number
+  /** p50 from an edit to its application at the hub's document, ms. */
+  readonly toHubP50: number
   readonly convergeMs: number
   readonly samples: number
+  /** CPU the hub used from the start of typing to convergence, ms. */
   readonly hubCpuMs: number
   readonly hubPeakRssMiB: number
+  /** CPU the clients used from the start of typing to convergence, ms, summed. */
   readonly clientCpuMs: number
+  /** The clients' event-loop delay while typing, p99 (median over clients), ms. */
+  readonly clientLoopDelayP99Ms: number
+  /** When typing began (monotonic ms), for profiles. */
+  readonly typingStartedAt?: number
 }
 
 /** Node flags of the hub and of the clients (e.g. `--cpu-prof`), for profiling runs. */
@@ -86,6 +94,8 @@ export async function runW1(contender: W1Contender, load: W1Load, options: W1Opt
       return child
     })
     const ids = await Promise.all(clients.map((child) => child.request<{ clientId: number }>({ start: true }, 120_000)))
+    await hub.request({ observe: 'w1' })
+    const hubAtStart = await hub.request<{ cpuMs: number }>({ usage: true })
     const at = monotonicMs() + 300
     const typed = await Promise.all(
       clients.map((child) =>
@@ -95,7 +105,10 @@ export async function runW1(contender: W1Contender, load: W1Load, options: W1Opt
     const expect = Object.fromEntries(ids.map(({ clientId }, i) => [clientId, typed[i].nextClock]))
     const received = await Promise.all(
       clients.map((child) =>
-        child.request<{ arrivals: Record<string, number[]>; length: number; digest: string; cpuMs: number }>({ await: { expect } }, 600_000),
+        child.request<{ arrivals: Record<string, number[]>; length: number; digest: string; cpuMs: number; loopDelayP99Ms: number }>(
+          { await: { expect } },
+          600_000,
+        ),
       ),
     )
     const digests = new Set(received.map((r) => r.digest))
@@ -119,15 +132,26 @@ export async function runW1(contender: W1Contender, load: W1Load, options: W1Opt
       }
     }
     latencies.sort((a, b) => a - b)
+    const atHub = (await hub.request<{ arrivals: Record<string, number[]> }>({ arrivals: true })).arrivals
+    const toHub: number[] = []
+    for (let s = 0; s < clients.length; s++) {
+      const { clocks, times } = typed[s]
+      const arrivals = atHub[String(ids[s].clientId)] ?? []
+      for (let k = load.warmup; k < clocks.length; k++) if (arrivals[clocks[k]] !== undefined) toHub.push(arrivals[clocks[k]] - times[k])
+    }
+    toHub.sort((a, b) => a - b)
     const hubUsage = await hub.request<{ cpuMs: number; peakRssMiB: number }>({ usage: true })
     return {
       p50: percentile(latencies, 50),
       p99: percentile(latencies, 99),
+      toHubP50: percentile(toHub, 50),
       convergeMs: Math.max(0, lastArrival - lastEdit),
       samples: latencies.length,
-      hubCpuMs: hubUsage.cpuMs,
+      hubCpuMs: hubUsage.cpuMs - hubAtStart.cpuMs,
       hubPeakRssMiB: hubUsage.peakRssMiB,
       clientCpuMs: received.reduce((sum, r) => sum + r.cpuMs, 0),
+      clientLoopDelayP99Ms: median(received.map((r) => r.loopDelayP99Ms)),
+      typingStartedAt: at,
     }
   } finally {
     await Promise.all(processes.slice(1).map((child) => child.close()))

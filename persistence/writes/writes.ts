@@ -156,12 +156,14 @@ export class Writes {
    * Applies remote `deltas` to their (hydrated) entries and logs what they
    * changed as one unit, all or none (see the module comment); resolves
    * once durable per the names' modes. `agent` is recorded as the author of
-   * every record of the unit.
+   * every record of the unit. `applied` is called once the unit is queued
+   * (see `Store.commit`); a unit of the remote deltas alone is announced
+   * then (`applied` event), its `committed` event marked `announced`.
    */
   async commit(
     entries: readonly NameEntry[],
     deltas: ReadonlyArray<{ readonly name: string; readonly delta: Uint8Array }>,
-    options: { readonly origin?: unknown; readonly agent?: string },
+    options: { readonly origin?: unknown; readonly agent?: string; readonly applied?: () => void },
   ): Promise<ApplyResult[]> {
     const { context } = this
     // Several deltas, or a name to create: checked strictly, so that none is refused once one applied.
@@ -169,6 +171,8 @@ export class Writes {
     const agent = options.agent ?? context.replicaId
     const changed: boolean[] = []
     let items: LogItem[]
+    /** The items of the remote deltas (the others are local changes that joined the unit). */
+    let remote = 0
     try {
       const prepared = deltas.map((item, i) => prepareRemote(entries[i].replica, item.delta, context, strict))
       items = this.assemble((assembled) => {
@@ -176,7 +180,10 @@ export class Writes {
           const before = assembled.length
           const applied = entry.whileApplying(() => prepared[i].apply(options.origin))
           // Local changes made by listeners while it applied joined the unit before it.
-          if (applied !== null) (assembled as LogItem[]).push({ entry, delta: applied, hlc: context.clock.now(), agent })
+          if (applied !== null) {
+            ;(assembled as LogItem[]).push({ entry, delta: applied, hlc: context.clock.now(), agent })
+            remote++
+          }
           changed.push(applied !== null || assembled.length > before)
         }
       })
@@ -188,7 +195,22 @@ export class Writes {
     const stamped = items.map((item) => (item.agent === agent ? item : { ...item, agent }))
     // A name this commit creates is stored in the commit's batch, with its first records.
     const created = entries.filter((entry) => entry.state.unborn)
-    const records = stamped.length > 0 || created.length > 0 ? await this.enqueueItems(stamped, options.origin, created) : []
+    let records: CommittedRecord[] = []
+    if (stamped.length > 0 || created.length > 0) {
+      // Announced before it is durable only when it logs the remote deltas alone, as they are.
+      const announce = remote === stamped.length && stamped.length > 0 && context.events.listenerCount('applied') > 0 && stamped.every(announceable)
+      const writing = this.enqueueItems(stamped, options.origin, created, announce)
+      if (announce) {
+        context.events.emit('applied', {
+          origin: options.origin,
+          records: stamped.map((item) => ({ name: item.entry.name, type: item.entry.type, seq: 0, payload: item.delta })),
+        })
+      }
+      options.applied?.()
+      records = await writing
+    } else {
+      options.applied?.()
+    }
     return entries.map((entry, i) => {
       const last = records.filter((r) => r.name === entry.name).at(-1)
       return { changed: changed[i], seq: last?.seq ?? entry.state.meta.lastSeq }
@@ -296,7 +318,7 @@ export class Writes {
   }
 
   /** Writes `items` as one unit; resolves once durable per the names' modes, then emits `committed`. */
-  private enqueueItems(items: readonly LogItem[], origin?: unknown, create: readonly NameEntry[] = []): Promise<CommittedRecord[]> {
+  private enqueueItems(items: readonly LogItem[], origin?: unknown, create: readonly NameEntry[] = [], announced = false): Promise<CommittedRecord[]> {
     const entries = [...new Set([...items.map((item) => item.entry), ...create])]
     return this.enqueueUnit(
       {
@@ -312,6 +334,7 @@ export class Writes {
       },
       () => entries,
       origin,
+      announced,
     )
   }
 
@@ -320,7 +343,12 @@ export class Writes {
    * merging unit's names grow while it waits); resolves once durable per
    * its mode, then emits `committed`.
    */
-  private async enqueueUnit(unit: Unit<CommittedRecord[]>, entries: () => Iterable<NameEntry>, origin?: unknown): Promise<CommittedRecord[]> {
+  private async enqueueUnit(
+    unit: Unit<CommittedRecord[]>,
+    entries: () => Iterable<NameEntry>,
+    origin?: unknown,
+    announced = false,
+  ): Promise<CommittedRecord[]> {
     const { context } = this
     const records = await context.committer.enqueue(unit)
     if (records.length > 0 && context.events.listenerCount('committed') > 0) {
@@ -329,6 +357,7 @@ export class Writes {
       context.events.emit('committed', {
         origin,
         records: records.map((r) => ({ name: r.name, type: types.get(r.name)!, seq: r.seq, payload: r.payload })),
+        ...(announced ? { announced } : {}),
       })
     }
     return records
@@ -361,6 +390,15 @@ function undoBlock(block: BlockUndo): void {
     // A compensating change: the replica holds structs the log lacks, logged with the next change.
     if (!exact) entry.beyondLog(before)
   }
+}
+
+/**
+ * Whether an item is written exactly as it is (so it may be announced before
+ * it is durable): no repair record goes before it, and its payload is within
+ * the limit its record is checked against when built.
+ */
+function announceable(item: LogItem): boolean {
+  return item.entry.repairSince === undefined && item.delta.length <= recordLimit(item.entry)
 }
 
 /** `payload`, if the name's replica accepts it back on reload; else `CONCORD_LIMIT_EXCEEDED`. */

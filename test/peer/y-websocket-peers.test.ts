@@ -5,8 +5,8 @@
  * room applies (`none` refused exactly as a room that does not exist; a
  * reader's edits dropped, counted, never persisted; no name created by a
  * client that may not write), each client's edits carry its own agent id,
- * clients are sent only durable updates, and awareness is bounded and never
- * persisted.
+ * clients are sent the hub's own changes only once durable (other clients'
+ * as soon as applied), and awareness is bounded and never persisted.
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
@@ -94,6 +94,8 @@ test('y-websocket on a peer that requires tokens: no credentials or wrong ones a
     await until(() => text(notes.doc) === 'A secret notes' && text(bob.doc) === 'A secret notes', "alice's edit reaches the hub and bob")
     bob.doc.getText('t').insert(text(bob.doc).length, ' B')
     await until(() => text(alice.doc) === 'A secret notes B', "bob's edit reaches alice")
+    // Relayed once applied; logged once its write is done.
+    await hub.peer.flush()
     const agents = new Set((await hub.peer.history('notes')).map((record) => record.agent))
     assert.deepEqual([...agents].sort(), ['alice', 'bob', 'hub'], 'each edit is logged with its author')
   }))
@@ -160,6 +162,7 @@ test('y-websocket clients of a peer without credentials: each has its own agent 
     await until(() => text(named.doc) === '12', 'two -> carol')
     named.doc.getText('t').insert(2, '3')
     await until(() => text(one.doc) === '123', 'carol -> one')
+    await hub.peer.flush()
     const agents = (await hub.peer.history('doc')).map((record) => record.agent)
     assert.equal(agents.length, 3, `one record per edit: ${agents}`)
     assert.ok(!agents.includes('hub'), `no edit is logged as the serving peer's: ${agents}`)
@@ -221,7 +224,7 @@ class GatedStorage implements Storage {
   }
 }
 
-test('y-websocket clients are sent only durable updates: a change waiting for its write reaches them once logged', async () => {
+test("y-websocket clients are sent the hub's own changes only once durable: a change waiting for its write reaches them once logged", async () => {
   const dir = await tempDir('concord-yws-durable-')
   const storage = new GatedStorage(await openLevelStorage({ dir: dir.path }))
   const hub = await createPeer({ id: 'hub', storage })

@@ -10,12 +10,19 @@
  *   fsyncs) and its stock clients; the Concord hub in async durability
  *   against the same in sync durability.
  *
+ * - `peers/w4`: one writer awaiting each of 2,000 small Yjs updates until
+ *   durable (a fresh process each, as an agent starts), store in `sync` mode
+ *   against classic-level's own `put(sync)`, interleaved in slices of 200;
+ *   and the fdatasyncs the kernel saw per group commit (bench/peers/w4.ts:
+ *   strace -f -c of the same writer, 2,000 updates less 1,000).
+ *
  * Default: 100 characters per client at 40 ms, 200 at 10 ms, one run of each
  * contender. `--full` (CONCORD_BENCH_FULL=1): 250 and 500 characters, the
  * 32-client row, and the median of 3 interleaved runs.
  */
 import type { Benchmark, Measurement } from './harness.ts'
 import { median, runW1, type W1Contender, type W1Load, type W1Result } from './peers/w1.ts'
+import { countSyncs, type SyncCount, w4Rates } from './peers/w4.ts'
 
 const FULL = process.env.CONCORD_BENCH_FULL === '1'
 const ROUNDS = Number(process.env.CONCORD_BENCH_PEERS_ROUNDS ?? (FULL ? 3 : 1))
@@ -112,8 +119,55 @@ function w1Benchmark(load: W1Load): Benchmark {
   }
 }
 
+const W4_UPDATES = 2000
+
+const w4: Benchmark = {
+  name: 'peers/w4',
+  async run(): Promise<Measurement[]> {
+    const rates: Array<{ store: number; levelPut: number }> = []
+    for (let round = 0; round < ROUNDS; round++) rates.push(await w4Rates(10, W4_UPDATES / 10, 0))
+    const store = median(rates.map((r) => r.store))
+    const levelPut = median(rates.map((r) => r.levelPut))
+    const rows: Measurement[] = [
+      {
+        name: `W4 1 writer, ${W4_UPDATES} small Yjs updates each awaited until durable (sync mode)`,
+        value: store,
+        unit: 'ops/s',
+        better: 'higher',
+        baseline: { label: 'classic-level put(sync) alone, same slices', value: levelPut },
+        target: '>= 0.9',
+        note: `fresh processes, 10 interleaved slices of ${W4_UPDATES / 10}, median of ${ROUNDS}`,
+      },
+    ]
+    // The marginal syncs of 1,000 more updates: open, close and its checkpoint cancel out.
+    const [storeRun, storeHalf, levelRun, levelHalf] = [
+      await countSyncs('store', W4_UPDATES),
+      await countSyncs('store', W4_UPDATES / 2),
+      await countSyncs('level-put', W4_UPDATES),
+      await countSyncs('level-put', W4_UPDATES / 2),
+    ]
+    if (storeRun && storeHalf && levelRun && levelHalf) {
+      const syncs = (run: SyncCount) => run.fdatasync + run.fsync
+      const commits = storeRun.groupCommits - storeHalf.groupCommits
+      const storeSyncs = syncs(storeRun) - syncs(storeHalf)
+      const levelSyncs = syncs(levelRun) - syncs(levelHalf)
+      rows.push({
+        name: 'W4 fdatasync+fsync per durable group commit (the last 1,000 of 2,000 updates)',
+        value: storeSyncs / Math.max(1, commits),
+        unit: 'syncs',
+        better: 'lower',
+        baseline: { label: 'classic-level put(sync), per put', value: levelSyncs / (levelRun.groupCommits - levelHalf.groupCommits) },
+        target: '<= 1',
+        note: `counted by strace -f -c: ${storeSyncs} syncs for ${commits} group commits of ${W4_UPDATES / 2} updates; whole run ${syncs(storeRun)} for ${storeRun.groupCommits} (open and close included); loop CPU ${(storeRun.cpuMs / W4_UPDATES).toFixed(2)} ms per update (put(sync): ${(levelRun.cpuMs / W4_UPDATES).toFixed(2)} ms)`,
+      })
+    }
+    return rows
+  },
+}
+
 export const benchmarks: Benchmark[] = [
   w1Benchmark({ clients: 8, count: FULL ? 250 : 100, intervalMs: 40, warmup: 10 }),
   w1Benchmark({ clients: 8, count: FULL ? 500 : 200, intervalMs: 10, warmup: 20 }),
   ...(FULL ? [w1Benchmark({ clients: 32, count: 250, intervalMs: 40, warmup: 10 })] : []),
+  w4,
 ]

@@ -16,12 +16,17 @@
  *   and the fdatasyncs the kernel saw per group commit (bench/peers/w4.ts:
  *   strace -f -c of the same writer, 2,000 updates less 1,000).
  *
+ * - `peers/w3`: cold start (open a store of small Yjs documents and read
+ *   every one, time and peak RSS) and its disk bytes, against y-leveldb
+ *   (bench/peers/w3.ts); 1,000 documents, 10,000 with `--full`.
+ *
  * Default: 100 characters per client at 40 ms, 200 at 10 ms, one run of each
  * contender. `--full` (CONCORD_BENCH_FULL=1): 250 and 500 characters, the
  * 32-client row, and the median of 3 interleaved runs.
  */
 import type { Benchmark, Measurement } from './harness.ts'
 import { median, runW1, type W1Contender, type W1Load, type W1Result } from './peers/w1.ts'
+import { runW3 } from './peers/w3.ts'
 import { countSyncs, type SyncCount, w4Rates } from './peers/w4.ts'
 
 const FULL = process.env.CONCORD_BENCH_FULL === '1'
@@ -119,6 +124,43 @@ function w1Benchmark(load: W1Load): Benchmark {
   }
 }
 
+const W3_DOCS = FULL ? 10_000 : 1000
+
+const w3: Benchmark = {
+  name: 'peers/w3',
+  async run(): Promise<Measurement[]> {
+    const { store, 'y-leveldb': yLeveldb } = await runW3(W3_DOCS, Math.max(ROUNDS, 1))
+    const label = `${W3_DOCS} small Yjs documents (3 updates each)`
+    return [
+      {
+        name: `W3 cold start: open the store and read every document, ${label}`,
+        value: store.ms,
+        unit: 'ms',
+        better: 'lower',
+        baseline: { label: 'y-leveldb getYDoc of each', value: yLeveldb.ms },
+        target: '<= 1',
+        note: `fresh processes, median of ${Math.max(ROUNDS, 1)}`,
+      },
+      {
+        name: `W3 cold start: peak RSS of the reading process, ${label}`,
+        value: store.peakRssMiB,
+        unit: 'MiB',
+        better: 'lower',
+        baseline: { label: 'y-leveldb', value: yLeveldb.peakRssMiB },
+        target: '<= 1',
+      },
+      {
+        name: `disk after close, ${label}, full history kept`,
+        value: store.bytes,
+        unit: 'bytes',
+        better: 'lower',
+        baseline: { label: 'y-leveldb', value: yLeveldb.bytes },
+        target: '<= 1.5',
+      },
+    ]
+  },
+}
+
 const W4_UPDATES = 2000
 
 const w4: Benchmark = {
@@ -170,4 +212,5 @@ export const benchmarks: Benchmark[] = [
   w1Benchmark({ clients: 8, count: FULL ? 500 : 200, intervalMs: 10, warmup: 20 }),
   ...(FULL ? [w1Benchmark({ clients: 32, count: 250, intervalMs: 40, warmup: 10 })] : []),
   w4,
+  w3,
 ]

@@ -1,0 +1,63 @@
+/**
+ * W3, cold start, and the disk it takes: `docs` small Yjs documents (three
+ * typed edits each) written by a store (history kept, async mode) and by
+ * y-leveldb, each folder built in its own process; then a fresh process per
+ * contender opens its folder and reads every document's text (time from
+ * open to the last read, and the process's peak RSS); the folders' bytes on
+ * disk after close. Runs bench/peers/w3-child.ts.
+ */
+import { execFile } from 'node:child_process'
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+
+const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
+const CHILD = fileURLToPath(new URL('./w3-child.ts', import.meta.url))
+
+export type W3Contender = 'store' | 'y-leveldb'
+
+function child(args: string[]): Promise<Record<string, number>> {
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, ['--import', TSX, CHILD, ...args], { maxBuffer: 1 << 20 }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`w3 ${args.join(' ')}: ${error.message}\n${stderr}`))
+      else resolve(JSON.parse(stdout.trim().split('\n').at(-1)!) as Record<string, number>)
+    })
+  })
+}
+
+async function folderBytes(dir: string): Promise<number> {
+  let bytes = 0
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name)
+    bytes += entry.isDirectory() ? await folderBytes(path) : (await stat(path)).size
+  }
+  return bytes
+}
+
+/** Builds both folders, then reads each `reads` times (interleaved, fresh processes); medians of the reads. */
+export async function runW3(docs: number, reads: number): Promise<Record<W3Contender, { ms: number; peakRssMiB: number; bytes: number }>> {
+  const dir = await mkdtemp(join(tmpdir(), 'concord-bench-w3-'))
+  try {
+    const contenders: W3Contender[] = ['store', 'y-leveldb']
+    for (const kind of contenders) await child([kind, 'build', dir, String(docs)])
+    const runs = new Map<W3Contender, Array<{ ms: number; peakRssMiB: number }>>(contenders.map((kind) => [kind, []]))
+    for (let r = 0; r < reads; r++) {
+      for (let i = 0; i < contenders.length; i++) {
+        const kind = contenders[(i + r) % contenders.length]
+        const result = await child([kind, 'read', dir, String(docs)])
+        runs.get(kind)!.push({ ms: result.ms, peakRssMiB: result.peakRssMiB })
+      }
+    }
+    const median = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]
+    const out = {} as Record<W3Contender, { ms: number; peakRssMiB: number; bytes: number }>
+    for (const kind of contenders) {
+      const results = runs.get(kind)!
+      out[kind] = { ms: median(results.map((r) => r.ms)), peakRssMiB: median(results.map((r) => r.peakRssMiB)), bytes: await folderBytes(join(dir, kind)) }
+    }
+    return out
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
+}

@@ -4,7 +4,8 @@
  * serving peer's log, blame, diffs, sessions and durability). Every answer
  * is JSON; nothing here writes.
  *
- * - `status`: `peer.status()` and who is asking (`agent`).
+ * - `status`: `peer.status()`, who is asking (`agent`), and the presence
+ *   entries it may see (those about no name or a name it may read).
  * - `names`: the names the caller may read, with type, records, size, last
  *   change and who made it (and why, once records carry a message).
  * - `history?name=&limit=`: the newest records of a name (at most 1000,
@@ -23,7 +24,7 @@ import { isValidName, type PeerId } from '../sync/index.ts'
 import { blame, changesBetween, toJson } from './history-adapter.ts'
 
 /** What the API reads of its peer. */
-export type InspectedPeer = Pick<PeerCore, 'id' | 'store' | 'admission' | 'status'>
+export type InspectedPeer = Pick<PeerCore, 'id' | 'store' | 'admission' | 'status' | 'presence'>
 
 /** An answer: HTTP status and a JSON body. */
 export interface ApiAnswer {
@@ -41,14 +42,19 @@ const invalid = (message: string): ApiAnswer => ({ status: 400, body: { error: {
 
 /** The read-only API of one peer (see the module comment). */
 export class InspectorApi {
+  /** Who wrote each listed name's newest record, by name (valid while its lastSeq is the same): a poll reads no log for a name that did not change. */
+  private readonly lastWriters = new Map<string, { readonly seq: number; readonly agent: string | null; readonly message: string | null }>()
+
   constructor(private readonly peer: InspectedPeer) {}
 
   /** Answers `endpoint` (the path after `api/`) for `agent`, already authenticated. Never throws. */
   async answer(endpoint: string, query: URLSearchParams, agent: string): Promise<ApiAnswer> {
     try {
       switch (endpoint) {
-        case 'status':
-          return { status: 200, body: { ...this.peer.status(), agent } }
+        case 'status': {
+          const presence = this.peer.presence.list((name) => name === undefined || this.mayRead(agent, name))
+          return { status: 200, body: { ...this.peer.status(), agent, presence } }
+        }
         case 'names':
           return { status: 200, body: await this.names(agent) }
         case 'history':
@@ -79,7 +85,7 @@ export class InspectorApi {
     const listed = all.slice(0, MAX_LISTED_NAMES)
     const names = await Promise.all(
       listed.map(async (info) => {
-        const [last] = info.lastSeq > 0 ? await this.peer.store.history(info.name, { reverse: true, limit: 1 }) : []
+        const writer = await this.lastWriter(info.name, info.lastSeq)
         return {
           name: info.name,
           type: info.type,
@@ -87,12 +93,22 @@ export class InspectorApi {
           lastSeq: info.lastSeq,
           size: info.size,
           lastChange: info.lastChange,
-          lastAgent: last?.agent ?? null,
-          lastMessage: messageOf(last),
+          lastAgent: writer.agent,
+          lastMessage: writer.message,
         }
       }),
     )
+    if (this.lastWriters.size > 2 * MAX_LISTED_NAMES) this.lastWriters.clear()
     return { names, ...(all.length > listed.length ? { truncated: true, total: all.length } : {}) }
+  }
+
+  private async lastWriter(name: string, seq: number): Promise<{ readonly agent: string | null; readonly message: string | null }> {
+    const known = this.lastWriters.get(name)
+    if (known !== undefined && known.seq === seq) return known
+    const [last] = seq > 0 ? await this.peer.store.history(name, { reverse: true, limit: 1 }) : []
+    const writer = { seq, agent: last?.agent ?? null, message: messageOf(last) }
+    this.lastWriters.set(name, writer)
+    return writer
   }
 
   private async withName(query: URLSearchParams, agent: string, run: (name: string, type: ReplicaType) => Promise<ApiAnswer>): Promise<ApiAnswer> {

@@ -28,7 +28,7 @@ export function inspectorHtml(path: string): string {
 <main id="app" hidden>
   <section id="overview">
     <div id="durability" class="card"></div>
-    <div class="card wide"><h2>Peers</h2><table id="peers"><thead><tr><th>peer</th><th>state</th><th>lag (commits)</th><th>lag (bytes)</th><th>last ack</th><th>refused writes</th><th>refused by remote</th><th>malformed</th><th>in / out</th></tr></thead><tbody></tbody></table><div id="traffic"></div></div>
+    <div class="card wide"><h2>Peers</h2><table id="peers"><thead><tr><th>peer</th><th>state</th><th>lag (commits)</th><th>lag (bytes)</th><th>last ack</th><th>refused writes</th><th>refused by remote</th><th>malformed</th><th>in / out</th></tr></thead><tbody></tbody></table><div id="traffic"></div><div id="presence"></div></div>
   </section>
   <section id="workspace">
     <nav class="card"><h2>Names</h2><ul id="names"></ul></nav>

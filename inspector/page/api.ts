@@ -71,6 +71,14 @@ export interface StatusInfo {
     readonly fsyncs: number
   }
   readonly sessions: readonly SessionRow[]
+  /** Who says it works on what (peer.presence), as far as the caller may see. */
+  readonly presence: ReadonlyArray<{
+    readonly agent: string
+    readonly peer: string
+    readonly name?: string
+    readonly status: unknown
+    readonly expiresAt: number
+  }>
 }
 
 /** The API of the peer that served the page. */

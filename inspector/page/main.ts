@@ -13,7 +13,19 @@
  */
 import { createPeer, type BrowserPeer, type Replica, type ReplicaType } from '../../browser.ts'
 import { ApiError, InspectorClient, type Credentials, type NameRow, type RecordInfo, type StatusInfo } from './api.ts'
-import { Agents, blameView, diffView, durabilityCard, namesList, peerRows, prettyJson, recordRows, timelineChart, trafficChart } from './render.ts'
+import {
+  Agents,
+  blameView,
+  diffView,
+  durabilityCard,
+  namesList,
+  peerRows,
+  presenceList,
+  prettyJson,
+  recordRows,
+  timelineChart,
+  trafficChart,
+} from './render.ts'
 
 const base = location.pathname.replace(/\/+$/, '')
 const element = (id: string): HTMLElement => document.getElementById(id)!
@@ -118,6 +130,7 @@ async function refreshStatus(): Promise<void> {
   element('durability').innerHTML = durabilityCard(status)
   element('peers').querySelector('tbody')!.innerHTML = peerRows(status.sessions, agents, status.now)
   element('traffic').innerHTML = trafficChart(state.traffic)
+  element('presence').innerHTML = presenceList(status.presence ?? [], agents, status.now)
 }
 
 async function refreshNames(): Promise<void> {

@@ -247,3 +247,17 @@ function patchView(patch: Array<Record<string, unknown>>): string {
     .join('')
   return `<div class="diff">${rows}</div>`
 }
+
+/** Who says it works on what (presence), one line each. */
+export function presenceList(entries: StatusInfo['presence'], agents: Agents, now: number): string {
+  if (entries.length === 0) return ''
+  const rows = entries
+    .map((entry) => {
+      const status = typeof entry.status === 'string' ? entry.status : JSON.stringify(entry.status)
+      const on = entry.name === undefined ? '' : ` on <b>${escapeXml(entry.name)}</b>`
+      const left = Math.max(0, Math.round((entry.expiresAt - now) / 1000))
+      return `<li data-agent="${escapeXml(entry.agent)}">${agents.tag(entry.agent)}${on}: ${escapeXml(status)} <span class="muted">(via ${escapeXml(entry.peer)}, ${left} s left)</span></li>`
+    })
+    .join('')
+  return `<h3>Presence</h3><ul id="presence-list">${rows}</ul>`
+}

@@ -92,6 +92,9 @@ before(async () => {
   ;(await bob.counter('clicks')).increment(3)
   ;(await bob.set<string>('tags')).add('urgent')
   await bob.flush({ acks: 1 })
+  ana.presence.set('ana', { status: 'drafting the plan', name: 'notes', ttlMs: 300_000 })
+  bob.presence.set('bob', { status: 'reviewing pay', name: 'secret/salary', ttlMs: 300_000 })
+  await until(() => hub.presence.list().length === 2, 'presence reaches the hub')
   await mkdir(OUTPUT, { recursive: true })
   browser = await launchChromium(join(dir.path, 'profile'))
 })
@@ -132,6 +135,8 @@ test('inspector: the page lists the names, shows values live, the timeline of ea
   assert.match(await text(page, '#peers tr[data-peer="ana"]'), /synced/)
   assert.match(await text(page, '#durability-mode'), /^sync/)
   assert.doesNotMatch(await text(page, '#last-fsync'), /none/)
+  await page.waitForSelector('#presence-list li[data-agent="bob"]', { timeout: 15_000 })
+  assert.match(await text(page, '#presence-list li[data-agent="ana"]'), /on notes: drafting the plan/)
 
   // Live: a commit of ana shows in the value, the timeline and the names, with no reload.
   const rows = await count(page, '#timeline tbody tr')
@@ -190,6 +195,10 @@ test('inspector: a token without access to a name never sees it (page, its peer,
     timeout: 15_000,
   })
   assert.equal(await count(page, '#names li[data-name="secret/salary"]'), 0)
+  // Presence about a name it may not read is not shown either.
+  await page.waitForSelector('#presence-list li[data-agent="ana"]', { timeout: 15_000 })
+  assert.equal(await count(page, '#presence-list li[data-agent="bob"]'), 0)
+  assert.doesNotMatch(await page.content(), /salary/)
   const held = await page.evaluate(async () => (await (globalThis as any).inspector.peer.names()).map((n: { name: string }) => n.name))
   assert.ok(!held.includes('secret/salary'), `the page's peer holds ${held}`)
   const headers = { authorization: `Bearer ${SECRETS.outsider}`, 'x-concord-peer': 'outsider' }

@@ -74,6 +74,10 @@ test('inspector route: page and assets, credentials, names by access, history, a
     assert.deepEqual(await listed('outsider'), ['clicks', 'notes'])
     const names = (await get('/api/names')).body.names
     assert.equal(names.find((n: { name: string }) => n.name === 'notes').lastAgent, 'hub')
+    await hub.transact(() => clicks.increment(), { agent: 'ana' })
+    const after = (await get('/api/names')).body.names
+    assert.equal(after.find((n: { name: string }) => n.name === 'clicks').lastAgent, 'ana', 'a newer record: its writer, not the one listed before')
+    assert.equal(after.find((n: { name: string }) => n.name === 'notes').lastAgent, 'hub')
     for (const endpoint of ['history', 'blame', 'at', 'diff']) {
       const hidden = await get(`/api/${endpoint}?name=secret%2Fplan&seq=1&from=0&to=1`, 'outsider')
       const absent = await get(`/api/${endpoint}?name=secret%2Fnone&seq=1&from=0&to=1`, 'outsider')
@@ -95,6 +99,7 @@ test('inspector route: page and assets, credentials, names by access, history, a
     assert.deepEqual((await get('/api/history?name=notes&limit=1')).body.records.length, 1)
     assert.deepEqual((await get('/api/at?name=notes&seq=1')).body.value, { t: 'hello' })
     assert.deepEqual((await get('/api/at?name=clicks&seq=1')).body.value, 2)
+    assert.deepEqual((await get('/api/at?name=clicks&seq=2')).body.value, 3)
     const diff = await get('/api/diff?name=notes&from=1&to=2')
     assert.equal(diff.body.changes.kind, 'document')
     assert.deepEqual(diff.body.changes.fields[0].spans, [{ op: 'insert', at: 5, text: ' world' }])

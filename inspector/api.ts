@@ -9,7 +9,7 @@
  * - `names`: the names the caller may read, with type, records, size, last
  *   change and who made it (and why, once records carry a message).
  * - `history?name=&limit=`: the newest records of a name (at most 1000,
- *   default 200), oldest first: seq, agent, HLC, kind, size, message.
+ *   default 200), oldest first: seq, agent, HLC, kind, size, message, meta.
  * - `at?name=&seq=`: the value right after record `seq` (0: empty).
  * - `diff?name=&from=&to=`: what changed between two seqs.
  * - `blame?name=`: who wrote what is there now.
@@ -131,6 +131,7 @@ export class InspectorApi {
       kind: entry.kind,
       size: entry.size,
       message: messageOf(entry),
+      meta: metaOf(entry),
     }))
     const [oldest] = await this.peer.store.history(name, { limit: 1 })
     return { status: 200, body: { name, type, oldestSeq: oldest?.seq ?? 0, lastSeq: this.peer.store.committedSeq(name), records } }
@@ -163,6 +164,12 @@ export class InspectorApi {
 function messageOf(entry: unknown): string | null {
   const message = (entry as { message?: unknown } | undefined)?.message
   return typeof message === 'string' ? message : null
+}
+
+/** A record's application metadata, once records carry it (issue 16); null until then. */
+function metaOf(entry: unknown): Record<string, unknown> | null {
+  const meta = (entry as { meta?: unknown } | undefined)?.meta
+  return meta !== null && typeof meta === 'object' && !Array.isArray(meta) ? (meta as Record<string, unknown>) : null
 }
 
 /** A query parameter that is a seq or count: an integer in [0, 2^53); `fallback` when absent; undefined when malformed. */

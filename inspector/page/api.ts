@@ -30,6 +30,7 @@ export interface RecordInfo {
   readonly kind: 'delta' | 'state'
   readonly size: number
   readonly message: string | null
+  readonly meta?: Readonly<Record<string, unknown>> | null
 }
 
 /** A name as the names endpoint lists it. */

@@ -150,7 +150,7 @@ export function recordRows(records: readonly RecordInfo[], picked: { a?: number;
       const time = `${new Date(r.wall).toISOString().replace('T', ' ').replace('Z', '')}${r.counter > 0 ? `.${r.counter}` : ''}`
       return (
         `<tr data-seq="${r.seq}" data-agent="${escapeXml(r.agent)}"${cls}><td>#${r.seq}</td><td>${agents.tag(r.agent)}</td><td>${escapeXml(time)}</td>` +
-        `<td>${r.message === null ? '<span class="muted">—</span>' : escapeXml(r.message)}</td><td>${bytes(r.size)}</td><td>${r.kind}</td>` +
+        `<td>${r.message === null ? '<span class="muted">—</span>' : escapeXml(r.message)}${r.meta ? ` <span class="muted">${escapeXml(JSON.stringify(r.meta))}</span>` : ''}</td><td>${bytes(r.size)}</td><td>${r.kind}</td>` +
         `<td><button class="link pick" data-pick="a" data-seq="${r.seq}">A</button> <button class="link pick" data-pick="b" data-seq="${r.seq}">B</button></td></tr>`
       )
     })

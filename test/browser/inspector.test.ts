@@ -56,6 +56,16 @@ async function openInspector(peer: string, token: string): Promise<Page> {
   return page
 }
 
+/**
+ * Clicks the element `selector` names, found and clicked in one step in the
+ * page: the page re-renders its lists as commits and polls come, so a
+ * handle taken before the click may be detached by then.
+ */
+async function clickOn(page: Page, selector: string): Promise<void> {
+  await page.waitForSelector(selector, { timeout: 15_000 })
+  await page.$eval(selector, (el) => (el as any).click())
+}
+
 const text = (page: Page, selector: string) => page.$eval(selector, (el) => el.textContent ?? '')
 const count = (page: Page, selector: string) => page.$$eval(selector, (els) => els.length)
 
@@ -114,7 +124,7 @@ test('inspector: the page lists the names, shows values live, the timeline of ea
   })
   assert.match(await text(page, '#names li[data-name="notes"] .meta'), /yjs .* by bob/)
 
-  await page.click('#names li[data-name="notes"]')
+  await clickOn(page, '#names li[data-name="notes"]')
   await page.waitForFunction(() => /Bob adds the budget/.test(document.querySelector('#value')?.textContent ?? ''), { timeout: 15_000 })
   assert.match(await text(page, '#value'), /Ana drafts the plan\. Bob adds the budget\./)
   // The timeline has each agent's records, the chart a lane each; blame colours each agent's text.
@@ -147,14 +157,14 @@ test('inspector: the page lists the names, shows values live, the timeline of ea
 
   // Comparing two points: A at the first record.
   const first = await page.$eval('#timeline tbody tr:last-child', (row) => (row as any).dataset.seq as string)
-  await page.click(`#timeline button[data-pick="a"][data-seq="${first}"]`)
+  await clickOn(page, `#timeline button[data-pick="a"][data-seq="${first}"]`)
   await page.waitForFunction((seq) => (document.querySelector('#diff-title')?.textContent ?? '').includes(`#${seq} →`), { timeout: 15_000 }, first)
 
   // A counter: each agent's contribution.
-  await page.click('#names li[data-name="clicks"]')
+  await clickOn(page, '#names li[data-name="clicks"]')
   await page.waitForFunction(() => (document.querySelector('#value')?.textContent ?? '').trim() === '5', { timeout: 15_000 })
   await page.waitForSelector('#blame-table tr[data-agent="bob"]', { timeout: 15_000 })
-  await page.click('#names li[data-name="notes"]')
+  await clickOn(page, '#names li[data-name="notes"]')
   await page.waitForSelector('#blame-text span[data-agent="bob"]', { timeout: 15_000 })
   // The serving peer's traffic, drawn with the shared charts once the page has polled its status a few times.
   await page.waitForSelector('#traffic-chart polyline', { timeout: 15_000 })

@@ -250,7 +250,8 @@ test('(f) the installed package serves the inspector: its built bundle, and the 
       await page.goto(`${origin}/ui`, { waitUntil: 'load' })
       await page.waitForSelector('#connection.ok', { timeout: 20_000 })
       await page.waitForSelector('#names li[data-name="visits"]', { timeout: 20_000 })
-      await page.click('#names li[data-name="visits"]')
+      // Found and clicked in one step: the page re-renders its names list as polls come.
+      await page.$eval('#names li[data-name="visits"]', (el) => (el as any).click())
       await page.waitForFunction(() => ((globalThis as any).document.querySelector('#value')?.textContent ?? '').trim() === '3', { timeout: 20_000 })
       assert.deepEqual(errors, [])
     } finally {

@@ -14,9 +14,11 @@
  *   the room's `admit` (the peer's admission: access, type, limits,
  *   validation, then apply and persist, logged with the client's own agent
  *   id) if it may write, and are dropped and counted if it may only read;
- * - it is sent the room's durable updates ({@link YWebsocketBridge.publish},
- *   fed by the store's `committed` units), never the document's own
- *   `update` events (which fire before anything is logged);
+ * - it is sent the units the sync host announces ({@link YWebsocketBridge.publish}:
+ *   the peer's own once durable, other writers' once applied and queued for
+ *   writing), never the document's own `update` events (which fire before
+ *   anything is logged); its next message is taken once its update is
+ *   applied, not once it is durable;
  * - its awareness is relayed within bounds (peer/y-websocket-awareness.ts)
  *   and never persisted.
  *
@@ -242,8 +244,9 @@ export class YWebsocketBridge {
   }
 
   /**
-   * A durable unit of `roomName`'s document (a Yjs update): sent to the
-   * room's clients, but the one it came from (`origin`).
+   * A unit of `roomName`'s document (a Yjs update) the sync host announced
+   * (the peer's own once durable, a client's or a peer's once applied): sent
+   * to the room's clients, but the one it came from (`origin`).
    */
   publish(roomName: string, update: Uint8Array, origin?: unknown): void {
     const entry = this.rooms.get(roomName)

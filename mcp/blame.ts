@@ -134,10 +134,10 @@ function blameText(replica: YjsReplica, field: string, records: readonly History
   // Item ids of each record's update, per client, in order of clock.
   const runs = new Map<number, Array<{ clock: number; end: number; author: Author }>>()
   for (const record of records) {
-    replica.applyDelta(record.bytes)
+    replica.applyDelta(record.delta)
     let decoded: ReturnType<typeof Y.decodeUpdate>
     try {
-      decoded = Y.decodeUpdate(record.bytes)
+      decoded = Y.decodeUpdate(record.delta)
     } catch {
       continue
     }
@@ -203,7 +203,7 @@ function blameCounter(replica: Replica, records: readonly HistoryEntry[]): Blame
   const byAgent = new Map<string, { amount: number; records: number }>()
   let previous = start
   for (const record of records) {
-    replica.applyDelta(record.bytes)
+    replica.applyDelta(record.delta)
     const now = replica.value() as number
     const entry = byAgent.get(record.agent) ?? { amount: 0, records: 0 }
     entry.amount += now - previous
@@ -220,7 +220,7 @@ function blameSet(replica: Replica, records: readonly HistoryEntry[], before: Be
   for (const element of replica.value() as Json[]) owners.set(canonicalJson(element), before)
   for (const record of records) {
     const previous = new Set((replica.value() as Json[]).map((v) => canonicalJson(v)))
-    replica.applyDelta(record.bytes)
+    replica.applyDelta(record.delta)
     const now = new Set((replica.value() as Json[]).map((v) => canonicalJson(v)))
     for (const key of now) if (!previous.has(key)) owners.set(key, authorOf(record))
     for (const key of previous) if (!now.has(key)) owners.delete(key)
@@ -236,7 +236,7 @@ function blamePaths(replica: Replica, records: readonly HistoryEntry[], before: 
   let previous = wrap(replica.value())
   if (before.before > 1) owners.set('', before)
   for (const record of records) {
-    replica.applyDelta(record.bytes)
+    replica.applyDelta(record.delta)
     const now = wrap(replica.value())
     for (const op of compare(previous as object, now as object)) {
       const path = op.path.replace(/^\/value/, '')

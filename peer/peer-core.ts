@@ -263,7 +263,7 @@ export class PeerCore {
     )
   }
 
-  /** The log records of `name`, oldest first: `{ seq, hlc, agent, bytes, hash }`. */
+  /** The log records of `name`, oldest first: `{ seq, hlc, agent, delta, hash }`. */
   history(name: string, options?: { from?: number; limit?: number; reverse?: boolean; signal?: AbortSignal }): Promise<HistoryEntry[]> {
     this.checkOpen()
     return this.store.history(name, options)

@@ -16,9 +16,9 @@ import { afterThisTurn } from '../persistence/turn.ts'
 import {
   provesSecret,
   type Access,
-  type ApplyResult,
+  type HostApplyResult,
   type LocalCommit,
-  type NameInfo,
+  type HostedName,
   type PeerId,
   type PresentedCredentials,
   type SyncHost,
@@ -79,7 +79,7 @@ export class StoreSyncHost implements SyncHost {
   constructor(private readonly options: StoreSyncHostOptions) {
     this.gate = new HeavyApplyGate(options.heavyApplyBytes)
     const announce = ({ records, origin }: { records: readonly CommittedUnitRecord[]; origin?: unknown }): void => {
-      const entries: DeltaEntry[] = records.map((record) => ({ name: record.name, replicaType: record.type, delta: record.payload }))
+      const entries: DeltaEntry[] = records.map((record) => ({ name: record.name, replicaType: record.type, delta: record.delta }))
       if (entries.length > 0) this.commits.emit('commit', { entries, origin })
     }
     // A remote commit is relayed once applied (its sender keeps it until acknowledged, which waits
@@ -111,7 +111,7 @@ export class StoreSyncHost implements SyncHost {
   }
 
   /** Every stored name but the damaged ones, from the store's index (nothing is hydrated). */
-  async list(): Promise<Iterable<NameInfo>> {
+  async list(): Promise<Iterable<HostedName>> {
     const names = await this.options.store.listNames()
     return this.unreadable.size === 0 ? names : names.filter((info) => !this.unreadable.has(info.name))
   }
@@ -199,7 +199,7 @@ export class StoreSyncHost implements SyncHost {
    * anti-entropy answer bundles many). Likewise, entries of a type this peer
    * cannot hold (`prepareType`) are left out, as a names filter would.
    */
-  applyRemote(entries: readonly DeltaEntry[], origin: unknown, applied?: () => void): Promise<ApplyResult> {
+  applyRemote(entries: readonly DeltaEntry[], origin: unknown, applied?: () => void): Promise<HostApplyResult> {
     return this.gate.run(entries, () => this.applyNow(entries, origin, applied))
   }
 
@@ -208,7 +208,7 @@ export class StoreSyncHost implements SyncHost {
     return this.gate.heavy
   }
 
-  private async applyNow(entries: readonly DeltaEntry[], origin: unknown, applied?: () => void): Promise<ApplyResult> {
+  private async applyNow(entries: readonly DeltaEntry[], origin: unknown, applied?: () => void): Promise<HostApplyResult> {
     // The log records who sent the change: the remote peer of the session it came through.
     const agent = (origin as { remotePeerId?: string } | undefined)?.remotePeerId
     let applying = entries.filter((entry) => !this.unreadable.has(entry.name))

@@ -10,7 +10,7 @@ import { WaitingBudget } from '../crdt/documents/waiting-room.ts'
 import { HybridClock } from '../crdt/hlc.ts'
 import type { Replica, ReplicaId, ReplicaType } from '../crdt/replica.ts'
 import type { ReplicaCreator, StoreOptions } from './options.ts'
-import { Committer, realTimers, type FailureHandler, type Timers } from './pipeline/committer.ts'
+import { Committer, realTimers, type FailureHandler, type CommitTimers } from './pipeline/committer.ts'
 import type { Storage } from './storage/storage.ts'
 import { toHistoryEntry, type StoreEvents } from './store-types.ts'
 
@@ -20,7 +20,7 @@ export class StoreContext {
   readonly clock: HybridClock
   readonly committer: Committer
   readonly now: () => number
-  readonly timers: Timers
+  readonly timers: CommitTimers
   /** Waiting `changes()` iterators, woken on close. */
   readonly waiters = new Set<() => void>()
   /** Reports of damaged tails dropped since the store opened. */

@@ -19,5 +19,5 @@ export {
   type Loss,
 } from './store.ts'
 export type { StoreOptions, NameOptions, Durability, Retention, CheckpointPolicy, Schema, Migration, ReplicaCreator, DeltaMerger } from './options.ts'
-export type { Timers } from './pipeline/committer.ts'
+export type { CommitTimers } from './pipeline/committer.ts'
 export type { RepairReport } from './history/repair.ts'

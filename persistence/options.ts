@@ -5,7 +5,7 @@ import type { DocumentLimits } from '../crdt/documents/options.ts'
 import type { WaitingBudget, WaitingBudgetLimits } from '../crdt/documents/waiting-room.ts'
 import type { HybridClock } from '../crdt/hlc.ts'
 import type { Replica, ReplicaId, ReplicaOptions, ReplicaType } from '../crdt/replica.ts'
-import type { Timers } from './pipeline/committer.ts'
+import type { CommitTimers } from './pipeline/committer.ts'
 import type { Storage } from './storage/storage.ts'
 
 /**
@@ -122,8 +122,8 @@ export interface StoreOptions {
   readonly clock?: HybridClock | undefined
   /** Wall clock in ms (TTL, archival, timed checkpoints). */
   readonly now?: (() => number) | undefined
-  /** Timers (async flushes, sweeps); injectable for tests. */
-  readonly timers?: Timers | undefined
+  /** CommitTimers (async flushes, sweeps); injectable for tests. */
+  readonly timers?: CommitTimers | undefined
   readonly signal?: AbortSignal | undefined
 }
 

@@ -16,8 +16,8 @@ export interface HistoryEntry {
   readonly agent: string
   /** `delta`, or `state` (a full-state record written to repair a failed write). */
   readonly kind: 'delta' | 'state'
-  /** The payload (delta bytes). */
-  readonly bytes: Uint8Array
+  /** The delta bytes (a `state` record: the whole state, as a delta). */
+  readonly delta: Uint8Array
   /** SHA-256 of the record, hex. */
   readonly hash: string
   /** Encoded size of the record in bytes. */
@@ -118,7 +118,7 @@ export interface CommittedUnitRecord {
   readonly type: ReplicaType
   readonly seq: number
   /** The delta (or, for a `state` record, the whole state as a delta). */
-  readonly payload: Uint8Array
+  readonly delta: Uint8Array
 }
 
 /**
@@ -159,7 +159,7 @@ export function toHistoryEntry(record: CommittedRecord): HistoryEntry {
     hlc: record.hlc,
     agent: record.agent,
     kind: record.kind,
-    bytes: record.payload,
+    delta: record.payload,
     hash: toHex(record.hash),
     size: record.size,
   }

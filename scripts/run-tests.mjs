@@ -126,6 +126,8 @@ const lists = {
     // install, use it as a user; Node 20 and 24)
     'test/testing/suites.test.ts',
     'test/package/package.test.ts',
+    // one name, one thing across the package's entry points (scripts/exported-names.mjs)
+    'test/package/exported-names.test.ts',
     // adversarial/ (about 90 s: each attack against its own server process)
     ...adversarial,
   ],

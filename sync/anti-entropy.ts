@@ -6,7 +6,7 @@
  */
 import { ErrorCodes, isConcordError } from '../crdt/errors.ts'
 import type { ReplicaType } from '../crdt/replica.ts'
-import type { NameInfo, SyncHost } from './host.ts'
+import type { HostedName, SyncHost } from './host.ts'
 import { WIRE_LIMITS, encodeMessage, type DeltaEntry, type VersionEntry } from './messages.ts'
 import { matchesFilter, type NameFilter } from './names.ts'
 import type { Outbox } from './outbound.ts'
@@ -101,7 +101,7 @@ interface Wanted {
 }
 
 /** The names of `names` the remote may read and could take (not held there as another type). */
-function wantedNames(names: Iterable<NameInfo>, entries: readonly VersionEntry[], context: AnswerContext): Wanted[] {
+function wantedNames(names: Iterable<HostedName>, entries: readonly VersionEntry[], context: AnswerContext): Wanted[] {
   const theirs = new Map<string, VersionEntry>()
   for (const entry of entries) theirs.set(entry.name, entry)
   const wanted: Wanted[] = []
@@ -152,7 +152,7 @@ function bundle(deltas: readonly DeltaEntry[]): DeltaEntry[][] {
  * remote may read and lacks (skipping names it holds as another type), in
  * bundles of up to {@link ANSWER_BUNDLE_BYTES} delta bytes, in list order.
  */
-export function answerBundles(names: Iterable<NameInfo>, entries: readonly VersionEntry[], context: AnswerContext): DeltaEntry[][] {
+export function answerBundles(names: Iterable<HostedName>, entries: readonly VersionEntry[], context: AnswerContext): DeltaEntry[][] {
   const deltas: DeltaEntry[] = []
   for (const wanted of wantedNames(names, entries, context)) {
     const delta = deltaOf(wanted, context)
@@ -170,7 +170,7 @@ export function answerBundles(names: Iterable<NameInfo>, entries: readonly Versi
  * computed again at the end, all of them in one turn (held together), so
  * a multi-name commit is never half in the answer.
  */
-export async function answerInSlices(names: readonly NameInfo[], entries: readonly VersionEntry[], context: AnswerContext): Promise<DeltaEntry[][]> {
+export async function answerInSlices(names: readonly HostedName[], entries: readonly VersionEntry[], context: AnswerContext): Promise<DeltaEntry[][]> {
   const { host } = context
   if (!host.yieldTurn && !host.hold) return answerBundles(names, entries, context)
   const wanted = wantedNames(names, entries, context)

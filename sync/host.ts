@@ -15,7 +15,7 @@ export type Access = 'none' | 'read' | 'write'
 export type MaybePromise<T> = T | Promise<T>
 
 /** A name and its type, as listed by the host. */
-export interface NameInfo {
+export interface HostedName {
   readonly name: string
   readonly type: ReplicaType
 }
@@ -35,7 +35,7 @@ export interface LocalCommit {
 }
 
 /** Outcome of {@link SyncHost.applyRemote}. */
-export interface ApplyResult {
+export interface HostApplyResult {
   /** Names whose state changed (and which were persisted). */
   readonly changed: readonly string[]
 }
@@ -46,7 +46,7 @@ export interface ApplyResult {
  */
 export interface SyncHost {
   /** Every name held locally, with its type. */
-  list(): MaybePromise<Iterable<NameInfo>>
+  list(): MaybePromise<Iterable<HostedName>>
   /** Type of a name held locally, or `undefined` if it is unknown here. */
   typeOf(name: string): ReplicaType | undefined
   /**
@@ -75,7 +75,7 @@ export interface SyncHost {
    * acknowledges it only once the promise resolves. A host that never calls
    * it is waited for.
    */
-  applyRemote(entries: readonly DeltaEntry[], origin: unknown, applied?: () => void): Promise<ApplyResult>
+  applyRemote(entries: readonly DeltaEntry[], origin: unknown, applied?: () => void): Promise<HostApplyResult>
   /** Announces every local commit (including applied remote ones). */
   subscribe(listener: (commit: LocalCommit) => void): Unsubscribe
   /**

@@ -164,7 +164,7 @@ export interface ORMapView extends ORMapFields {}
 /** An observed-remove map whose fields are nested CRDTs. */
 // biome-ignore lint/suspicious/noUnsafeDeclarationMerging: its field accessors (ORMapFields) are installed by installFieldType
 export class ORMapView extends View {
-  /** The path of field `name` of type `tag` under this map. */
+  /** @internal the path of field `name` of type `tag` under this map (the installed accessors use it). */
   fieldPath(tag: string, name: string): string[] {
     checkFieldName(name)
     if (this.path.length + 1 > MAX_NESTING) {

@@ -82,13 +82,13 @@ export interface CommitterEvents extends Record<string, unknown> {
 export type FailureHandler = (error: ConcordError, states: ReadonlySet<NameState>) => Promise<void>
 
 /** Timer functions (injectable for deterministic tests). */
-export interface Timers {
+export interface CommitTimers {
   setTimeout(fn: () => void, ms: number): unknown
   clearTimeout(handle: unknown): void
 }
 
 /** Node's timers, unref'd so a pending flush never keeps the process alive. */
-export const realTimers: Timers = {
+export const realTimers: CommitTimers = {
   setTimeout(fn, ms) {
     const handle = setTimeout(fn, ms)
     ;(handle as { unref?: () => void }).unref?.()
@@ -103,7 +103,7 @@ export const realTimers: Timers = {
 export interface CommitterOptions {
   /** Longest time a write of an async unit stays unsynced. */
   readonly rpoMs: number
-  readonly timers?: Timers
+  readonly timers?: CommitTimers
   /**
    * A batch takes queued units until its values reach this many bytes
    * (default 1 MiB); the rest wait for the next batch. A huge batch would
@@ -141,7 +141,7 @@ export class Committer {
   private readonly unsynced = new Set<NameState>()
   private timer: unknown
   private isClosed = false
-  private readonly timers: Timers
+  private readonly timers: CommitTimers
   private readonly maxBytes: number
   /** Number of batches written, and how many of them were fsynced (statistics). */
   readonly stats = { batches: 0, syncs: 0, units: 0 }

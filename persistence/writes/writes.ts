@@ -203,7 +203,7 @@ export class Writes {
       if (announce) {
         context.events.emit('applied', {
           origin: options.origin,
-          records: stamped.map((item) => ({ name: item.entry.name, type: item.entry.type, seq: 0, payload: item.delta })),
+          records: stamped.map((item) => ({ name: item.entry.name, type: item.entry.type, seq: 0, delta: item.delta })),
         })
       }
       options.applied?.()
@@ -356,7 +356,7 @@ export class Writes {
       for (const entry of entries()) types.set(entry.name, entry.type)
       context.events.emit('committed', {
         origin,
-        records: records.map((r) => ({ name: r.name, type: types.get(r.name)!, seq: r.seq, payload: r.payload })),
+        records: records.map((r) => ({ name: r.name, type: types.get(r.name)!, seq: r.seq, delta: r.payload })),
         ...(announced ? { announced } : {}),
       })
     }

@@ -134,7 +134,7 @@ test('gossipsub: garbage, a forged sender, a forbidden write and an undecodable 
     // an allowed write, by gossip
     ;(await mallory.peer.counter('open/x')).increment(5)
     await until(async () => (await guard.peer.counter('open/x')).value() === 5, 'allowed write applied')
-    const good = (await mallory.peer.history('open/x'))[0].bytes
+    const good = (await mallory.peer.history('open/x'))[0].delta
 
     await pubsub.publish(TOPIC, new Uint8Array([1, 2, 3]))
     await pubsub.publish(TOPIC, new Uint8Array([9, 1, 1, 0]))

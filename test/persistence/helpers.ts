@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { YjsReplica } from '../../crdt/documents/yjs-replica.ts'
 import type { Replica } from '../../crdt/replica.ts'
-import type { Timers } from '../../persistence/pipeline/committer.ts'
+import type { CommitTimers } from '../../persistence/pipeline/committer.ts'
 
 /** A temp folder and its removal. */
 export async function tempDir(prefix = 'concord-persist-'): Promise<{ dir: string; remove: () => Promise<void> }> {
@@ -13,7 +13,7 @@ export async function tempDir(prefix = 'concord-persist-'): Promise<{ dir: strin
 }
 
 /** Manually advanced timers and wall clock. */
-export class FakeTimers implements Timers {
+export class FakeTimers implements CommitTimers {
   time = 1_000_000
   private next = 1
   private tasks = new Map<number, { at: number; fn: () => void }>()

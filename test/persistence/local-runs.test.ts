@@ -34,7 +34,7 @@ async function checkHistory(store: Store, name: string, live: YjsReplica): Promi
   const replay = new Y.Doc()
   const lengths: number[] = []
   for (const record of history) {
-    Y.applyUpdate(replay, record.bytes)
+    Y.applyUpdate(replay, record.delta)
     assert.equal(textOf(await store.at(name, record.seq)), replay.getText('t').toString(), `at(${record.seq})`)
     lengths.push(replay.getText('t').length)
   }

@@ -63,7 +63,7 @@ describe('merged local changes (async mode)', () => {
       )
       // What sync ships: the merged payloads bring a fresh replica to the same text.
       const shipped = new Y.Doc()
-      for (const unit of seen) for (const record of unit.records) Y.applyUpdate(shipped, record.payload)
+      for (const unit of seen) for (const record of unit.records) Y.applyUpdate(shipped, record.delta)
       assert.equal(shipped.getText('t').toString(), 'x'.repeat(500))
       assert.deepEqual((await store.verify('doc')).problems, [])
       const history = await store.history('doc', { limit: 1000 })
@@ -97,7 +97,7 @@ describe('merged local changes (async mode)', () => {
       assert.ok(history.length < 46, `merged: ${history.length} records for 46 changes`)
       const replay = new Y.Doc()
       for (const record of history) {
-        Y.applyUpdate(replay, record.bytes)
+        Y.applyUpdate(replay, record.delta)
         const past = await store.at('doc', record.seq)
         assert.equal(textOf(past), replay.getText('t').toString(), `at(${record.seq})`)
       }
@@ -130,7 +130,7 @@ describe('merged local changes (async mode)', () => {
         seen.reduce((n, u) => n + u.records.length, 0),
       )
       const counter = createReplica('pncounter', { replicaId: replicaId('x') })
-      for (const unit of seen) for (const r of unit.records) if (r.name === 'b') counter.applyDelta(r.payload)
+      for (const unit of seen) for (const r of unit.records) if (r.name === 'b') counter.applyDelta(r.delta)
       assert.equal(counter.value(), 50)
       const atB = await store.at('b', store.committedSeq('b'))
       assert.equal(atB.value(), 50)
@@ -158,7 +158,7 @@ describe('merged local changes (async mode)', () => {
       )
       const replay = new Y.Doc()
       const texts = history.map((r) => {
-        Y.applyUpdate(replay, r.bytes)
+        Y.applyUpdate(replay, r.delta)
         return replay.getText('t').toString().length
       })
       assert.deepEqual(texts, [1, 3, 4, 7])

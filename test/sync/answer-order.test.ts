@@ -2,7 +2,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { Network } from '../../transports/memory/index.ts'
 import type { ORSetReplica, PNCounterReplica } from '../../crdt/types/index.ts'
-import type { NameInfo } from '../../sync/host.ts'
+import type { HostedName } from '../../sync/host.ts'
 import { SimPeer, connectPair } from './helpers/sim.ts'
 
 test('live commits made while an answer is computed never overtake it (no later counter total without the earlier set adds)', async () => {
@@ -28,7 +28,7 @@ test('live commits made while an answer is computed never overtake it (no later 
     await new Promise((resolve) => setImmediate(resolve))
     transaction()
     return list()
-  }) as unknown as () => NameInfo[]
+  }) as unknown as () => HostedName[]
   // Every commit the receiver applies must keep counter == |set|.
   const seen: Array<[number, number]> = []
   const apply = receiver.host.applyRemote.bind(receiver.host)

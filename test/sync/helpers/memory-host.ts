@@ -11,7 +11,7 @@ import { replicaId, type Replica, type ReplicaType } from '../../../crdt/replica
 import { AutomergeReplica, YjsReplica } from '../../../crdt/documents/index.ts'
 import type { ORMapReplica } from '../../../crdt/types/index.ts'
 import { provesSecret, type PresentedCredentials } from '../../../sync/credentials.ts'
-import type { Access, ApplyResult, LocalCommit, NameInfo, SyncHost } from '../../../sync/host.ts'
+import type { Access, HostApplyResult, LocalCommit, HostedName, SyncHost } from '../../../sync/host.ts'
 import type { DeltaEntry, PeerId } from '../../../sync/messages.ts'
 import type { Prng } from '../../../transports/memory/prng.ts'
 
@@ -146,7 +146,7 @@ export class MemoryHost implements SyncHost {
     return out
   }
 
-  list(): NameInfo[] {
+  list(): HostedName[] {
     return [...this.replicas].map(([name, replica]) => ({ name, type: replica.type }))
   }
 
@@ -164,7 +164,7 @@ export class MemoryHost implements SyncHost {
     return replica.deltaSince(version ?? makeReplica(replica.type, this.id).version())
   }
 
-  async applyRemote(entries: readonly DeltaEntry[], origin: unknown): Promise<ApplyResult> {
+  async applyRemote(entries: readonly DeltaEntry[], origin: unknown): Promise<HostApplyResult> {
     // All or none: check every entry on a scratch copy before touching anything.
     if (entries.length > 1) {
       for (const entry of entries) {

@@ -65,7 +65,7 @@ export interface PeerOptions {
   readonly durability?: Durability | undefined
   /** Checkpoint policy of every name (see persistence/). */
   readonly checkpoint?: CheckpointPolicy | undefined
-  /** Retention of every name (default: the latest 2 checkpoints). */
+  /** Retention of every name (default `'full'`: every record is kept; see `Retention`). */
   readonly retention?: Retention | undefined
   /** Time to live of untouched names, ms. */
   readonly ttlMs?: number | undefined

@@ -21,3 +21,4 @@ export {
 export type { StoreOptions, NameOptions, Durability, Retention, CheckpointPolicy, Schema, Migration, ReplicaCreator, DeltaMerger } from './options.ts'
 export type { CommitTimers } from './pipeline/committer.ts'
 export type { RepairReport } from './history/repair.ts'
+export type { RetentionReport } from './lifecycle/log-archive.ts'

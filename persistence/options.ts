@@ -17,11 +17,21 @@ import type { Storage } from './storage/storage.ts'
 export type Durability = { readonly mode: 'sync' } | { readonly mode: 'async'; readonly rpoMs: number }
 
 /**
- * What to keep of a name's history. `full`: every record (audit); only old
- * checkpoints are dropped. `{ checkpoints: K }`: the latest K checkpoints and
- * the records after the oldest of them.
+ * What to keep of a name's history: a lifecycle policy (FORMAT.md,
+ * "Retention").
+ * - `'full'` (the default): every record, forever. Checkpoints speed up
+ *   recovery and never delete records; only old checkpoints are dropped.
+ * - `{ archiveAfterMs: T }`: records older than `T` ms (and before a
+ *   checkpoint) move from LevelDB to compressed segment files in the archive
+ *   folder; `history`, `at` and `verify` still read them.
+ * - `{ deleteAfterMs: T }`: records older than `T` ms (and before a
+ *   checkpoint) are deleted, for data that must not be kept.
+ * - `{ checkpoints: K }`: the latest K checkpoints and the records after the
+ *   oldest of them; older records are deleted at each checkpoint.
+ * The time-window policies are applied by the sweep and by
+ * `store.applyRetention(name)`.
  */
-export type Retention = 'full' | { readonly checkpoints: number }
+export type Retention = 'full' | { readonly archiveAfterMs: number } | { readonly deleteAfterMs: number } | { readonly checkpoints: number }
 
 /** When to write a checkpoint of a name (whichever comes first). */
 export interface CheckpointPolicy {
@@ -78,7 +88,7 @@ export interface StoreOptions {
   readonly durability?: Durability | undefined
   /** Default checkpoint policy. */
   readonly checkpoint?: CheckpointPolicy | undefined
-  /** Default retention (default `{ checkpoints: 2 }`). */
+  /** Default retention (default `'full'`: every record is kept). */
   readonly retention?: Retention | undefined
   /** Names kept hydrated in memory (default 1000). */
   readonly cacheSize?: number | undefined
@@ -143,6 +153,6 @@ export interface NameOptions {
 /** Default checkpoint policy. */
 export const DEFAULT_CHECKPOINT: Required<CheckpointPolicy> = { everyRecords: 1000, everyBytes: 1 << 20, everyMs: 60_000, onClose: true }
 /** Default retention. */
-export const DEFAULT_RETENTION: Retention = { checkpoints: 2 }
-/** Checkpoints kept under `full` retention. */
+export const DEFAULT_RETENTION: Retention = 'full'
+/** Checkpoints kept unless retention says `{ checkpoints: K }`. */
 export const FULL_RETENTION_CHECKPOINTS = 2

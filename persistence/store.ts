@@ -30,6 +30,7 @@ import { repairName, type RepairReport } from './history/repair.ts'
 import { TimeTravel } from './history/time-travel.ts'
 import { Archival } from './lifecycle/archival.ts'
 import { Lifecycle } from './lifecycle/lifecycle.ts'
+import type { RetentionReport } from './lifecycle/log-archive.ts'
 import { acceptLoss, checkSeal, readLosses, writeSeal, type Loss } from './lifecycle/seal.ts'
 import type { NameEntry } from './names/entry.ts'
 import { Names, type NameLease } from './names/owner.ts'
@@ -494,7 +495,17 @@ export class Store {
     return this.lifecycle.gc(options)
   }
 
-  /** One background sweep: timed checkpoints, TTL expiry, archival of cold names. */
+  /**
+   * Applies `name`'s time-window retention now (`{ archiveAfterMs }` moves
+   * the records older than the window and before a checkpoint to the
+   * archive tier, `{ deleteAfterMs }` deletes them; the sweep does this for
+   * every hydrated name). Resolves with the records moved or deleted.
+   */
+  applyRetention(name: string, options: SignalOptions = {}): Promise<RetentionReport> {
+    return this.lifecycle.applyRetention(name, options)
+  }
+
+  /** One background sweep: timed checkpoints, time-window retention of hydrated names, TTL expiry, archival of cold names. */
   sweep(options: SignalOptions = {}): Promise<void> {
     return this.lifecycle.sweep(options)
   }

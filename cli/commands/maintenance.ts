@@ -126,7 +126,9 @@ export function registerMaintenanceCommands(program: Command, ctx: CliContext): 
     }),
   )
 
-  folderOptions(program.command('compact').description('write a checkpoint of every live name now (the log before it is trimmed per retention)')).action(
+  folderOptions(
+    program.command('compact').description('write a checkpoint of every live name now (history is kept unless a retention policy says otherwise)'),
+  ).action(
     action(ctx, 'compact', async (out, options: FolderOptions) => {
       await withFolder(options.dir, async ({ store }) => {
         const names = (await store.names()).filter((n) => !n.archived)

@@ -8,7 +8,9 @@
  */
 import { ConcordError, ErrorCodes } from '../../crdt/errors.ts'
 import type { ArchiveMarker } from '../format/archive.ts'
+import type { ArchivedEntry } from '../format/archive.ts'
 import type { NameMeta } from '../format/name-meta.ts'
+import type { SegmentRef } from '../format/segments.ts'
 import type { StorageEntry } from '../storage/storage.ts'
 
 function unavailable(what: string): ConcordError {
@@ -32,3 +34,16 @@ export async function writeArchive(
 export async function readArchive(_dir: string, marker: ArchiveMarker): Promise<{ entries: StorageEntry[]; remove: () => Promise<void> }> {
   throw unavailable(`rehydrating "${marker.name}"`)
 }
+
+/** Refuses: a browser has no archive files (retention `{ archiveAfterMs }` needs them). */
+export async function writeSegment(_dir: string, name: string, _fromSeq: number, _toSeq: number, _entries: readonly ArchivedEntry[]): Promise<SegmentRef> {
+  throw unavailable(`archiving records of "${name}"`)
+}
+
+/** Refuses: a browser has no archive files. */
+export async function readSegment(_dir: string, name: string, _ref: SegmentRef): Promise<ArchivedEntry[]> {
+  throw unavailable(`reading archived records of "${name}"`)
+}
+
+/** Nothing to remove: a browser has no archive files. */
+export async function removeSegments(_dir: string, _refs: readonly SegmentRef[]): Promise<void> {}

@@ -9,8 +9,9 @@ import { ConcordError, ErrorCodes, isConcordError } from '../../crdt/errors.ts'
 import type { Replica } from '../../crdt/replica.ts'
 import type { StoreContext } from '../context.ts'
 import { ZERO_HASH } from '../format/checksum.ts'
-import { logKey, logPrefix, parseSeqKey } from '../format/keys.ts'
 import { decodeRecord } from '../format/record.ts'
+import type { NameMeta } from '../format/name-meta.ts'
+import { logEntries, readSegmentIndex } from '../lifecycle/log-archive.ts'
 import { lossProblem, readLosses } from '../lifecycle/seal.ts'
 import type { Names } from '../names/owner.ts'
 import { loadCheckpoint, rebuild } from '../names/replay.ts'
@@ -29,35 +30,36 @@ export class TimeTravel {
     private readonly writes: Writes,
   ) {}
 
-  /** Records of `name`, oldest first from `from` (default: the first retained), at most `limit` (default 100). */
+  /**
+   * Records of `name`, oldest first from `from` (default: the first one
+   * kept, archived ones included), at most `limit` (default 100); newest
+   * first from `from` (default: the last) when `reverse`.
+   */
   async history(name: string, options: { from?: number; limit?: number; reverse?: boolean } & SignalOptions = {}): Promise<HistoryEntry[]> {
     this.context.checkOpen()
     const meta = await this.names.meta(name, { signal: options.signal, mustExist: true })
     const limit = options.limit ?? 100
     const range = options.reverse
-      ? { prefix: logPrefix(name), lte: logKey(name, Math.min(options.from ?? meta.lastSeq, meta.lastSeq)), reverse: true, limit, signal: options.signal }
-      : {
-          prefix: logPrefix(name),
-          gte: logKey(name, Math.max(options.from ?? meta.firstSeq, 0)),
-          lte: logKey(name, meta.lastSeq),
-          limit,
-          signal: options.signal,
-        }
+      ? { from: 1, to: Math.min(options.from ?? meta.lastSeq, meta.lastSeq), reverse: true, signal: options.signal }
+      : { from: options.from ?? 1, to: meta.lastSeq, signal: options.signal }
     const out: HistoryEntry[] = []
-    for await (const entry of this.context.storage.iterate(range)) {
+    if (limit <= 0) return out
+    for await (const entry of logEntries(this.context, meta, range)) {
       const record = decodeRecord(entry.value)
-      if (record.name !== name || record.seq !== parseSeqKey(entry.key[2])) {
-        throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `"${name}": record under ${entry.key[2]} is misplaced`)
+      if (record.name !== name || record.seq !== entry.seq) {
+        throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `"${name}": record under seq ${entry.seq} is misplaced`)
       }
       out.push(toHistoryEntry({ ...record }))
+      if (out.length >= limit) break
     }
     return out
   }
 
   /**
    * The replica as it was right after record `seq` (0 = empty), rebuilt from
-   * the nearest checkpoint at or before it. A detached copy: changing it
-   * changes nothing stored.
+   * the nearest checkpoint at or before it, or replayed from the first
+   * record (archived ones included) when there is none. A detached copy:
+   * changing it changes nothing stored.
    */
   async at(name: string, seq: number, options: SignalOptions = {}): Promise<Replica> {
     this.context.checkOpen()
@@ -65,16 +67,32 @@ export class TimeTravel {
     if (!Number.isSafeInteger(seq) || seq < 0 || seq > meta.lastSeq) {
       throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `"${name}": seq ${seq} is outside 0..${meta.lastSeq}`)
     }
-    if (seq === 0) return this.context.createReplica(meta.type, { replicaId: this.context.replicaId })
-    const rebuilt = await rebuild({
-      storage: this.context.storage,
-      meta,
-      target: seq,
-      allowTornTail: false,
-      signal: options.signal,
-      create: (snapshot) => this.context.createReplica(meta.type, { replicaId: this.context.replicaId, snapshot }),
-    })
+    const create = (snapshot?: Uint8Array): Replica => this.context.createReplica(meta.type, { replicaId: this.context.replicaId, snapshot })
+    if (seq === 0) return create()
+    const anchored = meta.firstSeq <= 1 || meta.checkpoints.some((cp) => cp.seq <= seq && cp.seq >= meta.firstSeq - 1)
+    if (!anchored) return this.replayFromStart(meta, seq, create, options.signal)
+    const rebuilt = await rebuild({ storage: this.context.storage, meta, target: seq, allowTornTail: false, signal: options.signal, create })
     return rebuilt.replica
+  }
+
+  /** Replays `meta`'s log from seq 1 (through its archive tier) to `target`, checking the chain; NOT_FOUND when records were deleted by retention. */
+  private async replayFromStart(meta: NameMeta, target: number, create: () => Replica, signal?: AbortSignal): Promise<Replica> {
+    const replica = create()
+    let seq = 0
+    let hash: Uint8Array = ZERO_HASH
+    for await (const entry of logEntries(this.context, meta, { from: 1, to: target, signal })) {
+      if (entry.seq !== seq + 1) break
+      const record = decodeRecord(entry.value)
+      if (record.name !== meta.name || record.seq !== entry.seq || !bytesEqual(record.prevHash, hash)) {
+        throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `"${meta.name}": record ${entry.seq} is misplaced or breaks the hash chain`)
+      }
+      replica.applyDelta(record.payload)
+      seq = record.seq
+      hash = record.hash
+    }
+    if (seq === target) return replica
+    if (seq === 0) throw new ConcordError(ErrorCodes.NOT_FOUND, `"${meta.name}": seq ${target} was trimmed by retention`)
+    throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `"${meta.name}": record ${seq + 1} is missing`)
   }
 
   /**
@@ -95,15 +113,17 @@ export class TimeTravel {
   }
 
   /**
-   * The records of `name` from `since` (default: the first retained), then
+   * The records of `name` from `since` (default: the first kept, archived ones included), then
    * live as new ones commit. Ends when `signal` aborts or the store closes.
    */
   async *changes(name: string, options: { since?: number } & SignalOptions = {}): AsyncGenerator<HistoryEntry> {
     this.context.checkOpen()
     const signal = options.signal
     const meta = await this.names.meta(name, { signal, mustExist: true })
-    let next = options.since ?? meta.firstSeq
-    if (next < meta.firstSeq) {
+    const archivedTier = meta.firstSeq > 1 && (await readSegmentIndex(this.context.storage, name)).length > 0
+    const first = archivedTier ? 1 : meta.firstSeq
+    let next = options.since ?? first
+    if (next < first) {
       throw new ConcordError(ErrorCodes.NOT_FOUND, `"${name}": records before ${meta.firstSeq} were trimmed by retention`)
     }
     const buffer: HistoryEntry[] = []
@@ -185,10 +205,21 @@ export class TimeTravel {
     let replica: Replica
     let seq: number
     let hash: Uint8Array
-    if (meta.firstSeq <= 1) {
+    let from = meta.firstSeq
+    const archived = meta.firstSeq > 1 ? await readSegmentIndex(this.context.storage, name).catch((error: Error) => error) : []
+    if (archived instanceof Error) {
+      problems.push(archived.message)
+      return { name, ok: false, firstSeq: meta.firstSeq, lastSeq: meta.lastSeq, records: 0, checkpoints: meta.checkpoints.length, problems }
+    }
+    if (meta.firstSeq <= 1 || archived.length > 0) {
+      // The whole log: the archive tier (which must reach the first record in LevelDB), then LevelDB.
+      if (archived.length > 0 && archived.at(-1)!.toSeq !== meta.firstSeq - 1) {
+        problems.push(`the archive tier ends at seq ${archived.at(-1)!.toSeq}, the log in the store starts at ${meta.firstSeq}`)
+      }
       replica = create()
       seq = 0
       hash = ZERO_HASH
+      from = 1
     } else {
       const anchor = meta.checkpoints.find((cp) => cp.seq === meta.firstSeq - 1)
       const cp = anchor && (await loadCheckpoint(this.context.storage, meta, anchor.seq))
@@ -201,31 +232,31 @@ export class TimeTravel {
       hash = cp.hash
     }
     let records = 0
-    for await (const entry of this.context.storage.iterate({
-      prefix: logPrefix(name),
-      gte: logKey(name, meta.firstSeq),
-      lte: logKey(name, meta.lastSeq),
-      signal: options.signal,
-    })) {
-      const keySeq = parseSeqKey(entry.key[2])
-      if (keySeq !== seq + 1) {
-        problems.push(`record ${seq + 1} is missing`)
-        break
+    try {
+      for await (const entry of logEntries(this.context, meta, { from, to: meta.lastSeq, signal: options.signal })) {
+        const keySeq = entry.seq
+        if (keySeq !== seq + 1) {
+          problems.push(`record ${seq + 1} is missing`)
+          break
+        }
+        try {
+          const record = decodeRecord(entry.value)
+          if (record.name !== name || record.seq !== keySeq) throw new Error('misplaced record')
+          if (!bytesEqual(record.prevHash, hash)) throw new Error('the hash chain is broken')
+          replica.applyDelta(record.payload)
+          seq = keySeq
+          hash = record.hash
+          records++
+        } catch (error) {
+          problems.push(`record ${keySeq}: ${(error as Error).message}`)
+          break
+        }
+        const cpReplica = checkpoints.get(seq)
+        if (checkpoints.has(seq) && cpReplica && !sameState(replica, cpReplica)) problems.push(`replaying to seq ${seq} differs from its checkpoint`)
       }
-      try {
-        const record = decodeRecord(entry.value)
-        if (record.name !== name || record.seq !== keySeq) throw new Error('misplaced record')
-        if (!bytesEqual(record.prevHash, hash)) throw new Error('the hash chain is broken')
-        replica.applyDelta(record.payload)
-        seq = keySeq
-        hash = record.hash
-        records++
-      } catch (error) {
-        problems.push(`record ${keySeq}: ${(error as Error).message}`)
-        break
-      }
-      const cpReplica = checkpoints.get(seq)
-      if (checkpoints.has(seq) && cpReplica && !sameState(replica, cpReplica)) problems.push(`replaying to seq ${seq} differs from its checkpoint`)
+    } catch (error) {
+      if (isConcordError(error, ErrorCodes.ABORTED) || isConcordError(error, ErrorCodes.CLOSED)) throw error
+      problems.push((error as Error).message)
     }
     if (problems.length === 0 && seq !== meta.lastSeq) problems.push(`the log ends at ${seq}, the metadata says ${meta.lastSeq}`)
     if (problems.length === 0 && !bytesEqual(hash, meta.lastHash)) problems.push('the newest record hash differs from the metadata')

@@ -7,11 +7,13 @@
 import { ConcordError, ErrorCodes } from '../../crdt/errors.ts'
 import type { StoreContext } from '../context.ts'
 import { archiveKey, checkpointPrefix, logPrefix, metaKey, tailKey } from '../format/keys.ts'
+import { segmentIndexKey } from '../format/segments.ts'
 import type { Names } from '../names/owner.ts'
 import type { SignalOptions, StorageOperation } from '../storage/storage.ts'
 import { checkpointUnit } from '../writes/checkpoints.ts'
 import { readArchive, writeArchive } from './archive-files.ts'
 import { collect } from './lifecycle.ts'
+import { archiveDirOf } from './log-archive.ts'
 
 /** @internal archival and rehydration of names. */
 export class Archival {
@@ -21,8 +23,7 @@ export class Archival {
   ) {}
 
   private archiveDir(): string {
-    const { options } = this.context
-    const dir = options.archive?.dir ?? (options.dir !== undefined ? `${options.dir}.archive` : undefined)
+    const dir = archiveDirOf(this.context.options)
     if (!dir) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'archival needs `archive.dir` (or a store `dir`)')
     return dir
   }
@@ -43,6 +44,9 @@ export class Archival {
     const entries: Array<{ key: readonly string[]; value: Uint8Array }> = [{ key: metaKey(name), value: (await context.storage.get(metaKey(name)))! }]
     const tail = await context.storage.get(tailKey(name))
     if (tail) entries.push({ key: tailKey(name), value: tail })
+    // The segment index of its archive tier (the segment files stay where they are).
+    const segments = await context.storage.get(segmentIndexKey(name))
+    if (segments) entries.push({ key: segmentIndexKey(name), value: segments })
     for (const prefix of [logPrefix(name), checkpointPrefix(name)]) {
       for await (const entry of context.storage.iterate({ prefix, signal: options.signal })) entries.push(entry)
     }

@@ -6,11 +6,13 @@ import { ConcordError, ErrorCodes, isConcordError } from '../../crdt/errors.ts'
 import type { StoreContext } from '../context.ts'
 import { ARCHIVE_PREFIX, archiveKey, checkpointPrefix, logPrefix, metaKey, parseSeqKey, TAIL_PREFIX, tailKey } from '../format/keys.ts'
 import type { NameMeta } from '../format/name-meta.ts'
+import { segmentIndexKey } from '../format/segments.ts'
 import type { Names } from '../names/owner.ts'
 import type { SignalOptions, StorageOperation } from '../storage/storage.ts'
 import type { GcReport, NameInfo } from '../store-types.ts'
 import { queueCheckpoint } from '../writes/checkpoints.ts'
 import type { Archival } from './archival.ts'
+import { applyRetention, deleteSegments, type RetentionReport } from './log-archive.ts'
 
 /** Collects an async iterable into an array. */
 export async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
@@ -69,6 +71,7 @@ export class Lifecycle {
     const ops: StorageOperation[] = [
       { type: 'del', key: metaKey(name) },
       { type: 'del', key: tailKey(name) },
+      { type: 'del', key: segmentIndexKey(name) },
     ]
     for (const prefix of [logPrefix(name), checkpointPrefix(name)]) {
       for await (const key of context.storage.keys({ prefix, signal })) ops.push({ type: 'del', key })
@@ -86,6 +89,7 @@ export class Lifecycle {
     if (!stored && !marker) return false
     names.remove(name)
     const ops = stored ? await this.deleteOps(name, options.signal) : []
+    if (stored) await deleteSegments(context, name)
     if (marker) ops.push({ type: 'del', key: archiveKey(name) })
     await context.committer.enqueue({
       sync: true,
@@ -130,6 +134,7 @@ export class Lifecycle {
       }
       names.remove(meta.name)
       const ops = await this.deleteOps(meta.name, options.signal)
+      await deleteSegments(context, meta.name)
       await context.committer.enqueue({
         sync: true,
         states: [],
@@ -229,8 +234,30 @@ export class Lifecycle {
         await queueCheckpoint(context, entry).catch(() => undefined)
       }
     }
+    for (const entry of [...names.held()]) {
+      if (typeof entry.retention === 'object' && !('checkpoints' in entry.retention)) await this.retain(entry, options).catch(() => undefined)
+    }
     if ((context.options.ttlMs ?? 0) > 0 || (await this.anyNameTtl(options.signal))) await this.expire(options)
     if ((context.options.archive?.afterMs ?? 0) > 0) await this.archival.archiveCold(options)
+  }
+
+  private readonly retaining = new Set<string>()
+
+  /** Applies `name`'s time-window retention (persistence/lifecycle/log-archive.ts); one run per name at a time. */
+  async applyRetention(name: string, options: SignalOptions = {}): Promise<RetentionReport> {
+    this.context.checkOpen()
+    const entry = await this.owner.entry(name, undefined, { mustExist: true, signal: options.signal })
+    return this.retain(entry, options)
+  }
+
+  private async retain(entry: import('../names/entry.ts').NameEntry, options: SignalOptions): Promise<RetentionReport> {
+    if (this.retaining.has(entry.name)) return { name: entry.name, archived: 0, deleted: 0 }
+    this.retaining.add(entry.name)
+    try {
+      return await applyRetention(this.context, entry, options)
+    } finally {
+      this.retaining.delete(entry.name)
+    }
   }
 
   private async anyNameTtl(signal?: AbortSignal): Promise<boolean> {

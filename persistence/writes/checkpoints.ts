@@ -74,11 +74,15 @@ export function checkpointUnit(context: StoreContext, entry: NameEntry, taken?: 
       })
       b.put(checkpointKey(meta.name, meta.lastSeq), bytes)
       const all = [...meta.checkpoints, { seq: meta.lastSeq, size: bytes.length }]
-      const keep = entry.retention === 'full' ? FULL_RETENTION_CHECKPOINTS : Math.max(1, entry.retention.checkpoints)
-      const kept = all.slice(-keep)
-      for (const cp of all.slice(0, all.length - kept.length)) b.del(checkpointKey(meta.name, cp.seq))
+      const trims = typeof entry.retention === 'object' && 'checkpoints' in entry.retention
+      const keep = trims ? Math.max(1, (entry.retention as { checkpoints: number }).checkpoints) : FULL_RETENTION_CHECKPOINTS
+      let kept = all.slice(-keep)
+      // The checkpoint just before the first retained record anchors the log (verify, at): kept while records after it are.
+      const anchor = trims ? undefined : all.find((cp) => cp.seq === meta.firstSeq - 1)
+      if (anchor && !kept.includes(anchor)) kept = [anchor, ...kept]
+      for (const cp of all) if (!kept.includes(cp)) b.del(checkpointKey(meta.name, cp.seq))
       let firstSeq = meta.firstSeq
-      if (entry.retention !== 'full' && kept.length >= keep) {
+      if (trims && kept.length >= keep) {
         const trimTo = kept[0].seq
         for (let seq = meta.firstSeq; seq <= trimTo; seq++) b.del(logKey(meta.name, seq))
         firstSeq = Math.max(firstSeq, trimTo + 1)

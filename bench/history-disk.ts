@@ -1,0 +1,120 @@
+/**
+ * Disk cost of full history (issue 16): a store folder after a workload,
+ * under retention 'full' (the default), the archive tier (every record
+ * moved to gzip segment files) and the old default `{ checkpoints: 2 }`.
+ * A measurement of bytes, not of time: run it alone,
+ * `npx tsx bench/history-disk.ts` (it is not part of `npm run bench`).
+ *
+ * Workloads: the B4 trace (automerge-paper, 259,778 one-edit Yjs
+ * transactions) logged one record per edit (async mode, merging off: the
+ * record count of a sync-mode peer) and merged as an async peer logs it
+ * (the default); 100,000 counter increments, one record each.
+ */
+import { readdirSync, statSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { YjsReplica } from '../crdt/documents/yjs-replica.ts'
+import type { GCounterReplica } from '../crdt/types/replicas.ts'
+import { openStore, type Retention, type Store } from '../persistence/index.ts'
+import { loadTrace, type SequentialTrace } from '../test/crdt/documents/traces.ts'
+
+function folderBytes(dir: string): number {
+  let total = 0
+  let entries: string[]
+  try {
+    entries = readdirSync(dir)
+  } catch {
+    return 0
+  }
+  for (const entry of entries) {
+    const path = join(dir, entry)
+    const stat = statSync(path)
+    total += stat.isDirectory() ? folderBytes(path) : stat.size
+  }
+  return total
+}
+
+const mib = (bytes: number): string => `${(bytes / (1 << 20)).toFixed(2)} MiB`
+
+interface Workload {
+  readonly label: string
+  readonly merge: boolean
+  run(store: Store): Promise<string>
+}
+
+const trace = loadTrace<SequentialTrace>('automerge-paper')
+
+const b4 = (merge: boolean): Workload => ({
+  label: `B4 trace, ${trace.txns.length} edits, ${merge ? 'merged (async default)' : 'one record per edit'}`,
+  merge,
+  async run(store) {
+    const doc = (await store.open('b4', 'yjs')) as YjsReplica
+    const text = doc.doc.getText('t')
+    let i = 0
+    for (const txn of trace.txns) {
+      for (const [pos, del, ins] of txn.patches) {
+        if (del > 0) text.delete(pos, del)
+        if (ins.length > 0) text.insert(pos, ins)
+      }
+      if (++i % 5000 === 0) await store.flush()
+    }
+    await store.flush()
+    if (text.toString() !== trace.endContent) throw new Error('B4: the text does not match endContent')
+    return 'b4'
+  },
+})
+
+const counter: Workload = {
+  label: '100,000 counter increments, one record each',
+  merge: false,
+  async run(store) {
+    const c = (await store.open('hits', 'gcounter')) as GCounterReplica
+    for (let i = 0; i < 100_000; i++) {
+      c.increment(1)
+      if (i % 5000 === 4999) await store.flush()
+    }
+    await store.flush()
+    return 'hits'
+  },
+}
+
+async function measure(workload: Workload, retention: Retention | 'archive-all'): Promise<{ db: number; archive: number; records: number }> {
+  const root = await mkdtemp(join(tmpdir(), 'concord-history-disk-'))
+  const dir = join(root, 'db')
+  try {
+    const clock = { now: 1_000_000 }
+    const policy: Retention = retention === 'archive-all' ? { archiveAfterMs: 1 } : retention
+    const store = await openStore({
+      dir,
+      replicaId: 'bench',
+      sweepMs: 0,
+      durability: { mode: 'async', rpoMs: 1000 },
+      retention: policy,
+      now: () => clock.now,
+      ...(workload.merge ? {} : { deltaMerger: () => undefined }),
+    })
+    const name = await workload.run(store)
+    await store.checkpoint(name)
+    if (retention === 'archive-all') {
+      clock.now += 10_000_000
+      await store.applyRetention(name)
+    }
+    const records = (await store.history(name, { reverse: true, limit: 1 }))[0].seq
+    await store.close()
+    return { db: folderBytes(dir), archive: folderBytes(`${dir}.archive`), records }
+  } finally {
+    await rm(root, { recursive: true, force: true })
+  }
+}
+
+for (const workload of [b4(false), b4(true), counter]) {
+  const full = await measure(workload, 'full')
+  const archived = await measure(workload, 'archive-all')
+  const trimmed = await measure(workload, { checkpoints: 2 })
+  console.log(`${workload.label}: ${full.records} records`)
+  console.log(`  full (default):        LevelDB ${mib(full.db)}`)
+  console.log(`  archiveAfterMs (all):  LevelDB ${mib(archived.db)} + segments ${mib(archived.archive)} = ${mib(archived.db + archived.archive)}`)
+  console.log(`  { checkpoints: 2 }:    LevelDB ${mib(trimmed.db)} (history trimmed)`)
+  console.log(`  full / trimmed: ${(full.db / trimmed.db).toFixed(1)}x; per record: ${((full.db - trimmed.db) / full.records).toFixed(1)} bytes`)
+}

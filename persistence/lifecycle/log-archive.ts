@@ -1,0 +1,180 @@
+/**
+ * The two tiers of a name's log and the retention policies that move
+ * records between them (persistence/options.ts `Retention`):
+ * - the hot tier: records in LevelDB under `l / name / seq`, from the
+ *   metadata's `firstSeq` on;
+ * - the archive tier: records before `firstSeq` moved by `{ archiveAfterMs }`
+ *   to segment files in `<archive dir>/segments/`, listed by the name's
+ *   segment index (persistence/format/segments.ts).
+ * {@link logEntries} reads both, oldest first or newest first, so
+ * `history`, `at` and `verify` see one log. {@link applyRetention} moves (or,
+ * under `{ deleteAfterMs }`, deletes) the records older than the window and
+ * before a checkpoint.
+ */
+import { ConcordError, ErrorCodes } from '../../crdt/errors.ts'
+import type { StoreContext } from '../context.ts'
+import { checkpointKey, logKey, logPrefix, parseSeqKey } from '../format/keys.ts'
+import type { NameMeta } from '../format/name-meta.ts'
+import { decodeSegmentIndex, encodeSegmentIndex, type SegmentRef, segmentIndexKey } from '../format/segments.ts'
+import type { NameEntry } from '../names/entry.ts'
+import { loadCheckpoint } from '../names/replay.ts'
+import type { StoreOptions } from '../options.ts'
+import type { SignalOptions, Storage } from '../storage/storage.ts'
+import { readSegment, removeSegments, writeSegment } from './archive-files.ts'
+
+/** The archive folder of a store: `archive.dir`, else `<dir>.archive`; undefined for a store in memory. */
+export function archiveDirOf(options: StoreOptions): string | undefined {
+  return options.archive?.dir ?? (options.dir !== undefined ? `${options.dir}.archive` : undefined)
+}
+
+/** The segments of `name`'s archive tier, oldest first (none when nothing was archived). */
+export async function readSegmentIndex(storage: Storage, name: string): Promise<SegmentRef[]> {
+  const bytes = await storage.get(segmentIndexKey(name))
+  return bytes ? decodeSegmentIndex(name, bytes) : []
+}
+
+/** Deletes the segment files of `name` (its keys are deleted by the caller, the index with them). */
+export async function deleteSegments(context: StoreContext, name: string): Promise<void> {
+  const dir = archiveDirOf(context.options)
+  if (!dir) return
+  const segments = await readSegmentIndex(context.storage, name).catch(() => [])
+  await removeSegments(dir, segments)
+}
+
+/** One encoded log record and the seq its key (or segment) files it under. */
+export interface LogEntry {
+  readonly seq: number
+  readonly value: Uint8Array
+}
+
+/** Range of {@link logEntries}: seqs `from..to` (inclusive), newest first when `reverse`. */
+export interface LogRange extends SignalOptions {
+  readonly from: number
+  readonly to: number
+  readonly reverse?: boolean
+}
+
+/**
+ * The records of `name` from `from` to `to` across both tiers: archived
+ * segments for seqs before `meta.firstSeq`, LevelDB from it on. Segments are
+ * read whole (checked against the index's hash); a missing or damaged one
+ * throws `CONCORD_CORRUPT_RECORD`. Seqs trimmed by a delete policy are simply
+ * absent (the first entry then starts after them).
+ */
+export async function* logEntries(context: StoreContext, meta: NameMeta, range: LogRange): AsyncGenerator<LogEntry> {
+  const { storage } = context
+  const name = meta.name
+  const from = Math.max(1, range.from)
+  const to = range.to
+  if (from > to) return
+  const segments =
+    from < meta.firstSeq ? (await readSegmentIndex(storage, name)).filter((s) => s.toSeq >= from && s.fromSeq <= to && s.fromSeq < meta.firstSeq) : []
+  const archived = async function* (order: readonly SegmentRef[]): AsyncGenerator<LogEntry> {
+    if (order.length === 0) return
+    const dir = archiveDirOf(context.options)
+    if (!dir) throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `"${name}": records are archived but the store has no archive folder`)
+    for (const ref of order) {
+      const entries = (await readSegment(dir, name, ref)).map((entry) => ({ seq: parseSeqKey(entry.key[2] ?? ''), value: entry.value }))
+      if (range.reverse) entries.reverse()
+      for (const entry of entries) if (entry.seq >= from && entry.seq <= to && entry.seq < meta.firstSeq) yield entry
+    }
+  }
+  const hot = async function* (): AsyncGenerator<LogEntry> {
+    const gte = Math.max(from, meta.firstSeq)
+    if (gte > to) return
+    for await (const entry of storage.iterate({
+      prefix: logPrefix(name),
+      gte: logKey(name, gte),
+      lte: logKey(name, to),
+      reverse: range.reverse,
+      signal: range.signal,
+    })) {
+      yield { seq: parseSeqKey(entry.key[2] ?? ''), value: entry.value }
+    }
+  }
+  if (range.reverse) {
+    yield* hot()
+    yield* archived([...segments].reverse())
+  } else {
+    yield* archived(segments)
+    yield* hot()
+  }
+}
+
+/** What {@link applyRetention} did to a name. */
+export interface RetentionReport {
+  readonly name: string
+  /** Records moved to the archive tier. */
+  readonly archived: number
+  /** Records deleted. */
+  readonly deleted: number
+}
+
+/**
+ * Applies a time-window retention policy to a hydrated name: the records up
+ * to the newest checkpoint written before `now - window` leave the hot tier
+ * (moved to a segment file, or deleted with the checkpoints before that
+ * one). `'full'` and `{ checkpoints: K }` do nothing here (the second trims
+ * at each checkpoint).
+ */
+export async function applyRetention(context: StoreContext, entry: NameEntry, options: SignalOptions = {}): Promise<RetentionReport> {
+  const name = entry.name
+  const policy = entry.retention
+  const none = { name, archived: 0, deleted: 0 }
+  if (typeof policy !== 'object' || 'checkpoints' in policy) return none
+  const archive = 'archiveAfterMs' in policy
+  const window = archive ? policy.archiveAfterMs : policy.deleteAfterMs
+  const cutoff = context.now() - window
+  const meta = entry.state.meta
+  // The newest checkpoint older than the window: everything up to it is older too (its time is the clock's when it was taken).
+  let cut: number | undefined
+  for (const ref of [...meta.checkpoints].reverse()) {
+    if (ref.seq < meta.firstSeq) continue
+    const cp = await loadCheckpoint(context.storage, meta, ref.seq)
+    if (cp && cp.hlc.wall <= cutoff) {
+      cut = ref.seq
+      break
+    }
+  }
+  if (cut === undefined) return none
+  const first = meta.firstSeq
+  const upTo = cut
+  let segment: SegmentRef | undefined
+  let segments: SegmentRef[] = []
+  if (archive) {
+    const dir = archiveDirOf(context.options)
+    if (!dir) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `"${name}": retention { archiveAfterMs } needs \`archive.dir\` (or a store \`dir\`)`)
+    const entries: Array<{ key: readonly string[]; value: Uint8Array }> = []
+    for await (const e of context.storage.iterate({ prefix: logPrefix(name), gte: logKey(name, first), lte: logKey(name, upTo), signal: options.signal }))
+      entries.push(e)
+    if (entries.length !== upTo - first + 1)
+      throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `"${name}": records ${first}..${upTo} are not all there to archive`)
+    segments = await readSegmentIndex(context.storage, name)
+    if ((segments.at(-1)?.toSeq ?? 0) !== first - 1) {
+      throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `"${name}": the archive tier ends at ${segments.at(-1)?.toSeq ?? 0}, the log starts at ${first}`)
+    }
+    segment = await writeSegment(dir, name, first, upTo, entries)
+  }
+  const { state } = entry
+  const done = await context.committer.enqueue({
+    sync: true,
+    states: [state],
+    build: (b) => {
+      const now = b.meta(state)
+      if (now.firstSeq !== first) return false
+      for (let seq = first; seq <= upTo; seq++) b.del(logKey(name, seq))
+      let checkpoints = now.checkpoints
+      if (segment) b.put(segmentIndexKey(name), encodeSegmentIndex(name, [...segments, segment]))
+      else {
+        // Deleted: the checkpoint at the cut anchors what is left; older ones go.
+        for (const cp of checkpoints) if (cp.seq < upTo) b.del(checkpointKey(name, cp.seq))
+        checkpoints = checkpoints.filter((cp) => cp.seq >= upTo)
+      }
+      b.setMeta(state, { ...now, firstSeq: upTo + 1, checkpoints })
+      return true
+    },
+  })
+  if (!done) return none
+  const moved = upTo - first + 1
+  return { name, archived: archive ? moved : 0, deleted: archive ? 0 : moved }
+}

@@ -4,6 +4,7 @@
 import { bytesEqual } from '../crdt/codec.ts'
 import type { ConcordError } from '../crdt/errors.ts'
 import type { HlcTimestamp } from '../crdt/hlc.ts'
+import { metaOf, type Provenance } from '../crdt/provenance.ts'
 import type { Replica, ReplicaType } from '../crdt/replica.ts'
 import { toHex } from './format/checksum.ts'
 import type { CommittedRecord } from './pipeline/committer.ts'
@@ -13,7 +14,12 @@ export interface HistoryEntry {
   readonly name: string
   readonly seq: number
   readonly hlc: HlcTimestamp
+  /** The authoring agent (who made the change; for a relayed change, its author, not the relay). */
   readonly agent: string
+  /** Why the change was made (`transact(fn, { message })`), when given. */
+  readonly message?: string
+  /** Application metadata of the change (`transact(fn, { meta })`), when given. */
+  readonly meta?: Readonly<Record<string, unknown>>
   /** `delta`, or `state` (a full-state record written to repair a failed write). */
   readonly kind: 'delta' | 'state'
   /** The delta bytes (a `state` record: the whole state, as a delta). */
@@ -122,19 +128,14 @@ export interface CommittedUnitRecord {
 }
 
 /**
- * Who made a local change and why. `agent` is recorded in every record of
- * the change (default: the store's replica id); give it when this peer
- * makes a change on someone else's behalf (a door serving clients: the MCP
- * server, the y-websocket route). `message` and `meta` are the change's
- * provenance: accepted and validated now, recorded in the log once records
- * carry provenance (the history issue); until then an Automerge change
- * keeps `message` in its own change metadata where the caller passes it there.
+ * Who made a change and why, recorded in every record of the change:
+ * `agent` (default: the store's replica id; give it when this peer makes a
+ * change on someone else's behalf: the MCP server, the y-websocket route,
+ * a relayed change's author), `message` (why, at most 4096 characters) and
+ * `meta` (a JSON object of at most 16 KiB: tool, session, model,
+ * causedBy, ...). See crdt/provenance.ts.
  */
-export interface ChangeProvenance {
-  readonly agent?: string
-  readonly message?: string
-  readonly meta?: Readonly<Record<string, unknown>>
-}
+export type ChangeProvenance = Provenance
 
 /** Result of `applyRemote`. */
 export interface ApplyResult {
@@ -153,7 +154,10 @@ export interface GcReport {
 
 /** A committed record as `history`, `changes` and the `commit` event show it. */
 export function toHistoryEntry(record: CommittedRecord): HistoryEntry {
+  const meta = metaOf(record.metaJson)
   return {
+    ...(record.message !== undefined ? { message: record.message } : {}),
+    ...(meta !== undefined ? { meta } : {}),
     name: record.name,
     seq: record.seq,
     hlc: record.hlc,

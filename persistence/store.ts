@@ -20,6 +20,7 @@ import { isWellFormed } from '../crdt/codec.ts'
 import type { WaitingStats } from '../crdt/documents/waiting-room.ts'
 import type { Emitter } from '../crdt/emitter.ts'
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
+import { encodeProvenance } from '../crdt/provenance.ts'
 import type { HybridClock } from '../crdt/hlc.ts'
 import { replicaId as brandReplicaId, type Replica, type ReplicaId, type ReplicaType } from '../crdt/replica.ts'
 import { installAutomergeReloader } from './automerge-reload.ts'
@@ -101,15 +102,6 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     if (ownsStorage) await storage.close().catch(() => undefined)
     throw error
   }
-}
-
-/** An agent id given to a local change: a non-empty string of at most 256 characters, or undefined. */
-function checkAgent(agent: unknown): string | undefined {
-  if (agent === undefined) return undefined
-  if (typeof agent !== 'string' || agent.length === 0 || agent.length > 256) {
-    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'an agent id must be a non-empty string of at most 256 characters')
-  }
-  return agent
 }
 
 /** The error of opening a store that belongs to another replica, saying how to proceed. */
@@ -287,7 +279,7 @@ export class Store {
   async applyRemote(
     name: string,
     delta: Uint8Array,
-    options: { type?: ReplicaType; origin?: unknown; agent?: string; applied?: () => void } & SignalOptions = {},
+    options: { type?: ReplicaType; origin?: unknown; applied?: () => void } & ChangeProvenance & SignalOptions = {},
   ): Promise<ApplyResult> {
     const [result] = await this.commit([{ name, delta, type: options.type }], options)
     return result
@@ -308,10 +300,11 @@ export class Store {
    */
   async commit(
     deltas: ReadonlyArray<{ name: string; delta: Uint8Array; type?: ReplicaType }>,
-    options: { origin?: unknown; agent?: string; applied?: () => void } & SignalOptions = {},
+    options: { origin?: unknown; applied?: () => void } & ChangeProvenance & SignalOptions = {},
   ): Promise<ApplyResult[]> {
     this.context.checkOpen()
     throwIfAborted(options.signal)
+    const provenance = encodeProvenance(options)
     for (const item of deltas) {
       checkName(item.name)
       if (!(item.delta instanceof Uint8Array)) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'a delta must be a Uint8Array')
@@ -328,7 +321,7 @@ export class Store {
         throw error
       }
       // An entry dropped while others hydrated (a concurrent commit refused it) is hydrated again.
-      if (entries.every((entry) => !entry.detached)) return this.writes.commit(entries, deltas, options)
+      if (entries.every((entry) => !entry.detached)) return this.writes.commit(entries, deltas, { origin: options.origin, applied: options.applied, ...provenance })
     }
   }
 
@@ -341,7 +334,7 @@ export class Store {
   async atomic(fn: () => void, options: SignalOptions & ChangeProvenance = {}): Promise<ReadonlyArray<{ name: string; seq: number }>> {
     this.context.checkOpen()
     throwIfAborted(options.signal)
-    return this.writes.atomic(fn, checkAgent(options.agent))
+    return this.writes.atomic(fn, encodeProvenance(options))
   }
 
   /** Resolves once every change so far is written and fsynced (whatever the mode). */
@@ -402,7 +395,7 @@ export class Store {
    * the seq of the new record, or null when the value already equals it.
    */
   revert(name: string, seq: number, options: SignalOptions & ChangeProvenance = {}): Promise<number | null> {
-    return this.timeTravel.revert(name, seq, { signal: options.signal, agent: checkAgent(options.agent) })
+    return this.timeTravel.revert(name, seq, { signal: options.signal, ...encodeProvenance(options) })
   }
 
   /**

@@ -137,7 +137,7 @@ export const history = defineTool({
   name: 'history',
   title: 'History of a name',
   description:
-    'The records of a name, newest first: seq, time, agent (who made the change), kind and size. Page with before (a seq); ' +
+    'The records of a name, newest first: seq, time, agent (who made the change), message (why) and meta when given, kind and size. Page with before (a seq); ' +
     'filter by agent. Use at, diff and blame with these seqs.',
   input: z.strictObject({
     name: nameArg,
@@ -171,7 +171,16 @@ export const history = defineTool({
         scanned++
         upper = record.seq - 1
         if (args.agent !== undefined && record.agent !== args.agent) continue
-        out.push({ seq: record.seq, at: isoTime(record.hlc.wall), agent: record.agent, kind: record.kind, bytes: record.size, hash: record.hash.slice(0, 12) })
+        out.push({
+          seq: record.seq,
+          at: isoTime(record.hlc.wall),
+          agent: record.agent,
+          ...(record.message !== undefined ? { message: record.message } : {}),
+          ...(record.meta !== undefined ? { meta: record.meta } : {}),
+          kind: record.kind,
+          bytes: record.size,
+          hash: record.hash.slice(0, 12),
+        })
         if (out.length === limit) break
       }
     }

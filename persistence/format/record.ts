@@ -1,8 +1,8 @@
 /**
- * The log record format (version 1). One record per appended delta:
+ * The log record format (versions 1 and 2). One record per appended delta:
  *
  * ```
- * u8      format version (1)
+ * u8      format version (1, or 2 when the record has provenance beyond its agent)
  * string  name
  * varuint seq            (1, 2, 3, ... per name, no holes)
  * hlc     time           (wall varuint, logical varuint)
@@ -10,8 +10,17 @@
  * u8      kind           (0 delta, 1 full state written after a failed write)
  * raw32   prevHash       (SHA-256 of the previous record of the name; zeros for seq 1)
  * bytes   payload        (the delta)
+ * -- version 2 only:
+ * u8      flags          (bit 0: message, bit 1: meta; other bits 0)
+ * string  message        (if bit 0: why the change was made)
+ * string  meta           (if bit 1: canonical JSON of an object: tool, session, model, causedBy, ...)
+ * --
  * u32     CRC-32 of everything above (big-endian)
  * ```
+ *
+ * `agent` is the author of the change (the agent that made it, not the
+ * peer that relayed it). A record without message or meta is written as
+ * version 1, byte for byte as before version 2 existed.
  *
  * The record's hash is the SHA-256 of all of its bytes, checksum included.
  */
@@ -20,8 +29,12 @@ import { ConcordError, DecodeError, ErrorCodes } from '../../crdt/errors.ts'
 import { readHlc, type HlcTimestamp } from '../../crdt/hlc.ts'
 import { checksum, HASH_BYTES, openChecksummed, sha256 } from './checksum.ts'
 
-/** Current record format version. */
-export const RECORD_VERSION = 1
+/** Newest record format version (records without provenance are still written as version 1). */
+export const RECORD_VERSION = 2
+/** The version of a record with no message or meta. */
+const PLAIN_RECORD_VERSION = 1
+const FLAG_MESSAGE = 1
+const FLAG_META = 2
 
 /** What a record holds. */
 export type RecordKind = 'delta' | 'state'
@@ -35,6 +48,10 @@ export interface LogRecord {
   readonly kind: RecordKind
   readonly prevHash: Uint8Array
   readonly payload: Uint8Array
+  /** Why the change was made (version 2). */
+  readonly message?: string | undefined
+  /** Application metadata as canonical JSON of an object (version 2). */
+  readonly metaJson?: string | undefined
 }
 
 /** A record with its hash and encoded size. */
@@ -88,7 +105,12 @@ export function encodeRecord(record: LogRecord): Uint8Array {
   const name = utf8(record.name)
   const agent = utf8(record.agent)
   const { payload, seq, hlc } = record
+  const message = record.message === undefined ? undefined : textEncoder.encode(record.message)
+  const meta = record.metaJson === undefined ? undefined : textEncoder.encode(record.metaJson)
+  const extended = message !== undefined || meta !== undefined
+  const extra = extended ? 1 + (message ? varUintSize(message.length) + message.length : 0) + (meta ? varUintSize(meta.length) + meta.length : 0) : 0
   const size =
+    extra +
     1 +
     varUintSize(name.length) +
     name.length +
@@ -103,7 +125,7 @@ export function encodeRecord(record: LogRecord): Uint8Array {
     payload.length +
     4
   const out = new Uint8Array(size)
-  out[0] = RECORD_VERSION
+  out[0] = extended ? RECORD_VERSION : PLAIN_RECORD_VERSION
   let offset = putVarUint(out, 1, name.length)
   out.set(name, offset)
   offset = putVarUint(out, offset + name.length, seq)
@@ -117,6 +139,15 @@ export function encodeRecord(record: LogRecord): Uint8Array {
   offset = putVarUint(out, offset + HASH_BYTES, payload.length)
   out.set(payload, offset)
   offset += payload.length
+  if (extended) {
+    out[offset++] = (message ? FLAG_MESSAGE : 0) | (meta ? FLAG_META : 0)
+    for (const field of [message, meta]) {
+      if (!field) continue
+      offset = putVarUint(out, offset, field.length)
+      out.set(field, offset)
+      offset += field.length
+    }
+  }
   new DataView(out.buffer, out.byteOffset, out.byteLength).setUint32(offset, checksum(out.subarray(0, offset)))
   return out
 }
@@ -134,7 +165,8 @@ export function decodeRecord(bytes: Uint8Array): StoredRecord {
   }
   try {
     const decoder = new Decoder(body)
-    decoder.readVersion(RECORD_VERSION, 'log record')
+    const version = decoder.readUint8()
+    if (version !== PLAIN_RECORD_VERSION && version !== RECORD_VERSION) throw new DecodeError(`log record: unsupported format version ${version}`)
     const name = decoder.readString()
     const seq = decoder.readVarUint()
     const hlc = readHlc(decoder)
@@ -143,8 +175,17 @@ export function decodeRecord(bytes: Uint8Array): StoredRecord {
     if (kindByte > 1) throw new DecodeError(`log record: unknown kind ${kindByte}`)
     const prevHash = decoder.readRaw(HASH_BYTES)
     const payload = decoder.readBytes()
+    let message: string | undefined
+    let metaJson: string | undefined
+    if (version === RECORD_VERSION) {
+      const flags = decoder.readUint8()
+      if (flags & ~(FLAG_MESSAGE | FLAG_META)) throw new DecodeError(`log record: unknown flags ${flags}`)
+      if (flags & FLAG_MESSAGE) message = decoder.readString()
+      if (flags & FLAG_META) metaJson = decoder.readString()
+    }
     decoder.end('log record')
-    return { name, seq, hlc, agent, kind: kindByte === 1 ? 'state' : 'delta', prevHash, payload, hash: sha256(bytes), size: bytes.length }
+    const record: StoredRecord = { name, seq, hlc, agent, kind: kindByte === 1 ? 'state' : 'delta', prevHash, payload, hash: sha256(bytes), size: bytes.length }
+    return message === undefined && metaJson === undefined ? record : { ...record, message, metaJson }
   } catch (error) {
     throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `log record: ${(error as Error).message}`, { cause: error })
   }

@@ -139,7 +139,16 @@ export async function repairName(context: StoreContext, names: Names, name: stri
       for (const cp of meta.checkpoints) if (cp.seq >= at.seq) b.del(checkpointKey(name, cp.seq))
       const checkpoints = meta.checkpoints.filter((cp) => cp.seq < at.seq)
       b.setMeta(nameState, { ...b.meta(nameState), checkpoints, logBytes: 0 })
-      for (const record of kept) b.append(nameState, { payload: record.payload, hlc: record.hlc, agent: record.agent, kind: record.kind, now })
+      for (const record of kept)
+        b.append(nameState, {
+          payload: record.payload,
+          hlc: record.hlc,
+          agent: record.agent,
+          kind: record.kind,
+          message: record.message,
+          metaJson: record.metaJson,
+          now,
+        })
     },
   })
   const report: RepairReport = {

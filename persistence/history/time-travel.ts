@@ -6,6 +6,7 @@
  */
 import { bytesEqual } from '../../crdt/codec.ts'
 import { ConcordError, ErrorCodes, isConcordError } from '../../crdt/errors.ts'
+import type { EncodedProvenance } from '../../crdt/provenance.ts'
 import type { Replica } from '../../crdt/replica.ts'
 import type { StoreContext } from '../context.ts'
 import { ZERO_HASH } from '../format/checksum.ts'
@@ -100,7 +101,7 @@ export class TimeTravel {
    * was at `seq`; it is logged and replicates like any change. Resolves with
    * the seq of the new record, or null when the value already equals it.
    */
-  async revert(name: string, seq: number, options: SignalOptions & { agent?: string } = {}): Promise<number | null> {
+  async revert(name: string, seq: number, options: SignalOptions & EncodedProvenance = {}): Promise<number | null> {
     this.context.checkOpen()
     const entry = await this.names.entry(name, undefined, { mustExist: true, signal: options.signal })
     const past = await this.at(name, seq, options)
@@ -108,7 +109,7 @@ export class TimeTravel {
     throwIfAborted(options.signal)
     const records = await this.writes.atomic(() => {
       delta = entry.replica.restore(past)
-    }, options.agent)
+    }, options)
     return delta === null ? null : (records.filter((r) => r.name === name).at(-1)?.seq ?? null)
   }
 

@@ -22,6 +22,8 @@ export interface CommittedRecord {
   readonly payload: Uint8Array
   readonly hash: Uint8Array
   readonly size: number
+  readonly message?: string | undefined
+  readonly metaJson?: string | undefined
 }
 
 /** Input of {@link BatchBuilder.append}. */
@@ -30,6 +32,10 @@ export interface AppendInput {
   readonly hlc: HlcTimestamp
   readonly agent: string
   readonly kind?: RecordKind
+  /** Why (record format 2). */
+  readonly message?: string | undefined
+  /** Application metadata, canonical JSON (record format 2). */
+  readonly metaJson?: string | undefined
   /** Wall time of the write (ms), recorded as the name's last touch. */
   readonly now: number
 }
@@ -74,7 +80,18 @@ export class BatchBuilder {
     const meta = this.meta(state)
     const seq = meta.lastSeq + 1
     const kind = input.kind ?? 'delta'
-    const bytes = encodeRecord({ name: meta.name, seq, hlc: input.hlc, agent: input.agent, kind, prevHash: meta.lastHash, payload: input.payload })
+    const { message, metaJson } = input
+    const bytes = encodeRecord({
+      name: meta.name,
+      seq,
+      hlc: input.hlc,
+      agent: input.agent,
+      kind,
+      prevHash: meta.lastHash,
+      payload: input.payload,
+      message,
+      metaJson,
+    })
     const hash = sha256(bytes)
     this.ops.push({ type: 'put', key: logKey(meta.name, seq), value: bytes })
     this.bytes += bytes.length
@@ -85,7 +102,18 @@ export class BatchBuilder {
       this.markedSet.add(state)
     }
     this.setTentative(state, { ...meta, lastSeq: seq, lastHash: hash, logBytes: meta.logBytes + bytes.length, touched: Math.max(meta.touched, input.now) })
-    const record: CommittedRecord = { name: meta.name, seq, hlc: input.hlc, agent: input.agent, kind, payload: input.payload, hash, size: bytes.length }
+    const record: CommittedRecord = {
+      name: meta.name,
+      seq,
+      hlc: input.hlc,
+      agent: input.agent,
+      kind,
+      payload: input.payload,
+      hash,
+      size: bytes.length,
+      message,
+      metaJson,
+    }
     this.records.push(record)
     return record
   }

@@ -27,6 +27,7 @@ import type { Schema } from '../options.ts'
 import type { BatchBuilder, CommittedRecord, NameState, Unit } from '../pipeline/committer.ts'
 import type { ApplyResult } from '../store-types.ts'
 import { afterWrite, recordLimit } from './checkpoints.ts'
+import type { EncodedProvenance } from '../../crdt/provenance.ts'
 import { LocalMerge } from './local-merge.ts'
 import { rollBack } from './rollback.ts'
 
@@ -36,6 +37,10 @@ export interface LogItem {
   readonly delta: Uint8Array
   readonly hlc: HlcTimestamp
   readonly agent: string
+  /** Why (the change's provenance, record format 2). */
+  readonly message?: string | undefined
+  /** Its application metadata as canonical JSON. */
+  readonly metaJson?: string | undefined
 }
 
 /** What an `atomic` block needs to take its changes back if it throws. */
@@ -155,15 +160,16 @@ export class Writes {
   /**
    * Applies remote `deltas` to their (hydrated) entries and logs what they
    * changed as one unit, all or none (see the module comment); resolves
-   * once durable per the names' modes. `agent` is recorded as the author of
-   * every record of the unit. `applied` is called once the unit is queued
-   * (see `Store.commit`); a unit of the remote deltas alone is announced
-   * then (`applied` event), its `committed` event marked `announced`.
+   * once durable per the names' modes. `agent` (with `message` and
+   * `metaJson`) is recorded as the author of every record of the unit.
+   * `applied` is called once the unit is queued (see `Store.commit`); a unit
+   * of the remote deltas alone is announced then (`applied` event), its
+   * `committed` event marked `announced`.
    */
   async commit(
     entries: readonly NameEntry[],
     deltas: ReadonlyArray<{ readonly name: string; readonly delta: Uint8Array }>,
-    options: { readonly origin?: unknown; readonly agent?: string; readonly applied?: () => void },
+    options: { readonly origin?: unknown; readonly applied?: () => void } & EncodedProvenance,
   ): Promise<ApplyResult[]> {
     const { context } = this
     // Several deltas, or a name to create: checked strictly, so that none is refused once one applied.
@@ -192,7 +198,10 @@ export class Writes {
       this.names.forgetUnstored(entries)
       throw error
     }
-    const stamped = items.map((item) => (item.agent === agent ? item : { ...item, agent }))
+    const { message, metaJson } = options
+    const stamped = items.map((item) =>
+      item.agent === agent && message === undefined && metaJson === undefined ? item : { ...item, agent, message, metaJson },
+    )
     // A name this commit creates is stored in the commit's batch, with its first records.
     const created = entries.filter((entry) => entry.state.unborn)
     let records: CommittedRecord[] = []
@@ -203,7 +212,16 @@ export class Writes {
       if (announce) {
         context.events.emit('applied', {
           origin: options.origin,
-          records: stamped.map((item) => ({ name: item.entry.name, type: item.entry.type, seq: 0, delta: item.delta })),
+          records: stamped.map((item) => ({
+            name: item.entry.name,
+            type: item.entry.type,
+            seq: 0,
+            delta: item.delta,
+            kind: 'delta' as const,
+            agent: item.agent,
+            ...(item.message !== undefined ? { message: item.message } : {}),
+            ...(item.metaJson !== undefined ? { metaJson: item.metaJson } : {}),
+          })),
         })
       }
       options.applied?.()
@@ -223,9 +241,11 @@ export class Writes {
    * them: exactly for native types and Automerge, by a compensating
    * transaction for a Yjs document, whose undone structs are logged with
    * its next change), nothing is logged or sent, and the error is rethrown.
-   * The records name `agent` as their author (default: this replica).
+   * The records name `agent` as their author (default: this replica), with
+   * the change's `message` and `metaJson`.
    */
-  async atomic(fn: () => void, agent?: string): Promise<ReadonlyArray<{ name: string; seq: number }>> {
+  async atomic(fn: () => void, provenance: EncodedProvenance = {}): Promise<ReadonlyArray<{ name: string; seq: number }>> {
+    const { agent, message, metaJson } = provenance
     const block: BlockUndo = { records: new Map() }
     const outer = this.block
     this.block = block
@@ -240,7 +260,8 @@ export class Writes {
     this.block = outer
     for (const { record } of block.records.values()) record?.release()
     if (items.length === 0) return []
-    const records = await this.enqueueItems(agent === undefined ? items : items.map((item) => ({ ...item, agent })))
+    const plain = agent === undefined && message === undefined && metaJson === undefined
+    const records = await this.enqueueItems(plain ? items : items.map((item) => ({ ...item, agent: agent ?? item.agent, message, metaJson })))
     return records.map((r) => ({ name: r.name, seq: r.seq }))
   }
 
@@ -307,7 +328,16 @@ export class Writes {
         const beyond = entry.replica.deltaSince(since)
         if (beyond) records.push(b.append(entry.state, { payload: checkedPayload(entry, beyond), hlc: item.hlc, agent: context.replicaId, kind: 'state', now }))
       }
-      records.push(b.append(entry.state, { payload: checkedPayload(entry, item.delta), hlc: item.hlc, agent: item.agent, now }))
+      records.push(
+        b.append(entry.state, {
+          payload: checkedPayload(entry, item.delta),
+          hlc: item.hlc,
+          agent: item.agent,
+          message: item.message,
+          metaJson: item.metaJson,
+          now,
+        }),
+      )
     }
     const entries = new Set(items.map((item) => item.entry))
     b.onCommit(() => {

@@ -217,6 +217,16 @@ test('history, at, diff, blame and revert tell who wrote what, checked against t
         ['4:bo', '3:ana', '2:bo', '1:ana'],
       )
       assert.ok(history.records.every((r: { at: string }) => !Number.isNaN(Date.parse(r.at))))
+      // The write's message is kept in its record, with the tool that made it.
+      assert.deepEqual(
+        history.records.map((r: { message?: string; meta?: unknown }) => [r.message, r.meta]),
+        [
+          [undefined, { tool: 'text_insert', via: 'mcp' }],
+          [undefined, { tool: 'text_insert', via: 'mcp' }],
+          [undefined, { tool: 'text_insert', via: 'mcp' }],
+          ['greeting', { tool: 'text_insert', via: 'mcp' }],
+        ],
+      )
       const page = await ana.ok('history', { name: 'notes', limit: 2 })
       assert.deepEqual([page.records.length, page.nextBefore], [2, 3])
       const older = await ana.ok('history', { name: 'notes', limit: 2, before: page.nextBefore })

@@ -117,7 +117,7 @@ test("after close, a peer's replicas refuse changes with CONCORD_CLOSED", async 
   assert.deepEqual(map.value(), { owner: 'ana' })
 })
 
-test('a change made for another agent (a door serving its clients) is logged under that agent, as is a revert; bad provenance is refused before anything changes', async () => {
+test('a change made for another agent (a door serving its clients) is logged under that agent with its message and meta, as is a revert; bad provenance is refused before anything changes', async () => {
   const peer = await createPeer({ id: 'hub' })
   try {
     const counter = await peer.counter('count')
@@ -127,8 +127,12 @@ test('a change made for another agent (a door serving its clients) is logged und
     assert.equal(await peer.revert('count', 1, { agent: 'bo', message: 'back to two' }), 3)
     const history = await peer.history('count')
     assert.deepEqual(
-      history.map((entry) => entry.agent),
-      ['ana', 'hub', 'bo'],
+      history.map((entry) => [entry.agent, entry.message, entry.meta]),
+      [
+        ['ana', 'two for the plan', { tool: 'counter_add' }],
+        ['hub', undefined, undefined],
+        ['bo', 'back to two', undefined],
+      ],
     )
     assert.equal(counter.value(), 2)
     for (const options of [

@@ -12,7 +12,7 @@ export function overlayHost(base: SyncHost, overrides: Partial<SyncHost>): SyncH
     typeOf: overrides.typeOf ?? ((name) => base.typeOf(name)),
     version: overrides.version ?? ((name) => base.version(name)),
     deltaSince: overrides.deltaSince ?? ((name, version) => base.deltaSince(name, version)),
-    applyRemote: overrides.applyRemote ?? ((entries, origin, applied) => base.applyRemote(entries, origin, applied)),
+    applyRemote: overrides.applyRemote ?? ((entries, origin, applied, provenance) => base.applyRemote(entries, origin, applied, provenance)),
     subscribe: overrides.subscribe ?? ((listener) => base.subscribe(listener)),
     authenticate: overrides.authenticate ?? ((peer, presented) => base.authenticate(peer, presented)),
     access: overrides.access ?? ((peer, name) => base.access(peer, name)),

@@ -171,6 +171,7 @@ export type SyncTuning = Pick<
   | 'maxMessageBytes'
   | 'requestRate'
   | 'presence'
+  | 'provenance'
 >
 
 /** Checks the options a user can get wrong, with a clear error. */

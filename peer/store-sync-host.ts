@@ -9,6 +9,7 @@
  */
 import { Emitter, type Unsubscribe } from '../crdt/emitter.ts'
 import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
+import { type EncodedProvenance, metaOf, type Provenance as ChangeProvenance } from '../crdt/provenance.ts'
 import type { Replica, ReplicaType } from '../crdt/replica.ts'
 import type { Store } from '../persistence/store.ts'
 import type { CommittedUnitRecord } from '../persistence/store-types.ts'
@@ -80,7 +81,10 @@ export class StoreSyncHost implements SyncHost {
     this.gate = new HeavyApplyGate(options.heavyApplyBytes)
     const announce = ({ records, origin }: { records: readonly CommittedUnitRecord[]; origin?: unknown }): void => {
       const entries: DeltaEntry[] = records.map((record) => ({ name: record.name, replicaType: record.type, delta: record.delta }))
-      if (entries.length > 0) this.commits.emit('commit', { entries, origin })
+      // The unit's provenance: that of its changes (a `state` record a write logs first is this peer's).
+      const change = records.find((record) => record.kind === 'delta') ?? records[0]
+      const provenance = change && { agent: change.agent, message: change.message, metaJson: change.metaJson }
+      if (entries.length > 0) this.commits.emit('commit', { entries, origin, provenance })
     }
     // A remote commit is relayed once applied (its sender keeps it until acknowledged, which waits
     // for durability); this peer's own changes only once durable (a change lost here in a crash
@@ -199,8 +203,8 @@ export class StoreSyncHost implements SyncHost {
    * anti-entropy answer bundles many). Likewise, entries of a type this peer
    * cannot hold (`prepareType`) are left out, as a names filter would.
    */
-  applyRemote(entries: readonly DeltaEntry[], origin: unknown, applied?: () => void): Promise<HostApplyResult> {
-    return this.gate.run(entries, () => this.applyNow(entries, origin, applied))
+  applyRemote(entries: readonly DeltaEntry[], origin: unknown, applied?: () => void, provenance?: EncodedProvenance): Promise<HostApplyResult> {
+    return this.gate.run(entries, () => this.applyNow(entries, origin, applied, provenance))
   }
 
   /** How many remote commits were heavy enough to wait their turn. */
@@ -208,14 +212,18 @@ export class StoreSyncHost implements SyncHost {
     return this.gate.heavy
   }
 
-  private async applyNow(entries: readonly DeltaEntry[], origin: unknown, applied?: () => void): Promise<HostApplyResult> {
-    // The log records who sent the change: the remote peer of the session it came through.
-    const agent = (origin as { remotePeerId?: string } | undefined)?.remotePeerId
+  private async applyNow(entries: readonly DeltaEntry[], origin: unknown, applied?: () => void, claimed?: EncodedProvenance): Promise<HostApplyResult> {
+    // The log records who made the change: the author its provenance names, else the remote peer of the session it came through.
+    const provenance: ChangeProvenance = {
+      agent: claimed?.agent ?? (origin as { remotePeerId?: string } | undefined)?.remotePeerId,
+      message: claimed?.message,
+      meta: metaOf(claimed?.metaJson),
+    }
     let applying = entries.filter((entry) => !this.unreadable.has(entry.name))
     if (this.options.prepareType) applying = await this.holdable(applying)
     let results: ApplyResultOfStore[]
     try {
-      results = await this.commitThroughStore(applying, origin, agent, applied)
+      results = await this.commitThroughStore(applying, origin, provenance, applied)
     } catch (error) {
       if (!isConcordError(error, ErrorCodes.CORRUPT_RECORD)) throw error
       // Which names are damaged: they fail to hydrate (the healthy ones are hydrated by the commit anyway).
@@ -223,7 +231,7 @@ export class StoreSyncHost implements SyncHost {
       for (const entry of applying) if ((await this.hydrate(entry.name, entry.replicaType)) === undefined) damaged.add(entry.name)
       if (damaged.size === 0) throw error
       applying = applying.filter((entry) => !damaged.has(entry.name))
-      results = await this.commitThroughStore(applying, origin, agent, applied)
+      results = await this.commitThroughStore(applying, origin, provenance, applied)
     }
     const changed: string[] = []
     for (const [i, entry] of applying.entries()) if (results[i].changed) changed.push(entry.name)
@@ -250,7 +258,7 @@ export class StoreSyncHost implements SyncHost {
   private commitThroughStore(
     entries: readonly DeltaEntry[],
     origin: unknown,
-    agent: string | undefined,
+    provenance: ChangeProvenance,
     applied: (() => void) | undefined,
   ): Promise<ApplyResultOfStore[]> {
     if (entries.length === 0) {
@@ -259,7 +267,7 @@ export class StoreSyncHost implements SyncHost {
     }
     return this.options.store.commit(
       entries.map((entry) => ({ name: entry.name, delta: entry.delta, type: entry.replicaType })),
-      { origin, agent, applied },
+      { origin, applied, ...provenance },
     )
   }
 

@@ -125,6 +125,12 @@ export interface CommittedUnitRecord {
   readonly seq: number
   /** The delta (or, for a `state` record, the whole state as a delta). */
   readonly delta: Uint8Array
+  readonly kind: 'delta' | 'state'
+  /** The author of the change (see {@link HistoryEntry.agent}). */
+  readonly agent: string
+  readonly message?: string
+  /** Its application metadata as canonical JSON. */
+  readonly metaJson?: string
 }
 
 /**

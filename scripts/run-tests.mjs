@@ -60,6 +60,8 @@ const lists = {
     'test/persistence/digest.test.ts',
     // history (issue 16)
     'test/history/retention.test.ts',
+    'test/history/provenance.test.ts',
+    'test/history/provenance-sync.test.ts',
     // sync/ and transports/
     'test/transports/memory.test.ts',
     'test/transports/websocket.test.ts',

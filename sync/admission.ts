@@ -15,10 +15,12 @@
  */
 import { ErrorCodes, isConcordError, typeMismatchMessage } from '../crdt/errors.ts'
 import type { ReplicaType } from '../crdt/replica.ts'
+import type { EncodedProvenance } from '../crdt/provenance.ts'
 import type { PresentedCredentials } from './credentials.ts'
 import type { Access, MaybePromise, SyncHost } from './host.ts'
-import type { DeltaEntry, PeerId } from './messages.ts'
+import type { DeltaEntry, PeerId, ProvenanceMessage } from './messages.ts'
 import { ALL_NAMES, isValidName, matchesFilter, type NameFilter } from './names.ts'
+import { provenanceOf } from './provenance.ts'
 
 /** Why a write is refused before (or instead of) being applied: the name it is about and a stable error code. */
 export interface WriteRefusal {
@@ -210,19 +212,29 @@ export class Admission {
   }
 
   /**
-   * Admits a unit from `peer`: {@link checkWrite}, then the host validates,
+   * Admits a unit from `peer`: {@link checkWrite}, its claimed provenance
+   * within bounds (`CONCORD_INVALID_ARGUMENT`), then the host validates,
    * applies and persists it all or none (`origin` goes with the commit it
    * makes). Resolves with the names that changed, or with the refusal when
    * nothing was applied (refused before, or by validation). Rejects only when
    * a valid unit could not be persisted (a storage failure, a closed store).
    * `applied` is the host's (see `SyncHost.applyRemote`).
    */
-  async admit(peer: PeerId, entries: readonly DeltaEntry[], origin: unknown, applied?: () => void): Promise<Admitted> {
+  async admit(peer: PeerId, entries: readonly DeltaEntry[], origin: unknown, applied?: () => void, provenance?: ProvenanceMessage): Promise<Admitted> {
     if (entries.length === 0) return { changed: [] }
     const refusal = this.checkWrite(peer, entries)
     if (refusal) return { refused: refusal }
+    let claimed: EncodedProvenance | undefined
+    if (provenance) {
+      try {
+        claimed = provenanceOf(provenance)
+      } catch (error) {
+        this.stats.invalid++
+        return { refused: { name: entries[0].name, code: ErrorCodes.INVALID_ARGUMENT, message: `provenance: ${(error as Error).message}` } }
+      }
+    }
     try {
-      const result = await this.host.applyRemote(entries, origin, applied)
+      const result = await this.host.applyRemote(entries, origin, applied, claimed)
       this.stats.admitted++
       return { changed: result.changed }
     } catch (error) {

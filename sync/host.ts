@@ -3,6 +3,7 @@
  * (replicas, store, access rules). The peer implements it over its store;
  * tests implement it over in-memory replicas.
  */
+import type { EncodedProvenance } from '../crdt/provenance.ts'
 import type { Unsubscribe } from '../crdt/emitter.ts'
 import type { ReplicaType } from '../crdt/replica.ts'
 import type { PresentedCredentials } from './credentials.ts'
@@ -32,6 +33,12 @@ export interface LocalCommit {
    * A session never sends a commit back to the session it came from.
    */
   readonly origin?: unknown
+  /**
+   * Who made it and why, when it is not simply this peer's own change
+   * without a message: sent before the commit to remotes that take
+   * provenance (sync/provenance.ts), so relays keep the author.
+   */
+  readonly provenance?: EncodedProvenance | undefined
 }
 
 /** Outcome of {@link SyncHost.applyRemote}. */
@@ -73,9 +80,11 @@ export interface SyncHost {
    * write queued, before it is durable (never for a refused commit): the
    * session then takes the next commit while this one is written, and still
    * acknowledges it only once the promise resolves. A host that never calls
-   * it is waited for.
+   * it is waited for. `provenance`: who made the commit and why as the
+   * remote claimed it (checked against the bounds); the sending peer's when
+   * absent.
    */
-  applyRemote(entries: readonly DeltaEntry[], origin: unknown, applied?: () => void): Promise<HostApplyResult>
+  applyRemote(entries: readonly DeltaEntry[], origin: unknown, applied?: () => void, provenance?: EncodedProvenance): Promise<HostApplyResult>
   /** Announces every local commit (including applied remote ones). */
   subscribe(listener: (commit: LocalCommit) => void): Unsubscribe
   /**

@@ -12,6 +12,7 @@ import { type Decoder, Encoder, decodeGuarded } from '../crdt/codec.ts'
 import { ConcordError, DecodeError, ErrorCodes } from '../crdt/errors.ts'
 import type { ReplicaType } from '../crdt/replica.ts'
 import { KNOWN_TYPES, isKnownType } from '../crdt/catalog.ts'
+import { PROVENANCE_LIMITS } from '../crdt/provenance.ts'
 import { PROOF_BYTES } from './credentials.ts'
 import { MAX_NAME_LENGTH, isAllNames, isValidName, type NameFilter } from './names.ts'
 import { readPresenceEntries, writePresenceEntries, type PresenceEntry } from './presence.ts'
@@ -49,6 +50,7 @@ export const MessageType = {
   reject: 11,
   auth: 12,
   presence: 13,
+  provenance: 14,
 } as const
 
 /** Why a connection is refused (REFUSE). Unknown codes decode as `'other'`. */
@@ -190,6 +192,22 @@ export interface PresenceMessage {
   readonly entries: readonly PresenceEntry[]
 }
 
+/**
+ * Who made the next commit (its seq) and why: sent right before it, only to
+ * a remote whose HELLO announced the `provenance` extension
+ * (sync/provenance.ts). Without it a commit is the sending peer's.
+ */
+export interface ProvenanceMessage {
+  readonly type: 'provenance'
+  /** The seq of the commit it describes. */
+  readonly seq: number
+  /** The authoring agent. */
+  readonly agent: string
+  readonly message?: string | undefined
+  /** Canonical JSON of an object. */
+  readonly metaJson?: string | undefined
+}
+
 /** A message type this version does not know: ignored. */
 export interface UnknownMessage {
   readonly type: 'unknown'
@@ -211,6 +229,7 @@ export type Message =
   | RejectMessage
   | AuthMessage
   | PresenceMessage
+  | ProvenanceMessage
 
 /** A decoded frame: a known message or an unknown one. */
 export type DecodedMessage = Message | UnknownMessage
@@ -387,6 +406,12 @@ export function writeMessage(encoder: Encoder, message: Message): void {
       encoder.writeUint8(MessageType.presence)
       writePresenceEntries(encoder, message.entries)
       return
+    case 'provenance':
+      encoder.writeUint8(MessageType.provenance).writeVarUint(message.seq).writeString(message.agent)
+      encoder.writeUint8((message.message !== undefined ? 1 : 0) | (message.metaJson !== undefined ? 2 : 0))
+      if (message.message !== undefined) encoder.writeString(message.message)
+      if (message.metaJson !== undefined) encoder.writeString(message.metaJson)
+      return
   }
 }
 
@@ -486,6 +511,16 @@ export function readMessage(decoder: Decoder): DecodedMessage {
     }
     case MessageType.presence:
       return { type: 'presence', entries: readPresenceEntries(decoder) }
+    case MessageType.provenance: {
+      // Bounds in bytes here (4 per character at most); admission checks them in characters, and meta as a JSON object.
+      const seq = readPositive(decoder, 'provenance: seq')
+      const agent = readLimitedString(decoder, 4 * PROVENANCE_LIMITS.maxAgent, 'provenance: agent')
+      const flags = decoder.readUint8()
+      if (flags & ~3) throw new DecodeError(`provenance: unknown flags ${flags}`)
+      const message = flags & 1 ? readLimitedString(decoder, 4 * PROVENANCE_LIMITS.maxMessage, 'provenance: message') : undefined
+      const metaJson = flags & 2 ? readLimitedString(decoder, PROVENANCE_LIMITS.maxMetaBytes, 'provenance: meta') : undefined
+      return { type: 'provenance', seq, agent, message, metaJson }
+    }
     default:
       // Forward compatibility: skip the payload of a type we do not know.
       decoder.readRaw(decoder.remaining)

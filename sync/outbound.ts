@@ -6,6 +6,7 @@
  * to the channel one at a time (backpressure).
  */
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
+import type { EncodedProvenance } from '../crdt/provenance.ts'
 import { MIN_FRAME_BYTES, splitIntoChunks } from './chunking.ts'
 import { encodeMessage, type DeltaEntry, type HelloMessage, type Message } from './messages.ts'
 import type { SessionStats, SyncChannel } from './session-types.ts'
@@ -23,7 +24,7 @@ export function commitBytes(entries: readonly DeltaEntry[]): number {
 /** An item of the data queue: a commit to send, a DONE, or a whenAcked mark. */
 export type DataItem =
   /** `answer`: part of an anti-entropy answer (see `ANSWER_BUNDLE_BYTES`). */
-  | { readonly kind: 'commit'; readonly entries: readonly DeltaEntry[]; readonly answer?: boolean }
+  | { readonly kind: 'commit'; readonly entries: readonly DeltaEntry[]; readonly answer?: boolean; readonly provenance?: EncodedProvenance | undefined }
   | { readonly kind: 'done' }
   | { readonly kind: 'mark'; readonly resolve: () => void }
 
@@ -36,6 +37,8 @@ export interface ControlSlot {
 export interface OutboxContext {
   readonly channel: SyncChannel
   readonly stats: SessionStats
+  /** This side's peer id (the author of a commit whose provenance names none). */
+  readonly peerId: string
   /** Largest frame this side sends. */
   readonly maxFrameBytes: number
   /** Most queued commits before the queue is replaced by a resync. */
@@ -162,8 +165,8 @@ export class Outbox {
    * Queues a live commit. Returns false if the queue overflowed: it was then
    * dropped (marks kept) and live sending stopped, for a resync instead.
    */
-  queueCommit(entries: readonly DeltaEntry[]): boolean {
-    this.data.push({ kind: 'commit', entries })
+  queueCommit(entries: readonly DeltaEntry[], provenance?: EncodedProvenance): boolean {
+    this.data.push({ kind: 'commit', entries, provenance })
     this.queued++
     if (this.queued > this.context.maxQueued) {
       this.data = this.data.filter((item) => item.kind === 'mark')
@@ -303,14 +306,26 @@ export class Outbox {
       if (item.kind === 'commit' && item.answer && item.entries.length > 1) this.bundles.set(seq, item.entries)
       const message: Message = item.entries.length === 1 ? { type: 'delta', seq, entry: item.entries[0] } : { type: 'transaction', seq, entries: item.entries }
       const frameLimit = Math.min(this.context.maxFrameBytes, Math.max(MIN_FRAME_BYTES, this.context.remote()?.maxFrameBytes ?? DEFAULT_MAX_FRAME))
-      const frames = splitIntoChunks(encodeMessage(message), frameLimit, this.nextChunkId)
-      if (frames.length > 1) {
-        this.nextChunkId++
-        this.context.stats.chunksOut += frames.length
+      const frames = this.framesOf(encodeMessage(message), frameLimit)
+      if (item.kind === 'commit' && item.provenance) {
+        // Who made it, right before it (sync/provenance.ts).
+        const { agent, message: why, metaJson } = item.provenance
+        const claim = encodeMessage({ type: 'provenance', seq, agent: agent ?? this.context.peerId, message: why, metaJson })
+        return [...this.framesOf(claim, frameLimit), ...frames]
       }
       return frames
     }
     return undefined
+  }
+
+  /** One message as the frames that carry it (chunked over `frameLimit`). */
+  private framesOf(bytes: Uint8Array, frameLimit: number): Uint8Array[] {
+    const frames = splitIntoChunks(bytes, frameLimit, this.nextChunkId)
+    if (frames.length > 1) {
+      this.nextChunkId++
+      this.context.stats.chunksOut += frames.length
+    }
+    return frames
   }
 
   /** Sends what is due, one frame at a time, until nothing is or the session ends. */

@@ -123,6 +123,13 @@ export interface SessionOptions {
    * `presence` events (default false: a PRESENCE is dropped as unexpected).
    */
   readonly presence?: boolean | undefined
+  /**
+   * Take and send provenance (sync/provenance.ts): announce the
+   * `provenance` HELLO extension, log a commit under the author its
+   * PROVENANCE names, and send the author of each commit to a remote that
+   * announced it (default true; false speaks as a peer from before it).
+   */
+  readonly provenance?: boolean | undefined
 }
 
 /** Counters of one session. */

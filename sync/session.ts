@@ -30,6 +30,7 @@ import { AntiEntropy } from './anti-entropy.ts'
 import { MIN_FRAME_BYTES } from './chunking.ts'
 import { newNonce } from './credentials.ts'
 import { windowBytesExtension, windowBytesOf } from './extensions.ts'
+import { provenanceExtension, takesProvenance } from './provenance.ts'
 import { Handshake, PROOF_VERSION, type HandshakeIo } from './handshake.ts'
 import type { LocalCommit, SyncHost } from './host.ts'
 import { InboundLedger } from './inbound.ts'
@@ -42,6 +43,7 @@ import {
   type DeltaEntry,
   type Message,
   type PeerId,
+  type ProvenanceMessage,
   type RefuseReason,
   type VersionEntry,
 } from './messages.ts'
@@ -68,6 +70,8 @@ export class SyncSession {
   private readonly handshake: Handshake
   /** The remote's byte window, once its HELLO was accepted. */
   private remoteWindowBytes: number | undefined
+  /** The PROVENANCE of the remote's next commit, until it comes. */
+  private pendingProvenance: ProvenanceMessage | undefined
   /** The rules of this peer: credentials, reads, writes (every door shares them). */
   private readonly admission: Admission
 
@@ -139,6 +143,7 @@ export class SyncSession {
       {
         channel,
         stats: this.stat,
+        peerId: options.peerId,
         maxFrameBytes: this.maxFrameBytes,
         maxQueued: Math.max(1, options.maxQueuedCommits ?? 4096),
         remote: () => this.handshake.remote,
@@ -205,6 +210,7 @@ export class SyncSession {
       this.handshake.hello(this.filter, this.maxFrameBytes, this.window, [
         windowBytesExtension(this.intake.windowBytes),
         ...(this.options.presence ? [presenceExtension()] : []),
+        ...(this.takesProvenance ? [provenanceExtension()] : []),
       ]),
     )
   }
@@ -417,6 +423,10 @@ export class SyncSession {
       case 'presence':
         this.onPresence(message.entries)
         return
+      case 'provenance':
+        if (!this.takesProvenance) this.stat.unexpected++
+        else this.pendingProvenance = message
+        return
     }
   }
 
@@ -478,6 +488,10 @@ export class SyncSession {
     )
   }
 
+  private get takesProvenance(): boolean {
+    return this.options.provenance !== false
+  }
+
   /**
    * Handles a remote commit: the next message is taken as soon as this one
    * is applied and its write queued (the host's `applied`), or once it
@@ -486,6 +500,8 @@ export class SyncSession {
    */
   private async onCommit(seq: number, entries: readonly DeltaEntry[]): Promise<void | { readonly settled: Promise<void> }> {
     this.stat.commitsIn++
+    const provenance = this.pendingProvenance?.seq === seq ? this.pendingProvenance : undefined
+    this.pendingProvenance = undefined
     if (this.ledger.isDuplicate(seq)) {
       this.stat.duplicates++
       this.maybeAck(true)
@@ -500,7 +516,7 @@ export class SyncSession {
     const applied = new Promise<'applied'>((resolve) => {
       onApplied = () => resolve('applied')
     })
-    const settled = this.settleCommit(seq, entries, onApplied)
+    const settled = this.settleCommit(seq, entries, onApplied, provenance)
     this.settling.add(settled)
     void settled.then(() => {
       this.settling.delete(settled)
@@ -518,9 +534,9 @@ export class SyncSession {
   }
 
   /** Admits a remote commit and, once durable or refused, records and acknowledges it. Never rejects. */
-  private async settleCommit(seq: number, entries: readonly DeltaEntry[], applied: () => void): Promise<void> {
+  private async settleCommit(seq: number, entries: readonly DeltaEntry[], applied: () => void, provenance?: ProvenanceMessage): Promise<void> {
     try {
-      const admitted = await this.admission.admit(this.handshake.remote!.peerId, entries, this, applied)
+      const admitted = await this.admission.admit(this.handshake.remote!.peerId, entries, this, applied, provenance)
       if ('refused' in admitted && this.stateValue !== 'closed') {
         const { name, code, message } = admitted.refused
         if (code === ErrorCodes.DECODE_ERROR) this.malformed(`undecodable delta for "${name}"`)
@@ -593,7 +609,16 @@ export class SyncSession {
       commit.entries.filter((entry) => matchesFilter(remote.filter, entry.name)),
     )
     if (entries.length === 0) return
-    if (!this.outbox.queueCommit(entries)) {
+    // The author goes along when it is not this peer's own plain change (the remote assumes that).
+    const claimed = commit.provenance
+    const provenance =
+      claimed &&
+      this.takesProvenance &&
+      takesProvenance(remote.extensions) &&
+      (claimed.agent !== this.options.peerId || claimed.message !== undefined || claimed.metaJson !== undefined)
+        ? claimed
+        : undefined
+    if (!this.outbox.queueCommit(entries, provenance)) {
       // Too far behind: the queue was dropped; resync from the remote's versions instead.
       this.stat.overflows++
       this.sendControl({ type: 'request' })

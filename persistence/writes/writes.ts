@@ -386,7 +386,16 @@ export class Writes {
       for (const entry of entries()) types.set(entry.name, entry.type)
       context.events.emit('committed', {
         origin,
-        records: records.map((r) => ({ name: r.name, type: types.get(r.name)!, seq: r.seq, delta: r.payload })),
+        records: records.map((r) => ({
+          name: r.name,
+          type: types.get(r.name)!,
+          seq: r.seq,
+          delta: r.payload,
+          kind: r.kind,
+          agent: r.agent,
+          ...(r.message !== undefined ? { message: r.message } : {}),
+          ...(r.metaJson !== undefined ? { metaJson: r.metaJson } : {}),
+        })),
         ...(announced ? { announced } : {}),
       })
     }

@@ -4,6 +4,7 @@
  */
 import { Command, CommanderError } from 'commander'
 import type { Readable } from 'node:stream'
+import { registerHistoryCommands } from './commands/history.ts'
 import { registerMaintenanceCommands } from './commands/maintenance.ts'
 import { registerReadCommands } from './commands/read.ts'
 import { registerServe } from './commands/serve.ts'
@@ -41,6 +42,7 @@ export function createProgram(ctx: CliContext, stdin?: () => Readable): Command 
   registerServe(program, ctx)
   registerMcp(program, ctx)
   registerReadCommands(program, ctx)
+  registerHistoryCommands(program, ctx)
   registerMaintenanceCommands(program, ctx)
   registerTransferCommands(program, ctx, stdin)
   for (const command of program.commands) {

@@ -34,20 +34,9 @@ export interface PageRequest {
   readonly limit?: number | undefined
 }
 
-/** A value as plain JSON: bytes become `{ "$bytes": base64 }`, anything else not JSON is dropped to null. */
-export function toJson(value: unknown, depth = 0): Json {
-  if (value === null || typeof value === 'boolean' || typeof value === 'string') return value
-  if (typeof value === 'number') return Number.isFinite(value) ? value : null
-  if (depth > 256) return null
-  if (value instanceof Uint8Array) return { $bytes: Buffer.from(value).toString('base64') }
-  if (Array.isArray(value)) return value.map((item) => toJson(item, depth + 1))
-  if (typeof value === 'object') {
-    const out: { [key: string]: Json } = {}
-    for (const [key, item] of Object.entries(value as Record<string, unknown>)) if (item !== undefined) out[key] = toJson(item, depth + 1)
-    return out
-  }
-  return null
-}
+import { formatPointer } from '../persistence/history/json-values.ts'
+
+export { formatPointer, toJson } from '../persistence/history/json-values.ts'
 
 /** Parses a JSON Pointer into its reference tokens; `CONCORD_INVALID_ARGUMENT` when malformed or too deep. */
 export function parsePointer(pointer: string): string[] {
@@ -59,11 +48,6 @@ export function parsePointer(pointer: string): string[] {
     if (/~[^01]|~$/.test(token)) throw invalid(`path "${clip(pointer, 60)}": "~" must be written ~0 and "/" ~1`)
     return token.replace(/~1/g, '/').replace(/~0/g, '~')
   })
-}
-
-/** Writes reference tokens as a JSON Pointer. */
-export function formatPointer(tokens: readonly (string | number)[]): string {
-  return tokens.map((token) => `/${String(token).replace(/~/g, '~0').replace(/\//g, '~1')}`).join('')
 }
 
 /** The part of `value` at `tokens`; `CONCORD_NOT_FOUND` naming the path when it does not exist. */

@@ -14,7 +14,6 @@
  * were read, never text inserted since.
  */
 import * as Y from 'yjs'
-import { kindOf } from '../crdt/documents/yjs-view.ts'
 import type { YjsReplica } from '../crdt/documents/yjs-replica.ts'
 import { clip, invalid } from './errors.ts'
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
@@ -37,34 +36,7 @@ export interface TextEditResult {
   readonly length: number
 }
 
-/** The top-level fields of a Yjs document and their kinds (empty ones left out). */
-export function documentFields(doc: Y.Doc): Array<{ readonly field: string; readonly kind: string }> {
-  const out: Array<{ field: string; kind: string }> = []
-  for (const [field, type] of doc.share) {
-    const kind = kindOf(type)
-    if (kind !== 'empty') out.push({ field, kind })
-  }
-  return out.sort((a, b) => (a.field < b.field ? -1 : 1))
-}
-
-/**
- * The text field an edit or a read means: `field` when given (it must be a
- * text, or empty), else the document's only text, else `text` in a
- * document with no text yet. Several texts and no `field`: refused, naming them.
- */
-export function chooseTextField(doc: Y.Doc, field: string | undefined): string {
-  const fields = documentFields(doc)
-  if (field !== undefined) {
-    const kind = fields.find((f) => f.field === field)?.kind
-    if (kind !== undefined && kind !== 'text')
-      throw invalid(`field "${clip(field, 60)}" of this document is ${kind === 'xml' ? 'an XML fragment' : `a ${kind}`}, not a text`)
-    return field
-  }
-  const texts = fields.filter((f) => f.kind === 'text').map((f) => f.field)
-  if (texts.length === 1) return texts[0]
-  if (texts.length > 1) throw invalid(`this document has several texts (${texts.slice(0, 10).join(', ')}): give "field"`)
-  return 'text'
-}
+export { chooseTextField, documentFields } from '../persistence/history/json-values.ts'
 
 function checkIndex(text: string, index: number, what: string): void {
   if (!Number.isSafeInteger(index) || index < 0 || index > text.length) throw invalid(`${what} ${index} is outside the text (0..${text.length})`)

@@ -22,3 +22,6 @@ export type { StoreOptions, NameOptions, Durability, Retention, CheckpointPolicy
 export type { CommitTimers } from './pipeline/committer.ts'
 export type { RepairReport } from './history/repair.ts'
 export type { RetentionReport } from './lifecycle/log-archive.ts'
+export type { HistoryQuery, HistoryPage, DiffReport, ChangeAuthor } from './history/queries.ts'
+export type { BlameReport, Blame, Author } from './history/blame.ts'
+export type { Changes, TextSpan } from './history/diff.ts'

@@ -28,6 +28,8 @@ import { StoreContext } from './context.ts'
 import { STORE_INFO_KEY } from './format/keys.ts'
 import { decodeStoreInfo, encodeStoreInfo, UNCLAIMED } from './format/store-info.ts'
 import { repairName, type RepairReport } from './history/repair.ts'
+import type { BlameReport } from './history/blame.ts'
+import { type DiffReport, type HistoryPage, type HistoryQuery, MAX_HISTORY_SCAN, Queries } from './history/queries.ts'
 import { TimeTravel } from './history/time-travel.ts'
 import { Archival } from './lifecycle/archival.ts'
 import { Lifecycle } from './lifecycle/lifecycle.ts'
@@ -134,6 +136,7 @@ export class Store {
   private readonly owner: Names
   private readonly writes: Writes
   private readonly timeTravel: TimeTravel
+  private readonly queries: Queries
   private readonly archival: Archival
   private readonly lifecycle: Lifecycle
   private closing: Promise<void> | undefined
@@ -164,6 +167,7 @@ export class Store {
     this.writes = writes
     this.archival = archival
     this.timeTravel = new TimeTravel(context, owner, writes)
+    this.queries = new Queries(context, owner, this.timeTravel)
     this.lifecycle = new Lifecycle(context, owner, archival)
     this.events = context.events
     this.clock = context.clock
@@ -375,9 +379,47 @@ export class Store {
 
   // ---------------------------------------------------------------- reading history
 
-  /** Records of `name`, oldest first from `from` (default: the first retained), at most `limit` (default 100). */
-  history(name: string, options: { from?: number; limit?: number; reverse?: boolean } & SignalOptions = {}): Promise<HistoryEntry[]> {
-    return this.timeTravel.history(name, options)
+  /**
+   * Records of `name`, oldest first from `from` (default: the first kept,
+   * archived ones included), at most `limit` (default 100); newest first
+   * when `reverse`. With `agent`, `since` or `until` (ms, the record's HLC
+   * wall time), only the records that match among the next
+   * {@link MAX_HISTORY_SCAN}: use {@link historyPage} to page on.
+   */
+  async history(name: string, options: HistoryQuery = {}): Promise<HistoryEntry[]> {
+    if (options.agent === undefined && options.since === undefined && options.until === undefined && options.cursor === undefined) {
+      return this.timeTravel.history(name, options)
+    }
+    return (await this.queries.historyPage(name, options)).entries
+  }
+
+  /**
+   * A page of `name`'s records matching `query` (author, time window,
+   * direction), with the `cursor` of the next page when there is more.
+   */
+  historyPage(name: string, query: HistoryQuery = {}): Promise<HistoryPage> {
+    return this.queries.historyPage(name, query)
+  }
+
+  /**
+   * What changed in `name` from right after record `fromSeq` (0: the
+   * empty state) to right after `toSeq` (default: the last), as structured
+   * data per type: a text's inserted and deleted spans, a map's JSON Patch
+   * and changed keys, a set's added and removed elements, a counter's delta
+   * per author; with the records in between (author, time, message).
+   */
+  diff(name: string, fromSeq: number, toSeq?: number, options: SignalOptions = {}): Promise<DiffReport> {
+    return this.queries.diff(name, fromSeq, toSeq, options)
+  }
+
+  /**
+   * Who wrote what `name` holds now: a Yjs text span by span (the record
+   * and author that inserted each), map and register fields by who set
+   * them last, a counter's contribution per author, a set's elements by
+   * who added them; replaying the newest `limit` records (default 500).
+   */
+  blame(name: string, options: { field?: string; limit?: number } & SignalOptions = {}): Promise<BlameReport> {
+    return this.queries.blame(name, options)
   }
 
   /**

@@ -62,6 +62,7 @@ const lists = {
     'test/history/retention.test.ts',
     'test/history/provenance.test.ts',
     'test/history/provenance-sync.test.ts',
+    'test/history/queries.test.ts',
     // sync/ and transports/
     'test/transports/memory.test.ts',
     'test/transports/websocket.test.ts',

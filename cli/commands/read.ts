@@ -10,6 +10,20 @@ import { CliError, ExitCodes, messageOf } from '../exit-codes.ts'
 import { withFolder } from '../open-store.ts'
 import { formatBytes, formatTime, table, type Output } from '../output.ts'
 
+/** A time option: ISO 8601, or whole ms since the epoch. */
+export function parseTime(value: string, what: string): number {
+  if (/^\d+$/.test(value.trim())) return parseInteger(value, what)
+  const ms = Date.parse(value)
+  if (Number.isNaN(ms)) throw new CliError(ExitCodes.USAGE, `${what} must be a time (ISO 8601, or ms since the epoch), got "${value}"`)
+  return ms
+}
+
+/** `text` on one line, cut to `max` characters. */
+export function clipText(text: string, max: number): string {
+  const line = text.replace(/\s+/g, ' ')
+  return line.length <= max ? line : `${line.slice(0, max - 1)}…`
+}
+
 /** The info of `name`, or "not found" (exit 3). */
 export async function nameInfo(store: Store, name: string): Promise<NameInfo> {
   const info = (await store.names()).find((item) => item.name === name)
@@ -126,28 +140,55 @@ export function registerReadCommands(program: Command, ctx: CliContext): void {
     program
       .command('history')
       .argument('<name>', 'the name')
-      .option('--from <seq>', 'first seq to list (default: the oldest retained)')
-      .option('--limit <n>', 'at most this many records', '1000')
+      .option('--from <seq>', 'first seq to list (default: the oldest kept)')
+      .option('--limit <n>', 'at most this many records (1..1000)', '1000')
       .option('--reverse', 'newest first')
-      .description('list the log records of a name: seq, time, agent, kind, size, hash'),
+      .option('--agent <id>', 'only records by this author')
+      .option('--since <time>', 'only records at or after this time (ISO 8601, or ms since the epoch)')
+      .option('--until <time>', 'only records at or before this time (ISO 8601, or ms since the epoch)')
+      .option('--cursor <cursor>', 'go on from where the previous page stopped (the "next" it printed)')
+      .description('list the log records of a name: seq, time, author, message, kind, size, hash (and meta with --json)'),
   ).action(
-    action(ctx, 'history', async (out, name: string, options: FolderOptions & { from?: string; limit: string; reverse?: boolean }) => {
-      const from = options.from === undefined ? undefined : parseInteger(options.from, '--from', 1)
-      const limit = parseInteger(options.limit, '--limit', 1)
-      await withFolder(options.dir, async ({ store }) => {
-        await nameInfo(store, name)
-        const records = await store.history(name, { from, limit, reverse: options.reverse })
-        const rows = records.map((r) => ({ seq: r.seq, time: formatTime(r.hlc.wall), hlc: r.hlc, agent: r.agent, kind: r.kind, size: r.size, hash: r.hash }))
-        out.result(rows, () =>
-          rows.length === 0
-            ? `"${name}": no retained records`
-            : table(
-                ['SEQ', 'TIME', 'AGENT', 'KIND', 'SIZE', 'HASH'],
-                rows.map((r) => [String(r.seq), r.time, r.agent, r.kind, formatBytes(r.size), r.hash.slice(0, 16)]),
-              ),
-        )
-      })
-    }),
+    action(
+      ctx,
+      'history',
+      async (
+        out,
+        name: string,
+        options: FolderOptions & { from?: string; limit: string; reverse?: boolean; agent?: string; since?: string; until?: string; cursor?: string },
+      ) => {
+        const from = options.from === undefined ? undefined : parseInteger(options.from, '--from', 1)
+        const limit = parseInteger(options.limit, '--limit', 1)
+        if (limit > 1000) throw new CliError(ExitCodes.USAGE, `--limit must be at most 1000, got "${options.limit}"`)
+        const since = options.since === undefined ? undefined : parseTime(options.since, '--since')
+        const until = options.until === undefined ? undefined : parseTime(options.until, '--until')
+        await withFolder(options.dir, async ({ store }) => {
+          await nameInfo(store, name)
+          const page = await store.historyPage(name, { from, limit, reverse: options.reverse, agent: options.agent, since, until, cursor: options.cursor })
+          const rows = page.entries.map((r) => ({
+            seq: r.seq,
+            time: formatTime(r.hlc.wall),
+            hlc: r.hlc,
+            agent: r.agent,
+            message: r.message ?? null,
+            meta: r.meta ?? null,
+            kind: r.kind,
+            size: r.size,
+            hash: r.hash,
+          }))
+          out.result(rows, () =>
+            rows.length === 0
+              ? `"${name}": no records match`
+              : table(
+                  ['SEQ', 'TIME', 'AGENT', 'MESSAGE', 'KIND', 'SIZE', 'HASH'],
+                  rows.map((r) => [String(r.seq), r.time, r.agent, clipText(r.message ?? '', 48), r.kind, formatBytes(r.size), r.hash.slice(0, 16)]),
+                ),
+          )
+          // The next page's cursor on stderr, so that stdout stays one JSON array.
+          if (page.cursor) out.note(`more: --cursor ${page.cursor}`)
+        })
+      },
+    ),
   )
 
   folderOptions(

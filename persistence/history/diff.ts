@@ -7,17 +7,15 @@
  * {@link MAX_EDIT_LENGTH} edits, one replaced span between the common
  * prefix and suffix). Computed from the two values (the states come from
  * `at`); the store will compute it from its records once they carry
- * provenance (issue 16). Bounded: at most {@link MCP_LIMITS.maxPageItems}
+ * provenance (issue 16). Bounded: at most {@link QUERY_LIMITS.maxItems}
  * operations, each text cut at 2,000 characters, with `truncated` said.
  */
 import { diffWordsWithSpace } from 'diff'
 import jsonpatch from 'fast-json-patch'
-import type { Replica, ReplicaType } from '../crdt/replica.ts'
-import type { YjsReplica } from '../crdt/documents/yjs-replica.ts'
-import { canonicalJson, type Json } from '../crdt/types/json.ts'
-import { MCP_LIMITS } from './limits.ts'
-import { toJson } from './paging.ts'
-import { documentFields } from './text.ts'
+import type { YjsReplica } from '../../crdt/documents/yjs-replica.ts'
+import type { Replica, ReplicaType } from '../../crdt/replica.ts'
+import { canonicalJson, type Json } from '../../crdt/types/json.ts'
+import { documentFields, QUERY_LIMITS, toJson } from './json-values.ts'
 
 const { compare } = jsonpatch
 
@@ -70,7 +68,7 @@ export function textSpans(from: string, to: string): { spans: TextSpan[]; trunca
       at += part.value.length
       continue
     }
-    if (spans.length >= MCP_LIMITS.maxPageItems) {
+    if (spans.length >= QUERY_LIMITS.maxItems) {
       truncated = true
       break
     }
@@ -83,11 +81,11 @@ export function textSpans(from: string, to: string): { spans: TextSpan[]; trunca
 
 function boundedPatch(from: Json, to: Json): { patch: Json[]; truncated: boolean } {
   const ops = compare(from as object, to as object) as unknown as Json[]
-  let budget = MCP_LIMITS.maxResultChars
+  let budget = QUERY_LIMITS.maxResultChars
   const patch: Json[] = []
   for (const op of ops) {
     const chars = JSON.stringify(op).length
-    if (patch.length >= MCP_LIMITS.maxPageItems || (chars > budget && patch.length > 0)) return { patch, truncated: true }
+    if (patch.length >= QUERY_LIMITS.maxItems || (chars > budget && patch.length > 0)) return { patch, truncated: true }
     patch.push(op)
     budget -= chars
   }
@@ -99,11 +97,11 @@ function setChanges(from: Json[], to: Json[]): Changes {
   const after = new Set(to.map((v) => canonicalJson(v)))
   const added = to.filter((v) => !before.has(canonicalJson(v)))
   const removed = from.filter((v) => !after.has(canonicalJson(v)))
-  const truncated = added.length + removed.length > MCP_LIMITS.maxPageItems
+  const truncated = added.length + removed.length > QUERY_LIMITS.maxItems
   return {
     kind: 'set',
-    added: added.slice(0, MCP_LIMITS.maxPageItems),
-    removed: removed.slice(0, Math.max(0, MCP_LIMITS.maxPageItems - added.length)),
+    added: added.slice(0, QUERY_LIMITS.maxItems),
+    removed: removed.slice(0, Math.max(0, QUERY_LIMITS.maxItems - added.length)),
     ...(truncated ? { truncated } : {}),
   }
 }

@@ -13,29 +13,35 @@
  * - Counters: each agent's contribution (the sum of its records' deltas).
  * - Sets: each element on the record that added it.
  *
- * Content older than the records considered (trimmed by retention, or
- * beyond `limit`) is reported as such (`agent: null, before: seq`). The
- * store will answer blame from its records once they carry provenance
- * (issue 16); this replays what the log holds today.
+ * Content older than the records considered (deleted by a retention
+ * policy, or beyond `limit`) is reported as such (`agent: null, before:
+ * seq`). The agent of a record is the change's author (relayed changes
+ * keep theirs, sync/provenance.ts), with its `message` when it has one.
  */
 import * as Y from 'yjs'
 import jsonpatch from 'fast-json-patch'
-import type { Replica, ReplicaType } from '../crdt/replica.ts'
-import type { YjsReplica } from '../crdt/documents/yjs-replica.ts'
-import { canonicalJson, type Json } from '../crdt/types/json.ts'
-import type { HistoryEntry, Store } from '../persistence/store.ts'
-import { MCP_LIMITS } from './limits.ts'
-import { formatPointer, toJson } from './paging.ts'
-import { chooseTextField, documentFields } from './text.ts'
+import type { YjsReplica } from '../../crdt/documents/yjs-replica.ts'
+import type { Replica, ReplicaType } from '../../crdt/replica.ts'
+import { canonicalJson, type Json } from '../../crdt/types/json.ts'
+import type { HistoryEntry } from '../store-types.ts'
+import { chooseTextField, documentFields, formatPointer, QUERY_LIMITS, toJson } from './json-values.ts'
 
 const { compare } = jsonpatch
 
-/** Who and when of a record. */
+/** Who, when and why of a record. */
 export interface Author {
   readonly agent: string
   readonly seq: number
   /** ISO time of the record (its hybrid logical clock's wall time). */
   readonly at: string
+  /** Why, when the change said. */
+  readonly message?: string
+}
+
+/** What blame reads of a store: its records and past states. */
+export interface BlameSource {
+  history(name: string, options: { from?: number; limit?: number; reverse?: boolean }): Promise<HistoryEntry[]>
+  at(name: string, seq: number): Promise<Replica>
 }
 
 /** Content older than the records considered. */
@@ -76,11 +82,16 @@ export interface BlameReport {
 const PREVIEW_CHARS = 120
 
 function authorOf(record: HistoryEntry): Author {
-  return { agent: record.agent, seq: record.seq, at: new Date(record.hlc.wall).toISOString() }
+  return {
+    agent: record.agent,
+    seq: record.seq,
+    at: new Date(record.hlc.wall).toISOString(),
+    ...(record.message !== undefined ? { message: record.message } : {}),
+  }
 }
 
 /** The newest `limit` retained records of `name` and the state before them. */
-async function window(store: Store, name: string, limit: number): Promise<{ base: Replica; records: HistoryEntry[]; from: number; to: number }> {
+async function window(store: BlameSource, name: string, limit: number): Promise<{ base: Replica; records: HistoryEntry[]; from: number; to: number }> {
   const [newest] = await store.history(name, { reverse: true, limit: 1 })
   const [oldest] = await store.history(name, { limit: 1 })
   if (!newest || !oldest) return { base: await store.at(name, 0), records: [], from: 1, to: 0 }
@@ -100,9 +111,9 @@ async function window(store: Store, name: string, limit: number): Promise<{ base
  * current replica, which says what a Yjs document's fields are: a text
  * (the only one, or `field`) is blamed by character, another field by path.
  */
-export async function blame(store: Store, name: string, live: Replica, options: { field?: string; limit?: number } = {}): Promise<BlameReport> {
+export async function blame(store: BlameSource, name: string, live: Replica, options: { field?: string; limit?: number } = {}): Promise<BlameReport> {
   const type = live.type
-  const limit = Math.min(options.limit ?? 500, MCP_LIMITS.maxBlameRecords)
+  const limit = Math.min(options.limit ?? 500, QUERY_LIMITS.maxBlameRecords)
   const { base, records, from, to } = await window(store, name, limit)
   const before: Before = { agent: null, before: from }
   let result: Blame
@@ -186,8 +197,8 @@ function blameText(replica: YjsReplica, field: string, records: readonly History
       clock += length
     }
   }
-  if (spans.length > MCP_LIMITS.maxPageItems) {
-    spans.length = MCP_LIMITS.maxPageItems
+  if (spans.length > QUERY_LIMITS.maxItems) {
+    spans.length = QUERY_LIMITS.maxItems
     truncated = true
   }
   for (const span of spans) span.text = content.slice(span.index, span.index + Math.min(span.length, PREVIEW_CHARS))
@@ -226,8 +237,8 @@ function blameSet(replica: Replica, records: readonly HistoryEntry[], before: Be
     for (const key of previous) if (!now.has(key)) owners.delete(key)
   }
   const elements = [...owners].map(([key, who]) => ({ element: JSON.parse(key) as Json, ...who }))
-  const truncated = elements.length > MCP_LIMITS.maxPageItems
-  return { kind: 'set', elements: elements.slice(0, MCP_LIMITS.maxPageItems), ...(truncated ? { truncated } : {}) }
+  const truncated = elements.length > QUERY_LIMITS.maxItems
+  return { kind: 'set', elements: elements.slice(0, QUERY_LIMITS.maxItems), ...(truncated ? { truncated } : {}) }
 }
 
 function blamePaths(replica: Replica, records: readonly HistoryEntry[], before: Before): Extract<Blame, { kind: 'paths' }> {
@@ -246,6 +257,6 @@ function blamePaths(replica: Replica, records: readonly HistoryEntry[], before: 
     previous = now
   }
   const paths = [...owners].map(([path, who]) => ({ path, ...who })).sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
-  const truncated = paths.length > MCP_LIMITS.maxPageItems
-  return { kind: 'paths', paths: paths.slice(0, MCP_LIMITS.maxPageItems), ...(truncated ? { truncated } : {}) }
+  const truncated = paths.length > QUERY_LIMITS.maxItems
+  return { kind: 'paths', paths: paths.slice(0, QUERY_LIMITS.maxItems), ...(truncated ? { truncated } : {}) }
 }

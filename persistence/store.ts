@@ -30,6 +30,7 @@ import { decodeStoreInfo, encodeStoreInfo, UNCLAIMED } from './format/store-info
 import { repairName, type RepairReport } from './history/repair.ts'
 import type { BlameReport } from './history/blame.ts'
 import { type DiffReport, type HistoryPage, type HistoryQuery, MAX_HISTORY_SCAN, Queries } from './history/queries.ts'
+import { type RestorePoint, type RestoreReport, restoreTo } from './history/restore.ts'
 import { TimeTravel } from './history/time-travel.ts'
 import { Archival } from './lifecycle/archival.ts'
 import { Lifecycle } from './lifecycle/lifecycle.ts'
@@ -410,6 +411,16 @@ export class Store {
    */
   diff(name: string, fromSeq: number, toSeq?: number, options: SignalOptions = {}): Promise<DiffReport> {
     return this.queries.diff(name, fromSeq, toSeq, options)
+  }
+
+  /**
+   * Writes the whole store as it was at `at` (an HLC, or a wall-clock time
+   * in ms) to a new folder `dir`: every name cut after its last record at or
+   * before that time, its records copied as they are (persistence/history/
+   * restore.ts). The copy is unclaimed: open it with a new replica id.
+   */
+  restoreTo(dir: string, options: { at: RestorePoint } & SignalOptions): Promise<RestoreReport> {
+    return restoreTo(this.context, this.owner, dir, options)
   }
 
   /**

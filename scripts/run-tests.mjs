@@ -63,6 +63,7 @@ const lists = {
     'test/history/provenance.test.ts',
     'test/history/provenance-sync.test.ts',
     'test/history/queries.test.ts',
+    'test/history/restore.test.ts',
     // sync/ and transports/
     'test/transports/memory.test.ts',
     'test/transports/websocket.test.ts',

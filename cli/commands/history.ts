@@ -1,18 +1,21 @@
 /**
  * History queries from the command line: `blame NAME` (who wrote what a
  * name holds now) and `diff NAME A B` (what changed between two records,
- * and who changed it). Both read the store's own queries (Store.blame,
- * Store.diff), the ones MCP and the inspector show; `--json` prints them
- * as they are.
+ * and who changed it), and `restore-at` (the whole store as it was at a
+ * time, to a new folder). They use the store's own queries (Store.blame,
+ * Store.diff, Store.restoreTo), the ones MCP and the inspector show;
+ * `--json` prints them as they are.
  */
+import { existsSync, readdirSync } from 'node:fs'
 import type { Command } from 'commander'
+import type { RestorePoint } from '../../persistence/history/restore.ts'
 import type { Blame } from '../../persistence/history/blame.ts'
 import type { Changes } from '../../persistence/history/diff.ts'
 import { action, folderOptions, parseInteger, type CliContext, type FolderOptions } from '../context.ts'
 import { CliError, ExitCodes } from '../exit-codes.ts'
 import { withFolder } from '../open-store.ts'
 import { table } from '../output.ts'
-import { clipText, nameInfo } from './read.ts'
+import { clipText, nameInfo, parseTime } from './read.ts'
 
 function who(entry: { agent: string | null; seq?: number; message?: string; before?: number }): string {
   if (entry.agent === null) return `(before ${entry.before})`
@@ -66,8 +69,47 @@ function renderChanges(changes: Changes): string[] {
   }
 }
 
-/** Registers blame and diff. */
+/** A restore point: `WALL.LOGICAL` (an HLC, as `history --json` prints it), ISO 8601, or ms since the epoch. */
+export function parseRestorePoint(value: string): RestorePoint {
+  const hlc = /^(\d+)\.(\d+)$/.exec(value.trim())
+  if (hlc) return { wall: parseInteger(hlc[1], '--at'), logical: parseInteger(hlc[2], '--at') }
+  return parseTime(value, '--at')
+}
+
+/** Registers blame, diff and restore-at. */
 export function registerHistoryCommands(program: Command, ctx: CliContext): void {
+  folderOptions(
+    program
+      .command('restore-at')
+      .requiredOption('--at <time>', 'the time: ISO 8601, ms since the epoch, or an HLC as WALL.LOGICAL')
+      .requiredOption('--out <dir>', 'the new folder to write (must not hold a store)')
+      .description('write the whole store as it was at a time to a new folder (every name cut at its last record then; unclaimed: open it with a new peer id)'),
+  ).action(
+    action(ctx, 'restore-at', async (out, options: FolderOptions & { at: string; out: string }) => {
+      const at = parseRestorePoint(options.at)
+      if (existsSync(options.out) && readdirSync(options.out).length > 0) {
+        throw new CliError(ExitCodes.USAGE, `--out ${options.out} is not empty: restore into a new folder`)
+      }
+      await withFolder(options.dir, async ({ store }) => {
+        const report = await store.restoreTo(options.out, { at })
+        out.result(report, () =>
+          [
+            `${options.out}: ${report.names.length} name(s) as of ${typeof at === 'number' ? new Date(at).toISOString() : `${at.wall}.${at.logical}`}`,
+            ...(report.names.length > 0
+              ? [
+                  table(
+                    ['NAME', 'TYPE', 'SEQ'],
+                    report.names.map((n) => [n.name, n.type, String(n.seq)]),
+                  ),
+                ]
+              : []),
+            ...report.unavailable.map((u) => `${u.name}: not restored: ${u.reason}`),
+          ].join('\n'),
+        )
+      })
+    }),
+  )
+
   folderOptions(
     program
       .command('blame')

@@ -4,11 +4,21 @@
  * going back to a past value.
  */
 import type { Command } from 'commander'
+import { type HistoryPage, MAX_HISTORY_PAGE } from '../../persistence/history/queries.ts'
 import type { NameInfo, Store } from '../../persistence/store.ts'
 import { action, folderOptions, parseInteger, type CliContext, type FolderOptions } from '../context.ts'
 import { CliError, ExitCodes, messageOf } from '../exit-codes.ts'
 import { withFolder } from '../open-store.ts'
 import { formatBytes, formatTime, table, type Output } from '../output.ts'
+
+/** Records of an unfiltered page, any `limit` (as before filters existed), with the cursor of the next one when it is full. */
+async function wholePage(store: Store, name: string, options: { from?: number; limit: number; reverse?: boolean }): Promise<HistoryPage> {
+  const entries = await store.history(name, options)
+  const last = entries.at(-1)
+  if (!last || entries.length < options.limit) return { entries }
+  const next = options.reverse ? last.seq - 1 : last.seq + 1
+  return next >= 1 ? { entries, cursor: `${options.reverse ? 'r' : 'f'}${next}` } : { entries }
+}
 
 /** A time option: ISO 8601, or whole ms since the epoch. */
 export function parseTime(value: string, what: string): number {
@@ -141,7 +151,7 @@ export function registerReadCommands(program: Command, ctx: CliContext): void {
       .command('history')
       .argument('<name>', 'the name')
       .option('--from <seq>', 'first seq to list (default: the oldest kept)')
-      .option('--limit <n>', 'at most this many records (1..1000)', '1000')
+      .option('--limit <n>', 'at most this many records (with a filter: at most 100000)', '1000')
       .option('--reverse', 'newest first')
       .option('--agent <id>', 'only records by this author')
       .option('--since <time>', 'only records at or after this time (ISO 8601, or ms since the epoch)')
@@ -159,12 +169,22 @@ export function registerReadCommands(program: Command, ctx: CliContext): void {
       ) => {
         const from = options.from === undefined ? undefined : parseInteger(options.from, '--from', 1)
         const limit = parseInteger(options.limit, '--limit', 1)
-        if (limit > 1000) throw new CliError(ExitCodes.USAGE, `--limit must be at most 1000, got "${options.limit}"`)
         const since = options.since === undefined ? undefined : parseTime(options.since, '--since')
         const until = options.until === undefined ? undefined : parseTime(options.until, '--until')
         await withFolder(options.dir, async ({ store }) => {
           await nameInfo(store, name)
-          const page = await store.historyPage(name, { from, limit, reverse: options.reverse, agent: options.agent, since, until, cursor: options.cursor })
+          const filtered = options.agent !== undefined || since !== undefined || until !== undefined || options.cursor !== undefined
+          const page = filtered
+            ? await store.historyPage(name, {
+                from,
+                limit: Math.min(limit, MAX_HISTORY_PAGE),
+                reverse: options.reverse,
+                agent: options.agent,
+                since,
+                until,
+                cursor: options.cursor,
+              })
+            : await wholePage(store, name, { from, limit, reverse: options.reverse })
           const rows = page.entries.map((r) => ({
             seq: r.seq,
             time: formatTime(r.hlc.wall),

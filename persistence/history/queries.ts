@@ -18,8 +18,10 @@ import { type Changes, changesBetween } from './diff.ts'
 import { QUERY_LIMITS } from './json-values.ts'
 import type { TimeTravel } from './time-travel.ts'
 
-/** Records one {@link Queries.historyPage} call reads at most (a filter that matches few ends the page early, with a cursor). */
+/** Records one {@link Queries.historyPage} call reads at most, or its `limit` if larger (a filter that matches few ends the page early, with a cursor). */
 export const MAX_HISTORY_SCAN = 10_000
+/** Largest `limit` of a history page. */
+export const MAX_HISTORY_PAGE = 100_000
 
 /** A history query: filters and paging. */
 export interface HistoryQuery extends SignalOptions {
@@ -29,7 +31,7 @@ export interface HistoryQuery extends SignalOptions {
   readonly since?: number | undefined
   /** Only records at or before this wall time (ms). */
   readonly until?: number | undefined
-  /** Records per page (default 100, at most 1000). */
+  /** Records per page (default 100, at most {@link MAX_HISTORY_PAGE}). */
   readonly limit?: number | undefined
   /** Newest first. */
   readonly reverse?: boolean | undefined
@@ -98,7 +100,8 @@ export class Queries {
   async historyPage(name: string, query: HistoryQuery = {}): Promise<HistoryPage> {
     this.context.checkOpen()
     const limit = query.limit ?? 100
-    if (!Number.isSafeInteger(limit) || limit < 1 || limit > 1000) throw invalid('limit must be 1..1000')
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_HISTORY_PAGE) throw invalid(`limit must be 1..${MAX_HISTORY_PAGE}`)
+    const maxScan = Math.max(MAX_HISTORY_SCAN, limit)
     checkTime(query.since, 'since')
     checkTime(query.until, 'until')
     if (query.agent !== undefined && typeof query.agent !== 'string') throw invalid('agent must be a string')
@@ -111,7 +114,7 @@ export class Queries {
     let scanned = 0
     let next: number | undefined
     for await (const entry of logEntries(this.context, meta, range)) {
-      if (entries.length >= limit || scanned >= MAX_HISTORY_SCAN) {
+      if (entries.length >= limit || scanned >= maxScan) {
         next = entry.seq
         break
       }

@@ -8,16 +8,18 @@
  *   segment index (persistence/format/segments.ts).
  * {@link logEntries} reads both, oldest first or newest first, so
  * `history`, `at` and `verify` see one log. {@link applyRetention} moves (or,
- * under `{ deleteAfterMs }`, deletes) the records older than the window and
- * before a checkpoint.
+ * under `{ deleteAfterMs }`, deletes) the records older than the window, up
+ * to the newest checkpoint.
  */
 import { ConcordError, ErrorCodes } from '../../crdt/errors.ts'
 import type { StoreContext } from '../context.ts'
+import { encodeCheckpoint } from '../format/checkpoint.ts'
 import { checkpointKey, logKey, logPrefix, parseSeqKey } from '../format/keys.ts'
 import type { NameMeta } from '../format/name-meta.ts'
+import { decodeRecord, type StoredRecord } from '../format/record.ts'
 import { decodeSegmentIndex, encodeSegmentIndex, type SegmentRef, segmentIndexKey } from '../format/segments.ts'
 import type { NameEntry } from '../names/entry.ts'
-import { loadCheckpoint } from '../names/replay.ts'
+import { rebuild } from '../names/replay.ts'
 import type { StoreOptions } from '../options.ts'
 import type { SignalOptions, Storage } from '../storage/storage.ts'
 import { readSegment, removeSegments, writeSegment } from './archive-files.ts'
@@ -111,11 +113,13 @@ export interface RetentionReport {
 }
 
 /**
- * Applies a time-window retention policy to a hydrated name: the records up
- * to the newest checkpoint written before `now - window` leave the hot tier
- * (moved to a segment file, or deleted with the checkpoints before that
- * one). `'full'` and `{ checkpoints: K }` do nothing here (the second trims
- * at each checkpoint).
+ * Applies a time-window retention policy to a hydrated name: the records
+ * older than `now - window` (by their HLC wall time) and at or before the
+ * newest checkpoint (recovery never reads past it) leave the hot tier:
+ * moved to a segment file, or deleted. A deletion leaves a checkpoint at
+ * its cut to anchor what is left (written from a replay when there is
+ * none). `'full'` and `{ checkpoints: K }` do nothing here (the second
+ * trims at each checkpoint).
  */
 export async function applyRetention(context: StoreContext, entry: NameEntry, options: SignalOptions = {}): Promise<RetentionReport> {
   const name = entry.name
@@ -126,34 +130,52 @@ export async function applyRetention(context: StoreContext, entry: NameEntry, op
   const window = archive ? policy.archiveAfterMs : policy.deleteAfterMs
   const cutoff = context.now() - window
   const meta = entry.state.meta
-  // The newest checkpoint older than the window: everything up to it is older too (its time is the clock's when it was taken).
-  let cut: number | undefined
-  for (const ref of [...meta.checkpoints].reverse()) {
-    if (ref.seq < meta.firstSeq) continue
-    const cp = await loadCheckpoint(context.storage, meta, ref.seq)
-    if (cp && cp.hlc.wall <= cutoff) {
-      cut = ref.seq
-      break
-    }
-  }
-  if (cut === undefined) return none
+  const newest = meta.checkpoints.at(-1)?.seq ?? 0
   const first = meta.firstSeq
-  const upTo = cut
+  if (newest < first) return none
+  // The cut: the last record older than the window, up to the newest checkpoint (a name's records are in HLC order: one clock stamps them).
+  const entries: Array<{ key: readonly string[]; value: Uint8Array }> = []
+  let cutRecord: StoredRecord | undefined
+  for await (const e of context.storage.iterate({ prefix: logPrefix(name), gte: logKey(name, first), lte: logKey(name, newest), signal: options.signal })) {
+    const record = decodeRecord(e.value)
+    if (record.hlc.wall > cutoff) break
+    if (record.seq !== (cutRecord?.seq ?? first - 1) + 1) throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `"${name}": record ${record.seq - 1} is missing`)
+    cutRecord = record
+    if (archive) entries.push(e)
+  }
+  if (!cutRecord) return none
+  const upTo = cutRecord.seq
   let segment: SegmentRef | undefined
   let segments: SegmentRef[] = []
+  let anchor: { bytes: Uint8Array; seq: number } | undefined
   if (archive) {
     const dir = archiveDirOf(context.options)
     if (!dir) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `"${name}": retention { archiveAfterMs } needs \`archive.dir\` (or a store \`dir\`)`)
-    const entries: Array<{ key: readonly string[]; value: Uint8Array }> = []
-    for await (const e of context.storage.iterate({ prefix: logPrefix(name), gte: logKey(name, first), lte: logKey(name, upTo), signal: options.signal }))
-      entries.push(e)
-    if (entries.length !== upTo - first + 1)
-      throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `"${name}": records ${first}..${upTo} are not all there to archive`)
     segments = await readSegmentIndex(context.storage, name)
     if ((segments.at(-1)?.toSeq ?? 0) !== first - 1) {
       throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `"${name}": the archive tier ends at ${segments.at(-1)?.toSeq ?? 0}, the log starts at ${first}`)
     }
     segment = await writeSegment(dir, name, first, upTo, entries)
+  } else if (!meta.checkpoints.some((cp) => cp.seq === upTo)) {
+    // What is left needs an anchor at the cut: the state there, replayed.
+    const rebuilt = await rebuild({
+      storage: context.storage,
+      meta,
+      target: upTo,
+      allowTornTail: false,
+      signal: options.signal,
+      create: (snapshot) => context.detachedReplica(meta.type, snapshot),
+    })
+    const bytes = encodeCheckpoint({
+      name,
+      type: meta.type,
+      seq: upTo,
+      hash: cutRecord.hash,
+      schema: meta.schema,
+      hlc: cutRecord.hlc,
+      snapshot: rebuilt.replica.snapshot(),
+    })
+    anchor = { bytes, seq: upTo }
   }
   const { state } = entry
   const done = await context.committer.enqueue({
@@ -167,6 +189,10 @@ export async function applyRetention(context: StoreContext, entry: NameEntry, op
       if (segment) b.put(segmentIndexKey(name), encodeSegmentIndex(name, [...segments, segment]))
       else {
         // Deleted: the checkpoint at the cut anchors what is left; older ones go.
+        if (anchor) {
+          b.put(checkpointKey(name, anchor.seq), anchor.bytes)
+          checkpoints = [...checkpoints.filter((cp) => cp.seq !== anchor!.seq), { seq: anchor.seq, size: anchor.bytes.length }].sort((x, y) => x.seq - y.seq)
+        }
         for (const cp of checkpoints) if (cp.seq < upTo) b.del(checkpointKey(name, cp.seq))
         checkpoints = checkpoints.filter((cp) => cp.seq >= upTo)
       }

@@ -88,7 +88,7 @@ describe('retention: time windows', () => {
   const open = (dir: string, retention: Retention, clock: { now: number }) =>
     openStore({ dir, replicaId: 'a', sweepMs: 0, checkpoint: { everyRecords: 10, everyMs: 0, onClose: false }, retention, now: () => clock.now })
 
-  it('archiveAfterMs moves older records to segment files; history, at and verify still read them, across restarts', async () => {
+  it('archiveAfterMs moves older records (up to the newest checkpoint) to segment files; history, at and verify still read them, across restarts', async () => {
     const { dir, remove } = await tempDir()
     const archiveDir = `${dir}.archive`
     try {
@@ -97,27 +97,27 @@ describe('retention: time windows', () => {
       await typeDigits(store, 'plan', 0, 25) // checkpoints at 10, 20
       clock.now += 120_000
       await typeDigits(store, 'plan', 25, 10) // checkpoint at 30, taken after the window
-      // Records up to checkpoint 20 are older than the window; the checkpoint at 30 is not.
-      assert.deepEqual(await store.applyRetention('plan'), { name: 'plan', archived: 20, deleted: 0 })
+      // Records 1..25 are older than the window (26.. are not), and before the newest checkpoint (30).
+      assert.deepEqual(await store.applyRetention('plan'), { name: 'plan', archived: 25, deleted: 0 })
       assert.deepEqual(await store.applyRetention('plan'), { name: 'plan', archived: 0, deleted: 0 })
       assert.equal(readdirSync(join(archiveDir, 'segments')).length, 1)
-      assert.equal((await store.names())[0].records, 15)
+      assert.equal((await store.names())[0].records, 10)
       const check = async (): Promise<void> => {
         assert.deepEqual(
           (await store.history('plan', { limit: 100 })).map((h) => h.seq),
           Array.from({ length: 35 }, (_, i) => i + 1),
         )
         assert.deepEqual(
-          (await store.history('plan', { reverse: true, from: 22, limit: 4 })).map((h) => h.seq),
-          [22, 21, 20, 19],
+          (await store.history('plan', { reverse: true, from: 27, limit: 4 })).map((h) => h.seq),
+          [27, 26, 25, 24],
         )
-        for (const seq of [1, 5, 19, 20, 21, 33]) assert.equal(textOf(await store.at('plan', seq)), expected(seq), `at(${seq})`)
+        for (const seq of [1, 5, 19, 25, 26, 33]) assert.equal(textOf(await store.at('plan', seq)), expected(seq), `at(${seq})`)
         const report = await store.verify('plan')
         assert.deepEqual(report.problems, [])
         assert.equal(report.records, 35)
       }
       await check()
-      // The sweep applies the window too: the next segment (21..30) once checkpoint 30 is old enough.
+      // The sweep applies the window too: the next segment (26..30, up to the newest checkpoint) once they are old enough.
       clock.now += 120_000
       await store.sweep()
       assert.equal(readdirSync(join(archiveDir, 'segments')).length, 2)
@@ -174,18 +174,20 @@ describe('retention: time windows', () => {
       await typeDigits(store, 'plan', 0, 25)
       clock.now += 120_000
       await typeDigits(store, 'plan', 25, 10)
-      assert.deepEqual(await store.applyRetention('plan'), { name: 'plan', archived: 0, deleted: 20 })
+      assert.deepEqual(await store.applyRetention('plan'), { name: 'plan', archived: 0, deleted: 25 })
       assert.equal(existsSync(`${dir}.archive`), false)
-      assert.equal((await store.history('plan'))[0].seq, 21)
+      assert.equal((await store.history('plan'))[0].seq, 26)
       await assert.rejects(store.at('plan', 5), hasCode('CONCORD_NOT_FOUND'))
-      assert.equal(textOf(await store.at('plan', 20)), expected(20))
+      await assert.rejects(store.at('plan', 20), hasCode('CONCORD_NOT_FOUND'))
+      // The cut had no checkpoint: one was written there, from a replay, to anchor what is left.
+      assert.equal(textOf(await store.at('plan', 25)), expected(25))
       assert.equal(textOf(await store.at('plan', 27)), expected(27))
       assert.deepEqual((await store.verify('plan')).problems, [])
       // Later checkpoints keep the one that anchors the log.
       await typeDigits(store, 'plan', 35, 30)
       assert.deepEqual((await store.verify('plan')).problems, [])
       await store.close()
-      assert.deepEqual((await hotSeqs(dir, 'plan', 20)).length, 0)
+      assert.deepEqual((await hotSeqs(dir, 'plan', 25)).length, 0)
       store = await open(dir, { deleteAfterMs: 60_000 }, clock)
       assert.equal(textOf(await store.open('plan', 'yjs')), expected(65))
       assert.deepEqual((await store.verify('plan')).problems, [])

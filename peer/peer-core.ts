@@ -17,6 +17,7 @@ import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import type { Replica, ReplicaType } from '../crdt/replica.ts'
 import { installOpeners, type TypedOpeners } from '../crdt/catalog.ts'
 import type { HistoryEntry, NameInfo, Store } from '../persistence/store.ts'
+import type { HistoryQuery } from '../persistence/history/queries.ts'
 import type { StoreOptions, NameOptions } from '../persistence/options.ts'
 import { Admission, attachSession, peerId as toPeerId, type AdmissionStats, type SessionStats, type SyncHost, type SyncSession } from '../sync/index.ts'
 import type { Connection } from '../transports/transport.ts'
@@ -263,8 +264,13 @@ export class PeerCore {
     )
   }
 
-  /** The log records of `name`, oldest first: `{ seq, hlc, agent, delta, hash }`. */
-  history(name: string, options?: { from?: number; limit?: number; reverse?: boolean; signal?: AbortSignal }): Promise<HistoryEntry[]> {
+  /**
+   * The log records of `name`, oldest first: `{ seq, hlc, agent, message,
+   * meta, delta, hash }`; filtered by author (`agent`) and time (`since`,
+   * `until`, ms), paged with `from`/`limit`/`reverse` (see Store.historyPage
+   * for a cursor).
+   */
+  history(name: string, options?: HistoryQuery): Promise<HistoryEntry[]> {
     this.checkOpen()
     return this.store.history(name, options)
   }

@@ -18,6 +18,7 @@ import type { Replica, ReplicaType } from '../crdt/replica.ts'
 import { installOpeners, type TypedOpeners } from '../crdt/catalog.ts'
 import type { HistoryEntry, NameInfo, Store } from '../persistence/store.ts'
 import type { HistoryQuery } from '../persistence/history/queries.ts'
+import type { RevertSelection } from '../persistence/history/selective-revert.ts'
 import type { StoreOptions, NameOptions } from '../persistence/options.ts'
 import { Admission, attachSession, peerId as toPeerId, type AdmissionStats, type SessionStats, type SyncHost, type SyncSession } from '../sync/index.ts'
 import type { Connection } from '../transports/transport.ts'
@@ -282,14 +283,16 @@ export class PeerCore {
   }
 
   /**
-   * A new, replicated change that brings `name` back to its value at `seq`.
-   * Resolves with the seq of that change (null if the value was already
-   * equal). `agent`, `message`, `meta` as for {@link transact}.
+   * A new, replicated change that brings `name` back to its value at `seq`,
+   * or (`{ agent, since }`) that undoes one agent's changes since a time
+   * where the type allows it (see Store.revert). Resolves with the seq of
+   * that change (null if there was nothing to change). `agent`, `message`,
+   * `meta` (of the revert itself) as for {@link transact}.
    */
-  async revert(name: string, seq: number, options: ChangeOptions = {}): Promise<number | null> {
+  async revert(name: string, target: number | RevertSelection, options: ChangeOptions = {}): Promise<number | null> {
     this.checkOpen()
     checkChangeOptions(options)
-    return this.store.revert(name, seq, options)
+    return this.store.revert(name, target, options)
   }
 
   /** Every name this peer holds, with type, record count, size and last change. */

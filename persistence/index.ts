@@ -26,3 +26,4 @@ export type { HistoryQuery, HistoryPage, DiffReport, ChangeAuthor } from './hist
 export type { BlameReport, Blame, Author } from './history/blame.ts'
 export type { Changes, TextSpan } from './history/diff.ts'
 export type { RestorePoint, RestoreReport } from './history/restore.ts'
+export type { RevertSelection } from './history/selective-revert.ts'

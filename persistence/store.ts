@@ -31,6 +31,7 @@ import { repairName, type RepairReport } from './history/repair.ts'
 import type { BlameReport } from './history/blame.ts'
 import { type DiffReport, type HistoryPage, type HistoryQuery, MAX_HISTORY_SCAN, Queries } from './history/queries.ts'
 import { type RestorePoint, type RestoreReport, restoreTo } from './history/restore.ts'
+import { type RevertSelection, revertAgent } from './history/selective-revert.ts'
 import { TimeTravel } from './history/time-travel.ts'
 import { Archival } from './lifecycle/archival.ts'
 import { Lifecycle } from './lifecycle/lifecycle.ts'
@@ -444,11 +445,17 @@ export class Store {
 
   /**
    * Makes a new local change of `name` that brings its value back to what it
-   * was at `seq`; it is logged and replicates like any change. Resolves with
-   * the seq of the new record, or null when the value already equals it.
+   * was at `seq`; or, given `{ agent, since }`, that undoes that agent's
+   * changes since that time (ms) where the type allows it (Yjs texts, PN
+   * counters, OR-sets, registers, flags, OR-map keys: see
+   * persistence/history/selective-revert.ts). It is logged and replicates
+   * like any change. Resolves with the seq of the new record, or null when
+   * there was nothing to change.
    */
-  revert(name: string, seq: number, options: SignalOptions & ChangeProvenance = {}): Promise<number | null> {
-    return this.timeTravel.revert(name, seq, { signal: options.signal, ...encodeProvenance(options) })
+  async revert(name: string, target: number | RevertSelection, options: SignalOptions & ChangeProvenance = {}): Promise<number | null> {
+    const provenance = { signal: options.signal, ...encodeProvenance(options) }
+    if (typeof target === 'number') return this.timeTravel.revert(name, target, provenance)
+    return (await revertAgent(this.context, this.owner, this.timeTravel, this.writes, name, target, provenance)).seq
   }
 
   /**

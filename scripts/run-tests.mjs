@@ -64,6 +64,7 @@ const lists = {
     'test/history/provenance-sync.test.ts',
     'test/history/queries.test.ts',
     'test/history/restore.test.ts',
+    'test/history/selective-revert.test.ts',
     // sync/ and transports/
     'test/transports/memory.test.ts',
     'test/transports/websocket.test.ts',

@@ -8,6 +8,7 @@
  * API call, a record, the wire.
  */
 import { ConcordError, ErrorCodes } from './errors.ts'
+import type { HlcTimestamp } from './hlc.ts'
 import { canonicalJson } from './types/json.ts'
 
 /** Who made a change and why. */
@@ -25,6 +26,8 @@ export interface EncodedProvenance {
   readonly agent?: string | undefined
   readonly message?: string | undefined
   readonly metaJson?: string | undefined
+  /** When the author made the change (its HLC there), for a change that arrived from elsewhere. */
+  readonly authored?: HlcTimestamp | undefined
 }
 
 /** Bounds of a change's provenance. */

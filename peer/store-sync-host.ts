@@ -10,6 +10,7 @@
 import { Emitter, type Unsubscribe } from '../crdt/emitter.ts'
 import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
 import { type EncodedProvenance, metaOf, type Provenance as ChangeProvenance } from '../crdt/provenance.ts'
+import type { HlcTimestamp } from '../crdt/hlc.ts'
 import type { Replica, ReplicaType } from '../crdt/replica.ts'
 import type { Store } from '../persistence/store.ts'
 import type { CommittedUnitRecord } from '../persistence/store-types.ts'
@@ -83,7 +84,7 @@ export class StoreSyncHost implements SyncHost {
       const entries: DeltaEntry[] = records.map((record) => ({ name: record.name, replicaType: record.type, delta: record.delta }))
       // The unit's provenance: that of its changes (a `state` record a write logs first is this peer's).
       const change = records.find((record) => record.kind === 'delta') ?? records[0]
-      const provenance = change && { agent: change.agent, message: change.message, metaJson: change.metaJson }
+      const provenance = change && { agent: change.agent, message: change.message, metaJson: change.metaJson, authored: change.authored }
       if (entries.length > 0) this.commits.emit('commit', { entries, origin, provenance })
     }
     // A remote commit is relayed once applied (its sender keeps it until acknowledged, which waits
@@ -214,10 +215,11 @@ export class StoreSyncHost implements SyncHost {
 
   private async applyNow(entries: readonly DeltaEntry[], origin: unknown, applied?: () => void, claimed?: EncodedProvenance): Promise<HostApplyResult> {
     // The log records who made the change: the author its provenance names, else the remote peer of the session it came through.
-    const provenance: ChangeProvenance = {
+    const provenance: ChangeProvenance & { authored?: HlcTimestamp } = {
       agent: claimed?.agent ?? (origin as { remotePeerId?: string } | undefined)?.remotePeerId,
       message: claimed?.message,
       meta: metaOf(claimed?.metaJson),
+      authored: claimed?.authored,
     }
     let applying = entries.filter((entry) => !this.unreadable.has(entry.name))
     if (this.options.prepareType) applying = await this.holdable(applying)
@@ -258,7 +260,7 @@ export class StoreSyncHost implements SyncHost {
   private commitThroughStore(
     entries: readonly DeltaEntry[],
     origin: unknown,
-    provenance: ChangeProvenance,
+    provenance: ChangeProvenance & { authored?: HlcTimestamp },
     applied: (() => void) | undefined,
   ): Promise<ApplyResultOfStore[]> {
     if (entries.length === 0) {

@@ -20,6 +20,8 @@ export interface HistoryEntry {
   readonly message?: string
   /** Application metadata of the change (`transact(fn, { meta })`), when given. */
   readonly meta?: Readonly<Record<string, unknown>>
+  /** When its author made it, for a change made on another peer (`hlc` is when it was logged here). */
+  readonly authored?: HlcTimestamp
   /** `delta`, or `state` (a full-state record written to repair a failed write). */
   readonly kind: 'delta' | 'state'
   /** The delta bytes (a `state` record: the whole state, as a delta). */
@@ -131,6 +133,8 @@ export interface CommittedUnitRecord {
   readonly message?: string
   /** Its application metadata as canonical JSON. */
   readonly metaJson?: string
+  /** When its author made it (the record's time, for a change made here). */
+  readonly authored: HlcTimestamp
 }
 
 /**
@@ -164,6 +168,7 @@ export function toHistoryEntry(record: CommittedRecord): HistoryEntry {
   return {
     ...(record.message !== undefined ? { message: record.message } : {}),
     ...(meta !== undefined ? { meta } : {}),
+    ...(record.authored !== undefined ? { authored: record.authored } : {}),
     name: record.name,
     seq: record.seq,
     hlc: record.hlc,

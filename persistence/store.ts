@@ -21,7 +21,7 @@ import type { WaitingStats } from '../crdt/documents/waiting-room.ts'
 import type { Emitter } from '../crdt/emitter.ts'
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import { encodeProvenance } from '../crdt/provenance.ts'
-import type { HybridClock } from '../crdt/hlc.ts'
+import type { HlcTimestamp, HybridClock } from '../crdt/hlc.ts'
 import { replicaId as brandReplicaId, type Replica, type ReplicaId, type ReplicaType } from '../crdt/replica.ts'
 import { installAutomergeReloader } from './automerge-reload.ts'
 import { StoreContext } from './context.ts'
@@ -106,6 +106,15 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     if (ownsStorage) await storage.close().catch(() => undefined)
     throw error
   }
+}
+
+/** The author's time of a change made elsewhere: an HLC of safe integers, or undefined. */
+function checkAuthored(hlc: HlcTimestamp | undefined): HlcTimestamp | undefined {
+  if (hlc === undefined) return undefined
+  if (!Number.isSafeInteger(hlc?.wall) || hlc.wall < 0 || !Number.isSafeInteger(hlc.logical) || hlc.logical < 0) {
+    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'authored must be an HLC { wall, logical } of non-negative integers')
+  }
+  return { wall: hlc.wall, logical: hlc.logical }
 }
 
 /** The error of opening a store that belongs to another replica, saying how to proceed. */
@@ -306,11 +315,11 @@ export class Store {
    */
   async commit(
     deltas: ReadonlyArray<{ name: string; delta: Uint8Array; type?: ReplicaType }>,
-    options: { origin?: unknown; applied?: () => void } & ChangeProvenance & SignalOptions = {},
+    options: { origin?: unknown; applied?: () => void; authored?: HlcTimestamp } & ChangeProvenance & SignalOptions = {},
   ): Promise<ApplyResult[]> {
     this.context.checkOpen()
     throwIfAborted(options.signal)
-    const provenance = encodeProvenance(options)
+    const provenance = { ...encodeProvenance(options), authored: checkAuthored(options.authored) }
     for (const item of deltas) {
       checkName(item.name)
       if (!(item.delta instanceof Uint8Array)) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'a delta must be a Uint8Array')

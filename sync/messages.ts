@@ -206,6 +206,8 @@ export interface ProvenanceMessage {
   readonly message?: string | undefined
   /** Canonical JSON of an object. */
   readonly metaJson?: string | undefined
+  /** When the author made it (its HLC there). */
+  readonly authored?: { readonly wall: number; readonly logical: number } | undefined
 }
 
 /** A message type this version does not know: ignored. */
@@ -408,9 +410,10 @@ export function writeMessage(encoder: Encoder, message: Message): void {
       return
     case 'provenance':
       encoder.writeUint8(MessageType.provenance).writeVarUint(message.seq).writeString(message.agent)
-      encoder.writeUint8((message.message !== undefined ? 1 : 0) | (message.metaJson !== undefined ? 2 : 0))
+      encoder.writeUint8((message.message !== undefined ? 1 : 0) | (message.metaJson !== undefined ? 2 : 0) | (message.authored !== undefined ? 4 : 0))
       if (message.message !== undefined) encoder.writeString(message.message)
       if (message.metaJson !== undefined) encoder.writeString(message.metaJson)
+      if (message.authored !== undefined) encoder.writeVarUint(message.authored.wall).writeVarUint(message.authored.logical)
       return
   }
 }
@@ -516,10 +519,11 @@ export function readMessage(decoder: Decoder): DecodedMessage {
       const seq = readPositive(decoder, 'provenance: seq')
       const agent = readLimitedString(decoder, 4 * PROVENANCE_LIMITS.maxAgent, 'provenance: agent')
       const flags = decoder.readUint8()
-      if (flags & ~3) throw new DecodeError(`provenance: unknown flags ${flags}`)
+      if (flags & ~7) throw new DecodeError(`provenance: unknown flags ${flags}`)
       const message = flags & 1 ? readLimitedString(decoder, 4 * PROVENANCE_LIMITS.maxMessage, 'provenance: message') : undefined
       const metaJson = flags & 2 ? readLimitedString(decoder, PROVENANCE_LIMITS.maxMetaBytes, 'provenance: meta') : undefined
-      return { type: 'provenance', seq, agent, message, metaJson }
+      const authored = flags & 4 ? { wall: decoder.readVarUint(), logical: decoder.readVarUint() } : undefined
+      return { type: 'provenance', seq, agent, message, metaJson, authored }
     }
     default:
       // Forward compatibility: skip the payload of a type we do not know.

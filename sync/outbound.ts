@@ -309,8 +309,8 @@ export class Outbox {
       const frames = this.framesOf(encodeMessage(message), frameLimit)
       if (item.kind === 'commit' && item.provenance) {
         // Who made it, right before it (sync/provenance.ts).
-        const { agent, message: why, metaJson } = item.provenance
-        const claim = encodeMessage({ type: 'provenance', seq, agent: agent ?? this.context.peerId, message: why, metaJson })
+        const { agent, message: why, metaJson, authored } = item.provenance
+        const claim = encodeMessage({ type: 'provenance', seq, agent: agent ?? this.context.peerId, message: why, metaJson, authored })
         return [...this.framesOf(claim, frameLimit), ...frames]
       }
       return frames

@@ -37,5 +37,5 @@ export function takesProvenance(extensions: ReadonlyArray<{ readonly key: string
  * `CONCORD_INVALID_ARGUMENT` when out of them.
  */
 export function provenanceOf(message: ProvenanceMessage): EncodedProvenance {
-  return checkEncodedProvenance({ agent: message.agent, message: message.message, metaJson: message.metaJson })
+  return checkEncodedProvenance({ agent: message.agent, message: message.message, metaJson: message.metaJson, authored: message.authored })
 }

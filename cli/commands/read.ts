@@ -187,8 +187,9 @@ export function registerReadCommands(program: Command, ctx: CliContext): void {
             : await wholePage(store, name, { from, limit, reverse: options.reverse })
           const rows = page.entries.map((r) => ({
             seq: r.seq,
-            time: formatTime(r.hlc.wall),
+            time: formatTime((r.authored ?? r.hlc).wall),
             hlc: r.hlc,
+            authored: r.authored ?? null,
             agent: r.agent,
             message: r.message ?? null,
             meta: r.meta ?? null,

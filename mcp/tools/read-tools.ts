@@ -173,7 +173,7 @@ export const history = defineTool({
         if (args.agent !== undefined && record.agent !== args.agent) continue
         out.push({
           seq: record.seq,
-          at: isoTime(record.hlc.wall),
+          at: isoTime((record.authored ?? record.hlc).wall),
           agent: record.agent,
           ...(record.message !== undefined ? { message: record.message } : {}),
           ...(record.meta !== undefined ? { meta: record.meta } : {}),

@@ -11,9 +11,10 @@
  * raw32   prevHash       (SHA-256 of the previous record of the name; zeros for seq 1)
  * bytes   payload        (the delta)
  * -- version 2 only:
- * u8      flags          (bit 0: message, bit 1: meta; other bits 0)
+ * u8      flags          (bit 0: message, bit 1: meta, bit 2: authored; other bits 0)
  * string  message        (if bit 0: why the change was made)
  * string  meta           (if bit 1: canonical JSON of an object: tool, session, model, causedBy, ...)
+ * hlc     authored       (if bit 2: when the author made it, for a change made elsewhere; `time` is when it was logged here)
  * --
  * u32     CRC-32 of everything above (big-endian)
  * ```
@@ -35,6 +36,7 @@ export const RECORD_VERSION = 2
 const PLAIN_RECORD_VERSION = 1
 const FLAG_MESSAGE = 1
 const FLAG_META = 2
+const FLAG_AUTHORED = 4
 
 /** What a record holds. */
 export type RecordKind = 'delta' | 'state'
@@ -52,6 +54,8 @@ export interface LogRecord {
   readonly message?: string | undefined
   /** Application metadata as canonical JSON of an object (version 2). */
   readonly metaJson?: string | undefined
+  /** When the author made the change, if elsewhere (version 2); `hlc` is when it was logged here. */
+  readonly authored?: HlcTimestamp | undefined
 }
 
 /** A record with its hash and encoded size. */
@@ -107,8 +111,14 @@ export function encodeRecord(record: LogRecord): Uint8Array {
   const { payload, seq, hlc } = record
   const message = record.message === undefined ? undefined : textEncoder.encode(record.message)
   const meta = record.metaJson === undefined ? undefined : textEncoder.encode(record.metaJson)
-  const extended = message !== undefined || meta !== undefined
-  const extra = extended ? 1 + (message ? varUintSize(message.length) + message.length : 0) + (meta ? varUintSize(meta.length) + meta.length : 0) : 0
+  const { authored } = record
+  const extended = message !== undefined || meta !== undefined || authored !== undefined
+  const extra = extended
+    ? 1 +
+      (message ? varUintSize(message.length) + message.length : 0) +
+      (meta ? varUintSize(meta.length) + meta.length : 0) +
+      (authored ? varUintSize(authored.wall) + varUintSize(authored.logical) : 0)
+    : 0
   const size =
     extra +
     1 +
@@ -140,12 +150,16 @@ export function encodeRecord(record: LogRecord): Uint8Array {
   out.set(payload, offset)
   offset += payload.length
   if (extended) {
-    out[offset++] = (message ? FLAG_MESSAGE : 0) | (meta ? FLAG_META : 0)
+    out[offset++] = (message ? FLAG_MESSAGE : 0) | (meta ? FLAG_META : 0) | (authored ? FLAG_AUTHORED : 0)
     for (const field of [message, meta]) {
       if (!field) continue
       offset = putVarUint(out, offset, field.length)
       out.set(field, offset)
       offset += field.length
+    }
+    if (authored) {
+      offset = putVarUint(out, offset, authored.wall)
+      offset = putVarUint(out, offset, authored.logical)
     }
   }
   new DataView(out.buffer, out.byteOffset, out.byteLength).setUint32(offset, checksum(out.subarray(0, offset)))
@@ -177,15 +191,17 @@ export function decodeRecord(bytes: Uint8Array): StoredRecord {
     const payload = decoder.readBytes()
     let message: string | undefined
     let metaJson: string | undefined
+    let authored: HlcTimestamp | undefined
     if (version === RECORD_VERSION) {
       const flags = decoder.readUint8()
-      if (flags & ~(FLAG_MESSAGE | FLAG_META)) throw new DecodeError(`log record: unknown flags ${flags}`)
+      if (flags & ~(FLAG_MESSAGE | FLAG_META | FLAG_AUTHORED)) throw new DecodeError(`log record: unknown flags ${flags}`)
       if (flags & FLAG_MESSAGE) message = decoder.readString()
       if (flags & FLAG_META) metaJson = decoder.readString()
+      if (flags & FLAG_AUTHORED) authored = readHlc(decoder)
     }
     decoder.end('log record')
     const record: StoredRecord = { name, seq, hlc, agent, kind: kindByte === 1 ? 'state' : 'delta', prevHash, payload, hash: sha256(bytes), size: bytes.length }
-    return message === undefined && metaJson === undefined ? record : { ...record, message, metaJson }
+    return message === undefined && metaJson === undefined && authored === undefined ? record : { ...record, message, metaJson, authored }
   } catch (error) {
     throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `log record: ${(error as Error).message}`, { cause: error })
   }

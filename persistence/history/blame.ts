@@ -32,7 +32,7 @@ const { compare } = jsonpatch
 export interface Author {
   readonly agent: string
   readonly seq: number
-  /** ISO time of the record (its hybrid logical clock's wall time). */
+  /** ISO time the change was made (its author's HLC wall time). */
   readonly at: string
   /** Why, when the change said. */
   readonly message?: string
@@ -85,7 +85,7 @@ function authorOf(record: HistoryEntry): Author {
   return {
     agent: record.agent,
     seq: record.seq,
-    at: new Date(record.hlc.wall).toISOString(),
+    at: new Date((record.authored ?? record.hlc).wall).toISOString(),
     ...(record.message !== undefined ? { message: record.message } : {}),
   }
 }

@@ -27,7 +27,7 @@ export const MAX_HISTORY_PAGE = 100_000
 export interface HistoryQuery extends SignalOptions {
   /** Only records by this author. */
   readonly agent?: string | undefined
-  /** Only records at or after this wall time (ms since the epoch, the record's HLC wall). */
+  /** Only changes made at or after this wall time (ms since the epoch: the author's HLC wall, `authored ?? hlc`). */
   readonly since?: number | undefined
   /** Only records at or before this wall time (ms). */
   readonly until?: number | undefined
@@ -123,8 +123,9 @@ export class Queries {
       if (record.name !== name || record.seq !== entry.seq)
         throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `"${name}": record under seq ${entry.seq} is misplaced`)
       if (query.agent !== undefined && record.agent !== query.agent) continue
-      if (query.since !== undefined && record.hlc.wall < query.since) continue
-      if (query.until !== undefined && record.hlc.wall > query.until) continue
+      const made = (record.authored ?? record.hlc).wall
+      if (query.since !== undefined && made < query.since) continue
+      if (query.until !== undefined && made > query.until) continue
       entries.push(toHistoryEntry({ ...record }))
     }
     return next === undefined ? { entries } : { entries, cursor: `${position.reverse ? 'r' : 'f'}${next}` }
@@ -159,7 +160,7 @@ export class Queries {
         records.push({
           seq: record.seq,
           agent: record.agent,
-          at: new Date(record.hlc.wall).toISOString(),
+          at: new Date((record.authored ?? record.hlc).wall).toISOString(),
           ...(record.message !== undefined ? { message: record.message } : {}),
         })
       } else truncated = true

@@ -147,6 +147,7 @@ export async function repairName(context: StoreContext, names: Names, name: stri
           kind: record.kind,
           message: record.message,
           metaJson: record.metaJson,
+          authored: record.authored,
           now,
         })
     },

@@ -85,11 +85,11 @@ export async function revertAgent(
   let first: number | undefined
   for await (const e of logEntries(context, meta, { from: 1, to: meta.lastSeq, signal: options.signal })) {
     const record = decodeRecord(e.value)
-    const mine = record.kind === 'delta' && record.agent === selection.agent && record.hlc.wall >= since
+    const mine = record.kind === 'delta' && record.agent === selection.agent && (record.authored ?? record.hlc).wall >= since
     if (mine && first === undefined) first = record.seq
     if (first !== undefined) records.push(record)
   }
-  const mine = (r: StoredRecord) => r.kind === 'delta' && r.agent === selection.agent && r.hlc.wall >= since
+  const mine = (r: StoredRecord) => r.kind === 'delta' && r.agent === selection.agent && (r.authored ?? r.hlc).wall >= since
   const count = records.filter(mine).length
   if (first === undefined) return { name, records: 0, seq: null }
   const live = entry.replica

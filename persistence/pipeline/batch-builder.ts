@@ -24,6 +24,7 @@ export interface CommittedRecord {
   readonly size: number
   readonly message?: string | undefined
   readonly metaJson?: string | undefined
+  readonly authored?: HlcTimestamp | undefined
 }
 
 /** Input of {@link BatchBuilder.append}. */
@@ -36,6 +37,8 @@ export interface AppendInput {
   readonly message?: string | undefined
   /** Application metadata, canonical JSON (record format 2). */
   readonly metaJson?: string | undefined
+  /** When its author made it, for a change made elsewhere (record format 2). */
+  readonly authored?: HlcTimestamp | undefined
   /** Wall time of the write (ms), recorded as the name's last touch. */
   readonly now: number
 }
@@ -80,7 +83,7 @@ export class BatchBuilder {
     const meta = this.meta(state)
     const seq = meta.lastSeq + 1
     const kind = input.kind ?? 'delta'
-    const { message, metaJson } = input
+    const { message, metaJson, authored } = input
     const bytes = encodeRecord({
       name: meta.name,
       seq,
@@ -91,6 +94,7 @@ export class BatchBuilder {
       payload: input.payload,
       message,
       metaJson,
+      authored,
     })
     const hash = sha256(bytes)
     this.ops.push({ type: 'put', key: logKey(meta.name, seq), value: bytes })
@@ -113,6 +117,7 @@ export class BatchBuilder {
       size: bytes.length,
       message,
       metaJson,
+      authored,
     }
     this.records.push(record)
     return record

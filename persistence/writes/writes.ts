@@ -41,6 +41,8 @@ export interface LogItem {
   readonly message?: string | undefined
   /** Its application metadata as canonical JSON. */
   readonly metaJson?: string | undefined
+  /** When its author made it, for a change made elsewhere. */
+  readonly authored?: HlcTimestamp | undefined
 }
 
 /** What an `atomic` block needs to take its changes back if it throws. */
@@ -198,10 +200,9 @@ export class Writes {
       this.names.forgetUnstored(entries)
       throw error
     }
-    const { message, metaJson } = options
-    const stamped = items.map((item) =>
-      item.agent === agent && message === undefined && metaJson === undefined ? item : { ...item, agent, message, metaJson },
-    )
+    const { message, metaJson, authored } = options
+    const plain = message === undefined && metaJson === undefined && authored === undefined
+    const stamped = items.map((item) => (item.agent === agent && plain ? item : { ...item, agent, message, metaJson, authored }))
     // A name this commit creates is stored in the commit's batch, with its first records.
     const created = entries.filter((entry) => entry.state.unborn)
     let records: CommittedRecord[] = []
@@ -221,6 +222,7 @@ export class Writes {
             agent: item.agent,
             ...(item.message !== undefined ? { message: item.message } : {}),
             ...(item.metaJson !== undefined ? { metaJson: item.metaJson } : {}),
+            authored: item.authored ?? item.hlc,
           })),
         })
       }
@@ -334,6 +336,7 @@ export class Writes {
           hlc: item.hlc,
           agent: item.agent,
           message: item.message,
+          authored: item.authored,
           metaJson: item.metaJson,
           now,
         }),
@@ -395,6 +398,7 @@ export class Writes {
           agent: r.agent,
           ...(r.message !== undefined ? { message: r.message } : {}),
           ...(r.metaJson !== undefined ? { metaJson: r.metaJson } : {}),
+          authored: r.authored ?? r.hlc,
         })),
         ...(announced ? { announced } : {}),
       })

@@ -54,6 +54,16 @@ test('a change made at A, relayed by hub H to B, shows author A with its message
     assert.deepEqual(await authors(a, 'tasks'), expected)
     assert.deepEqual(await authors(hub, 'tasks'), expected, 'on the hub: the author, not the relay')
     assert.deepEqual(await authors(b, 'tasks'), expected, 'on B, two hops away')
+    // When: the author's time travels too (each log stamps its own time as hlc; authored is when A made it).
+    const made = (await a.history('tasks')).map((h) => h.hlc)
+    for (const peer of [hub, b]) {
+      const there = await peer.history('tasks')
+      assert.deepEqual(
+        there.slice(0, 2).map((h) => h.authored),
+        made.slice(0, 2),
+        `authored times on ${peer.id}`,
+      )
+    }
   }))
 
 test('a peer from before the provenance extension still syncs both ways; its changes are logged under it, ours reach it', () =>

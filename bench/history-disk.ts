@@ -17,7 +17,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { YjsReplica } from '../crdt/documents/yjs-replica.ts'
-import type { GCounterReplica } from '../crdt/types/replicas.ts'
+import type { GCounterReplica } from '../crdt/types/index.ts'
 import { openStore, type Retention, type Store } from '../persistence/index.ts'
 import { loadTrace, type SequentialTrace } from '../test/crdt/documents/traces.ts'
 

@@ -23,15 +23,7 @@ import { ConcordError, ErrorCodes } from '../../crdt/errors.ts'
 import type { EncodedProvenance } from '../../crdt/provenance.ts'
 import type { Replica } from '../../crdt/replica.ts'
 import { canonicalJson, type Json } from '../../crdt/types/json.ts'
-import type {
-  EWFlagReplica,
-  GSetReplica,
-  LWWRegisterReplica,
-  MVRegisterReplica,
-  ORMapReplica,
-  ORSetReplica,
-  PNCounterReplica,
-} from '../../crdt/types/replicas.ts'
+import type { EWFlagReplica, GSetReplica, LWWRegisterReplica, MVRegisterReplica, ORMapReplica, ORSetReplica, PNCounterReplica } from '../../crdt/types/index.ts'
 import type { StoreContext } from '../context.ts'
 import { decodeRecord, type StoredRecord } from '../format/record.ts'
 import { logEntries } from '../lifecycle/log-archive.ts'

@@ -2,6 +2,7 @@
  * Options of a store and of a name, with their defaults.
  */
 import type { DocumentLimits } from '../crdt/documents/options.ts'
+import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import type { WaitingBudget, WaitingBudgetLimits } from '../crdt/documents/waiting-room.ts'
 import type { HybridClock } from '../crdt/hlc.ts'
 import type { Replica, ReplicaId, ReplicaOptions, ReplicaType } from '../crdt/replica.ts'
@@ -156,3 +157,25 @@ export const DEFAULT_CHECKPOINT: Required<CheckpointPolicy> = { everyRecords: 10
 export const DEFAULT_RETENTION: Retention = 'full'
 /** Checkpoints kept unless retention says `{ checkpoints: K }`. */
 export const FULL_RETENTION_CHECKPOINTS = 2
+
+/** Checks a retention policy (`CONCORD_INVALID_ARGUMENT` for an unknown shape or a window that is not a time); returns it. */
+export function checkRetention(retention: Retention | undefined, what = 'retention'): Retention | undefined {
+  if (retention === undefined || retention === 'full') return retention
+  const window = (key: string): boolean => {
+    const value = (retention as Record<string, unknown>)[key]
+    return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0
+  }
+  const keys = retention !== null && typeof retention === 'object' ? Object.keys(retention) : []
+  const valid =
+    keys.length === 1 &&
+    ((keys[0] === 'archiveAfterMs' && window('archiveAfterMs')) ||
+      (keys[0] === 'deleteAfterMs' && window('deleteAfterMs')) ||
+      (keys[0] === 'checkpoints' && window('checkpoints')))
+  if (!valid) {
+    throw new ConcordError(
+      ErrorCodes.INVALID_ARGUMENT,
+      `${what} must be 'full', { archiveAfterMs: ms }, { deleteAfterMs: ms } or { checkpoints: K }, got ${JSON.stringify(retention)}`,
+    )
+  }
+  return retention
+}

@@ -39,7 +39,7 @@ import type { RetentionReport } from './lifecycle/log-archive.ts'
 import { acceptLoss, checkSeal, readLosses, writeSeal, type Loss } from './lifecycle/seal.ts'
 import type { NameEntry } from './names/entry.ts'
 import { Names, type NameLease } from './names/owner.ts'
-import type { NameOptions, ReplicaCreator, StoreOptions } from './options.ts'
+import { checkRetention, type NameOptions, type ReplicaCreator, type StoreOptions } from './options.ts'
 import { openLevelStorage } from './storage/level/open-level-storage.ts'
 import { throwIfAborted, type SignalOptions, type Storage } from './storage/storage.ts'
 import type { ApplyResult, ChangeProvenance, DurabilityStatus, GcReport, HistoryEntry, NameInfo, StoreEvents, VerifyReport } from './store-types.ts'
@@ -75,6 +75,7 @@ function checkName(name: unknown): asserts name is string {
 /** Opens a store (see {@link StoreOptions}). */
 export async function openStore(options: StoreOptions): Promise<Store> {
   throwIfAborted(options.signal)
+  checkRetention(options.retention)
   // A wasm trap in Automerge reloads its module instead of leaving every document dead.
   installAutomergeReloader()
   const ownsStorage = options.storage === undefined

@@ -10,7 +10,7 @@ import type { Replica, ReplicaType } from '../../crdt/replica.ts'
 import type { StoreContext } from '../context.ts'
 import { logKey, logPrefix } from '../format/keys.ts'
 import { newMeta, type NameMeta } from '../format/name-meta.ts'
-import { DEFAULT_CHECKPOINT, DEFAULT_RETENTION, type NameOptions, type Schema } from '../options.ts'
+import { checkRetention, DEFAULT_CHECKPOINT, DEFAULT_RETENTION, type NameOptions, type Schema } from '../options.ts'
 import { NameState } from '../pipeline/name-state.ts'
 import type { StorageKey } from '../storage/storage.ts'
 import { NameEntry } from './entry.ts'
@@ -87,7 +87,7 @@ export async function loadEntry(
     replica,
     durability: options.durability ?? context.options.durability ?? { mode: 'sync' },
     policy: { ...DEFAULT_CHECKPOINT, ...context.options.checkpoint, ...options.checkpoint },
-    retention: options.retention ?? context.options.retention ?? DEFAULT_RETENTION,
+    retention: checkRetention(options.retention) ?? context.options.retention ?? DEFAULT_RETENTION,
     dirtySince: written && state.meta.lastSeq > (state.meta.checkpoints.at(-1)?.seq ?? 0) ? context.now() : 0,
   })
   if (torn) await truncate(context, state, torn.seq, torn.hash, torn.tail)

@@ -84,6 +84,21 @@ describe('retention: the default keeps history', () => {
   })
 })
 
+describe('retention: the policy is checked', () => {
+  it('an unknown shape or a window that is not a time is refused with CONCORD_INVALID_ARGUMENT', async () => {
+    for (const bad of [{ archiveAfterMs: -1 }, { deleteAfterMs: 'soon' }, { keep: 'all' }, { archiveAfterMs: 1, deleteAfterMs: 1 }, 'forever']) {
+      await assert.rejects(openStore({ replicaId: 'a', sweepMs: 0, retention: bad as never }), hasCode('CONCORD_INVALID_ARGUMENT'), JSON.stringify(bad))
+    }
+    const store = await openStore({ replicaId: 'a', sweepMs: 0 })
+    try {
+      await assert.rejects(store.open('n', 'gcounter', { retention: { deleteAfterMs: Number.NaN } }), hasCode('CONCORD_INVALID_ARGUMENT'))
+      await store.open('n', 'gcounter', { retention: { deleteAfterMs: 60_000 } })
+    } finally {
+      await store.close()
+    }
+  })
+})
+
 describe('retention: time windows', () => {
   const open = (dir: string, retention: Retention, clock: { now: number }) =>
     openStore({ dir, replicaId: 'a', sweepMs: 0, checkpoint: { everyRecords: 10, everyMs: 0, onClose: false }, retention, now: () => clock.now })

@@ -337,7 +337,8 @@ export class Store {
         throw error
       }
       // An entry dropped while others hydrated (a concurrent commit refused it) is hydrated again.
-      if (entries.every((entry) => !entry.detached)) return this.writes.commit(entries, deltas, { origin: options.origin, applied: options.applied, ...provenance })
+      if (entries.every((entry) => !entry.detached))
+        return this.writes.commit(entries, deltas, { origin: options.origin, applied: options.applied, ...provenance })
     }
   }
 

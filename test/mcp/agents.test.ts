@@ -205,6 +205,20 @@ describe('MCP agents over a real `concord serve --mcp` hub, a `concord mcp` chil
     }
     const byBo = await bo.ok('history', { name: 'notes', agent: 'bo', limit: 100 })
     assert.equal(byBo.records.length, 5)
+    // ... with its messages: ana's claims reached the hub through ana's own peer (a `concord mcp` child), and keep why she made them.
+    const claims = await bo.ok('history', { name: 'claims', limit: 100 })
+    for (const id of ['ana', 'bo']) {
+      const said = claims.records
+        .filter((r: { agent: string }) => r.agent === id)
+        .map((r: { message?: string }) => r.message)
+        .sort()
+      assert.deepEqual(
+        said,
+        tasks.map((task) => `${id} claims ${task}`),
+        `${id}'s claims carry their messages on the hub`,
+      )
+    }
+    for (const r of claims.records as Array<{ meta?: { via?: string; tool?: string } }>) assert.deepEqual(r.meta, { via: 'mcp', tool: 'set_add' })
     // blame on the hub: each agent's lines are its own.
     const blame = await bo.ok('blame', { name: 'notes' })
     for (const span of blame.blame.spans as Array<{ text: string; agent: string }>) {

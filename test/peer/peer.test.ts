@@ -164,6 +164,7 @@ test('a stock y-websocket client edits a peer Yjs document, persisted and synced
       await until(() => provider.synced, 'y-websocket synced')
       doc.getText('body').insert(0, 'from the browser')
       await until(async () => (await other.yjs('notes')).doc.getText('body').toString() === 'from the browser', 'edit reaches the other Concord peer')
+      await hub.flush() // a hub relays a remote commit once applied, before its record is durable
       assert.ok((await hub.history('notes')).length >= 1, 'persisted by the hub')
       const mine = await other.yjs('notes')
       mine.doc.getText('body').insert(0, '>> ')

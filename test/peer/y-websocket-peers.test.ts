@@ -144,6 +144,7 @@ test('y-websocket access per room: none is refused byte for byte as a room that 
       const shared = await hub.peer.yjs('shared')
       assert.equal(text(shared.doc), 'for all (signed)', "the reader's edit never reached the document")
       assert.equal(text(writer.doc), 'for all (signed)', 'nor another client')
+      await hub.peer.flush() // the writer's edit is relayed once applied, before its record is durable
       const agents = (await hub.peer.history('shared')).map((record) => record.agent)
       assert.ok(!agents.includes('reader') && agents.includes('writer'), `never persisted: ${agents}`)
       assert.deepEqual(await names(), before, 'no client created a name')

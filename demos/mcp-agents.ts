@@ -7,7 +7,7 @@
  * tools: they claim research tasks in an OR-set, say what they do in
  * presence, append findings to a shared Yjs text and count them; the
  * critic then edits the text by quoting it. The demo prints the history
- * of the text (who and when) and a blame of the final document.
+ * of the text (who, when and why) and a blame of the final document.
  *
  *   npm run demo:mcp [-- --short]
  */
@@ -169,11 +169,14 @@ await runDemo('demo-mcp', 'Demo — LLM agents (scripted) coordinate a research 
     section('the shared document, as every agent holds it')
     for (const line of notesText.trimEnd().split('\n')) console.log(`  ${line}`)
 
-    section('history of "notes" (the hub\'s log: seq, time, who)')
+    section('history of "notes" (the hub\'s log: seq, time, who, why)')
     const history = await tool(critic.client, 'history', { name: MCP_NAMES.notes, limit: 100 })
     for (const record of [...history.records].reverse())
-      console.log(`  #${String(record.seq).padStart(3)}  ${record.at.slice(11, 23)}  ${record.agent.padEnd(8)} ${record.bytes} B`)
+      console.log(
+        `  #${String(record.seq).padStart(3)}  ${record.at.slice(11, 23)}  ${record.agent.padEnd(8)} ${String(record.bytes).padStart(4)} B  ${record.message ?? '-'}`,
+      )
     const historyAgents = new Set(history.records.map((r: { agent: string }) => r.agent))
+    const withWhy = history.records.filter((r: { message?: string }) => typeof r.message === 'string' && r.message.length > 0).length
 
     section('blame of the final document: who wrote each part')
     const blame = await tool(critic.client, 'blame', { name: MCP_NAMES.notes })
@@ -204,6 +207,10 @@ await runDemo('demo-mcp', 'Demo — LLM agents (scripted) coordinate a research 
         what: 'the document holds exactly one finding per task, each line whole',
       },
       { ok: ['scout', 'analyst', 'critic'].every((id) => historyAgents.has(id)), what: `the history names each agent (${[...historyAgents].join(', ')})` },
+      {
+        ok: withWhy === history.records.length,
+        what: `every record of the notes says why, on the hub, also those made on the agents' own peers (${withWhy}/${history.records.length})`,
+      },
       { ok: blamedRight && criticEdit, what: 'blame gives each finding to the agent that wrote it, and the critic its edit' },
       { ok: ids.filter((id) => id !== 'critic').every((id) => results[id].completed.length > 0), what: 'both agents on their own peers contributed findings' },
     )

@@ -98,7 +98,7 @@ before(async () => {
   await until(async () => (await bob.yjs('notes')).doc.getText('t').toString().length > 0, 'hub -> bob')
   const bobNotes = await bob.yjs('notes')
   const t = bobNotes.doc.getText('t')
-  t.insert(t.length, 'Bob adds the budget.')
+  await bob.transact(() => t.insert(t.length, 'Bob adds the budget.'), { message: 'the budget, as agreed' })
   ;(await bob.counter('clicks')).increment(3)
   ;(await bob.set<string>('tags')).add('urgent')
   await bob.flush({ acks: 1 })
@@ -122,13 +122,14 @@ test('inspector: the page lists the names, shows values live, the timeline of ea
   await page.waitForFunction(() => ['notes', 'clicks', 'tags', 'secret/salary'].every((n) => document.querySelector(`#names li[data-name="${n}"]`)), {
     timeout: 15_000,
   })
-  assert.match(await text(page, '#names li[data-name="notes"] .meta'), /yjs .* by bob/)
+  assert.match(await text(page, '#names li[data-name="notes"] .meta'), /yjs .* by bob “the budget, as agreed”/, 'who and why of the last change')
 
   await clickOn(page, '#names li[data-name="notes"]')
   await page.waitForFunction(() => /Bob adds the budget/.test(document.querySelector('#value')?.textContent ?? ''), { timeout: 15_000 })
   assert.match(await text(page, '#value'), /Ana drafts the plan\. Bob adds the budget\./)
   // The timeline has each agent's records, the chart a lane each; blame colours each agent's text.
   await page.waitForSelector('#timeline tbody tr[data-agent="bob"]', { timeout: 15_000 })
+  assert.match(await text(page, '#timeline tbody tr[data-agent="bob"]'), /the budget, as agreed/, "the timeline shows why bob's record was made")
   assert.ok((await count(page, '#timeline tbody tr[data-agent="ana"]')) >= 1)
   assert.ok((await count(page, '#timeline-chart circle[data-seq]')) >= 2)
   await page.waitForSelector('#blame-text span[data-agent="bob"]', { timeout: 15_000 })

@@ -21,6 +21,7 @@ const suites: Array<() => Promise<{ benchmarks: Benchmark[] }>> = [
   // sync/ and transports/
   () => import('./sync.bench.ts'),
   () => import('./peer.bench.ts'),
+  () => import('./many-names.bench.ts'),
   () => import('./attacks.bench.ts'),
   () => import('./apply-gate.bench.ts'),
   // libp2p

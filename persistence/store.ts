@@ -593,6 +593,11 @@ export class Store {
       : { mode: 'sync', lastFsyncAt, batches, fsyncs: syncs }
   }
 
+  /** Stored names hydrated (read from storage into memory) since the store opened (statistics; new names are not counted). */
+  get hydrations(): number {
+    return this.owner.hydrations
+  }
+
   /** Number of names hydrated and held by the store (statistics). */
   get cachedNames(): number {
     return this.owner.size

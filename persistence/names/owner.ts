@@ -51,6 +51,8 @@ export class Names {
   private indexing: Promise<Map<string, ReplicaType>> | undefined
   /** Names removed while the index loads (the load's scan may still hold them). */
   private readonly removedWhileIndexing = new Set<string>()
+  /** Stored names hydrated (read from storage into memory) since the store opened. */
+  private hydrationCount = 0
 
   constructor(
     private readonly context: StoreContext,
@@ -103,7 +105,10 @@ export class Names {
     let written = await this.meta(name, { signal: options.signal, written: true })
     if (!written && (await this.hooks.rehydrate(name, options.signal))) written = await this.meta(name, { signal: options.signal, written: true })
     const entry = await loadEntry(this.context, this.hooks, name, written, type, options, deferCreation)
-    if (written) this.index?.set(name, entry.type)
+    if (written) {
+      this.hydrationCount++
+      this.index?.set(name, entry.type)
+    }
     this.cache.add(entry)
     return entry
   }
@@ -153,6 +158,11 @@ export class Names {
   /** Every live entry (held, or evicted but still reachable). */
   allLive(): Set<NameEntry> {
     return this.cache.allLive()
+  }
+
+  /** Stored names hydrated (read from storage) since the store opened; new names are not counted. */
+  get hydrations(): number {
+    return this.hydrationCount
   }
 
   /** Number of names held in memory. */

@@ -1,0 +1,193 @@
+/**
+ * Many names (issue 15): two peers on LevelDB folders (async durability,
+ * rpoMs 100) over WebSocket on 127.0.0.1.
+ *
+ * - `many-names/counters`, `many-names/yjs`: peer A creates N names (a
+ *   PN-counter incremented once, or a Yjs document with a short text); an
+ *   empty peer B connects and syncs them all (first sync); B disconnects,
+ *   A changes 10 names, B reconnects (the clock stops once both sides had
+ *   the DONE of the other's answer, and B holds the 10 changes). Reported:
+ *   create rate, first sync time and bytes (both ways), reconnect time,
+ *   bytes both ways and the names hydrated on both stores for it.
+ *
+ * Today's behaviour (every reconnect sends a VERSIONS entry per name and
+ * hydrates every name to answer it).
+ *
+ * Each store keeps at most 256 names hydrated (`cacheSize`).
+ * Sizes: 2,000 counters and 500 Yjs documents by default;
+ * `npm run bench -- --filter many-names --full` (or CONCORD_BENCH_FULL=1)
+ * runs the issue's 100,000 counters and 10,000 Yjs documents.
+ */
+import { join } from 'node:path'
+import { createPeer, type Peer } from '../peer/index.ts'
+import { tempDir } from '../test/helpers/temp-dir.ts'
+import type { Benchmark, Measurement } from './harness.ts'
+
+const FULL = process.env.CONCORD_BENCH_FULL === '1'
+const COUNTERS = Number(process.env.CONCORD_BENCH_COUNTERS ?? (FULL ? 100_000 : 2_000))
+const DOCUMENTS = Number(process.env.CONCORD_BENCH_DOCUMENTS ?? (FULL ? 10_000 : 500))
+const CHANGED = 10
+/** Each store's cache of hydrated names (smaller than the default sizes, so that hydrations show). */
+const CACHE_SIZE = 256
+/** Names opened at once while creating. */
+const CREATE_CONCURRENCY = 64
+
+type Kind = 'counter' | 'yjs'
+
+function now(): number {
+  return Number(process.hrtime.bigint()) / 1e6
+}
+
+function nameOf(i: number): string {
+  return `task/${String(i).padStart(7, '0')}`
+}
+
+/** Resolves when `done()` holds (polled); rejects after `timeoutMs`. */
+async function until(done: () => boolean | Promise<boolean>, what: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!(await done())) {
+    if (Date.now() > deadline) throw new Error(`bench: timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 2))
+  }
+}
+
+/** Bytes both peers sent, in total. */
+function bytesSent(...peers: Peer[]): number {
+  return peers.reduce((sum, peer) => sum + peer.stats().totals.bytesOut, 0)
+}
+
+/** Resolves once each of `peers` reported `peer-synced` (the DONE of the other side's answer). */
+function syncedOnBoth(...peers: Peer[]): Promise<void> {
+  return Promise.all(peers.map((peer) => new Promise<void>((resolve) => peer.once('peer-synced', () => resolve())))).then(() => undefined)
+}
+
+/** Makes `name` hold something (its first change, or a later one). */
+async function change(peer: Peer, kind: Kind, name: string, round: number): Promise<void> {
+  if (kind === 'counter') (await peer.counter(name)).increment()
+  else (await peer.yjs(name)).doc.getText('t').insert(0, `r${round} `)
+}
+
+/** What `name` holds on `peer`, to compare (hydrates it). */
+async function heldValue(peer: Peer, kind: Kind, name: string): Promise<string> {
+  if (kind === 'counter') return String((await peer.counter(name)).value())
+  return (await peer.yjs(name)).doc.getText('t').toString()
+}
+
+interface Run {
+  readonly createMs: number
+  readonly firstSyncMs: number
+  readonly firstSyncBytes: number
+  readonly reconnectMs: number
+  readonly reconnectBytes: number
+  readonly reconnectHydrations: number
+}
+
+async function scenario(kind: Kind, count: number, sync: Record<string, unknown>): Promise<Run> {
+  const dir = await tempDir('concord-bench-many-')
+  const peers: Peer[] = []
+  try {
+    const options = { durability: { mode: 'async' as const, rpoMs: 100 }, cacheSize: CACHE_SIZE, sync: sync as never }
+    const a = await createPeer({ id: 'a', dir: join(dir.path, 'a'), ...options })
+    peers.push(a)
+    const b = await createPeer({ id: 'b', dir: join(dir.path, 'b'), ...options })
+    peers.push(b)
+    const createStart = now()
+    for (let start = 0; start < count; start += CREATE_CONCURRENCY) {
+      const batch: Array<Promise<void>> = []
+      for (let i = start; i < Math.min(count, start + CREATE_CONCURRENCY); i++) batch.push(change(a, kind, nameOf(i), 0))
+      await Promise.all(batch)
+    }
+    await a.flush()
+    const createMs = now() - createStart
+
+    const { url } = (await a.listen()) as { url: string }
+    let bytesBefore = bytesSent(a, b)
+    let synced = syncedOnBoth(a, b)
+    const firstStart = now()
+    await b.connect(url)
+    await synced
+    const firstSyncMs = now() - firstStart
+    const firstSyncBytes = bytesSent(a, b) - bytesBefore
+    const held = (await b.store.listNames()).length
+    if (held !== count) throw new Error(`bench: b holds ${held} names after the first sync, not ${count}`)
+
+    b.disconnect(url)
+    await until(() => a.connectedPeers.length === 0 && b.connectedPeers.length === 0, 'the sessions to close', 30_000)
+    const changedNames = Array.from({ length: CHANGED }, (_, i) => nameOf(Math.floor((i * count) / CHANGED)))
+    for (const name of changedNames) await change(a, kind, name, 1)
+    await a.flush()
+    const expected = await Promise.all(changedNames.map((name) => heldValue(a, kind, name)))
+
+    bytesBefore = bytesSent(a, b)
+    const hydrationsBefore = a.store.hydrations + b.store.hydrations
+    synced = syncedOnBoth(a, b)
+    const reconnectStart = now()
+    await b.connect(url)
+    await synced
+    const reconnectMs = now() - reconnectStart
+    const reconnectBytes = bytesSent(a, b) - bytesBefore
+    const reconnectHydrations = a.store.hydrations + b.store.hydrations - hydrationsBefore
+    const got = await Promise.all(changedNames.map((name) => heldValue(b, kind, name)))
+    if (got.some((value, i) => value !== expected[i])) throw new Error('bench: b does not hold the changes after the reconnect')
+    return { createMs, firstSyncMs, firstSyncBytes, reconnectMs, reconnectBytes, reconnectHydrations }
+  } finally {
+    await Promise.all(peers.map((peer) => peer.close()))
+    await dir.remove()
+  }
+}
+
+function rows(kind: Kind, count: number, fresh: Run, base: Run | undefined, baseLabel: string): Measurement[] {
+  const label = `${count} ${kind === 'counter' ? 'counters' : 'Yjs docs'}`
+  return [
+    {
+      name: `${label}: create (async)`,
+      value: count / (fresh.createMs / 1000),
+      unit: 'names/s',
+      better: 'higher',
+      ...(base ? { baseline: { label: baseLabel, value: count / (base.createMs / 1000) } } : {}),
+      note: `target >= 20000 names/s (issue 15); ${fresh.createMs.toFixed(0)} ms`,
+    },
+    {
+      name: `${label}: first sync into an empty peer`,
+      value: count / (fresh.firstSyncMs / 1000),
+      unit: 'names/s',
+      better: 'higher',
+      ...(base ? { baseline: { label: baseLabel, value: count / (base.firstSyncMs / 1000) } } : {}),
+      note: `${fresh.firstSyncMs.toFixed(0)} ms, ${(fresh.firstSyncBytes / 1024).toFixed(0)} KiB both ways ${base ? `(baseline ${base.firstSyncMs.toFixed(0)} ms, ${(base.firstSyncBytes / 1024).toFixed(0)} KiB)` : ''}`,
+    },
+    {
+      name: `${label}: reconnect after ${CHANGED} changed, bytes both ways`,
+      value: fresh.reconnectBytes,
+      unit: 'bytes',
+      better: 'lower',
+      ...(base ? { baseline: { label: baseLabel, value: base.reconnectBytes } } : {}),
+      note: 'target <= 16384 bytes at 100,000 names (issue 15)',
+    },
+    {
+      name: `${label}: reconnect after ${CHANGED} changed, time`,
+      value: fresh.reconnectMs,
+      unit: 'ms',
+      better: 'lower',
+      ...(base ? { baseline: { label: baseLabel, value: base.reconnectMs } } : {}),
+      note: 'target <= 250 ms at 100,000 names (issue 15)',
+    },
+    {
+      name: `${label}: reconnect after ${CHANGED} changed, names hydrated (both stores)`,
+      value: fresh.reconnectHydrations,
+      unit: 'names',
+      better: 'lower',
+      ...(base ? { baseline: { label: baseLabel, value: base.reconnectHydrations } } : {}),
+      note: `target: O(${CHANGED}), no unchanged name`,
+    },
+  ]
+}
+
+async function measure(kind: Kind, count: number): Promise<Measurement[]> {
+  const fresh = await scenario(kind, count, {})
+  return rows(kind, count, fresh, undefined, '')
+}
+
+export const benchmarks: Benchmark[] = [
+  { name: 'many-names/counters', run: () => measure('counter', COUNTERS) },
+  { name: 'many-names/yjs', run: () => measure('yjs', DOCUMENTS) },
+]

@@ -10,8 +10,10 @@
  *   create rate, first sync time and bytes (both ways), reconnect time,
  *   bytes both ways and the names hydrated on both stores for it.
  *
- * Today's behaviour (every reconnect sends a VERSIONS entry per name and
- * hydrates every name to answer it).
+ * Each runs with range-based reconciliation (the default) and, as the
+ * baseline in the same run, with `sync: { reconcile: false }`: the full
+ * VERSIONS exchange (a VERSIONS entry per name, every name hydrated to
+ * answer it), which is also what a peer of an older version does.
  *
  * Each store keeps at most 256 names hydrated (`cacheSize`).
  * Sizes: 2,000 counters and 500 Yjs documents by default;
@@ -183,8 +185,9 @@ function rows(kind: Kind, count: number, fresh: Run, base: Run | undefined, base
 }
 
 async function measure(kind: Kind, count: number): Promise<Measurement[]> {
+  const base = await scenario(kind, count, { reconcile: false })
   const fresh = await scenario(kind, count, {})
-  return rows(kind, count, fresh, undefined, '')
+  return rows(kind, count, fresh, base, 'full VERSIONS (reconcile off)')
 }
 
 export const benchmarks: Benchmark[] = [

@@ -172,6 +172,7 @@ export type SyncTuning = Pick<
   | 'requestRate'
   | 'presence'
   | 'provenance'
+  | 'reconcile'
 >
 
 /** Checks the options a user can get wrong, with a clear error. */

@@ -12,6 +12,7 @@ import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
 import { type EncodedProvenance, metaOf, type Provenance as ChangeProvenance } from '../crdt/provenance.ts'
 import type { HlcTimestamp } from '../crdt/hlc.ts'
 import type { Replica, ReplicaType } from '../crdt/replica.ts'
+import { replicaDigest } from '../crdt/state-digest.ts'
 import type { Store } from '../persistence/store.ts'
 import type { CommittedUnitRecord } from '../persistence/store-types.ts'
 import { afterThisTurn } from '../persistence/turn.ts'
@@ -188,6 +189,13 @@ export class StoreSyncHost implements SyncHost {
     const version = this.options.store.versionOf(name)
     if (version === undefined) throw notHeld(name)
     return version
+  }
+
+  /** The state digest of `name`: a held name's from its replica, else the store's (hydrated, or kept in its metadata), else undefined. */
+  digest(name: string): Uint8Array | undefined {
+    const held = this.leased.get(name)
+    if (held) return replicaDigest(name, held.replica)
+    return this.options.store.digestOf(name)
   }
 
   deltaSince(name: string, version: Uint8Array | null): Uint8Array | null {

@@ -270,6 +270,15 @@ export class Store {
     return this.owner.versionOf(name)
   }
 
+  /**
+   * The state digest of `name` (crdt/state-digest.ts) without hydrating it,
+   * once {@link listNames} loaded the index; undefined when unknown (hydrate
+   * the name to know).
+   */
+  digestOf(name: string): Uint8Array | undefined {
+    return this.owner.digestOf(name)
+  }
+
   /** The replica of `name` if it is hydrated (no storage read), else undefined. */
   hydratedReplica(name: string): Replica | undefined {
     return this.owner.live(name)?.replica
@@ -593,7 +602,7 @@ export class Store {
       : { mode: 'sync', lastFsyncAt, batches, fsyncs: syncs }
   }
 
-  /** Stored names hydrated (read from storage into memory) since the store opened (statistics; new names are not counted). */
+  /** Stored names brought into the cache since the store opened: hydrated from storage, or taken back after eviction (statistics; new names are not counted). */
   get hydrations(): number {
     return this.owner.hydrations
   }

@@ -46,6 +46,7 @@ const lists = {
     // persistence/
     'test/persistence/storage.test.ts',
     'test/persistence/store.test.ts',
+    'test/persistence/name-meta-digest.test.ts',
     'test/persistence/power-cut.test.ts',
     'test/persistence/integrity.test.ts',
     'test/persistence/pipeline.test.ts',
@@ -80,6 +81,7 @@ const lists = {
     'test/sync/bounds.test.ts',
     'test/sync/handshake.test.ts',
     'test/sync/admission.test.ts',
+    'test/sync/reconcile.test.ts',
     // transports/libp2p
     'test/transports/libp2p-codec.test.ts',
     'test/transports/libp2p.test.ts',
@@ -98,6 +100,7 @@ const lists = {
     'test/peer/peer.test.ts',
     'test/peer/status.test.ts',
     'test/peer/sync-host.test.ts',
+    'test/peer/many-names.test.ts',
     'test/peer/sim-convergence.test.ts',
     'test/peer/websocket-integration.test.ts',
     'test/peer/out-of-order-documents.test.ts',

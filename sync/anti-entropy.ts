@@ -10,6 +10,7 @@ import type { HostedName, SyncHost } from './host.ts'
 import { WIRE_LIMITS, encodeMessage, type DeltaEntry, type VersionEntry } from './messages.ts'
 import { matchesFilter, type NameFilter } from './names.ts'
 import type { Outbox } from './outbound.ts'
+import type { Reconciler } from './reconcile-session.ts'
 import type { SessionStats } from './session-types.ts'
 
 /**
@@ -233,6 +234,8 @@ export interface AntiEntropyContext {
   readonly mayRead: (name: string) => boolean
   /** Ends the session (the names could not be listed). */
   readonly fail: (reason: string) => void
+  /** The session's reconciler when the remote reconciles (sync/reconcile-session.ts), else undefined: VERSIONS. */
+  readonly reconciler?: () => Reconciler | undefined
 }
 
 /**
@@ -264,12 +267,22 @@ export class AntiEntropy {
     return intervalMs > 0 && now - this.lastVersionsAt >= intervalMs && this.pendingSince === undefined
   }
 
-  /** Queues our VERSIONS: built asynchronously (list() may be async) but queued in order. */
-  sendVersions(): void {
+  /**
+   * Queues our VERSIONS: built asynchronously (list() may be async) but
+   * queued in order. With a remote that reconciles (`reconciler`), starts a
+   * reconciliation instead (its WANT is answered by DONE like a VERSIONS).
+   */
+  sendVersions(options: { readonly full?: boolean } = {}): void {
     const { host, filter, outbox, stats } = this.context
     const now = this.context.now()
     this.pendingSince = now
     this.lastVersionsAt = now
+    const reconciler = this.context.reconciler?.()
+    if (reconciler && !options.full) {
+      stats.reconciliations++
+      reconciler.start()
+      return
+    }
     stats.versionsSent++
     const slot = outbox.reserveControl()
     this.buildingCount++
@@ -288,7 +301,7 @@ export class AntiEntropy {
 
   /** Whether a VERSIONS of ours is being built (a REQUEST now is answered by it). */
   get building(): boolean {
-    return this.buildingCount > 0
+    return this.buildingCount > 0 || (this.context.reconciler?.()?.building ?? false)
   }
 
   /** Records a DONE (the answer to our VERSIONS); true the first time (the session is then synced). */
@@ -302,11 +315,12 @@ export class AntiEntropy {
   /**
    * Answers a remote VERSIONS: everything queued is superseded by the
    * answer computed now, queued as bundles then DONE. `closed` is checked
-   * once the names are listed.
+   * once the names are listed. With `only`, the answer considers those
+   * names alone (a reconciliation's WANT), else every local name.
    */
-  async answer(entries: readonly VersionEntry[], remote: AnswerContext, closed: () => boolean): Promise<void> {
+  async answer(entries: readonly VersionEntry[], remote: AnswerContext, closed: () => boolean, only?: readonly NameInfo[]): Promise<void> {
     const marks = this.context.outbox.beginAnswer()
-    const names = [...(await this.context.host.list())]
+    const names = only ? [...only] : [...(await this.context.host.list())]
     if (closed()) return
     const bundles = await answerInSlices(names, entries, remote)
     if (closed()) return

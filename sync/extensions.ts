@@ -32,3 +32,29 @@ export function windowBytesOf(hello: HelloMessage): number | undefined {
     return undefined
   }
 }
+
+/**
+ * Key of the reconciliation extension (value: `varUint` 1, the format):
+ * the sender resyncs by ranges (RANGES, WANT; sync/reconcile.ts). Used
+ * when both HELLOs carry it; otherwise VERSIONS.
+ */
+export const RECONCILE_EXTENSION = 'reconcile'
+
+/** The extension announcing reconciliation. */
+export function reconcileExtension(): { readonly key: string; readonly value: Uint8Array } {
+  return { key: RECONCILE_EXTENSION, value: new Encoder(2).writeVarUint(1).finish() }
+}
+
+/** Whether a HELLO announces reconciliation (format 1). */
+export function takesReconcile(hello: HelloMessage): boolean {
+  const extension = hello.extensions.find((candidate) => candidate.key === RECONCILE_EXTENSION)
+  if (!extension) return false
+  try {
+    const decoder = new Decoder(extension.value)
+    const format = decoder.readVarUint()
+    decoder.end('reconcile extension')
+    return format === 1
+  } catch {
+    return false
+  }
+}

@@ -107,6 +107,14 @@ export interface SyncHost {
    */
   hold?(names: readonly string[]): MaybePromise<() => void>
   /**
+   * Optional: the state digest of a local name (`crdt/state-digest.ts`)
+   * where the host knows it without loading the name (a store keeps it in
+   * the name's metadata), or of a name it holds; undefined when unknown: the
+   * protocol then holds the name and computes it from {@link version} and
+   * {@link deltaSince}.
+   */
+  digest?(name: string): Uint8Array | undefined
+  /**
    * Optional: lets other work run (a macrotask). A session calls it between
    * slices of an expensive answer, so one peer's anti-entropy never holds
    * the event loop for long; without it the answer is built in one go.

@@ -16,6 +16,9 @@ import { PROVENANCE_LIMITS } from '../crdt/provenance.ts'
 import { PROOF_BYTES } from './credentials.ts'
 import { MAX_NAME_LENGTH, isAllNames, isValidName, type NameFilter } from './names.ts'
 import { readPresenceEntries, writePresenceEntries, type PresenceEntry } from './presence.ts'
+import { readRanges, writeRanges, type RangesMessage } from './reconcile-codec.ts'
+
+export type { RangesMessage } from './reconcile-codec.ts'
 
 /** First byte of every frame: the envelope format. Frozen forever; changes go through the protocol version. */
 export const FRAME_FORMAT = 1
@@ -51,6 +54,8 @@ export const MessageType = {
   auth: 12,
   presence: 13,
   provenance: 14,
+  ranges: 15,
+  want: 16,
 } as const
 
 /** Why a connection is refused (REFUSE). Unknown codes decode as `'other'`. */
@@ -131,6 +136,21 @@ export interface TransactionMessage {
   readonly type: 'transaction'
   readonly seq: number
   readonly entries: readonly DeltaEntry[]
+}
+
+/**
+ * The end of a reconciliation (sync/reconcile.ts), from its initiator: the
+ * names it found to differ, with its versions (the receiver answers with
+ * what the sender lacks of them, as for VERSIONS, then DONE), and the names
+ * the receiver holds and the sender lacks (answered whole). Names the
+ * receiver found the sender lacks are answered too without being listed.
+ */
+export interface WantMessage {
+  readonly type: 'want'
+  /** The reconciliation it ends. */
+  readonly id: number
+  readonly entries: readonly VersionEntry[]
+  readonly lacking: readonly string[]
 }
 
 /** The receiver has processed (persisted or rejected) every commit up to `seq`. */
@@ -232,6 +252,8 @@ export type Message =
   | AuthMessage
   | PresenceMessage
   | ProvenanceMessage
+  | RangesMessage
+  | WantMessage
 
 /** A decoded frame: a known message or an unknown one. */
 export type DecodedMessage = Message | UnknownMessage
@@ -415,6 +437,20 @@ export function writeMessage(encoder: Encoder, message: Message): void {
       if (message.metaJson !== undefined) encoder.writeString(message.metaJson)
       if (message.authored !== undefined) encoder.writeVarUint(message.authored.wall).writeVarUint(message.authored.logical)
       return
+    case 'ranges':
+      encoder.writeUint8(MessageType.ranges)
+      writeRanges(encoder, message)
+      return
+    case 'want':
+      encoder.writeUint8(MessageType.want).writeVarUint(message.id).writeVarUint(message.entries.length)
+      for (const entry of message.entries) {
+        writeName(encoder, entry.name)
+        writeType(encoder, entry.replicaType)
+        encoder.writeBytes(entry.version)
+      }
+      encoder.writeVarUint(message.lacking.length)
+      for (const name of message.lacking) writeName(encoder, name)
+      return
   }
 }
 
@@ -524,6 +560,19 @@ export function readMessage(decoder: Decoder): DecodedMessage {
       const metaJson = flags & 2 ? readLimitedString(decoder, PROVENANCE_LIMITS.maxMetaBytes, 'provenance: meta') : undefined
       const authored = flags & 4 ? { wall: decoder.readVarUint(), logical: decoder.readVarUint() } : undefined
       return { type: 'provenance', seq, agent, message, metaJson, authored }
+    }
+    case MessageType.ranges:
+      return readRanges(decoder)
+    case MessageType.want: {
+      const id = decoder.readVarUint()
+      const count = readEntryCount(decoder, 'want')
+      const entries: VersionEntry[] = []
+      for (let i = 0; i < count; i++) entries.push({ name: readName(decoder), replicaType: readType(decoder), version: decoder.readBytes() })
+      const lackingCount = decoder.readCount(2)
+      if (lackingCount > WIRE_LIMITS.maxEntries) throw new DecodeError(`want: ${lackingCount} names, over the limit of ${WIRE_LIMITS.maxEntries}`)
+      const lacking: string[] = []
+      for (let i = 0; i < lackingCount; i++) lacking.push(readName(decoder))
+      return { type: 'want', id, entries, lacking }
     }
     default:
       // Forward compatibility: skip the payload of a type we do not know.

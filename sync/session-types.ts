@@ -130,6 +130,13 @@ export interface SessionOptions {
    * announced it (default true; false speaks as a peer from before it).
    */
   readonly provenance?: boolean | undefined
+  /**
+   * Reconcile by ranges (sync/reconcile.ts) with a remote that announces it
+   * too: announce the `reconcile` HELLO extension and resync with RANGES and
+   * WANT instead of VERSIONS (default true; false: VERSIONS always, as a
+   * peer of an older version does).
+   */
+  readonly reconcile?: boolean | undefined
 }
 
 /** Counters of one session. */
@@ -158,6 +165,8 @@ export interface SessionStats {
   chunksOut: number
   /** VERSIONS sent. */
   versionsSent: number
+  /** Reconciliations this side started (RANGES, instead of a VERSIONS). */
+  reconciliations: number
   /** Times the outgoing queue overflowed and was replaced by a resync. */
   overflows: number
   /** Frames that waited for the inbound rate limit. */
@@ -216,6 +225,7 @@ export function newSessionStats(): SessionStats {
     chunksIn: 0,
     chunksOut: 0,
     versionsSent: 0,
+    reconciliations: 0,
     overflows: 0,
     deferred: 0,
     handshakeViolations: 0,

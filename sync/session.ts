@@ -29,10 +29,10 @@ import { Admission } from './admission.ts'
 import { AntiEntropy } from './anti-entropy.ts'
 import { MIN_FRAME_BYTES } from './chunking.ts'
 import { newNonce } from './credentials.ts'
-import { windowBytesExtension, windowBytesOf } from './extensions.ts'
+import { reconcileExtension, takesReconcile, windowBytesExtension, windowBytesOf } from './extensions.ts'
 import { provenanceExtension, takesProvenance } from './provenance.ts'
 import { Handshake, PROOF_VERSION, type HandshakeIo } from './handshake.ts'
-import type { LocalCommit, SyncHost } from './host.ts'
+import type { LocalCommit, NameInfo, SyncHost } from './host.ts'
 import { InboundLedger } from './inbound.ts'
 import { Intake, intakeLimits } from './intake.ts'
 import {
@@ -51,6 +51,7 @@ import { ALL_NAMES, matchesFilter, type NameFilter } from './names.ts'
 import { DEFAULT_MAX_FRAME, Outbox } from './outbound.ts'
 import { DEFAULT_REQUEST_RATE, RequestGate, type RequestServer } from './request-gate.ts'
 import { PresenceGate, presenceBatches, presenceExtension, takesPresence, type PresenceEntry } from './presence.ts'
+import { Reconciler } from './reconcile-session.ts'
 import { newSessionStats, type SessionEvents, type SessionOptions, type SessionState, type SessionStats, type SyncChannel } from './session-types.ts'
 
 export type { SyncChannel, SessionOptions, SessionStats, SessionEvents, SessionState } from './session-types.ts'
@@ -92,6 +93,8 @@ export class SyncSession {
   // outbound
   private readonly outbox: Outbox
   private readonly antiEntropy: AntiEntropy
+  /** Range-based reconciliation, once both HELLOs announced it. */
+  private reconciler: Reconciler | undefined
 
   constructor(
     private readonly host: SyncHost,
@@ -161,6 +164,7 @@ export class SyncSession {
       now: this.now,
       mayRead: (name) => this.admission.mayRead(this.handshake.remote?.peerId, name),
       fail: (reason) => this.close(reason),
+      reconciler: () => this.reconciler,
     })
   }
 
@@ -211,6 +215,7 @@ export class SyncSession {
         windowBytesExtension(this.intake.windowBytes),
         ...(this.options.presence ? [presenceExtension()] : []),
         ...(this.takesProvenance ? [provenanceExtension()] : []),
+        ...(this.options.reconcile !== false ? [reconcileExtension()] : []),
       ]),
     )
   }
@@ -357,6 +362,7 @@ export class SyncSession {
     this.closing = true
     this.unsubscribe?.()
     this.unsubscribe = undefined
+    this.reconciler?.close()
     this.intake.clear()
     this.outbox.end(new ConcordError(ErrorCodes.CLOSED, `session closed${reason ? `: ${reason}` : ''}`))
     this.events.emit('close', { reason })
@@ -427,6 +433,14 @@ export class SyncSession {
         if (!this.takesProvenance) this.stat.unexpected++
         else this.pendingProvenance = message
         return
+      case 'ranges':
+        if (this.reconciler) await this.reconciler.onRanges(message)
+        else this.stat.unexpected++
+        return
+      case 'want':
+        if (this.reconciler) await this.reconciler.onWant(message)
+        else this.stat.unexpected++
+        return
     }
   }
 
@@ -452,9 +466,24 @@ export class SyncSession {
       this.stat.unexpected++
     },
     accepted: () => {
-      this.remoteWindowBytes = windowBytesOf(this.handshake.remote!)
+      const remote = this.handshake.remote!
+      this.remoteWindowBytes = windowBytesOf(remote)
+      if (this.options.reconcile !== false && takesReconcile(remote)) this.reconciler = this.newReconciler()
       this.maybeOpen()
     },
+  }
+
+  private newReconciler(): Reconciler {
+    return new Reconciler({
+      host: this.host,
+      filter: this.filter,
+      remoteFilter: () => this.handshake.remote!.filter,
+      mayRead: (name) => this.admission.mayRead(this.handshake.remote?.peerId, name),
+      send: (message) => this.sendControl(message),
+      answer: (names, entries) => this.answerRemote(entries, names),
+      fallback: () => this.antiEntropy.sendVersions({ full: true }),
+      fail: (reason) => this.close(reason),
+    })
   }
 
   private onHelloOk(): void {
@@ -474,7 +503,12 @@ export class SyncSession {
     this.antiEntropy.sendVersions()
   }
 
-  private async onVersions(entries: readonly VersionEntry[]): Promise<void> {
+  private onVersions(entries: readonly VersionEntry[]): Promise<void> {
+    return this.answerRemote(entries)
+  }
+
+  /** Answers the remote's VERSIONS, or its WANT (`only`: the names it covers). */
+  private async answerRemote(entries: readonly VersionEntry[], only?: NameInfo[]): Promise<void> {
     const remote = this.handshake.remote!
     await this.antiEntropy.answer(
       entries,
@@ -485,6 +519,7 @@ export class SyncSession {
         malformed: (why) => this.malformed(why),
       },
       () => this.stateValue === 'closed',
+      only,
     )
   }
 

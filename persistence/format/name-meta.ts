@@ -1,5 +1,5 @@
 /**
- * Per-name metadata (format version 2). Written when a name is created, with
+ * Per-name metadata (format version 3; 3 adds the state digest). Written when a name is created, with
  * every checkpoint (in the same batch as the trim it allows), on truncation,
  * migration, TTL change and close; NOT with every append. Its log tail
  * (`lastSeq`, `lastHash`, `logBytes`, `touched`) is therefore "as of the last
@@ -13,8 +13,13 @@
  * varuint lastSeq | raw32 lastHash | varuint firstSeq (first retained record)
  * varuint logBytes (records after the newest checkpoint) | varuint ttlMs (0 = store default)
  * count, then per checkpoint (oldest first): varuint seq, varuint size
+ * v3: u8 hasDigest (0 | 1), then if 1: varuint digestSeq | raw16 digest
  * u32 CRC-32
  * ```
+ *
+ * The digest (`crdt/state-digest.ts`) is the name's state digest at record
+ * `digestSeq`: valid while `digestSeq` equals the name's `lastSeq` (records
+ * after it, a tail, make it stale). Versions 1 and 2 have none.
  */
 import { Decoder, Encoder } from '../../crdt/codec.ts'
 import { ConcordError, ErrorCodes } from '../../crdt/errors.ts'
@@ -23,7 +28,7 @@ import type { ReplicaType } from '../../crdt/replica.ts'
 import { HASH_BYTES, openChecksummed, sealWithChecksum, ZERO_HASH } from './checksum.ts'
 
 /** Current metadata format version. */
-export const META_VERSION = 2
+export const META_VERSION = 3
 
 /** One retained checkpoint, as listed in the metadata. */
 export interface CheckpointRef {
@@ -49,6 +54,22 @@ export interface NameMeta {
   readonly ttlMs: number
   /** Retained checkpoints, oldest first. */
   readonly checkpoints: readonly CheckpointRef[]
+  /** The state digest at record `seq` (valid while `seq === lastSeq`); absent when unknown (older formats, written mid-change). */
+  readonly digest?: StateDigestRef | undefined
+}
+
+/** A name's state digest and the record it describes the state at. */
+export interface StateDigestRef {
+  readonly seq: number
+  readonly bytes: Uint8Array
+}
+
+/** Bytes of a state digest. */
+export const DIGEST_BYTES = 16
+
+/** The digest of `meta` if it describes the state at its `lastSeq`, else undefined. */
+export function currentDigest(meta: NameMeta): Uint8Array | undefined {
+  return meta.digest && meta.digest.seq === meta.lastSeq ? meta.digest.bytes : undefined
 }
 
 /** Metadata of a new, empty name. */
@@ -73,6 +94,8 @@ export function encodeMeta(meta: NameMeta): Uint8Array {
     .writeVarUint(meta.ttlMs)
     .writeVarUint(meta.checkpoints.length)
   for (const cp of meta.checkpoints) encoder.writeVarUint(cp.seq).writeVarUint(cp.size)
+  if (meta.digest && meta.digest.bytes.length === DIGEST_BYTES) encoder.writeUint8(1).writeVarUint(meta.digest.seq).writeRaw(meta.digest.bytes)
+  else encoder.writeUint8(0)
   return sealWithChecksum(encoder.finish())
 }
 
@@ -83,8 +106,8 @@ export function decodeMeta(bytes: Uint8Array): NameMeta {
   if (body[0] > META_VERSION) throw new ConcordError(ErrorCodes.UNSUPPORTED_VERSION, `name metadata: format version ${body[0]} is newer than this code`)
   try {
     const d = new Decoder(body)
-    if (body[0] !== 1) d.readVersion(META_VERSION, 'name metadata')
-    else d.readUint8()
+    const version = d.readUint8()
+    if (version < 1) throw new Error(`unsupported format version ${version}`)
     const name = d.readString()
     const type = readStoredType(d, 'name metadata')
     const schema = d.readVarUint()
@@ -98,8 +121,14 @@ export function decodeMeta(bytes: Uint8Array): NameMeta {
     const count = d.readCount(2)
     const checkpoints: CheckpointRef[] = []
     for (let i = 0; i < count; i++) checkpoints.push({ seq: d.readVarUint(), size: d.readVarUint() })
+    let digest: StateDigestRef | undefined
+    if (version >= 3) {
+      const has = d.readUint8()
+      if (has > 1) throw new Error(`bad digest flag ${has}`)
+      if (has === 1) digest = { seq: d.readVarUint(), bytes: d.readRaw(DIGEST_BYTES).slice() }
+    }
     d.end('name metadata')
-    return { name, type, schema, created, touched, lastSeq, lastHash, firstSeq, logBytes, ttlMs, checkpoints }
+    return { name, type, schema, created, touched, lastSeq, lastHash, firstSeq, logBytes, ttlMs, checkpoints, ...(digest ? { digest } : {}) }
   } catch (error) {
     throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `name metadata: ${(error as Error).message}`, { cause: error })
   }

@@ -53,6 +53,7 @@ export class NameCache {
     }
     entry = this.evicted.get(name)?.deref()
     if (entry && !entry.detached) {
+      this.revived++
       this.evicted.delete(name)
       this.cache.set(name, entry)
       this.evictIfNeeded()
@@ -60,6 +61,9 @@ export class NameCache {
     }
     return undefined
   }
+
+  /** Evicted entries taken back into the cache (still reachable, so not read from storage again). */
+  revived = 0
 
   /** Holds a newly hydrated entry. */
   add(entry: Entry): void {
@@ -124,7 +128,7 @@ export class NameCache {
         continue
       }
       if (!entry.evictable) continue
-      if (entry.state.metaBehind) {
+      if (entry.state.metaBehind || entry.takeDigestCatchUp()) {
         this.catchingUp.add(entry)
         this.catchUp(entry)
         excess--

@@ -4,6 +4,8 @@
  * change only through the methods here, each saying why; the owner of the
  * entries is persistence/names/owner.ts.
  */
+import { currentDigest } from '../format/name-meta.ts'
+import { replicaDigest } from '../../crdt/state-digest.ts'
 import type { Unsubscribe } from '../../crdt/emitter.ts'
 import type { Replica } from '../../crdt/replica.ts'
 import type { CheckpointPolicy, Durability, Retention } from '../options.ts'
@@ -46,6 +48,25 @@ export class NameEntry {
     this.policy = init.policy
     this.retention = init.retention
     this.dirtyAt = init.dirtySince
+    this.state.digester = () => this.digest()
+  }
+
+  private digestCaughtUp = false
+
+  /**
+   * Whether the name should write its metadata before it leaves memory
+   * because the stored one has no current state digest (a folder of an
+   * older format: the digest is added lazily); asked once per hydration.
+   */
+  takeDigestCatchUp(): boolean {
+    if (this.digestCaughtUp || this.state.unborn || currentDigest(this.state.meta) !== undefined) return false
+    this.digestCaughtUp = true
+    return true
+  }
+
+  /** The state digest of the replica now (crdt/state-digest.ts). */
+  digest(): Uint8Array {
+    return replicaDigest(this.name, this.replica)
   }
 
   /** The type of the name. */

@@ -15,7 +15,7 @@ import type { Replica, ReplicaType } from '../../crdt/replica.ts'
 import type { StoreContext } from '../context.ts'
 import { decodeArchiveMarker, type ArchiveMarker } from '../format/archive.ts'
 import { ARCHIVE_PREFIX, archiveKey, logKey, logPrefix, META_PREFIX, metaKey, parseSeqKey, TAIL_PREFIX } from '../format/keys.ts'
-import { decodeMeta, type NameMeta } from '../format/name-meta.ts'
+import { currentDigest, decodeMeta, type NameMeta } from '../format/name-meta.ts'
 import { decodeRecord } from '../format/record.ts'
 import type { NameOptions } from '../options.ts'
 import type { SignalOptions } from '../storage/storage.ts'
@@ -51,6 +51,8 @@ export class Names {
   private indexing: Promise<Map<string, ReplicaType>> | undefined
   /** Names removed while the index loads (the load's scan may still hold them). */
   private readonly removedWhileIndexing = new Set<string>()
+  /** State digests of stored names that are not hydrated, where known (FORMAT.md "Name metadata"); kept with the index. */
+  private readonly digests = new Map<string, Uint8Array>()
   /** Stored names hydrated (read from storage into memory) since the store opened. */
   private hydrationCount = 0
 
@@ -62,7 +64,12 @@ export class Names {
       Math.max(1, context.options.cacheSize ?? 1000),
       (entry) => this.catchUp(entry),
       (entry) => {
-        if (!entry.state.unborn) this.index?.set(entry.name, entry.type)
+        if (entry.state.unborn) return
+        this.index?.set(entry.name, entry.type)
+        // Evicted once durable and idle: the replica is the stored state.
+        const digest = digestOrUndefined(entry)
+        if (digest) this.digests.set(entry.name, digest)
+        else this.digests.delete(entry.name)
       },
     )
     context.committer.events.on('durable', () => this.cache.evictIfNeeded())
@@ -137,6 +144,7 @@ export class Names {
   remove(name: string): void {
     this.cache.detach(name)
     this.index?.delete(name)
+    this.digests.delete(name)
     if (this.indexing) this.removedWhileIndexing.add(name)
   }
 
@@ -160,9 +168,13 @@ export class Names {
     return this.cache.allLive()
   }
 
-  /** Stored names hydrated (read from storage) since the store opened; new names are not counted. */
+  /**
+   * Stored names brought into the cache since the store opened: read from
+   * storage, or taken back after eviction while still reachable; new names
+   * are not counted.
+   */
   get hydrations(): number {
-    return this.hydrationCount
+    return this.hydrationCount + this.cache.revived
   }
 
   /** Number of names held in memory. */
@@ -185,6 +197,7 @@ export class Names {
     for (const entry of this.cache.allLive()) entry.detach()
     this.cache.clear()
     this.index = undefined
+    this.digests.clear()
   }
 
   /**
@@ -271,6 +284,19 @@ export class Names {
     return this.cache.live(name)?.replica.version()
   }
 
+  /**
+   * The state digest of `name` (crdt/state-digest.ts) without hydrating it:
+   * a hydrated name's, computed from its replica; else the one its stored
+   * metadata holds for its last record, once {@link list} loaded the index.
+   * Undefined when unknown (an older folder's name not hydrated since, one
+   * whose metadata lags its log): the reader hydrates it to know.
+   */
+  digestOf(name: string): Uint8Array | undefined {
+    const live = this.cache.live(name)
+    if (live) return digestOrUndefined(live)
+    return this.digests.get(name)
+  }
+
   /** Every stored name that is not archived, with its type, in no particular order; hydrates nothing. */
   async list(options: SignalOptions = {}): Promise<Array<{ readonly name: string; readonly type: ReplicaType }>> {
     const index =
@@ -286,9 +312,18 @@ export class Names {
   private async loadIndex(options: SignalOptions): Promise<Map<string, ReplicaType>> {
     const index = new Map<string, ReplicaType>()
     this.removedWhileIndexing.clear()
-    for await (const meta of this.metas({ signal: options.signal, written: true })) index.set(meta.name, meta.type)
+    const tails = await this.tailNames(options.signal)
+    for await (const meta of this.metas({ signal: options.signal, written: true })) {
+      index.set(meta.name, meta.type)
+      // A name with a tail marker has records after its metadata: its stored digest is stale.
+      const digest = tails.has(meta.name) ? undefined : currentDigest(meta)
+      if (digest && !this.cache.live(meta.name)) this.digests.set(meta.name, digest)
+    }
     // Names stored meanwhile are live (list adds them) or indexed when they leave memory; those removed meanwhile go.
-    for (const name of this.removedWhileIndexing) index.delete(name)
+    for (const name of this.removedWhileIndexing) {
+      index.delete(name)
+      this.digests.delete(name)
+    }
     this.removedWhileIndexing.clear()
     this.index = index
     return index
@@ -400,6 +435,15 @@ export class Names {
     const names = new Set<string>()
     for await (const key of this.context.storage.keys({ prefix: TAIL_PREFIX, signal })) names.add(key[1])
     return names
+  }
+}
+
+/** The digest of a hydrated entry's replica, or undefined when the replica cannot give one. */
+function digestOrUndefined(entry: NameEntry): Uint8Array | undefined {
+  try {
+    return entry.digest()
+  } catch {
+    return undefined
   }
 }
 

@@ -322,8 +322,14 @@ export class Committer {
     }
     const sync = built.some(({ item }) => item.unit.sync)
     const touched = builder.touched()
+    const unitsIn = new Map<NameState, number>()
+    for (const { item } of built) for (const state of item.states) unitsIn.set(state, (unitsIn.get(state) ?? 0) + 1)
     for (const state of builder.persisted()) {
-      const meta = touched.get(state)!
+      let meta = touched.get(state)!
+      // Every unit queued for the name is in this batch: its replica is the state at the batch's lastSeq, digested with it.
+      const digest = state.digester && unitsIn.get(state) === state.pending ? digestOrUndefined(state.digester) : undefined
+      meta = { ...meta, digest: digest ? { seq: meta.lastSeq, bytes: digest } : undefined }
+      touched.set(state, meta)
       builder.ops.push({ type: 'put', key: metaKey(meta.name), value: encodeMeta(meta) })
       // The metadata catches up with the log: its tail marker goes.
       if (state.metaBehind || builder.marks(state)) builder.ops.push({ type: 'del', key: tailKey(meta.name) })
@@ -409,5 +415,14 @@ export class Committer {
         if (!isConcordError(error, ErrorCodes.CLOSED)) this.scheduleFlush()
       })
     }, this.options.rpoMs)
+  }
+}
+
+/** A replica's digest, or undefined when it cannot be computed (the metadata is then written without one). */
+function digestOrUndefined(digester: () => Uint8Array): Uint8Array | undefined {
+  try {
+    return digester()
+  } catch {
+    return undefined
   }
 }

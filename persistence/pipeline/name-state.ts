@@ -60,6 +60,14 @@ export class NameState {
     return this.notStored
   }
 
+  /**
+   * The state digest of the name's replica now (set by its entry once
+   * hydrated). The pipeline stores it with metadata written by a batch that
+   * holds every unit queued for the name, so that it describes the state at
+   * the metadata's `lastSeq`.
+   */
+  digester: (() => Uint8Array) | undefined
+
   /** @internal a unit touching the name was queued (or joined). */
   entered(): void {
     this.units++

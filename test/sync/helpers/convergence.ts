@@ -23,16 +23,31 @@ export interface ScenarioResult {
   readonly duplicated: number
   readonly reordered: number
   readonly virtualMs: number
+  /** Reconciliations (RANGES) and VERSIONS the sessions started. */
+  readonly reconciliations: number
+  readonly versionsSent: number
+}
+
+/** Variations of a scenario. */
+export interface ScenarioOptions {
+  /** Names written (default 6). */
+  readonly names?: number
+  /** Peers that speak as an older version does, without reconciliation (`reconcile: false`). */
+  readonly legacy?: (index: number) => boolean
 }
 
 /** Runs the scenario for `seed`. */
-export async function runScenario(seed: number): Promise<ScenarioResult> {
+export async function runScenario(seed: number, options: ScenarioOptions = {}): Promise<ScenarioResult> {
   const network = new Network({ seed, latency: [1, 30], drop: 0.05, duplicate: 0.05, reorder: 0.1 })
   const random = network.random
   const count = random.int(3, 8)
   const sessionOptions = { antiEntropyIntervalMs: 400, resyncTimeoutMs: 150, handshakeTimeoutMs: 300 }
-  const peers = Array.from({ length: count }, (_, i) => new SimPeer(network, `p${i}`, {}, sessionOptions))
-  const names = Array.from({ length: 6 }, (_, i) => ({ name: `n${i}`, type: ALL_TYPES[(i + seed) % ALL_TYPES.length] }))
+  const peers = Array.from(
+    { length: count },
+    (_, i) => new SimPeer(network, `p${i}`, {}, { ...sessionOptions, ...(options.legacy?.(i) ? { reconcile: false } : {}) }),
+  )
+  const nameCount = options.names ?? 6
+  const names = Array.from({ length: nameCount }, (_, i) => ({ name: `n${i}`, type: ALL_TYPES[(i + seed) % ALL_TYPES.length] }))
   for (const peer of peers) await peer.listen()
 
   // ring plus random chords; each link kept alive by the lower-numbered peer
@@ -53,7 +68,7 @@ export async function runScenario(seed: number): Promise<ScenarioResult> {
   network.schedule(50, tick)
 
   // operations
-  const operations = random.int(20, 60)
+  const operations = random.int(20, 60) + (nameCount > 6 ? 2 * nameCount : 0)
   for (let k = 0; k < operations; k++) {
     network.schedule(random.int(0, 2000), () => {
       const up = peers.filter((p) => network.isUp(p.name))
@@ -146,5 +161,7 @@ export async function runScenario(seed: number): Promise<ScenarioResult> {
     duplicated: network.stats.duplicated,
     reordered: network.stats.reordered,
     virtualMs: network.now,
+    reconciliations: peers.reduce((sum, peer) => sum + peer.history.reduce((n, session) => n + session.stats.reconciliations, 0), 0),
+    versionsSent: peers.reduce((sum, peer) => sum + peer.history.reduce((n, session) => n + session.stats.versionsSent, 0), 0),
   }
 }

@@ -1,0 +1,38 @@
+/**
+ * The state digest of a name: 16 bytes that two replicas of one name share
+ * when their states are equal, read by range-based reconciliation
+ * (sync/reconcile.ts) and kept in the store's metadata so that it is known
+ * without hydrating the name.
+ *
+ * It is SHA-256 (first 16 bytes) over the name, its type, its `version()`
+ * and what a replica at that version would still lack, `deltaSince(version)`
+ * (empty when null). The second part is what a version leaves out: a Yjs
+ * state vector does not record deletions, and `deltaSince` of its own state
+ * vector is the delete set. Equal states give equal digests as long as the
+ * replica's encodings are canonical; unequal digests of equal states cost
+ * an exchange, never a miss.
+ */
+import { sha256 } from '@noble/hashes/sha2.js'
+import { Encoder } from './codec.ts'
+import type { Replica, ReplicaType } from './replica.ts'
+
+/** Bytes of a state digest. */
+export const STATE_DIGEST_BYTES = 16
+
+/** The state digest of `name` of `type` from its version and what that version still lacks (`null`: nothing). */
+export function stateDigest(name: string, type: ReplicaType, version: Uint8Array, rest: Uint8Array | null): Uint8Array {
+  const input = new Encoder(64 + name.length + version.length + (rest?.length ?? 0))
+    .writeString('concord-state-digest')
+    .writeString(name)
+    .writeString(type)
+    .writeBytes(version)
+    .writeBytes(rest ?? new Uint8Array(0))
+    .finish()
+  return sha256(input).slice(0, STATE_DIGEST_BYTES)
+}
+
+/** The state digest of a replica of `name`. */
+export function replicaDigest(name: string, replica: Replica): Uint8Array {
+  const version = replica.version()
+  return stateDigest(name, replica.type, version, replica.deltaSince(version))
+}

@@ -1,0 +1,216 @@
+/**
+ * Range-based reconciliation in a session (sync/PROTOCOL.md
+ * "Reconciliation"), used instead of VERSIONS when both HELLOs carry the
+ * `reconcile` extension. Each side pulls: as initiator it sends RANGES over
+ * the items of its names the remote may read, the remote answers each
+ * round, and once nothing differs any more the initiator sends WANT (the
+ * names that differ, with its versions, and those it lacks); the remote
+ * answers that as it answers VERSIONS (bundles, then DONE), adding the
+ * names it found the initiator lacks and the names committed to on its side
+ * since its snapshot of the reconciliation (their change would otherwise
+ * fall between the snapshot and the answer).
+ */
+import type { Unsubscribe } from '../crdt/emitter.ts'
+import type { ReplicaType } from '../crdt/replica.ts'
+import type { NameInfo, SyncHost } from './host.ts'
+import type { Message, VersionEntry, WantMessage } from './messages.ts'
+import type { NameFilter } from './names.ts'
+import { answerRanges, collectItems, openingRanges, settled, type ItemSet } from './reconcile.ts'
+import type { Range, RangesMessage } from './reconcile-codec.ts'
+
+/** Rounds of one reconciliation at most; beyond, the initiator falls back to VERSIONS. */
+export const MAX_ROUNDS = 64
+/** Names committed to during one reconciliation that the responder tracks; beyond, its answer covers every name. */
+export const MAX_CHANGED_NAMES = 1 << 16
+/** Names held at a time while digests or versions are read. */
+const SLICE_NAMES = 64
+
+/** What a {@link Reconciler} needs of its session. */
+export interface ReconcilerContext {
+  readonly host: SyncHost
+  /** The names this side asked for. */
+  readonly filter: NameFilter
+  /** The names the remote asked for (once its HELLO was accepted). */
+  readonly remoteFilter: () => NameFilter
+  /** Whether the remote may read a name. */
+  readonly mayRead: (name: string) => boolean
+  /** Sends a control message. */
+  readonly send: (message: Message) => void
+  /** Answers the remote: the deltas of `names` (every name: undefined) it lacks per `entries`, then DONE. */
+  readonly answer: (names: NameInfo[] | undefined, entries: readonly VersionEntry[]) => Promise<void>
+  /** This side's reconciliation cannot go on (too many rounds): resync with VERSIONS instead. */
+  readonly fallback: () => void
+  /** Ends the session (names could not be read). */
+  readonly fail: (reason: string) => void
+}
+
+interface Initiating {
+  readonly id: number
+  readonly set: ItemSet
+  readonly differ: Set<string>
+  readonly lacking: Set<string>
+  rounds: number
+}
+
+interface Responding {
+  readonly id: number
+  readonly set: ItemSet
+  /** Names we hold that the initiator lacks (it listed every item of a range). */
+  readonly push: Set<string>
+  /** Names committed to here since the snapshot. */
+  readonly changed: Set<string>
+  overflow: boolean
+  readonly off: Unsubscribe
+}
+
+/** One session's reconciliations: the one it started (initiator) and the one the remote started (responder). */
+export class Reconciler {
+  private nextId = 1
+  private initiating: Initiating | undefined
+  private responding: Responding | undefined
+  private buildingCount = 0
+  /** Rounds served, for statistics. */
+  rounds = 0
+
+  constructor(private readonly context: ReconcilerContext) {}
+
+  /** Whether a reconciliation of ours is being started. */
+  get building(): boolean {
+    return this.buildingCount > 0
+  }
+
+  /** Starts a reconciliation (this side pulls); a newer one supersedes one under way. */
+  start(): void {
+    const id = this.nextId++
+    this.buildingCount++
+    collectItems(this.context.host, this.context.filter, this.context.mayRead, SLICE_NAMES).then(
+      (set) => {
+        this.buildingCount--
+        if (id !== this.nextId - 1) return
+        this.initiating = { id, set, differ: new Set(), lacking: new Set(), rounds: 0 }
+        this.sendRanges(id, 'initiator', openingRanges(set))
+      },
+      (error) => {
+        this.buildingCount--
+        this.context.fail(`could not list names: ${(error as Error)?.message ?? String(error)}`)
+      },
+    )
+  }
+
+  private sendRanges(id: number, role: RangesMessage['role'], ranges: Range[]): void {
+    this.rounds++
+    this.context.send({ type: 'ranges', id, role, ranges })
+  }
+
+  /** A RANGES of the remote: a round of ours (it is the responder) or of its own reconciliation. */
+  async onRanges(message: RangesMessage): Promise<void> {
+    if (message.role === 'responder') return this.onReply(message)
+    let responding = this.responding
+    if (!responding || responding.id !== message.id) {
+      this.endResponding()
+      const changed = new Set<string>()
+      const state: Responding = {
+        id: message.id,
+        set: undefined as unknown as ItemSet,
+        push: new Set(),
+        changed,
+        overflow: false,
+        off: this.context.host.subscribe((commit) => {
+          for (const entry of commit.entries) {
+            if (changed.size >= MAX_CHANGED_NAMES) state.overflow = true
+            else changed.add(entry.name)
+          }
+        }),
+      }
+      this.responding = state
+      try {
+        ;(state as { set: ItemSet }).set = await collectItems(this.context.host, this.context.remoteFilter(), this.context.mayRead, SLICE_NAMES)
+      } catch (error) {
+        this.endResponding()
+        this.context.fail(`could not list names: ${(error as Error)?.message ?? String(error)}`)
+        return
+      }
+      if (this.responding !== state) return
+      responding = state
+    }
+    const outcome = answerRanges(responding.set, message.ranges, 'responder')
+    for (const name of outcome.weOnly) responding.push.add(name)
+    this.sendRanges(message.id, 'responder', outcome.reply)
+  }
+
+  /** The remote's answer to a round of ours. */
+  private async onReply(message: RangesMessage): Promise<void> {
+    const initiating = this.initiating
+    if (!initiating || initiating.id !== message.id) return // an older reconciliation's
+    const outcome = answerRanges(initiating.set, message.ranges, 'initiator')
+    for (const name of outcome.differ) initiating.differ.add(name)
+    for (const name of outcome.theyOnly) initiating.lacking.add(name)
+    if (settled(outcome.reply)) {
+      this.initiating = undefined
+      await this.sendWant(initiating)
+      return
+    }
+    if (++initiating.rounds > MAX_ROUNDS) {
+      this.initiating = undefined
+      this.context.fallback()
+      return
+    }
+    this.sendRanges(message.id, 'initiator', outcome.reply)
+  }
+
+  /** Ends our reconciliation: the names that differ, with our versions (read held, in slices), and those we lack. */
+  private async sendWant(initiating: Initiating): Promise<void> {
+    const { host } = this.context
+    const entries: VersionEntry[] = []
+    const lacking = [...initiating.lacking]
+    const differ = [...initiating.differ]
+    for (let start = 0; start < differ.length; start += SLICE_NAMES) {
+      if (start > 0 && host.yieldTurn) await host.yieldTurn()
+      const slice = differ.slice(start, start + SLICE_NAMES)
+      const release = host.hold ? await host.hold(slice) : undefined
+      try {
+        for (const name of slice) {
+          const type = initiating.set.get(name)?.type
+          if (!type) continue
+          try {
+            entries.push({ name, replicaType: type, version: host.version(name) })
+          } catch {
+            lacking.push(name) // gone or unreadable here since: ask for it whole
+          }
+        }
+      } finally {
+        release?.()
+      }
+    }
+    this.context.send({ type: 'want', id: initiating.id, entries, lacking })
+  }
+
+  /** The remote ends its reconciliation: answer what it lacks. A WANT of another reconciliation than ours is ignored (the remote retries). */
+  async onWant(message: WantMessage): Promise<void> {
+    const responding = this.responding
+    if (!responding || responding.id !== message.id) return
+    this.endResponding()
+    if (responding.overflow) {
+      await this.context.answer(undefined, message.entries)
+      return
+    }
+    const wanted = new Set<string>([...message.entries.map((entry) => entry.name), ...message.lacking, ...responding.push, ...responding.changed])
+    const names: NameInfo[] = []
+    for (const name of wanted) {
+      const type: ReplicaType | undefined = responding.set.get(name)?.type ?? this.context.host.typeOf(name)
+      if (type) names.push({ name, type })
+    }
+    await this.context.answer(names, message.entries)
+  }
+
+  private endResponding(): void {
+    this.responding?.off()
+    this.responding = undefined
+  }
+
+  /** The session ended. */
+  close(): void {
+    this.endResponding()
+    this.initiating = undefined
+  }
+}

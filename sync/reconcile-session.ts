@@ -42,6 +42,10 @@ export interface ReconcilerContext {
   readonly fallback: () => void
   /** Ends the session (names could not be read). */
   readonly fail: (reason: string) => void
+  /** Whether a new reconciliation of the remote may start now (the rate of expensive requests); else its RANGES is dropped. */
+  readonly admit: () => boolean
+  /** A RANGES dropped: over the rate, or past {@link MAX_ROUNDS} of one reconciliation. */
+  readonly dropped: () => void
 }
 
 interface Initiating {
@@ -60,6 +64,7 @@ interface Responding {
   /** Names committed to here since the snapshot. */
   readonly changed: Set<string>
   overflow: boolean
+  rounds: number
   readonly off: Unsubscribe
 }
 
@@ -107,6 +112,10 @@ export class Reconciler {
     if (message.role === 'responder') return this.onReply(message)
     let responding = this.responding
     if (!responding || responding.id !== message.id) {
+      if (!this.context.admit()) {
+        this.context.dropped()
+        return
+      }
       this.endResponding()
       const changed = new Set<string>()
       const state: Responding = {
@@ -115,6 +124,7 @@ export class Reconciler {
         push: new Set(),
         changed,
         overflow: false,
+        rounds: 0,
         off: this.context.host.subscribe((commit) => {
           for (const entry of commit.entries) {
             if (changed.size >= MAX_CHANGED_NAMES) state.overflow = true
@@ -132,6 +142,10 @@ export class Reconciler {
       }
       if (this.responding !== state) return
       responding = state
+    }
+    if (++responding.rounds > MAX_ROUNDS) {
+      this.context.dropped()
+      return
     }
     const outcome = answerRanges(responding.set, message.ranges, 'responder')
     for (const name of outcome.weOnly) responding.push.add(name)

@@ -72,6 +72,15 @@ export class RequestGate {
     if (answer) server.answer(answer)
   }
 
+  /**
+   * The first RANGES of a remote's reconciliation (the answer takes a
+   * snapshot of every name): true to serve it now; false drops it (the
+   * remote repeats after its resync timeout, with a new reconciliation).
+   */
+  reconciliation(now: number): boolean {
+    return this.bucket.tryTake(1, now)
+  }
+
   /** A REQUEST: true to send our VERSIONS now, false when it waits. */
   request(now: number): boolean {
     if (this.bucket.tryTake(1, now)) return true

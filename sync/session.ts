@@ -483,6 +483,10 @@ export class SyncSession {
       answer: (names, entries) => this.answerRemote(entries, names),
       fallback: () => this.antiEntropy.sendVersions({ full: true }),
       fail: (reason) => this.close(reason),
+      admit: () => this.requests.reconciliation(this.now()),
+      dropped: () => {
+        this.stat.deferredRequests++
+      },
     })
   }
 

@@ -272,13 +272,15 @@ export class AntiEntropy {
    * queued in order. With a remote that reconciles (`reconciler`), starts a
    * reconciliation instead (its WANT is answered by DONE like a VERSIONS).
    */
-  sendVersions(options: { readonly full?: boolean } = {}): void {
+  sendVersions(options: { readonly full?: boolean; readonly opening?: boolean } = {}): void {
     const { host, filter, outbox, stats } = this.context
     const now = this.context.now()
     this.pendingSince = now
     this.lastVersionsAt = now
     const reconciler = this.context.reconciler?.()
     if (reconciler && !options.full) {
+      // A mutual pair's listener waits for the dialer's reconciliation (its DONE, or the resync timeout).
+      if (options.opening && !reconciler.startsOnOpen) return
       stats.reconciliations++
       reconciler.start()
       return

@@ -149,6 +149,14 @@ export interface WantMessage {
   readonly type: 'want'
   /** The reconciliation it ends. */
   readonly id: number
+  /**
+   * `initiator`: the initiator's WANT. `responder`: a mutual
+   * reconciliation's WANT back (sync/PROTOCOL.md "Reconciliation"): the
+   * responder's versions of the names that differ, answered by the
+   * initiator with them, the names it found the responder lacks and those
+   * committed to on its side since its snapshot.
+   */
+  readonly from: 'initiator' | 'responder'
   readonly entries: readonly VersionEntry[]
   readonly lacking: readonly string[]
 }
@@ -442,7 +450,11 @@ export function writeMessage(encoder: Encoder, message: Message): void {
       writeRanges(encoder, message)
       return
     case 'want':
-      encoder.writeUint8(MessageType.want).writeVarUint(message.id).writeVarUint(message.entries.length)
+      encoder
+        .writeUint8(MessageType.want)
+        .writeVarUint(message.id)
+        .writeUint8(message.from === 'initiator' ? 0 : 1)
+        .writeVarUint(message.entries.length)
       for (const entry of message.entries) {
         writeName(encoder, entry.name)
         writeType(encoder, entry.replicaType)
@@ -565,6 +577,8 @@ export function readMessage(decoder: Decoder): DecodedMessage {
       return readRanges(decoder)
     case MessageType.want: {
       const id = decoder.readVarUint()
+      const fromByte = decoder.readUint8()
+      if (fromByte > 1) throw new DecodeError(`want: unknown sender role ${fromByte}`)
       const count = readEntryCount(decoder, 'want')
       const entries: VersionEntry[] = []
       for (let i = 0; i < count; i++) entries.push({ name: readName(decoder), replicaType: readType(decoder), version: decoder.readBytes() })
@@ -572,7 +586,7 @@ export function readMessage(decoder: Decoder): DecodedMessage {
       if (lackingCount > WIRE_LIMITS.maxEntries) throw new DecodeError(`want: ${lackingCount} names, over the limit of ${WIRE_LIMITS.maxEntries}`)
       const lacking: string[] = []
       for (let i = 0; i < lackingCount; i++) lacking.push(readName(decoder))
-      return { type: 'want', id, entries, lacking }
+      return { type: 'want', id, from: fromByte === 0 ? 'initiator' : 'responder', entries, lacking }
     }
     default:
       // Forward compatibility: skip the payload of a type we do not know.

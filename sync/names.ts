@@ -23,6 +23,17 @@ export function isAllNames(filter: NameFilter): boolean {
   return filter.names === undefined && filter.prefixes === undefined
 }
 
+/** True when two filters select the same names by the same rules (every name; or the same names and prefixes, in any order). */
+export function sameFilter(a: NameFilter, b: NameFilter): boolean {
+  if (isAllNames(a) || isAllNames(b)) return isAllNames(a) && isAllNames(b)
+  const same = (x: readonly string[] = [], y: readonly string[] = []): boolean => {
+    const left = new Set(x)
+    const right = new Set(y)
+    return left.size === right.size && [...left].every((item) => right.has(item))
+  }
+  return same(a.names, b.names) && same(a.prefixes, b.prefixes)
+}
+
 /** True when `name` is selected by `filter`. */
 export function matchesFilter(filter: NameFilter, name: string): boolean {
   if (isAllNames(filter)) return true

@@ -47,7 +47,7 @@ import {
   type RefuseReason,
   type VersionEntry,
 } from './messages.ts'
-import { ALL_NAMES, matchesFilter, type NameFilter } from './names.ts'
+import { ALL_NAMES, matchesFilter, sameFilter, type NameFilter } from './names.ts'
 import { DEFAULT_MAX_FRAME, Outbox } from './outbound.ts'
 import { DEFAULT_REQUEST_RATE, RequestGate, type RequestServer } from './request-gate.ts'
 import { PresenceGate, presenceBatches, presenceExtension, takesPresence, type PresenceEntry } from './presence.ts'
@@ -487,6 +487,9 @@ export class SyncSession {
       dropped: () => {
         this.stat.deferredRequests++
       },
+      mutual: () => sameFilter(this.filter, this.handshake.remote!.filter),
+      dialer: this.options.direction !== 'inbound',
+      fromRemote: (origin) => origin === this,
     })
   }
 
@@ -504,7 +507,7 @@ export class SyncSession {
     this.outbox.lastAckProgressAt = this.now()
     this.unsubscribe = this.host.subscribe((commit) => this.onLocalCommit(commit))
     this.events.emit('open', { peerId: this.handshake.remote!.peerId, version: this.handshake.version })
-    this.antiEntropy.sendVersions()
+    this.antiEntropy.sendVersions({ opening: true })
   }
 
   private onVersions(entries: readonly VersionEntry[]): Promise<void> {

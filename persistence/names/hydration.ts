@@ -101,12 +101,16 @@ export async function loadEntry(
   return entry
 }
 
-/** Stores a name created in memory and not written yet (its metadata alone), as `open` promises. */
+/**
+ * Stores a name created in memory and not written yet (its metadata alone),
+ * as `open` promises: durable as the name's writes are (fsynced in `sync`
+ * mode; in `async` mode written at once, fsynced within `rpoMs`).
+ */
 export async function storeCreated(context: StoreContext, entry: NameEntry): Promise<void> {
   const { state } = entry
   if (!state.unborn) return
   await context.committer.enqueue({
-    sync: true,
+    sync: entry.durability.mode !== 'async',
     states: [state],
     build: (b) => {
       if (state.unborn) b.setMeta(state, b.meta(state))

@@ -194,3 +194,77 @@ export const benchmarks: Benchmark[] = [
   { name: 'many-names/counters', run: () => measure('counter', COUNTERS) },
   { name: 'many-names/yjs', run: () => measure('yjs', DOCUMENTS) },
 ]
+
+/**
+ * `many-names/open-store`: a folder holding N idle names (each one
+ * PN-counter increment, its metadata current, as a store leaves them after
+ * a clean close; written straight to LevelDB in batches of 10,000 to build
+ * the folder quickly), then: opening the store (`openStore`), the first
+ * `listNames()` (the index of names, types and digests) and one page of
+ * `names()` iteration through the metadata (`store.names()` holds all).
+ * RSS is the process's after each step. N is 100,000 by default, 1,000,000
+ * with `--full`. Targets (issue 15): ready in under 1 s and RSS under 200
+ * MB at 1,000,000 names.
+ */
+async function openStoreRun(count: number): Promise<Measurement[]> {
+  const { openStore } = await import('../persistence/store.ts')
+  const { openLevelStorage } = await import('../persistence/storage/level/open-level-storage.ts')
+  const { metaKey } = await import('../persistence/format/keys.ts')
+  const { encodeMeta, newMeta } = await import('../persistence/format/name-meta.ts')
+  const { createReplica } = await import('../crdt/registry.ts')
+  const { replicaId } = await import('../crdt/replica.ts')
+  const { replicaDigest } = await import('../crdt/state-digest.ts')
+  const dir = await tempDir('concord-bench-open-')
+  try {
+    // A store with one name written the normal way: the layout of every other name's records.
+    const seed = await openStore({ dir: dir.path, replicaId: 'bench', sweepMs: 0 })
+    await seed.close()
+    const storage = await openLevelStorage({ dir: dir.path })
+    const counter = createReplica('pncounter', { replicaId: replicaId('bench') })
+    ;(counter as unknown as { increment(): void }).increment()
+    const writeStart = now()
+    for (let start = 0; start < count; start += 10_000) {
+      const ops = []
+      for (let i = start; i < Math.min(count, start + 10_000); i++) {
+        const name = nameOf(i)
+        const meta = { ...newMeta(name, 'pncounter', 0, Date.now()), digest: { seq: 0, bytes: replicaDigest(name, counter) } }
+        ops.push({ type: 'put' as const, key: metaKey(name), value: encodeMeta(meta) })
+      }
+      await storage.batch(ops, { sync: false })
+    }
+    await storage.close()
+    const writeMs = now() - writeStart
+    const rssBefore = process.memoryUsage().rss
+    const openStart = now()
+    const store = await openStore({ dir: dir.path, replicaId: 'bench', sweepMs: 0 })
+    const openMs = now() - openStart
+    const rssOpen = process.memoryUsage().rss
+    const listStart = now()
+    const listed = await store.listNames()
+    const listMs = now() - listStart
+    const rssList = process.memoryUsage().rss
+    if (listed.length !== count) throw new Error(`bench: listed ${listed.length} names, not ${count}`)
+    await store.close()
+    const mb = (bytes: number) => bytes / 1048576
+    return [
+      {
+        name: `${count} names: open the store (ready)`,
+        value: openMs,
+        unit: 'ms',
+        better: 'lower',
+        note: `target < 1000 ms at 1,000,000 names; RSS ${mb(rssOpen).toFixed(0)} MB after (${mb(rssBefore).toFixed(0)} MB before; folder written in ${(writeMs / 1000).toFixed(1)} s)`,
+      },
+      {
+        name: `${count} names: first listNames() (index of names, types, digests)`,
+        value: listMs,
+        unit: 'ms',
+        better: 'lower',
+        note: `RSS ${mb(rssList).toFixed(0)} MB after (target < 200 MB at 1,000,000 names)`,
+      },
+    ]
+  } finally {
+    await dir.remove()
+  }
+}
+
+benchmarks.push({ name: 'many-names/open-store', run: () => openStoreRun(Number(process.env.CONCORD_BENCH_OPEN_NAMES ?? (FULL ? 1_000_000 : 100_000))) })

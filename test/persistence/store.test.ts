@@ -164,6 +164,10 @@ describe('store', () => {
     const durable: Array<{ name: string; seq: number }> = []
     store.events.on('durable', (event) => durable.push(event))
     await store.open('doc', 'yjs')
+    // Creating the name is an async write too: let its fsync come first.
+    timers.advance(50)
+    await settle()
+    assert.equal(storage.unsyncedBatches, 0)
     const syncs = storage.syncCount
     const result = await store.applyRemote('doc', remoteDelta('fast'))
     assert.equal(result.seq, 1)

@@ -320,7 +320,7 @@ export class AntiEntropy {
    * once the names are listed. With `only`, the answer considers those
    * names alone (a reconciliation's WANT), else every local name.
    */
-  async answer(entries: readonly VersionEntry[], remote: AnswerContext, closed: () => boolean, only?: readonly NameInfo[]): Promise<void> {
+  async answer(entries: readonly VersionEntry[], remote: AnswerContext, closed: () => boolean, only?: readonly HostedName[]): Promise<void> {
     const marks = this.context.outbox.beginAnswer()
     const names = only ? [...only] : [...(await this.context.host.list())]
     if (closed()) return

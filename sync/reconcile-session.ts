@@ -20,7 +20,7 @@
  */
 import type { Unsubscribe } from '../crdt/emitter.ts'
 import type { ReplicaType } from '../crdt/replica.ts'
-import type { NameInfo, SyncHost } from './host.ts'
+import type { HostedName, SyncHost } from './host.ts'
 import type { Message, VersionEntry, WantMessage } from './messages.ts'
 import type { NameFilter } from './names.ts'
 import { answerRanges, collectItems, openingRanges, settled, type ItemSet } from './reconcile.ts'
@@ -45,7 +45,7 @@ export interface ReconcilerContext {
   /** Sends a control message. */
   readonly send: (message: Message) => void
   /** Answers the remote: the deltas of `names` (every name: undefined) it lacks per `entries`, then DONE. */
-  readonly answer: (names: NameInfo[] | undefined, entries: readonly VersionEntry[]) => Promise<void>
+  readonly answer: (names: HostedName[] | undefined, entries: readonly VersionEntry[]) => Promise<void>
   /** This side's reconciliation cannot go on (too many rounds): resync with VERSIONS instead. */
   readonly fallback: () => void
   /** Ends the session (names could not be read). */
@@ -154,10 +154,10 @@ export class Reconciler {
   }
 
   /** The names to answer for a WANT: those it lists, and `unasked` ones; undefined: every name. */
-  private namesToAnswer(message: WantMessage, unasked: Unasked, set: ItemSet): NameInfo[] | undefined {
+  private namesToAnswer(message: WantMessage, unasked: Unasked, set: ItemSet): HostedName[] | undefined {
     if (unasked.overflow) return undefined
     const wanted = new Set<string>([...message.entries.map((entry) => entry.name), ...message.lacking, ...unasked.push, ...unasked.changed])
-    const names: NameInfo[] = []
+    const names: HostedName[] = []
     for (const name of wanted) {
       const type: ReplicaType | undefined = set.get(name)?.type ?? this.context.host.typeOf(name)
       if (type) names.push({ name, type })

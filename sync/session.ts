@@ -32,7 +32,7 @@ import { newNonce } from './credentials.ts'
 import { reconcileExtension, takesReconcile, windowBytesExtension, windowBytesOf } from './extensions.ts'
 import { provenanceExtension, takesProvenance } from './provenance.ts'
 import { Handshake, PROOF_VERSION, type HandshakeIo } from './handshake.ts'
-import type { LocalCommit, NameInfo, SyncHost } from './host.ts'
+import type { HostedName, LocalCommit, SyncHost } from './host.ts'
 import { InboundLedger } from './inbound.ts'
 import { Intake, intakeLimits } from './intake.ts'
 import {
@@ -515,7 +515,7 @@ export class SyncSession {
   }
 
   /** Answers the remote's VERSIONS, or its WANT (`only`: the names it covers). */
-  private async answerRemote(entries: readonly VersionEntry[], only?: NameInfo[]): Promise<void> {
+  private async answerRemote(entries: readonly VersionEntry[], only?: HostedName[]): Promise<void> {
     const remote = this.handshake.remote!
     await this.antiEntropy.answer(
       entries,

@@ -16,6 +16,7 @@ import { action, dirOption, type CliContext } from '../context.ts'
 import { CliError, ExitCodes } from '../exit-codes.ts'
 import { storedReplicaId } from '../open-store.ts'
 import { keepConnecting } from './serve.ts'
+import { untilStopped } from '../stop-signal.ts'
 
 interface McpOptions {
   dir: string
@@ -67,19 +68,8 @@ export function registerMcp(program: Command, ctx: CliContext): void {
           out.note(`concord mcp: agent "${id}" on ${options.dir}, serving MCP on stdio`)
           for (const remote of options.connect)
             keepConnecting(peer, remote, ca ? { tls: { ca } } : {}, stopDialing.signal, (line) => out.note(`concord mcp: ${line}`))
-          const why = await new Promise<string>((resolve) => {
-            const stop = (name: string) => {
-              process.removeListener('SIGINT', onInt)
-              process.removeListener('SIGTERM', onTerm)
-              resolve(name)
-            }
-            const onInt = () => stop('SIGINT')
-            const onTerm = () => stop('SIGTERM')
-            process.on('SIGINT', onInt)
-            process.on('SIGTERM', onTerm)
+          const why = await untilStopped(ctx.signal, (stop) => {
             void stdio.closed.then(() => stop('the client closed stdin'))
-            ctx.signal?.addEventListener('abort', () => stop('abort'), { once: true })
-            if (ctx.signal?.aborted) stop('abort')
           })
           out.note(`concord mcp: ${why}: flushing and closing`)
           await stdio.close()

@@ -19,6 +19,7 @@ import type { ConnectOptions, Peer } from '../../peer/peer.ts'
 import { backoffDelay } from '../../transports/reconnect.ts'
 import { parseWebSocketUrl } from '../../transports/websocket/index.ts'
 import { mcpRoute } from '../../mcp/index.ts'
+import { untilStopped } from '../stop-signal.ts'
 
 /** Replica id of a new folder served without `--id`. */
 export const DEFAULT_SERVE_ID = 'concord-serve'
@@ -187,19 +188,7 @@ export function registerServe(program: Command, ctx: CliContext): void {
           for (const remote of options.connect)
             keepConnecting(peer, remote, ca ? { tls: { ca } } : {}, stopDialing.signal, (line) => out.note(`concord serve: ${line}`))
           ctx.onListening?.({ url, port: bound, libp2p: p2p })
-          const signal = await new Promise<string>((resolve) => {
-            const stop = (name: string) => {
-              process.removeListener('SIGINT', onInt)
-              process.removeListener('SIGTERM', onTerm)
-              resolve(name)
-            }
-            const onInt = () => stop('SIGINT')
-            const onTerm = () => stop('SIGTERM')
-            process.on('SIGINT', onInt)
-            process.on('SIGTERM', onTerm)
-            ctx.signal?.addEventListener('abort', () => stop('abort'), { once: true })
-            if (ctx.signal?.aborted) stop('abort')
-          })
+          const signal = await untilStopped(ctx.signal)
           stopping = true
           out.note(`concord serve: ${signal}: flushing and closing`)
         } finally {

@@ -6,7 +6,7 @@
  *
  * ```ts
  * import { createPeer } from 'concord-crdt/browser'
- * const peer = await createPeer({ id: 'ana-laptop' })          // IndexedDB database "concord:ana-laptop"
+ * const peer = await createPeer({ agentId: 'ana-laptop' })       // IndexedDB database "concord:ana-laptop"
  * await peer.connect('wss://hub.example:4400/concord', { token })
  * const notes = await peer.yjs('notes')
  * ```
@@ -34,7 +34,8 @@ export {
 } from './crdt/errors.ts'
 export type { Emitter, Unsubscribe } from './crdt/emitter.ts'
 export type { HybridClock, HlcTimestamp } from './crdt/hlc.ts'
-export type { Replica, ReplicaId, ReplicaType, ReplicaOptions, ReplicaEvents, ReplicaFactory, ChangeEvent, LocalRun } from './crdt/replica.ts'
+export type { Replica, ReplicaType, ReplicaOptions, ReplicaEvents, ReplicaFactory, ChangeEvent, LocalRun } from './crdt/replica.ts'
+export type { AgentId } from './crdt/agent-id.ts'
 export type { Json } from './crdt/types/json.ts'
 export {
   GCounterReplica,
@@ -54,7 +55,7 @@ export type { Store, StoreEvents, HistoryEntry, NameInfo, VerifyReport, GcReport
 export type { StoreOptions, NameOptions, Durability, Retention, CheckpointPolicy, Schema, Migration, ReplicaCreator } from './persistence/options.ts'
 export type { Storage, StorageKey, StorageEntry, StorageOperation, RangeOptions, WriteOptions, SignalOptions } from './persistence/storage/storage.ts'
 export { openIndexedDbStorage, IndexedDbStorage, INDEXEDDB_PREFIX, type IndexedDbStorageOptions } from './persistence/browser/indexeddb-storage.ts'
-export type { SyncSession, SessionStats, SessionEvents, SessionState, PeerId, RefuseReason, NameFilter, Access, AdmissionStats } from './sync/index.ts'
+export type { SyncSession, SessionStats, SessionEvents, SessionState, RefuseReason, NameFilter, Access, AdmissionStats } from './sync/index.ts'
 export type { Transport, TransportEvents, Connection, ConnectionEvents, AbortOptions } from './transports/transport.ts'
 export {
   BrowserWebSocketTransport,

@@ -3,7 +3,7 @@
  *
  * ```ts
  * import { createPeer } from 'concord-crdt'
- * const peer = await createPeer({ id: 'planner', dir: './state/planner' })
+ * const peer = await createPeer({ agentId: 'planner', dir: './state/planner' })
  * ```
  *
  * This entry is `createPeer()` and everything its API takes or returns (as
@@ -41,7 +41,8 @@ export {
 } from './crdt/errors.ts'
 export type { Emitter, Unsubscribe } from './crdt/emitter.ts'
 export type { HybridClock, HlcTimestamp } from './crdt/hlc.ts'
-export type { Replica, ReplicaId, ReplicaType, ReplicaOptions, ReplicaEvents, ReplicaFactory, ChangeEvent, LocalRun, UndoRecord } from './crdt/replica.ts'
+export type { Replica, ReplicaType, ReplicaOptions, ReplicaEvents, ReplicaFactory, ChangeEvent, LocalRun, UndoRecord } from './crdt/replica.ts'
+export type { AgentId } from './crdt/agent-id.ts'
 export type { Json } from './crdt/types/json.ts'
 export {
   GCounterReplica,
@@ -70,7 +71,6 @@ export type {
   SessionEvents,
   SessionState,
   SessionOptions,
-  PeerId,
   RefuseReason,
   NameFilter,
   Access,

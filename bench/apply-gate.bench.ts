@@ -13,7 +13,7 @@
 import * as Y from 'yjs'
 import { Emitter } from '../crdt/emitter.ts'
 import { createPeer } from '../peer/index.ts'
-import { attachSession, peerId, type LocalCommit, type SyncHost } from '../sync/index.ts'
+import { attachSession, agentId, type LocalCommit, type SyncHost } from '../sync/index.ts'
 import { WebSocketTransport } from '../transports/websocket/index.ts'
 import type { Benchmark, Measurement } from './harness.ts'
 
@@ -63,15 +63,15 @@ function heavyUpdate(seed: number): Uint8Array {
 }
 
 async function run(heavyApplyBytes: number, updates: readonly Uint8Array[]): Promise<{ worst: number; median: number }> {
-  const server = await createPeer({ id: 'server', heavyApplyBytes })
+  const server = await createPeer({ agentId: 'server', heavyApplyBytes })
   const { url } = await server.listen({ port: 0, host: '127.0.0.1' })
-  const writer = await createPeer({ id: 'writer' })
+  const writer = await createPeer({ agentId: 'writer' })
   const transport = new WebSocketTransport()
   try {
     const counter = await writer.counter('small')
     await writer.connect(url)
     const host = new PushHost()
-    const session = attachSession(await transport.dial(url), host, { peerId: peerId('heavy'), window: 1000, maxQueuedCommits: 1000 })
+    const session = attachSession(await transport.dial(url), host, { agentId: agentId('heavy'), window: 1000, maxQueuedCommits: 1000 })
     await new Promise((resolve) => session.events.once('synced', resolve))
     for (const [i, update] of updates.entries()) host.push(`heavy-${i}`, update)
     const waits: number[] = []

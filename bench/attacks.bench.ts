@@ -130,7 +130,7 @@ export const benchmarks: Benchmark[] = [
     async run(): Promise<Measurement[]> {
       const root = await tempDir('concord-bench-attacks-')
       const dir = join(root.path, 'relay')
-      const seed = await createPeer({ id: 'relay', dir, durability: { mode: 'async', rpoMs: 50 }, cacheSize: 100 })
+      const seed = await createPeer({ agentId: 'relay', dir, durability: { mode: 'async', rpoMs: 50 }, cacheSize: 100 })
       for (let i = 0; i < 2000; i++) (await seed.counter(`n/${i}`)).increment(i + 1)
       await seed.close()
       const aclFile = join(root.path, 'acl.json')

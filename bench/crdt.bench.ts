@@ -4,7 +4,8 @@
  * (target: at most 2 KB; the full state is the baseline beside it).
  */
 import { HybridClock } from '../crdt/hlc.ts'
-import { replicaId, type Replica } from '../crdt/replica.ts'
+import type { Replica } from '../crdt/replica.ts'
+import { agentId } from '../crdt/agent-id.ts'
 import { createReplica } from '../crdt/registry.ts'
 import type {
   EWFlagReplica,
@@ -20,7 +21,7 @@ import type { NativeType } from '../crdt/catalog.ts'
 import { opsPerSecond, timeMs, type Benchmark, type Measurement } from './harness.ts'
 
 function make<R extends Replica>(type: NativeType, id: string, snapshot?: Uint8Array): R {
-  return createReplica(type, { replicaId: replicaId(id), clock: new HybridClock(), snapshot }) as R
+  return createReplica(type, { agentId: agentId(id), clock: new HybridClock(), snapshot }) as R
 }
 
 const OPS = 20_000

@@ -25,7 +25,7 @@ import { YjsReplica } from '../crdt/documents/yjs-replica.ts'
 import { AutomergeReplica } from '../crdt/documents/automerge-replica.ts'
 import { validateYjsUpdate } from '../crdt/documents/yjs-guard.ts'
 import { DEFAULT_DOCUMENT_LIMITS } from '../crdt/documents/options.ts'
-import { replicaId } from '../crdt/replica.ts'
+import { agentId } from '../crdt/agent-id.ts'
 import { concatBytes, loadTrace } from '../test/crdt/documents/traces.ts'
 import type { Benchmark, Measurement } from './harness.ts'
 
@@ -78,7 +78,7 @@ function bareYjsSender(edits: Edit[]) {
 function concordYjsSender(edits: Edit[]) {
   const heapBefore = heapMiB()
   const start = now()
-  const replica = new YjsReplica({ replicaId: replicaId('bench'), types: { text: 'text' }, clientId: CLIENT_ID })
+  const replica = new YjsReplica({ agentId: agentId('bench'), types: { text: 'text' }, clientId: CLIENT_ID })
   const updates: Uint8Array[] = []
   replica.events.on('change', ({ delta }) => {
     updates.push(delta)
@@ -103,7 +103,7 @@ function bareYjsReceiver(updates: Uint8Array[]) {
 
 function concordYjsReceiver(updates: Uint8Array[]) {
   const start = now()
-  const replica = new YjsReplica({ replicaId: replicaId('receiver') })
+  const replica = new YjsReplica({ agentId: agentId('receiver') })
   let events = 0
   replica.events.on('change', () => {
     events++
@@ -209,7 +209,7 @@ function bareAutomergeSender(txns: Txn[]) {
 
 function concordAutomergeSender(txns: Txn[]) {
   const start = now()
-  const replica = new AutomergeReplica<{ text: string }>({ replicaId: replicaId('bench'), initial: { text: '' } })
+  const replica = new AutomergeReplica<{ text: string }>({ agentId: agentId('bench'), initial: { text: '' } })
   const changes: Uint8Array[] = []
   replica.events.on('change', ({ delta }) => {
     changes.push(delta)
@@ -237,7 +237,7 @@ function concordAutomergeReceiver(changes: Uint8Array[]) {
   const batches: Uint8Array[] = []
   for (let i = 0; i < changes.length; i += BATCH) batches.push(concatBytes(changes.slice(i, i + BATCH)))
   const start = now()
-  const replica = new AutomergeReplica<{ text: string }>({ replicaId: replicaId('receiver'), initial: { text: '' } })
+  const replica = new AutomergeReplica<{ text: string }>({ agentId: agentId('receiver'), initial: { text: '' } })
   for (const batch of batches) replica.applyDelta(batch)
   return { ms: now() - start, text: replica.doc.text }
 }

@@ -89,7 +89,7 @@ async function measure(workload: Workload, retention: Retention | 'archive-all')
     const policy: Retention = retention === 'archive-all' ? { archiveAfterMs: 1 } : retention
     const store = await openStore({
       dir,
-      replicaId: 'bench',
+      agentId: 'bench',
       sweepMs: 0,
       durability: { mode: 'async', rpoMs: 1000 },
       retention: policy,

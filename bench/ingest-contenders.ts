@@ -64,7 +64,7 @@ function storeContender(spec: Extract<ContenderSpec, { kind: 'store' }>): LocalC
   const chains = Array.from({ length: spec.writers }, () => typingUpdates(spec.perSlice * (spec.slices + spec.warmup)))
   return {
     async open(dir) {
-      store = await openStore({ dir, replicaId: 'bench', sweepMs: 0, durability: spec.durability })
+      store = await openStore({ dir, agentId: 'bench', sweepMs: 0, durability: spec.durability })
       for (let w = 0; w < spec.writers; w++) await store.open(`doc-${w}`, 'yjs')
     },
     async slice(index) {

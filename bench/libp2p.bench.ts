@@ -268,7 +268,7 @@ async function startPeerMesh(mesh: PeerMesh): Promise<void> {
   const addresses: string[] = []
   const gossip = mesh.label === 'gossipsub'
   for (let i = 0; i < NODES; i++) {
-    const peer = await createPeer({ id: `${mesh.label}-${i}` })
+    const peer = await createPeer({ agentId: `${mesh.label}-${i}` })
     mesh.peers.push(peer)
     const { multiaddrs } = await peer.listen({
       libp2p: { bootstrap: [...addresses], gossipsub: gossip ? { heartbeatIntervalMs: 500 } : false },

@@ -89,9 +89,9 @@ async function scenario(kind: Kind, count: number, sync: Record<string, unknown>
   const peers: Peer[] = []
   try {
     const options = { durability: { mode: 'async' as const, rpoMs: 100 }, cacheSize: CACHE_SIZE, sync: sync as never }
-    const a = await createPeer({ id: 'a', dir: join(dir.path, 'a'), ...options })
+    const a = await createPeer({ agentId: 'a', dir: join(dir.path, 'a'), ...options })
     peers.push(a)
-    const b = await createPeer({ id: 'b', dir: join(dir.path, 'b'), ...options })
+    const b = await createPeer({ agentId: 'b', dir: join(dir.path, 'b'), ...options })
     peers.push(b)
     const createStart = now()
     for (let start = 0; start < count; start += CREATE_CONCURRENCY) {
@@ -212,15 +212,15 @@ async function openStoreRun(count: number): Promise<Measurement[]> {
   const { metaKey } = await import('../persistence/format/keys.ts')
   const { encodeMeta, newMeta } = await import('../persistence/format/name-meta.ts')
   const { createReplica } = await import('../crdt/registry.ts')
-  const { replicaId } = await import('../crdt/replica.ts')
+  const { agentId } = await import('../crdt/agent-id.ts')
   const { replicaDigest } = await import('../crdt/state-digest.ts')
   const dir = await tempDir('concord-bench-open-')
   try {
     // A store with one name written the normal way: the layout of every other name's records.
-    const seed = await openStore({ dir: dir.path, replicaId: 'bench', sweepMs: 0 })
+    const seed = await openStore({ dir: dir.path, agentId: 'bench', sweepMs: 0 })
     await seed.close()
     const storage = await openLevelStorage({ dir: dir.path })
-    const counter = createReplica('pncounter', { replicaId: replicaId('bench') })
+    const counter = createReplica('pncounter', { agentId: agentId('bench') })
     ;(counter as unknown as { increment(): void }).increment()
     const writeStart = now()
     for (let start = 0; start < count; start += 10_000) {
@@ -236,7 +236,7 @@ async function openStoreRun(count: number): Promise<Measurement[]> {
     const writeMs = now() - writeStart
     const rssBefore = process.memoryUsage().rss
     const openStart = now()
-    const store = await openStore({ dir: dir.path, replicaId: 'bench', sweepMs: 0 })
+    const store = await openStore({ dir: dir.path, agentId: 'bench', sweepMs: 0 })
     const openMs = now() - openStart
     const rssOpen = process.memoryUsage().rss
     const listStart = now()

@@ -21,7 +21,8 @@
 import { join } from 'node:path'
 import * as Y from 'yjs'
 import { createReplica } from '../crdt/registry.ts'
-import { replicaId, type Replica } from '../crdt/replica.ts'
+import type { Replica } from '../crdt/replica.ts'
+import { agentId } from '../crdt/agent-id.ts'
 import type { ORSetReplica, PNCounterReplica } from '../crdt/types/index.ts'
 import { createPeer, type Peer } from '../peer/index.ts'
 import { loadTrace } from '../test/crdt/documents/traces.ts'
@@ -50,7 +51,7 @@ const yieldToIo = (): Promise<void> => new Promise((resolve) => setImmediate(res
 async function sixteenPeers(): Promise<{ ms: number; frames: number; bytes: number }> {
   const peers: Peer[] = []
   try {
-    for (let i = 0; i < PEERS; i++) peers.push(await createPeer({ id: `peer-${i}` }))
+    for (let i = 0; i < PEERS; i++) peers.push(await createPeer({ agentId: `peer-${i}` }))
     const [hub, ...spokes] = peers
     const { url } = await hub.listen()
     await Promise.all(spokes.map((spoke) => spoke.connect(url)))
@@ -93,8 +94,8 @@ function sixteenReplicas(): number {
   const counters: Replica[] = []
   const sets: Replica[] = []
   for (let p = 0; p < PEERS; p++) {
-    counters.push(createReplica('pncounter', { replicaId: replicaId(`peer-${p}`) }))
-    sets.push(createReplica('orset', { replicaId: replicaId(`peer-${p}`) }))
+    counters.push(createReplica('pncounter', { agentId: agentId(`peer-${p}`) }))
+    sets.push(createReplica('orset', { agentId: agentId(`peer-${p}`) }))
   }
   for (let p = 0; p < PEERS; p++) {
     const counter = counters[p] as PNCounterReplica
@@ -137,9 +138,9 @@ async function peerYjs(edits: readonly Edit[], endContent: string): Promise<{ ms
   const dir = await tempDir('concord-bench-peer-')
   const peers: Peer[] = []
   try {
-    const writer = await createPeer({ id: 'writer', dir: join(dir.path, 'writer'), durability: { mode: 'async', rpoMs: 100 } })
+    const writer = await createPeer({ agentId: 'writer', dir: join(dir.path, 'writer'), durability: { mode: 'async', rpoMs: 100 } })
     peers.push(writer)
-    const reader = await createPeer({ id: 'reader', dir: join(dir.path, 'reader'), durability: { mode: 'async', rpoMs: 100 } })
+    const reader = await createPeer({ agentId: 'reader', dir: join(dir.path, 'reader'), durability: { mode: 'async', rpoMs: 100 } })
     peers.push(reader)
     const { url } = await writer.listen()
     await reader.connect(url)

@@ -52,7 +52,7 @@ function seconds(start: bigint): number {
   return Number(process.hrtime.bigint() - start) / 1e9
 }
 
-const storeOptions = (dir: string, extra: Partial<StoreOptions> = {}): StoreOptions => ({ dir, replicaId: 'bench', sweepMs: 0, ...extra })
+const storeOptions = (dir: string, extra: Partial<StoreOptions> = {}): StoreOptions => ({ dir, agentId: 'bench', sweepMs: 0, ...extra })
 
 /**
  * Runs the contenders (each in its own process) in alternating slices, after

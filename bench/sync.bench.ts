@@ -16,7 +16,7 @@ import { Network } from '../transports/memory/index.ts'
 import { SimPeer, connectPair } from '../test/sync/helpers/sim.ts'
 import { MemoryHost } from '../test/sync/helpers/memory-host.ts'
 import { attachSession } from '../sync/attach.ts'
-import { peerId } from '../sync/messages.ts'
+import { agentId } from '../crdt/agent-id.ts'
 import { WebSocketTransport } from '../transports/websocket/index.ts'
 import { timeMs } from './harness.ts'
 import { loadTrace, type SequentialTrace as Trace } from '../test/crdt/documents/traces.ts'
@@ -69,7 +69,7 @@ async function handshakes(count: number, versions: { min: number; max: number })
   const listener = new WebSocketTransport()
   let opened = 0
   listener.events.on('connection', (connection) => {
-    const session = attachSession(connection, server, { peerId: peerId('server'), versions, legacyBearer: versions.max < 2 })
+    const session = attachSession(connection, server, { agentId: agentId('server'), versions, legacyBearer: versions.max < 2 })
     session.events.once('open', () => {
       opened++
     })
@@ -80,7 +80,7 @@ async function handshakes(count: number, versions: { min: number; max: number })
   try {
     return await timeMs(async () => {
       for (let i = 0; i < count; i++) {
-        const session = attachSession(await dialer.dial(url), client, { peerId: peerId('client'), token: secret, versions })
+        const session = attachSession(await dialer.dial(url), client, { agentId: agentId('client'), token: secret, versions })
         const before = opened
         await new Promise<void>((resolve, reject) => {
           session.events.once('open', () => resolve())

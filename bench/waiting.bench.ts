@@ -12,7 +12,7 @@ import * as A from '@automerge/automerge'
 import * as Y from 'yjs'
 import { AutomergeReplica } from '../crdt/documents/automerge-replica.ts'
 import { YjsReplica } from '../crdt/documents/yjs-replica.ts'
-import { replicaId } from '../crdt/replica.ts'
+import { agentId } from '../crdt/agent-id.ts'
 import type { Benchmark, Measurement } from './harness.ts'
 
 const now = () => performance.now()
@@ -36,7 +36,7 @@ function bareYjs(order: Uint8Array[]): { ms: number; text: string } {
 }
 
 function concordYjs(order: Uint8Array[]): { ms: number; text: string } {
-  const replica = new YjsReplica({ replicaId: replicaId('r'), limits: LIMITS })
+  const replica = new YjsReplica({ agentId: agentId('r'), limits: LIMITS })
   const start = now()
   for (const update of order) replica.applyDelta(update)
   return { ms: now() - start, text: replica.doc.getText('t').toString() }
@@ -65,7 +65,7 @@ function bareAutomerge(base: Uint8Array, order: Uint8Array[]): { ms: number; tex
 }
 
 function concordAutomerge(base: Uint8Array, order: Uint8Array[]): { ms: number; text: string } {
-  const replica = new AutomergeReplica<{ text: string }>({ replicaId: replicaId('r'), limits: LIMITS })
+  const replica = new AutomergeReplica<{ text: string }>({ agentId: agentId('r'), limits: LIMITS })
   replica.applyDelta(base)
   const start = now()
   for (const change of order) replica.applyDelta(change)

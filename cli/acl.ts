@@ -68,7 +68,7 @@ export function parseAcl(text: string, file = 'ACL file'): Acl {
   for (const key of Object.keys(json)) if (!['tokens', 'rules', 'default'].includes(key)) bad(`unknown field "${key}"`)
   if (typeof fallback !== 'string' || !ACCESS.has(fallback)) bad('"default" must be "none", "read" or "write"')
   if (tokens !== undefined) {
-    if (tokens === null || typeof tokens !== 'object' || Array.isArray(tokens)) bad('"tokens" must be an object { peerId: token }')
+    if (tokens === null || typeof tokens !== 'object' || Array.isArray(tokens)) bad('"tokens" must be an object { agentId: token }')
     for (const [peer, token] of Object.entries(tokens as object)) {
       if (typeof token !== 'string' || token.length === 0) bad(`token of "${peer}" must be a non-empty string`)
     }
@@ -86,7 +86,7 @@ export function parseAcl(text: string, file = 'ACL file'): Acl {
     tokens: tokens as Record<string, string> | undefined,
     default: defaultAccess,
     rules: parsed,
-    access: (peerId, name) => parsed.find((rule) => matchPattern(rule.peer, peerId) && matchPattern(rule.name, name))?.access ?? defaultAccess,
+    access: (agentId, name) => parsed.find((rule) => matchPattern(rule.peer, agentId) && matchPattern(rule.name, name))?.access ?? defaultAccess,
   }
 }
 
@@ -94,7 +94,7 @@ export function parseAcl(text: string, file = 'ACL file'): Acl {
  * Refuses an ACL whose rules give peers their own access when nothing tells
  * peers apart (no per-peer `tokens`; `--token` alone is one secret shared by
  * every peer), or whose `tokens` give two peers one secret. Returns whether
- * the rules depend on the peer id at all.
+ * the rules depend on the agent id at all.
  * @throws CliError exit 2, naming the rule and how to fix it.
  */
 export function checkAclIdentities(acl: Acl, file: string, sharedToken: boolean): { readonly byPeer: boolean } {

@@ -45,7 +45,7 @@ export interface DumpEntry {
 
 /** A whole export. */
 export interface Dump {
-  /** Replica id of the exporting folder. */
+  /** Agent id of the exporting folder. */
   readonly source: string
   /** Wall time of the export, ms. */
   readonly exported: number

@@ -14,5 +14,5 @@ export {
 } from './dump-format.ts'
 export { parseAcl, matchPattern, type Acl, type AclRule } from './acl.ts'
 export { importFromYLeveldb, type YLeveldbDocReport, type YLeveldbImportOptions } from './y-leveldb-import.ts'
-export { openFolder, withFolder, storedReplicaId, type OpenedFolder } from './open-store.ts'
+export { openFolder, withFolder, storedAgentId, type OpenedFolder } from './open-store.ts'
 export type { Io } from './output.ts'

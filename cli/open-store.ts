@@ -1,5 +1,5 @@
 /**
- * Opening a data folder for a CLI command: the store's own replica id is
+ * Opening a data folder for a CLI command: the store's own agent id is
  * read from the folder (so any agent's folder can be inspected), a missing
  * folder is "not found" (commands that only read never create one), and a
  * folder held by a running peer is refused with `CONCORD_LOCKED`.
@@ -22,8 +22,8 @@ import { CliError, ExitCodes } from './exit-codes.ts'
 /** A store opened by the CLI, and how to close it. */
 export interface OpenedFolder {
   readonly store: Store
-  /** The replica id the folder belongs to; undefined while no peer has claimed it. */
-  readonly id: string | undefined
+  /** The agent id the folder belongs to; undefined while no peer has claimed it. */
+  readonly agentId: string | undefined
   close(): Promise<void>
 }
 
@@ -31,13 +31,13 @@ export interface OpenedFolder {
 export interface OpenFolderOptions {
   /** Create the folder when missing (import); default false. */
   readonly create?: boolean
-  /** Claim a new or unclaimed folder for this replica id (default: leave it unclaimed). */
-  readonly id?: string
+  /** Claim a new or unclaimed folder for this agent id (default: leave it unclaimed). */
+  readonly agentId?: string
   /** TTL (ms) of names that have none of their own (`expire --ttl`). */
   readonly ttlMs?: number
 }
 
-/** A replica id for what the CLI writes in an unclaimed folder during one run. */
+/** An agent id for what the CLI writes in an unclaimed folder during one run. */
 export function cliRunId(): string {
   return `concord-cli-${randomBytes(6).toString('hex')}`
 }
@@ -52,18 +52,18 @@ export function requireDataFolder(dir: string): void {
   if (!isDataFolder(dir)) throw new CliError(ExitCodes.NOT_FOUND, `no Concord data folder at ${dir}`)
 }
 
-/** The store info's replica id: undefined when the folder has no store info, UNCLAIMED ('') when no peer claimed it. */
+/** The store info's agent id: undefined when the folder has no store info, UNCLAIMED ('') when no peer claimed it. */
 async function readId(storage: LevelStorage): Promise<string | undefined> {
   const bytes = await storage.get(STORE_INFO_KEY)
   if (!bytes) return undefined
-  return decodeStoreInfo(bytes).replicaId
+  return decodeStoreInfo(bytes).agentId
 }
 
 /**
- * The replica id stored in `dir`, or undefined for a new, empty or
+ * The agent id stored in `dir`, or undefined for a new, empty or
  * unclaimed folder. Throws `CONCORD_LOCKED` when a running peer holds it.
  */
-export async function storedReplicaId(dir: string): Promise<string | undefined> {
+export async function storedAgentId(dir: string): Promise<string | undefined> {
   if (!isDataFolder(dir)) return undefined
   const storage = await openLevelStorage({ dir })
   try {
@@ -74,7 +74,7 @@ export async function storedReplicaId(dir: string): Promise<string | undefined> 
   }
 }
 
-/** Opens the store in `dir` with its own replica id, background sweeps off. */
+/** Opens the store in `dir` with its own agent id, background sweeps off. */
 export async function openFolder(dir: string, options: OpenFolderOptions = {}): Promise<OpenedFolder> {
   if (!options.create) requireDataFolder(dir)
   const storage = await openLevelStorage({ dir })
@@ -84,14 +84,14 @@ export async function openFolder(dir: string, options: OpenFolderOptions = {}): 
       throw new CliError(ExitCodes.NOT_FOUND, `${dir} is a LevelDB database but not a Concord data folder`)
     }
     const owner = stored === UNCLAIMED ? undefined : stored
-    if (owner !== undefined && options.id !== undefined && options.id !== owner) {
-      throw new CliError(ExitCodes.USAGE, `${dir} belongs to replica "${owner}", not "${options.id}": leave out --id, or use another folder`)
+    if (owner !== undefined && options.agentId !== undefined && options.agentId !== owner) {
+      throw new CliError(ExitCodes.USAGE, `${dir} belongs to agent "${owner}", not "${options.agentId}": leave out --id, or use another folder`)
     }
-    const claimFor = owner ?? options.id
-    const store = await openStore({ storage, dir, replicaId: claimFor ?? cliRunId(), claim: claimFor !== undefined, sweepMs: 0, ttlMs: options.ttlMs })
+    const claimFor = owner ?? options.agentId
+    const store = await openStore({ storage, dir, agentId: claimFor ?? cliRunId(), claim: claimFor !== undefined, sweepMs: 0, ttlMs: options.ttlMs })
     return {
       store,
-      id: claimFor,
+      agentId: claimFor,
       close: async () => {
         try {
           await store.close()

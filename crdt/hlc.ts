@@ -3,7 +3,7 @@
  *
  * A timestamp is `(wall, logical)`: `wall` follows physical time in
  * milliseconds, `logical` orders events within one millisecond and across
- * clock skew. Ties between replicas are broken by replica id by the callers
+ * clock skew. Ties between replicas are broken by agent id by the callers
  * that need a total order ({@link compareStamped}). Physical time is injected,
  * so tests are deterministic.
  */
@@ -29,7 +29,7 @@ export function compareHlc(a: HlcTimestamp, b: HlcTimestamp): number {
   return a.wall !== b.wall ? a.wall - b.wall : a.logical - b.logical
 }
 
-/** Orders `(timestamp, replica)` pairs: by time, then by replica id. */
+/** Orders `(timestamp, replica)` pairs: by time, then by agent id. */
 export function compareStamped(a: HlcTimestamp, aReplica: string, b: HlcTimestamp, bReplica: string): number {
   const byTime = compareHlc(a, b)
   if (byTime !== 0) return byTime

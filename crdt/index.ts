@@ -12,17 +12,16 @@ export { ConcordError, DecodeError, TypeMismatchError, ErrorCodes, isConcordErro
 export { bytesEqual } from './codec.ts'
 export { HybridClock, HLC_ZERO, compareHlc, type HlcTimestamp, type PhysicalClock } from './hlc.ts'
 export { Emitter, type Unsubscribe } from './emitter.ts'
-export {
-  replicaId,
-  type Replica,
-  type ReplicaId,
-  type ReplicaType,
-  type ReplicaOptions,
-  type ReplicaFactory,
-  type ReplicaEvents,
-  type ChangeEvent,
-  type LocalRun,
-  type UndoRecord,
+export { agentId, type AgentId } from './agent-id.ts'
+export type {
+  Replica,
+  ReplicaType,
+  ReplicaOptions,
+  ReplicaFactory,
+  ReplicaEvents,
+  ChangeEvent,
+  LocalRun,
+  UndoRecord,
 } from './replica.ts'
 export { createReplica, replicaFactories, isRegisteredType, deltaMerger, mergeDeltas } from './registry.ts'
 export { GCounterReplica, type GCounterView } from './types/gcounter.ts'

@@ -21,22 +21,12 @@
  * - `snapshot()` is the whole state; `createReplica(type, { snapshot })`
  *   restores an equal replica.
  */
+import type { AgentId } from './agent-id.ts'
 import type { ReplicaType } from './catalog.ts'
 import type { DocumentLimits } from './documents/options.ts'
 import type { WaitingBudget } from './documents/waiting-room.ts'
 import type { Emitter, Unsubscribe } from './emitter.ts'
 import type { HybridClock } from './hlc.ts'
-
-/** A stable replica (agent) id. Branded so it is not mixed up with other strings. */
-export type ReplicaId = string & { readonly __brand: 'ReplicaId' }
-
-/** Brands a string as a {@link ReplicaId} after checking it is usable. */
-export function replicaId(id: string): ReplicaId {
-  if (typeof id !== 'string' || id.length === 0 || id.length > 256) {
-    throw new RangeError(`replica id must be a non-empty string of at most 256 characters`)
-  }
-  return id as ReplicaId
-}
 
 /** Every replicated type, by its stable tag: the catalog's (crdt/catalog.ts). */
 export type { ReplicaType }
@@ -67,8 +57,8 @@ export interface ReplicaEvents extends Record<string, unknown> {
 export interface Replica {
   /** The type tag, fixed at creation. */
   readonly type: ReplicaType
-  /** The id of the replica (agent) that holds this copy. */
-  readonly replicaId: ReplicaId
+  /** The agent id of the holder of this copy (crdt/agent-id.ts). */
+  readonly agentId: AgentId
   /** `change` events: local mutations and remote deltas that changed the state. */
   readonly events: Emitter<ReplicaEvents>
   /** Shorthand for `events.on('change', listener)`; returns an unsubscribe. */
@@ -203,8 +193,8 @@ export interface LocalRun {
 
 /** Options to create or load a replica. */
 export interface ReplicaOptions {
-  /** The id of the holding replica (agent). */
-  readonly replicaId: ReplicaId
+  /** The agent id of the holding replica. */
+  readonly agentId: AgentId
   /** Clock for types ordered by time (LWW); one per agent, shared by its replicas. */
   readonly clock?: HybridClock | undefined
   /** A snapshot to load (from `snapshot()`); throws DecodeError if malformed. */

@@ -20,11 +20,11 @@
 import { ErrorCodes, isConcordError } from '../crdt/errors.ts'
 import type { ReplicaType } from '../crdt/replica.ts'
 import type { PeerCore } from '../peer/peer-core.ts'
-import { isValidName, type PeerId } from '../sync/index.ts'
+import { isValidName, type AgentId } from '../sync/index.ts'
 import { blame, changesBetween, toJson } from './history-adapter.ts'
 
 /** What the API reads of its peer. */
-export type InspectedPeer = Pick<PeerCore, 'id' | 'store' | 'admission' | 'status' | 'presence'>
+export type InspectedPeer = Pick<PeerCore, 'agentId' | 'store' | 'admission' | 'status' | 'presence'>
 
 /** An answer: HTTP status and a JSON body. */
 export interface ApiAnswer {
@@ -76,7 +76,7 @@ export class InspectorApi {
   }
 
   private mayRead(agent: string, name: string): boolean {
-    return isValidName(name) && this.peer.admission.takes(name) && this.peer.admission.mayRead(agent as PeerId, name)
+    return isValidName(name) && this.peer.admission.takes(name) && this.peer.admission.mayRead(agent as AgentId, name)
   }
 
   private async names(agent: string): Promise<unknown> {

@@ -20,7 +20,7 @@ export function inspectorHtml(path: string): string {
 </header>
 <form id="login" hidden>
   <p>This peer asks for credentials. They stay in this page (and its address's #fragment), never in a request's URL.</p>
-  <label>Peer id <input name="peer" autocomplete="username" required></label>
+  <label>Agent id <input name="peer" autocomplete="username" required></label>
   <label>Token <input name="token" type="password" autocomplete="current-password"></label>
   <button type="submit">Inspect</button>
   <p id="login-error" class="error"></p>

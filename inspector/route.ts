@@ -9,7 +9,7 @@
  *
  * The page and its files are public (they hold no data). An API request is
  * admitted like every door of the peer: a bearer token (`Authorization:
- * Bearer`) and the peer id it claims (`X-Concord-Peer`; none: a generated
+ * Bearer`) and the agent id it claims (`X-Concord-Peer`; none: a generated
  * `ui-<12 hex>`), checked by the peer's `auth.accept` (refused: 401); then
  * each name by the peer's access rules (a name it may not read is answered
  * as absent). Only GET and HEAD are served (405 otherwise), and a request
@@ -21,7 +21,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { ErrorCodes } from '../crdt/errors.ts'
 import { readCredentials } from '../peer/http-credentials.ts'
 import type { HttpRoute } from '../peer/websocket-network.ts'
-import type { PeerId, PresentedCredentials } from '../sync/index.ts'
+import type { AgentId, PresentedCredentials } from '../sync/index.ts'
 import { InspectorApi, type InspectedPeer } from './api.ts'
 import { automergeWasm, inspectorBundle } from './assets.ts'
 import { INSPECTOR_CSS, inspectorHtml } from './page-html.ts'
@@ -101,12 +101,12 @@ export class InspectorRoute implements HttpRoute {
     const claim = readCredentials(request, new URL('http://localhost/'))
     const agent = claim?.peer ?? `ui-${randomBytes(6).toString('hex')}`
     const presented: PresentedCredentials = claim?.token ? { scheme: 'bearer', token: claim.token } : { scheme: 'none' }
-    if (!claim || agent === this.peer.id || !(await this.peer.admission.authenticate(agent as PeerId, presented))) {
+    if (!claim || agent === this.peer.agentId || !(await this.peer.admission.authenticate(agent as AgentId, presented))) {
       this.counts.refusedCredentials++
       return json(
         response,
         401,
-        { error: { code: ErrorCodes.AUTH_FAILED, message: 'credentials refused (Authorization: Bearer <token>, X-Concord-Peer: <peer id>)' } },
+        { error: { code: ErrorCodes.AUTH_FAILED, message: 'credentials refused (Authorization: Bearer <token>, X-Concord-Peer: <agent id>)' } },
         { 'www-authenticate': 'Bearer realm="concord"' },
       )
     }

@@ -21,7 +21,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
 import type { HttpRoute, Peer } from '../peer/index.ts'
 import { readCredentials } from '../peer/index.ts'
-import type { PeerId, PresentedCredentials } from '../sync/index.ts'
+import type { AgentId, PresentedCredentials } from '../sync/index.ts'
 import { remotePrincipal } from './principal.ts'
 import { ConcordMcpServer, type McpServerOptions } from './server.ts'
 
@@ -108,7 +108,7 @@ export class McpHttpRoute implements HttpRoute {
     const session = sessionId === undefined ? undefined : this.sessions.get(sessionId)
     const agent = claim?.peer ?? session?.agent ?? `mcp-${randomBytes(6).toString('hex')}`
     const presented: PresentedCredentials = claim?.token ? { scheme: 'bearer', token: claim.token } : { scheme: 'none' }
-    if (!claim || agent === this.peer.id || !(await this.peer.admission.authenticate(agent as PeerId, presented))) {
+    if (!claim || agent === this.peer.agentId || !(await this.peer.admission.authenticate(agent as AgentId, presented))) {
       this.counts.refusedCredentials++
       return answer(response, 401, -32001, 'CONCORD_AUTH_FAILED: credentials refused (Authorization: Bearer <token>, X-Concord-Peer: <agent id>)', {
         'www-authenticate': 'Bearer realm="concord"',

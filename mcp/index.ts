@@ -6,7 +6,7 @@
  * ```ts
  * import { createPeer } from 'concord-crdt'
  * import { mcpRoute, serveMcpStdio } from 'concord-crdt/mcp'
- * const peer = await createPeer({ id: 'hub', dir: './state/hub', auth: { token } })
+ * const peer = await createPeer({ agentId: 'hub', dir: './state/hub', auth: { token } })
  * await peer.listen({ port: 4400, routes: [mcpRoute(peer)] })   // streamable HTTP at /mcp
  * await serveMcpStdio(peer)                                      // or one client over stdio
  * ```

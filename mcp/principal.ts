@@ -13,7 +13,7 @@
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import type { Replica, ReplicaType } from '../crdt/replica.ts'
 import type { Peer } from '../peer/index.ts'
-import { isValidName, type PeerId } from '../sync/index.ts'
+import { isValidName, type AgentId } from '../sync/index.ts'
 import { noSuchName } from './errors.ts'
 
 /** See the module comment. */
@@ -28,7 +28,7 @@ export interface Principal {
 
 /** The peer's own agent: it reads and writes every name. */
 export function localPrincipal(peer: Peer): Principal {
-  return { agent: peer.id, local: true, mayRead: (name) => isValidName(name) }
+  return { agent: peer.agentId, local: true, mayRead: (name) => isValidName(name) }
 }
 
 /** A client admitted by the peer's admission as `agent` (credentials already checked). */
@@ -36,7 +36,7 @@ export function remotePrincipal(peer: Peer, agent: string): Principal {
   return {
     agent,
     local: false,
-    mayRead: (name) => isValidName(name) && peer.admission.takes(name) && peer.admission.mayRead(agent as PeerId, name),
+    mayRead: (name) => isValidName(name) && peer.admission.takes(name) && peer.admission.mayRead(agent as AgentId, name),
   }
 }
 
@@ -82,7 +82,7 @@ export async function openToWrite(
     throw new ConcordError(ErrorCodes.TYPE_MISMATCH, `"${name}" is of type ${type}; ${tool} works on ${accepts.join(', ')}`)
   }
   if (!principal.local) {
-    const opened = await peer.admission.openName(principal.agent as PeerId, name, type, 'write')
+    const opened = await peer.admission.openName(principal.agent as AgentId, name, type, 'write')
     if ('refused' in opened) {
       if (opened.refused.code === ErrorCodes.NOT_FOUND) throw noSuchName(name)
       throw new ConcordError(opened.refused.code as typeof ErrorCodes.FORBIDDEN, opened.refused.message)

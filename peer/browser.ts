@@ -15,7 +15,7 @@ import { openLevelStorage } from '../persistence/browser/open-level-storage.ts'
 import { BrowserWebSocketTransport } from '../transports/browser-websocket/transport.ts'
 import type { WebSocketLikeConstructor } from '../transports/browser-websocket/websocket-like.ts'
 import { Dialer, type DialOptions } from './dialer.ts'
-import { refuseTestHooks, validatePeerOptions, type PeerOptions } from './options.ts'
+import { refuseTestHooks, validatePeerOptions, type PeerOptions, type ResolvedPeerSetup } from './options.ts'
 import { PeerCore, peerStoreOptions } from './peer-core.ts'
 import { AutomergeLoader, type AutomergeOptions } from './browser-automerge.ts'
 
@@ -24,7 +24,7 @@ export type { AutomergeOptions, AutomergeWasmSource } from './browser-automerge.
 /** Options of the browser's {@link createPeer}: Node's, less files and listening, plus where the data lives. */
 export interface BrowserPeerOptions extends Omit<PeerOptions, 'dir' | 'storage' | 'libp2p' | 'archiveAfterMs'> {
   /**
-   * The IndexedDB database holding this replica (default: its `id`; opened
+   * The IndexedDB database holding this replica (default: its `agentId`; opened
    * as `concord:<database>`, one tab at a time); `false`: in memory, nothing
    * kept across a reload.
    */
@@ -46,9 +46,9 @@ export interface BrowserPeerOptions extends Omit<PeerOptions, 'dir' | 'storage' 
 /** Options of {@link BrowserPeer.connect}. */
 export type BrowserConnectOptions = DialOptions
 
-function validateBrowserOptions(options: BrowserPeerOptions): void {
+function validateBrowserOptions(options: BrowserPeerOptions): BrowserPeerOptions & { readonly agentId: string } {
   if (options === null || typeof options !== 'object') {
-    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'createPeer needs an options object with at least an id')
+    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'createPeer needs an options object with at least an agentId')
   }
   const node = options as PeerOptions
   for (const key of ['dir', 'libp2p', 'archiveAfterMs'] as const) {
@@ -74,7 +74,8 @@ function validateBrowserOptions(options: BrowserPeerOptions): void {
     throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'createPeer: lockWaitMs must be a number of ms >= 0')
   }
   refuseTestHooks(options as PeerOptions, 'createPeer')
-  validatePeerOptions({ ...options, dir: undefined, libp2p: undefined } as PeerOptions)
+  const { agentId } = validatePeerOptions({ ...options, dir: undefined, libp2p: undefined } as PeerOptions)
+  return { ...options, agentId }
 }
 
 /**
@@ -83,8 +84,8 @@ function validateBrowserOptions(options: BrowserPeerOptions): void {
  * @throws ConcordError `CONCORD_LOCKED` (another tab holds the database),
  * `CONCORD_STORAGE_ERROR` (no IndexedDB), `CONCORD_INVALID_ARGUMENT`.
  */
-export async function createPeer(options: BrowserPeerOptions): Promise<BrowserPeer> {
-  validateBrowserOptions(options)
+export async function createPeer(given: BrowserPeerOptions): Promise<BrowserPeer> {
+  const options = validateBrowserOptions(given)
   const automerge = new AutomergeLoader(options.automerge)
   const ownStorage = options.storage === undefined
   const storage =
@@ -92,13 +93,13 @@ export async function createPeer(options: BrowserPeerOptions): Promise<BrowserPe
     (options.database === false
       ? await openLevelStorage({ signal: options.signal })
       : await openIndexedDbStorage({
-          database: options.database ?? options.id,
+          database: options.database ?? options.agentId,
           lockWaitMs: options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS,
           signal: options.signal,
         }))
   let store: Store | undefined
   try {
-    store = await openStore(peerStoreOptions({ ...options, dir: undefined, libp2p: undefined, storage } as PeerOptions))
+    store = await openStore(peerStoreOptions({ ...options, dir: undefined, libp2p: undefined, storage } as ResolvedPeerSetup))
     // Stored Automerge documents are hydrated for sync: load Automerge now, or say why the data cannot be opened here.
     const documents = (await store.names({ signal: options.signal })).filter((info) => info.type === 'automerge').map((info) => info.name)
     if (documents.length > 0) {
@@ -125,12 +126,12 @@ export class BrowserPeer extends PeerCore {
 
   /** @internal use {@link createPeer}. */
   constructor(
-    options: BrowserPeerOptions,
+    options: BrowserPeerOptions & { readonly agentId: string },
     store: Store,
     private readonly automergeLoader: AutomergeLoader,
     private readonly ownStorage: Storage | undefined,
   ) {
-    super({ ...options, dir: undefined, libp2p: undefined } as PeerOptions, store)
+    super({ ...options, dir: undefined, libp2p: undefined } as ResolvedPeerSetup, store)
     this.dialer = new Dialer({
       attach: (connection, attachOptions) => this.attach(connection, attachOptions),
       onReconnecting: (event) => this.events.emit('reconnecting', event),

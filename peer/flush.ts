@@ -12,9 +12,9 @@ import type { SyncSession } from '../sync/index.ts'
 export interface FlushProgress {
   /** Peers needed (`acks`). */
   readonly needed: number
-  /** Peer ids that persisted everything written before the call. */
+  /** Agent ids that persisted everything written before the call. */
   readonly acked: readonly string[]
-  /** Connected peer ids still to acknowledge. */
+  /** Connected agent ids still to acknowledge. */
   readonly waiting: readonly string[]
 }
 
@@ -51,12 +51,12 @@ export class FlushTimeoutError extends ConcordError {
     this.name = 'FlushTimeoutError'
   }
 
-  /** Peer ids that acknowledged. */
+  /** Agent ids that acknowledged. */
   get acked(): readonly string[] {
     return this.progress.acked
   }
 
-  /** Connected peer ids that had not acknowledged. */
+  /** Connected agent ids that had not acknowledged. */
   get waiting(): readonly string[] {
     return this.progress.waiting
   }
@@ -114,7 +114,7 @@ export async function flushWithAcks(context: FlushContext, options: FlushOptions
   }
 }
 
-/** Acknowledgements by peer id (a peer with two sessions counts once). */
+/** Acknowledgements by agent id (a peer with two sessions counts once). */
 class AckTracker {
   private readonly state = new Map<string, 'acked' | 'waiting'>()
 
@@ -182,7 +182,7 @@ async function waitForAcks(context: FlushContext, tracker: AckTracker, signal: A
     }
     const watch = (session: SyncSession) => {
       pending.add(session)
-      const peer = session.remotePeerId ?? `session ${pending.size}`
+      const peer = session.remoteAgentId ?? `session ${pending.size}`
       tracker.waiting(peer)
       // Live commits may have gone by gossip: a fresh anti-entropy round first, so the ack covers them.
       if (context.needsPush(session)) session.push()

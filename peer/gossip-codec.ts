@@ -9,7 +9,7 @@
  * u8      format (1)
  * varuint run     publisher's run: a random number drawn when it starts publishing
  * varuint seq     1, 2, 3 ... per message within the run (a gap tells the receiver it missed one)
- * string  agent   the publisher's Concord peer id (checked against its sessions)
+ * string  agent   the publisher's agent id (checked against its sessions)
  * varuint units   >= 1, each:
  *   varuint count   >= 1 entries, each:
  *     string  name      a valid Concord name
@@ -33,7 +33,7 @@ export const GOSSIP_FORMAT = 1
 export interface GossipMessage {
   readonly run: number
   readonly seq: number
-  /** Concord peer id of the publisher. */
+  /** Agent id of the publisher. */
   readonly agent: string
   /** Committed units, in commit order; each is applied all or none. */
   readonly units: ReadonlyArray<readonly DeltaEntry[]>
@@ -77,7 +77,7 @@ export function decodeGossipMessage(bytes: Uint8Array): GossipMessage {
     const run = decoder.readVarUint()
     const seq = decoder.readVarUint()
     if (seq < 1) throw new DecodeError('gossip message: seq must be at least 1')
-    const agent = decoder.readString(WIRE_LIMITS.maxPeerIdBytes)
+    const agent = decoder.readString(WIRE_LIMITS.maxAgentIdBytes)
     if (agent.length === 0 || agent.length > 256) throw new DecodeError('gossip message: invalid agent id')
     // A unit takes at least 8 bytes (its count and one entry), an entry at least 7 (see sync/messages.ts).
     const count = decoder.readCount(8)

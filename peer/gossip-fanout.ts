@@ -24,7 +24,7 @@
  * Receiving. A unit goes through the peer's admission like a session commit
  * (`admit`: access, type, limits, then store.commit, all or none, logged
  * with the sender as agent); names outside this peer's filter are left out.
- * The sender is the Concord peer id its libp2p PeerId
+ * The sender is the Concord agent id its libp2p PeerId
  * proved in a session handshake; a unit claiming another id is refused.
  * Without a session with the publisher (a relayed message in a partial
  * mesh), the claimed id is trusted only when this peer requires no
@@ -38,7 +38,7 @@
  */
 import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
 import type { Unsubscribe } from '../crdt/emitter.ts'
-import type { Admission, DeltaEntry, LocalCommit, PeerId, SyncHost } from '../sync/index.ts'
+import type { Admission, DeltaEntry, LocalCommit, AgentId, SyncHost } from '../sync/index.ts'
 import type { PubSubChannel } from '../transports/libp2p/pubsub.ts'
 import { decodeGossipMessage, encodeGossipMessage, gossipHeaderBytes, gossipUnitBytes } from './gossip-codec.ts'
 
@@ -49,10 +49,10 @@ const MAX_PENDING = 1024
 /** Missing seqs remembered per publisher before the gap is pulled at once. */
 const MAX_MISSING = 1024
 
-/** The `origin` of commits applied from gossip (the store logs `remotePeerId` as their agent). */
+/** The `origin` of commits applied from gossip (the store logs `remoteAgentId` as their agent). */
 export class GossipOrigin {
   constructor(
-    readonly remotePeerId: string,
+    readonly remoteAgentId: string,
     readonly libp2pPeer: string,
     /** Whether this node forwarded the message to its neighbours (else sessions carry it on). */
     readonly relayed: boolean = true,
@@ -271,7 +271,7 @@ export class GossipFanout {
   private everyoneMayRead(subscribers: Iterable<string>, entries: readonly DeltaEntry[]): boolean {
     const { admission } = this.options
     for (const peer of subscribers) {
-      const id = this.identities.get(peer) as PeerId | undefined
+      const id = this.identities.get(peer) as AgentId | undefined
       if (entries.some((entry) => !admission.mayRead(id, entry.name))) return false
     }
     return true
@@ -316,11 +316,11 @@ export class GossipFanout {
       return
     }
     this.track(from, message.run, message.seq)
-    for (const unit of message.units) this.accept(unit, message.agent as PeerId, from, relayed)
+    for (const unit of message.units) this.accept(unit, message.agent as AgentId, from, relayed)
   }
 
   /** Checks one unit through the admission (as a session commit) and queues it to be admitted. */
-  private accept(unit: readonly DeltaEntry[], agent: PeerId, from: string, relayed: boolean): void {
+  private accept(unit: readonly DeltaEntry[], agent: AgentId, from: string, relayed: boolean): void {
     const { admission } = this.options
     const entries = unit.filter((entry) => admission.takes(entry.name))
     if (entries.length === 0) return

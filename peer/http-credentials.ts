@@ -1,7 +1,7 @@
 /**
  * Credentials of a plain HTTP request to a peer's listener (a y-websocket
  * upgrade, an MCP request), which cannot run the sync handshake: a bearer
- * token and the peer id it claims, checked by the peer's admission.
+ * token and the agent id it claims, checked by the peer's admission.
  */
 import type { IncomingMessage } from 'node:http'
 import { WIRE_LIMITS } from '../sync/index.ts'

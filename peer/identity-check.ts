@@ -1,6 +1,6 @@
 /**
  * Whether the ids remote peers claim mean something. `access` grants rights
- * by peer id, and the id is what a remote claims in its HELLO; only a
+ * by agent id, and the id is what a remote claims in its HELLO; only a
  * per-peer credential proves the claim (a per-peer secret, or over libp2p
  * a PeerId bound to the id). With one shared secret, or none, any peer can
  * claim another's id and get its access, so `createPeer` refuses that set-up
@@ -45,10 +45,10 @@ export function checkIdentities(options: PeerOptions): IdentityProof {
     problem = auth?.accept === undefined ? 'auth.token is one secret shared by every peer (no auth.accept)' : 'auth.accept is one secret shared by every peer'
   throw new ConcordError(
     ErrorCodes.INVALID_ARGUMENT,
-    `createPeer: access grants rights by peer id, but ${problem}: any peer can claim another's id and get its access. ` +
-      'Give each peer its own secret (auth.accept: { peerId: secret }, or a lookup (peerId) => secret), ' +
+    `createPeer: access grants rights by agent id, but ${problem}: any peer can claim another's id and get its access. ` +
+      'Give each peer its own secret (auth.accept: { agentId: secret }, or a lookup (agentId) => secret), ' +
       'or bind ids to libp2p PeerIds (libp2p.identities, libp2p only), ' +
-      'or, if access does not depend on the peer id, set auth.trustClaimedIds: true.',
+      'or, if access does not depend on the agent id, set auth.trustClaimedIds: true.',
   )
 }
 
@@ -75,7 +75,7 @@ function validateCheck(check: unknown, where: string): void {
     return
   }
   if (check === null || typeof check !== 'object' || Array.isArray(check)) {
-    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `createPeer: ${where} must be a secret, a { peerId: secret } table or a lookup (peerId) => secret`)
+    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `createPeer: ${where} must be a secret, a { agentId: secret } table or a lookup (agentId) => secret`)
   }
   for (const [peer, secret] of Object.entries(check)) {
     if (typeof secret !== 'string' || secret.length === 0) {

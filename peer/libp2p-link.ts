@@ -30,11 +30,11 @@ import type { Connection } from '../transports/transport.ts'
 import { GossipFanout, type GossipStats } from './gossip-fanout.ts'
 import { overlayHost } from './host-overlay.ts'
 import { gossipTopic, validateLibp2pOptions, type PeerLibp2pOptions } from './libp2p-options.ts'
-import type { PeerOptions, SyncTuning } from './options.ts'
+import type { ResolvedPeerSetup, SyncTuning } from './options.ts'
 
 /** What the link needs of its peer. */
 export interface Libp2pLinkContext {
-  readonly options: PeerOptions
+  readonly options: ResolvedPeerSetup
   /** `libp2p.identities` is the only proof of ids: a PeerId it does not list is refused. */
   readonly strictIdentities?: boolean
   /** The host of sessions with peers that connected to this one (`auth.accept`). */
@@ -217,7 +217,7 @@ export class Libp2pLink {
         topic: gossipTopic(typeof gossip === 'object' ? gossip.group : undefined),
         host: this.ctx.host,
         admission: this.ctx.admission,
-        agent: peerOptions.id,
+        agent: peerOptions.agentId,
         requireVerifiedOrigin: auth?.accept !== undefined || auth?.token !== undefined || options.identities !== undefined,
         maxMessageBytes: transport.limits.maxPubsubMessageBytes,
         pull: (peer) => this.pull(peer),
@@ -267,8 +267,8 @@ export class Libp2pLink {
       sync: antiEntropyIntervalMs !== undefined ? { antiEntropyIntervalMs } : undefined,
     })
     this.sessions.set(session, peer)
-    session.events.once('open', ({ peerId }) => {
-      fanout?.identify(peer, peerId)
+    session.events.once('open', ({ agentId }) => {
+      fanout?.identify(peer, agentId)
       for (const waiter of this.takeWaiters(peer)) waiter.resolve()
     })
     session.events.once('refused', ({ by, reason, message }) => {

@@ -5,7 +5,7 @@ import type { DocumentLimits } from '../crdt/documents/options.ts'
 import type { WaitingBudgetLimits } from '../crdt/documents/waiting-room.ts'
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import type { Access } from '../sync/host.ts'
-import type { PeerId } from '../sync/messages.ts'
+import { MAX_AGENT_ID_LENGTH, type AgentId } from '../crdt/agent-id.ts'
 import type { NameFilter } from '../sync/names.ts'
 import type { CheckpointPolicy, Durability, ReplicaCreator, Retention, Schema } from '../persistence/options.ts'
 import type { Storage } from '../persistence/storage/storage.ts'
@@ -13,16 +13,16 @@ import type { SessionOptions } from '../sync/session.ts'
 import { checkIdentities } from './identity-check.ts'
 import type { PeerLibp2pOptions } from './libp2p-options.ts'
 
-/** Who may do what with a name: `(peerId, name) => 'none' | 'read' | 'write'`. */
-export type AccessFunction = (peerId: PeerId, name: string) => Access
+/** Who may do what with a name: `(agentId, name) => 'none' | 'read' | 'write'`. */
+export type AccessFunction = (agentId: AgentId, name: string) => Access
 
 /**
  * The secret a remote must prove it holds: one shared secret, a per-peer
- * table (`{ peerId: secret }`), or a lookup `(peerId) => secret` (undefined:
+ * table (`{ agentId: secret }`), or a lookup `(agentId) => secret` (undefined:
  * an unknown peer, refused). Secrets are proved by a challenge-response
  * (sync/PROTOCOL.md, "Credentials"); they never travel.
  */
-export type CredentialCheck = string | Readonly<Record<string, string>> | ((peerId: string) => string | undefined | Promise<string | undefined>)
+export type CredentialCheck = string | Readonly<Record<string, string>> | ((agentId: string) => string | undefined | Promise<string | undefined>)
 
 /** Credentials: what this peer proves, and what it accepts. */
 export interface AuthOptions {
@@ -50,15 +50,24 @@ export interface AuthOptions {
    * `createPeer` refuses an `access` function with credentials that cannot
    * tell peers apart (none, or one shared secret), since any peer could then
    * claim another's id and get its access; set this only when `access` does
-   * not depend on the peer id.
+   * not depend on the agent id.
    */
   readonly trustClaimedIds?: boolean | undefined
 }
 
 /** Options of {@link createPeer}. */
 export interface PeerOptions {
-  /** Stable replica (agent) id, persisted with the data and sent in the handshake. */
-  readonly id: string
+  /**
+   * The agent id: stable, persisted with the data (the store's owner), the
+   * author (`agent`) of every record this peer writes, and the id it claims
+   * in the sync handshake. Required (or the deprecated {@link id}).
+   */
+  readonly agentId?: string | undefined
+  /**
+   * @deprecated Use {@link agentId} (the same id); accepted for one release.
+   * Both given and different: `CONCORD_INVALID_ARGUMENT`.
+   */
+  readonly id?: string | undefined
   /** LevelDB folder; omitted -> an in-memory store. */
   readonly dir?: string | undefined
   /** `sync` (default; RPO 0) or `async` with `rpoMs`. */
@@ -175,14 +184,39 @@ export type SyncTuning = Pick<
   | 'reconcile'
 >
 
-/** Checks the options a user can get wrong, with a clear error. */
-export function validatePeerOptions(options: PeerSetup): void {
+/** @internal A peer's set-up once its agent id is resolved (from `agentId`, or the deprecated `id`). */
+export type ResolvedPeerSetup = PeerSetup & { readonly agentId: string }
+
+/**
+ * The agent id of a peer's options: `agentId`, or the deprecated `id`.
+ * @throws ConcordError `CONCORD_INVALID_ARGUMENT` when neither is given, both
+ * are and differ, or the id is not a non-empty string of at most 256 characters.
+ */
+export function resolveAgentId(options: PeerOptions): string {
+  const { agentId, id } = options
+  if (agentId !== undefined && id !== undefined && agentId !== id) {
+    throw new ConcordError(
+      ErrorCodes.INVALID_ARGUMENT,
+      `createPeer: agentId "${agentId}" and id "${id}" differ (id is the deprecated name of agentId: give only agentId)`,
+    )
+  }
+  const resolved = agentId ?? id
+  if (resolved === undefined) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'createPeer needs an agentId')
+  if (typeof resolved !== 'string' || resolved.length === 0 || resolved.length > MAX_AGENT_ID_LENGTH) {
+    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `createPeer: agentId must be a non-empty string of at most ${MAX_AGENT_ID_LENGTH} characters`)
+  }
+  return resolved
+}
+
+/**
+ * Checks the options a user can get wrong, with a clear error, and returns
+ * them with the agent id resolved.
+ */
+export function validatePeerOptions<T extends PeerSetup>(options: T): T & { readonly agentId: string } {
   if (options === null || typeof options !== 'object') {
-    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'createPeer needs an options object with at least an id')
+    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'createPeer needs an options object with at least an agentId')
   }
-  if (typeof options.id !== 'string' || options.id.length === 0 || options.id.length > 256) {
-    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'createPeer: id must be a non-empty string of at most 256 characters')
-  }
+  const agentId = resolveAgentId(options)
   const durability = options.durability
   if (durability !== undefined) {
     const ok = durability.mode === 'sync' || (durability.mode === 'async' && Number.isFinite(durability.rpoMs) && durability.rpoMs > 0)
@@ -201,4 +235,5 @@ export function validatePeerOptions(options: PeerSetup): void {
     throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'createPeer: auth must be an object { token, accept, acceptDialed, legacyBearer, trustClaimedIds }')
   }
   checkIdentities(options)
+  return { ...options, agentId }
 }

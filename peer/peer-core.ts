@@ -20,9 +20,9 @@ import type { HistoryEntry, NameInfo, Store } from '../persistence/store.ts'
 import type { HistoryQuery } from '../persistence/history/queries.ts'
 import type { RevertSelection } from '../persistence/history/selective-revert.ts'
 import type { StoreOptions, NameOptions } from '../persistence/options.ts'
-import { Admission, attachSession, peerId as toPeerId, type AdmissionStats, type SessionStats, type SyncHost, type SyncSession } from '../sync/index.ts'
+import { Admission, attachSession, agentId as toAgentId, type AdmissionStats, type SessionStats, type SyncHost, type SyncSession } from '../sync/index.ts'
 import type { Connection } from '../transports/transport.ts'
-import type { PeerSetup, SyncTuning } from './options.ts'
+import type { ResolvedPeerSetup, SyncTuning } from './options.ts'
 import { checkIdentities, type IdentityProof } from './identity-check.ts'
 import type { GossipStats } from './gossip-fanout.ts'
 import { StoreSyncHost } from './store-sync-host.ts'
@@ -37,11 +37,11 @@ import { sessionStatus, type PeerStatus, type SessionTimes } from './status.ts'
 /** Events of a peer (`peer.on(event, listener)`; README, "Events"). */
 export interface PeerEvents extends Record<string, unknown> {
   /** A session with a remote peer completed its handshake. */
-  'peer-connected': { readonly peerId: string }
+  'peer-connected': { readonly agentId: string }
   /** The first anti-entropy with a remote peer is done: we hold what it held then. */
-  'peer-synced': { readonly peerId: string }
+  'peer-synced': { readonly agentId: string }
   /** A session ended. */
-  'peer-disconnected': { readonly peerId?: string; readonly reason?: string }
+  'peer-disconnected': { readonly agentId?: string; readonly reason?: string }
   /** A connection `connect(url)` kept up went down (attempt 0) or a redial of it failed; the next dial is in `delayMs`. */
   reconnecting: ReconnectingEvent
   /** A handshake was refused (either way). */
@@ -55,7 +55,7 @@ export interface PeerEvents extends Record<string, unknown> {
    * refused it, e.g. `CONCORD_LIMIT_EXCEEDED`, `CONCORD_FORBIDDEN`;
    * `by: 'remote'`: the remote refused one of ours), with its stable code.
    */
-  'write-refused': { readonly by: 'local' | 'remote'; readonly peerId?: string; readonly name: string; readonly code: string; readonly message: string }
+  'write-refused': { readonly by: 'local' | 'remote'; readonly agentId?: string; readonly name: string; readonly code: string; readonly message: string }
 }
 
 /** Counters of a peer. */
@@ -90,12 +90,12 @@ interface AttachOptions {
 }
 
 /** The store options of a peer's options (its own store: `dir` or `storage`). */
-export function peerStoreOptions(options: PeerSetup): StoreOptions {
+export function peerStoreOptions(options: ResolvedPeerSetup): StoreOptions {
   return {
     dir: options.dir,
     storage: options.storage,
     createReplica: options.createReplica,
-    replicaId: options.id,
+    agentId: options.agentId,
     durability: options.durability,
     checkpoint: options.checkpoint,
     retention: options.retention,
@@ -116,8 +116,12 @@ export interface PeerCore extends TypedOpeners<NameOptions> {}
 /** What every peer does, whatever its platform. See the module comment; create peers with `createPeer`. */
 // biome-ignore lint/suspicious/noUnsafeDeclarationMerging: its typed openers (TypedOpeners) are installed by installOpeners below
 export class PeerCore {
-  /** The peer's stable id. */
-  readonly id: string
+  /** The peer's agent id: stable, the store's owner, the author of its records, claimed in every handshake. */
+  readonly agentId: string
+  /** @deprecated Use {@link agentId} (the same id); kept for one release. */
+  get id(): string {
+    return this.agentId
+  }
   readonly events = new Emitter<PeerEvents>()
   /** The peer's store (log, checkpoints, lifecycle). */
   readonly store: Store
@@ -147,10 +151,10 @@ export class PeerCore {
   private closing: Promise<void> | undefined
 
   constructor(
-    protected readonly options: PeerSetup,
+    protected readonly options: ResolvedPeerSetup,
     store: Store,
   ) {
-    this.id = options.id
+    this.agentId = options.agentId
     this.store = store
     this.identityProof = checkIdentities(options)
     this.host = new StoreSyncHost({
@@ -164,7 +168,7 @@ export class PeerCore {
       onUnsupported: (name, error) => this.events.emit('error', { name, error }),
     })
     this.dialHost = this.host.forDialedSessions()
-    this.presence = new Presence({ peerId: options.id, sessions: () => this.sessions, now: options.now })
+    this.presence = new Presence({ agentId: options.agentId, sessions: () => this.sessions, now: options.now })
     this.admission = new Admission(this.host, {
       filter: options.names,
       anonymousReads: !this.requiresCredentials() && options.access === undefined,
@@ -319,7 +323,7 @@ export class PeerCore {
     const session = attachSession(connection, options.host, {
       ...this.options.sync,
       ...options.sync,
-      peerId: toPeerId(this.id),
+      agentId: toAgentId(this.agentId),
       token: options.token ?? this.options.auth?.token,
       legacyBearer: this.options.auth?.legacyBearer ?? false,
       channelBinding: options.channelBinding,
@@ -332,36 +336,36 @@ export class PeerCore {
     this.sessions.add(session)
     const times: SessionTimes = { startedAt: this.wallClock() }
     this.sessionTimes.set(session, times)
-    session.events.on('open', ({ peerId }) => {
+    session.events.on('open', ({ agentId }) => {
       times.openedAt = this.wallClock()
       this.presence.sessionOpened(session)
-      this.events.emit('peer-connected', { peerId })
+      this.events.emit('peer-connected', { agentId })
     })
     session.events.on('presence', ({ entries }) => this.presence.receive(session, entries))
-    session.events.on('synced', ({ peerId }) => {
+    session.events.on('synced', ({ agentId }) => {
       times.syncedAt ??= this.wallClock()
-      this.events.emit('peer-synced', { peerId })
+      this.events.emit('peer-synced', { agentId })
     })
     session.events.on('refused', (event) => this.events.emit('refused', event))
     session.events.on('refused-write', ({ name, code, message }) =>
-      this.events.emit('write-refused', { by: 'local', peerId: session.remotePeerId, name, code, message }),
+      this.events.emit('write-refused', { by: 'local', agentId: session.remoteAgentId, name, code, message }),
     )
     session.events.on('rejected', ({ name, code, message }) =>
-      this.events.emit('write-refused', { by: 'remote', peerId: session.remotePeerId, name, code, message }),
+      this.events.emit('write-refused', { by: 'remote', agentId: session.remoteAgentId, name, code, message }),
     )
     session.events.once('close', ({ reason }) => {
       this.sessions.delete(session)
       addStats(this.finishedTotals, session.stats)
-      this.events.emit('peer-disconnected', { peerId: session.remotePeerId, reason })
+      this.events.emit('peer-disconnected', { agentId: session.remoteAgentId, reason })
     })
     return session
   }
 
-  /** Peer ids of the sessions that completed their handshake. */
+  /** Agent ids of the sessions that completed their handshake. */
   get connectedPeers(): string[] {
     return [...this.sessions]
       .filter((s) => s.state === 'open')
-      .map((s) => s.remotePeerId!)
+      .map((s) => s.remoteAgentId!)
       .filter(Boolean)
   }
 
@@ -381,7 +385,7 @@ export class PeerCore {
   status(): PeerStatus {
     const now = this.wallClock()
     return {
-      id: this.id,
+      agentId: this.agentId,
       now,
       durability: this.store.durability(),
       sessions: [...this.sessions].map((session) => sessionStatus(session, this.sessionTimes.get(session), now)),
@@ -449,13 +453,13 @@ export class PeerCore {
     if (this.identityProof !== 'libp2p') return
     throw new ConcordError(
       ErrorCodes.INVALID_ARGUMENT,
-      `${what}: access grants rights by peer id and only libp2p.identities proves ids here; ` +
+      `${what}: access grants rights by agent id and only libp2p.identities proves ids here; ` +
         'a peer that connects this way carries no PeerId and could claim any id. Give each peer its own secret (auth.accept) to serve it too.',
     )
   }
 
   protected checkOpen(): void {
-    if (this.closing) throw new ConcordError(ErrorCodes.CLOSED, `peer "${this.id}" is closed`)
+    if (this.closing) throw new ConcordError(ErrorCodes.CLOSED, `peer "${this.agentId}" is closed`)
   }
 }
 

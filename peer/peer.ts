@@ -9,7 +9,7 @@
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import { openStore, type Store } from '../persistence/store.ts'
 import type { SyncSession } from '../sync/index.ts'
-import { refuseTestHooks, validatePeerOptions, type PeerOptions, type PeerSetup } from './options.ts'
+import { refuseTestHooks, validatePeerOptions, type PeerOptions, type PeerSetup, type ResolvedPeerSetup } from './options.ts'
 import { Libp2pLink, type Libp2pListening } from './libp2p-link.ts'
 import { validateLibp2pOptions, type PeerLibp2pOptions } from './libp2p-options.ts'
 import type { Libp2pTransport } from '../transports/libp2p/libp2p-transport.ts'
@@ -45,10 +45,10 @@ export async function createPeer(options: PeerOptions): Promise<Peer> {
 
 /** @internal `createPeer` with the test hooks too (concord-crdt/testing's `createTestPeer`). */
 export async function openPeer(options: PeerSetup): Promise<Peer> {
-  validatePeerOptions(options)
-  if (options.libp2p !== undefined) validateLibp2pOptions(options.libp2p, 'createPeer')
-  const store = await openStore(peerStoreOptions(options))
-  return new Peer(options, store)
+  const setup = validatePeerOptions(options)
+  if (setup.libp2p !== undefined) validateLibp2pOptions(setup.libp2p, 'createPeer')
+  const store = await openStore(peerStoreOptions(setup))
+  return new Peer(setup, store)
 }
 
 /** A Concord peer in Node: typed replicas, persisted and synced. See {@link createPeer}. */
@@ -57,10 +57,10 @@ export class Peer extends PeerCore {
   private readonly websocket: WebSocketNetwork
   private link: Libp2pLink | undefined
 
-  constructor(options: PeerSetup, store: Store) {
+  constructor(options: ResolvedPeerSetup, store: Store) {
     super(options, store)
     this.websocket = new WebSocketNetwork({
-      id: options.id,
+      agentId: options.agentId,
       maxFrameBytes: options.maxFrameBytes,
       store,
       host: this.host,

@@ -100,7 +100,7 @@ export class Presence {
   constructor(
     private readonly options: {
       /** This peer's id: the `peer` of its own agents' entries. */
-      readonly peerId: string
+      readonly agentId: string
       readonly sessions: () => Iterable<SyncSession>
       readonly now?: () => number
     },
@@ -134,7 +134,7 @@ export class Presence {
       throw new ConcordError(ErrorCodes.LIMIT_EXCEEDED, `presence: a status of ${state.length} bytes of JSON is over ${PRESENCE_LIMITS.maxStateBytes}`)
     }
     const previous = this.held.get(agent)
-    if ((!previous || previous.entry.peer !== this.options.peerId) && !this.hasRoom(this.options.peerId, previous !== undefined)) {
+    if ((!previous || previous.entry.peer !== this.options.agentId) && !this.hasRoom(this.options.agentId, previous !== undefined)) {
       throw new ConcordError(
         ErrorCodes.LIMIT_EXCEEDED,
         `presence: the table is full (${PRESENCE_TABLE_LIMITS.maxEntries} agents, ${PRESENCE_TABLE_LIMITS.maxPerPeer} per peer)`,
@@ -142,7 +142,7 @@ export class Presence {
     }
     const now = this.now()
     const clock = this.nextClock(agent, now)
-    const entry: PresenceEntry = { agent, peer: this.options.peerId, clock, ttlMs, name: name ?? '', state }
+    const entry: PresenceEntry = { agent, peer: this.options.agentId, clock, ttlMs, name: name ?? '', state }
     const held: Held = { entry, status: JSON.parse(canonicalJson(status)) as Json, expiresAt: now + ttlMs, updatedAt: now, source: undefined }
     this.removed.delete(agent)
     this.held.set(agent, held)
@@ -156,11 +156,11 @@ export class Presence {
     this.checkOpen()
     checkAgent(agent)
     const previous = this.held.get(agent)
-    if (!previous || previous.entry.peer !== this.options.peerId) return false
+    if (!previous || previous.entry.peer !== this.options.agentId) return false
     const now = this.now()
     const entry: PresenceEntry = {
       agent,
-      peer: this.options.peerId,
+      peer: this.options.agentId,
       clock: this.nextClock(agent, now),
       ttlMs: 0,
       name: previous.entry.name,
@@ -192,7 +192,7 @@ export class Presence {
     for (const entry of entries) {
       // This peer's own agents are set here only; nobody reports for this peer.
       const held = this.held.get(entry.agent)
-      if (entry.peer === this.options.peerId || held?.entry.peer === this.options.peerId) {
+      if (entry.peer === this.options.agentId || held?.entry.peer === this.options.agentId) {
         this.counts.stale++
         continue
       }
@@ -317,7 +317,7 @@ export class Presence {
       status: held.status,
       expiresAt: held.expiresAt,
       updatedAt: held.updatedAt,
-      local: entry.peer === this.options.peerId,
+      local: entry.peer === this.options.agentId,
     }
   }
 }

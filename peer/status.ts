@@ -11,7 +11,7 @@ import type { SessionState, SyncSession } from '../sync/index.ts'
 /** The sync state of one session of a peer. */
 export interface PeerSessionStatus {
   /** The remote's id once its HELLO was accepted (null during the handshake). */
-  readonly peerId: string | null
+  readonly agentId: string | null
   readonly state: SessionState
   /** Whether the first anti-entropy with the remote is done (we hold what it held then). */
   readonly synced: boolean
@@ -38,7 +38,8 @@ export interface PeerSessionStatus {
 
 /** What {@link PeerCore.status} returns. */
 export interface PeerStatus {
-  readonly id: string
+  /** The peer's agent id. */
+  readonly agentId: string
   /** Wall clock of the peer when the status was taken, ms. */
   readonly now: number
   readonly durability: DurabilityStatus
@@ -57,7 +58,7 @@ export interface SessionTimes {
 export function sessionStatus(session: SyncSession, times: SessionTimes | undefined, now: number): PeerSessionStatus {
   const stats = session.stats
   return {
-    peerId: session.remotePeerId ?? null,
+    agentId: session.remoteAgentId ?? null,
     state: session.state,
     synced: times?.syncedAt !== undefined,
     startedAt: times?.startedAt ?? now,

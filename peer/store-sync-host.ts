@@ -22,7 +22,7 @@ import {
   type HostApplyResult,
   type LocalCommit,
   type HostedName,
-  type PeerId,
+  type AgentId,
   type PresentedCredentials,
   type SyncHost,
 } from '../sync/index.ts'
@@ -224,7 +224,7 @@ export class StoreSyncHost implements SyncHost {
   private async applyNow(entries: readonly DeltaEntry[], origin: unknown, applied?: () => void, claimed?: EncodedProvenance): Promise<HostApplyResult> {
     // The log records who made the change: the author its provenance names, else the remote peer of the session it came through.
     const provenance: ChangeProvenance & { authored?: HlcTimestamp } = {
-      agent: claimed?.agent ?? (origin as { remotePeerId?: string } | undefined)?.remotePeerId,
+      agent: claimed?.agent ?? (origin as { remoteAgentId?: string } | undefined)?.remoteAgentId,
       message: claimed?.message,
       meta: metaOf(claimed?.metaJson),
       authored: claimed?.authored,
@@ -286,7 +286,7 @@ export class StoreSyncHost implements SyncHost {
   }
 
   /** Checks the credentials of a peer that connected to this one (`auth.accept`, else the shared `auth.token`). */
-  authenticate(peer: PeerId, presented: PresentedCredentials): Promise<boolean> {
+  authenticate(peer: AgentId, presented: PresentedCredentials): Promise<boolean> {
     const auth = this.options.auth
     return checkCredentials(auth?.accept ?? auth?.token, peer, presented)
   }
@@ -299,7 +299,7 @@ export class StoreSyncHost implements SyncHost {
     return overlayHost(this, { authenticate: (peer, presented) => checkCredentials(this.options.auth?.acceptDialed, peer, presented) })
   }
 
-  access(peer: PeerId, name: string): Access {
+  access(peer: AgentId, name: string): Access {
     return this.options.access ? this.options.access(peer, name) : 'write'
   }
 

@@ -71,8 +71,8 @@ export interface ConnectOptions extends DialOptions {
 
 /** What the WebSocket side needs from its peer. */
 export interface WebSocketNetworkOptions {
-  /** The peer's id (a y-websocket client may not claim it). */
-  readonly id: string
+  /** The peer's agent id (a y-websocket client may not claim it). */
+  readonly agentId: string
   /** Largest Concord frame of the peer (the socket's payload limit is derived from it). */
   readonly maxFrameBytes?: number | undefined
   /** The peer's store: y-websocket rooms are its Yjs documents. */
@@ -178,8 +178,8 @@ export class WebSocketNetwork {
 
   private serveYWebsocket(transport: WebSocketTransport, tuning: YWebsocketOptions): void {
     if (this.yRoute) return
-    const { id, store, host, admission } = this.options
-    const route = new YWebsocketRoute({ ...tuning, id, store, host, admission, notFound: (socket) => transport.notFound(socket) })
+    const { agentId, store, host, admission } = this.options
+    const route = new YWebsocketRoute({ ...tuning, agentId, store, host, admission, notFound: (socket) => transport.notFound(socket) })
     this.yRoute = route
     transport.route('/yjs', (request, socket, head) => route.handleUpgrade(request, socket, head))
   }

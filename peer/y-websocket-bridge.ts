@@ -54,8 +54,8 @@ const SYNC_REQUESTS_PER_SECOND = 4
 
 /** A y-websocket client, as the route admitted it. */
 export interface YWebsocketClient {
-  /** The agent id its edits are logged with (its authenticated peer id, or one generated for the connection). */
-  readonly remotePeerId: string
+  /** The agent id its edits are logged with (its authenticated agent id, or one generated for the connection). */
+  readonly remoteAgentId: string
   /** What it may do with the room (a client that may not read never reaches the bridge). */
   readonly access: 'read' | 'write'
 }

@@ -8,8 +8,8 @@
  * 1. Credentials. The token comes from an `Authorization: Bearer <token>`
  *    header (a Node client: a `WebSocketPolyfill` that sets headers) or the
  *    `token` query parameter (what a browser can send: y-websocket's
- *    `params` option); the peer id from an `X-Concord-Peer` header or the
- *    `peer` query parameter. Without a peer id the connection gets a
+ *    `params` option); the agent id from an `X-Concord-Peer` header or the
+ *    `peer` query parameter. Without a agent id the connection gets a
  *    generated one (`yws-` and 12 hex digits), its agent id in the log. The
  *    peer's credential check (`auth.accept`) decides on the token as a
  *    bearer credential (a stock client cannot answer the Concord
@@ -35,7 +35,7 @@ import { WebSocketServer } from 'ws'
 import { ErrorCodes } from '../crdt/errors.ts'
 import type { YjsReplica } from '../crdt/documents/yjs-replica.ts'
 import type { Store } from '../persistence/store.ts'
-import type { Admission, PeerId, PresentedCredentials, SyncHost } from '../sync/index.ts'
+import type { Admission, AgentId, PresentedCredentials, SyncHost } from '../sync/index.ts'
 import { readCredentials } from './http-credentials.ts'
 import { YWebsocketBridge, type YWebsocketBridgeStats, type YWebsocketClient, type YjsRoom } from './y-websocket-bridge.ts'
 import type { AwarenessLimits } from './y-websocket-awareness.ts'
@@ -60,8 +60,8 @@ export interface YWebsocketStats extends YWebsocketBridgeStats {
 
 /** What the route needs of its peer. */
 export interface YWebsocketRouteOptions extends YWebsocketOptions {
-  /** The serving peer's id (a client may not claim it). */
-  readonly id: string
+  /** The serving peer's agent id (a client may not claim it). */
+  readonly agentId: string
   readonly store: Store
   /** The peer's sync host: the commits it announces are sent to the rooms' clients. */
   readonly host: Pick<SyncHost, 'subscribe'>
@@ -74,10 +74,10 @@ const EMPTY_UPDATE = new Uint8Array([0, 0])
 const UNAUTHORIZED = 'HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer realm="concord"\r\nConnection: close\r\n\r\n'
 const CONFLICT = 'HTTP/1.1 409 Conflict\r\nConnection: close\r\n\r\n'
 
-/** A y-websocket client admitted by the route: the origin of its commits (the store logs `remotePeerId` as their agent). */
+/** A y-websocket client admitted by the route: the origin of its commits (the store logs `remoteAgentId` as their agent). */
 class YWebsocketPeer implements YWebsocketClient {
   constructor(
-    readonly remotePeerId: string,
+    readonly remoteAgentId: string,
     readonly access: 'read' | 'write',
   ) {}
 }
@@ -128,13 +128,13 @@ export class YWebsocketRoute {
     const peer = claim?.peer ?? generatedId()
     // A bearer token (a stock client cannot answer the handshake's challenge), or nothing.
     const presented: PresentedCredentials = claim?.token ? { scheme: 'bearer', token: claim.token } : { scheme: 'none' }
-    if (!claim || peer === this.options.id || !(await admission.authenticate(peer as PeerId, presented))) {
+    if (!claim || peer === this.options.agentId || !(await admission.authenticate(peer as AgentId, presented))) {
       this.counts.refusedCredentials++
       return refuse(socket, UNAUTHORIZED)
     }
     // 2. access with the room as the name, 3. its type
     const room = roomName(url.pathname)
-    const opened = room === undefined ? undefined : await admission.openName(peer as PeerId, room, 'yjs')
+    const opened = room === undefined ? undefined : await admission.openName(peer as AgentId, room, 'yjs')
     if (room === undefined || opened === undefined || 'refused' in opened) {
       const typeMismatch = opened !== undefined && 'refused' in opened && opened.refused.code === ErrorCodes.TYPE_MISMATCH
       if (typeMismatch) {
@@ -161,7 +161,7 @@ export class YWebsocketRoute {
       updateSince: (stateVector) => held().deltaSince(stateVector) ?? EMPTY_UPDATE,
       durable: () => store.flush(),
       admit: async (update, client, applied) => {
-        const admitted = await admission.admit(client.remotePeerId as PeerId, [{ name, replicaType: 'yjs', delta: update }], client, applied)
+        const admitted = await admission.admit(client.remoteAgentId as AgentId, [{ name, replicaType: 'yjs', delta: update }], client, applied)
         if (!('refused' in admitted)) return 'applied'
         const code = admitted.refused.code
         return code === ErrorCodes.DECODE_ERROR || code === ErrorCodes.INVALID_ARGUMENT ? 'invalid' : 'refused'

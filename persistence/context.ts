@@ -8,7 +8,8 @@ import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import { resolveLimits, trustedLimits, type DocumentLimits } from '../crdt/documents/options.ts'
 import { WaitingBudget } from '../crdt/documents/waiting-room.ts'
 import { HybridClock } from '../crdt/hlc.ts'
-import type { Replica, ReplicaId, ReplicaType } from '../crdt/replica.ts'
+import type { Replica, ReplicaType } from '../crdt/replica.ts'
+import type { AgentId } from '../crdt/agent-id.ts'
 import type { ReplicaCreator, StoreOptions } from './options.ts'
 import { Committer, realTimers, type FailureHandler, type CommitTimers } from './pipeline/committer.ts'
 import type { Storage } from './storage/storage.ts'
@@ -41,7 +42,7 @@ export class StoreContext {
 
   constructor(
     readonly storage: Storage,
-    readonly replicaId: ReplicaId,
+    readonly agentId: AgentId,
     createReplica: ReplicaCreator,
     readonly options: StoreOptions,
     /** What the pipeline calls when units that log in-memory changes failed (the store's rollback). */
@@ -86,12 +87,12 @@ export class StoreContext {
 
   /** A replica of `type` bound to the store's id and clock. */
   newReplica(type: ReplicaType, snapshot?: Uint8Array): Replica {
-    return this.createReplica(type, { replicaId: this.replicaId, clock: this.clock, snapshot })
+    return this.createReplica(type, { agentId: this.agentId, clock: this.clock, snapshot })
   }
 
   /** A detached replica (its own clock): for `at`, `verify`, `repair`. */
   detachedReplica(type: ReplicaType, snapshot?: Uint8Array): Replica {
-    return this.createReplica(type, { replicaId: this.replicaId, snapshot })
+    return this.createReplica(type, { agentId: this.agentId, snapshot })
   }
 
   /** The merge of `type`'s deltas (options.deltaMerger), or undefined when it has none. */

@@ -5,7 +5,8 @@ import type { DocumentLimits } from '../crdt/documents/options.ts'
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import type { WaitingBudget, WaitingBudgetLimits } from '../crdt/documents/waiting-room.ts'
 import type { HybridClock } from '../crdt/hlc.ts'
-import type { Replica, ReplicaId, ReplicaOptions, ReplicaType } from '../crdt/replica.ts'
+import type { Replica, ReplicaOptions, ReplicaType } from '../crdt/replica.ts'
+import type { AgentId } from '../crdt/agent-id.ts'
 import type { CommitTimers } from './pipeline/committer.ts'
 import type { Storage } from './storage/storage.ts'
 
@@ -77,10 +78,10 @@ export interface StoreOptions {
   readonly dir?: string | undefined
   /** A storage to use instead of opening one (e.g. a fault-injecting one in tests). */
   readonly storage?: Storage | undefined
-  /** The agent's replica id, persisted with the data. */
-  readonly replicaId: ReplicaId | string
+  /** The agent id, persisted with the data. */
+  readonly agentId: AgentId | string
   /**
-   * Claim the store for `replicaId` when it has no owner yet (default true).
+   * Claim the store for `agentId` when it has no owner yet (default true).
    * `false` (maintenance tools): a new store is created unclaimed, an
    * unclaimed one stays so, and the first opener that claims it owns it.
    */

@@ -139,7 +139,7 @@ export interface CommittedUnitRecord {
 
 /**
  * Who made a change and why, recorded in every record of the change:
- * `agent` (default: the store's replica id; give it when this peer makes a
+ * `agent` (default: the store's agent id; give it when this peer makes a
  * change on someone else's behalf: the MCP server, the y-websocket route,
  * a relayed change's author), `message` (why, at most 4096 characters) and
  * `meta` (a JSON object of at most 16 KiB: tool, session, model,

@@ -22,7 +22,8 @@ import type { Emitter } from '../crdt/emitter.ts'
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import { encodeProvenance } from '../crdt/provenance.ts'
 import type { HlcTimestamp, HybridClock } from '../crdt/hlc.ts'
-import { replicaId as brandReplicaId, type Replica, type ReplicaId, type ReplicaType } from '../crdt/replica.ts'
+import type { Replica, ReplicaType } from '../crdt/replica.ts'
+import { agentId as brandAgentId, type AgentId } from '../crdt/agent-id.ts'
 import { installAutomergeReloader } from './automerge-reload.ts'
 import { StoreContext } from './context.ts'
 import { STORE_INFO_KEY } from './format/keys.ts'
@@ -81,16 +82,16 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   const ownsStorage = options.storage === undefined
   const storage = options.storage ?? (await openLevelStorage({ dir: options.dir, signal: options.signal }))
   try {
-    const id = brandReplicaId(String(options.replicaId))
+    const id = brandAgentId(String(options.agentId))
     const now = options.now ?? Date.now
     const claim = options.claim ?? true
     const infoBytes = await storage.get(STORE_INFO_KEY)
     const info = infoBytes ? decodeStoreInfo(infoBytes) : undefined
-    if (info !== undefined && info.replicaId !== UNCLAIMED && info.replicaId !== id) throw ownerMismatch(info.replicaId, id)
+    if (info !== undefined && info.agentId !== UNCLAIMED && info.agentId !== id) throw ownerMismatch(info.agentId, id)
     // A new store, or one a maintenance tool created unclaimed: the first claiming opener owns it.
-    if (info === undefined || (claim && info.replicaId === UNCLAIMED)) {
-      const replicaId = claim ? id : UNCLAIMED
-      await storage.batch([{ type: 'put', key: STORE_INFO_KEY, value: encodeStoreInfo({ replicaId, created: info?.created ?? now() }) }], { sync: true })
+    if (info === undefined || (claim && info.agentId === UNCLAIMED)) {
+      const agentId = claim ? id : UNCLAIMED
+      await storage.batch([{ type: 'put', key: STORE_INFO_KEY, value: encodeStoreInfo({ agentId, created: info?.created ?? now() }) }], { sync: true })
     }
     const defaults = options.createReplica === undefined || options.deltaMerger === undefined ? await import('./default-replicas.ts') : undefined
     const createReplica = options.createReplica ?? defaults!.defaultCreateReplica
@@ -118,12 +119,12 @@ function checkAuthored(hlc: HlcTimestamp | undefined): HlcTimestamp | undefined 
   return { wall: hlc.wall, logical: hlc.logical }
 }
 
-/** The error of opening a store that belongs to another replica, saying how to proceed. */
+/** The error of opening a store that belongs to another agent, saying how to proceed. */
 function ownerMismatch(owner: string, id: string): ConcordError {
   return new ConcordError(
     ErrorCodes.INVALID_ARGUMENT,
-    `this store belongs to replica "${owner}", not "${id}": a folder holds the data of one replica. ` +
-      `Open it with id "${owner}", or give "${id}" a folder of its own (to start it with this data: ` +
+    `this store belongs to agent "${owner}", not "${id}": a folder holds the data of one agent. ` +
+      `Open it with agentId "${owner}", or give "${id}" a folder of its own (to start it with this data: ` +
       `concord export --dir THIS | concord import --dir NEW; the first peer that opens NEW owns it)`,
   )
 }
@@ -160,13 +161,13 @@ export class Store {
     /** The storage engine (bytes). */
     readonly storage: Storage,
     private readonly ownsStorage: boolean,
-    /** The agent's replica id. */
-    readonly replicaId: ReplicaId,
+    /** The agent id. */
+    readonly agentId: AgentId,
     createReplica: ReplicaCreator,
     options: StoreOptions,
   ) {
     // The modules, each given what it uses (the closures call modules made just below).
-    const context = new StoreContext(storage, replicaId, createReplica, options, (error, states) => writes.rollBack(error, states))
+    const context = new StoreContext(storage, agentId, createReplica, options, (error, states) => writes.rollBack(error, states))
     const owner = new Names(context, {
       attach: (entry) => writes.attach(entry),
       migrate: (entry, schema) => writes.migrate(entry, schema),
@@ -438,7 +439,7 @@ export class Store {
    * Writes the whole store as it was at `at` (an HLC, or a wall-clock time
    * in ms) to a new folder `dir`: every name cut after its last record at or
    * before that time, its records copied as they are (persistence/history/
-   * restore.ts). The copy is unclaimed: open it with a new replica id.
+   * restore.ts). The copy is unclaimed: open it with a new agent id.
    */
   restoreTo(dir: string, options: { at: RestorePoint } & SignalOptions): Promise<RestoreReport> {
     return restoreTo(this.context, this.owner, dir, options)

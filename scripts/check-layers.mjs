@@ -44,7 +44,7 @@ import { join, relative, dirname, resolve } from 'node:path'
 
 const root = resolve(dirname(new URL(import.meta.url).pathname), '..')
 const baseUtilities = new Set(['crdt/errors.ts', 'crdt/codec.ts', 'crdt/emitter.ts'])
-const formatUtilities = new Set([...baseUtilities, 'crdt/hlc.ts', 'crdt/types/crc32.ts', 'crdt/replica.ts', 'crdt/registry.ts'])
+const formatUtilities = new Set([...baseUtilities, 'crdt/agent-id.ts', 'crdt/hlc.ts', 'crdt/types/crc32.ts', 'crdt/replica.ts', 'crdt/registry.ts'])
 /** The behaviour layers of persistence/, lowest first, and the folders a layer may import (itself and those below). */
 const persistenceLayers = ['format', 'storage', 'pipeline', 'names', 'writes', 'lifecycle', 'history']
 const below = (layer) => persistenceLayers.slice(0, persistenceLayers.indexOf(layer) + 1).map((name) => `persistence/${name}`)

@@ -112,6 +112,8 @@ const lists = {
     'test/peer/added-type.test.ts',
     // PeerOptions vs the test hooks (createTestPeer)
     'test/peer/test-hooks.test.ts',
+    // one name for the agent identity (agentId; the deprecated id alias)
+    'test/peer/agent-id.test.ts',
     'test/peer/durable-ack.test.ts',
     'test/transports/connection-events.test.ts',
     // cli/ and demos/

@@ -18,7 +18,8 @@ import type { ReplicaType } from '../crdt/replica.ts'
 import type { EncodedProvenance } from '../crdt/provenance.ts'
 import type { PresentedCredentials } from './credentials.ts'
 import type { Access, MaybePromise, SyncHost } from './host.ts'
-import type { DeltaEntry, PeerId, ProvenanceMessage } from './messages.ts'
+import type { DeltaEntry, ProvenanceMessage } from './messages.ts'
+import type { AgentId } from '../crdt/agent-id.ts'
 import { ALL_NAMES, isValidName, matchesFilter, type NameFilter } from './names.ts'
 import { provenanceOf } from './provenance.ts'
 
@@ -36,7 +37,7 @@ export type Admitted = { readonly changed: readonly string[] } | { readonly refu
 export type Opened = { readonly access: 'read' | 'write' } | { readonly refused: WriteRefusal }
 
 /** A credential check: whether what `peer` presented admits it. */
-export type CredentialCheck = (peer: PeerId, presented: PresentedCredentials) => MaybePromise<boolean>
+export type CredentialCheck = (peer: AgentId, presented: PresentedCredentials) => MaybePromise<boolean>
 
 /** What the admission uses of the local side: its rules and its store. */
 export type AdmissionHost = Pick<SyncHost, 'authenticate' | 'access' | 'typeOf' | 'applyRemote'>
@@ -57,7 +58,7 @@ export interface AdmissionOptions {
   /** Most delta bytes in one unit, whatever door it came through (default 64 MiB). */
   readonly maxUnitBytes?: number
   /** Further limits on a unit, checked after access and type, before validation (e.g. per-document bounds). */
-  readonly limits?: (peer: PeerId, entries: readonly DeltaEntry[]) => WriteRefusal | undefined
+  readonly limits?: (peer: AgentId, entries: readonly DeltaEntry[]) => WriteRefusal | undefined
   /** The type of a stored name, authoritative (default: the host's `typeOf`); used by {@link Admission.openName}. */
   readonly storedType?: (name: string) => MaybePromise<ReplicaType | undefined>
   /** Counters to add to (siblings of one peer share them); default fresh ones. */
@@ -122,7 +123,7 @@ export class Admission {
   }
 
   /** Checks what `peer` presented (a proof, a bearer token, nothing). A check that throws refuses. */
-  async authenticate(peer: PeerId, presented: PresentedCredentials): Promise<boolean> {
+  async authenticate(peer: AgentId, presented: PresentedCredentials): Promise<boolean> {
     let ok = false
     try {
       ok = (await this.check(peer, presented)) === true
@@ -135,7 +136,7 @@ export class Admission {
   }
 
   /** What `peer` may do with `name` (an access function that throws, or answers anything else, means `none`). */
-  access(peer: PeerId, name: string): Access {
+  access(peer: AgentId, name: string): Access {
     let access: unknown
     try {
       access = this.host.access(peer, name)
@@ -149,13 +150,13 @@ export class Admission {
    * Whether `peer` may read `name` (receive it listed, versioned, answered,
    * relayed). `undefined`: a party whose identity nothing proved.
    */
-  mayRead(peer: PeerId | undefined, name: string): boolean {
+  mayRead(peer: AgentId | undefined, name: string): boolean {
     if (peer === undefined) return this.options.anonymousReads === true
     return this.access(peer, name) !== 'none'
   }
 
   /** The items `peer` may read, in order (see {@link mayRead}). */
-  readable<T extends { readonly name: string }>(peer: PeerId | undefined, items: readonly T[]): T[] {
+  readable<T extends { readonly name: string }>(peer: AgentId | undefined, items: readonly T[]): T[] {
     return items.filter((item) => this.mayRead(peer, item.name))
   }
 
@@ -170,13 +171,13 @@ export class Admission {
    * type within the unit; then the limits. Returns the first refusal
    * (counted), or `undefined` if validation and apply may go ahead.
    */
-  checkWrite(peer: PeerId, entries: readonly DeltaEntry[]): WriteRefusal | undefined {
+  checkWrite(peer: AgentId, entries: readonly DeltaEntry[]): WriteRefusal | undefined {
     const refusal = this.firstRefusal(peer, entries)
     if (refusal) this.count(refusal.code)
     return refusal
   }
 
-  private firstRefusal(peer: PeerId, entries: readonly DeltaEntry[]): WriteRefusal | undefined {
+  private firstRefusal(peer: AgentId, entries: readonly DeltaEntry[]): WriteRefusal | undefined {
     // A name may come several times (a transaction that changed it twice: its deltas apply in order), always as one type.
     const seen = new Map<string, string>()
     let bytes = 0
@@ -220,7 +221,7 @@ export class Admission {
    * a valid unit could not be persisted (a storage failure, a closed store).
    * `applied` is the host's (see `SyncHost.applyRemote`).
    */
-  async admit(peer: PeerId, entries: readonly DeltaEntry[], origin: unknown, applied?: () => void, provenance?: ProvenanceMessage): Promise<Admitted> {
+  async admit(peer: AgentId, entries: readonly DeltaEntry[], origin: unknown, applied?: () => void, provenance?: ProvenanceMessage): Promise<Admitted> {
     if (entries.length === 0) return { changed: [] }
     const refusal = this.checkWrite(peer, entries)
     if (refusal) return { refused: refusal }
@@ -256,7 +257,7 @@ export class Admission {
    * may only read is refused `CONCORD_FORBIDDEN`, in the words a session's
    * write gets.
    */
-  async openName(peer: PeerId, name: string, type: ReplicaType, intent: 'read' | 'write' = 'read'): Promise<Opened> {
+  async openName(peer: AgentId, name: string, type: ReplicaType, intent: 'read' | 'write' = 'read'): Promise<Opened> {
     const notFound = (): Opened => {
       this.stats.forbidden++
       return { refused: { name, code: ErrorCodes.NOT_FOUND, message: 'no such name' } }

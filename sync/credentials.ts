@@ -1,7 +1,7 @@
 /**
  * The credentials of the handshake (sync/PROTOCOL.md, "Credentials"): the
  * fresh nonce each side puts in its HELLO, the proof each side sends in AUTH
- * (HMAC-SHA-256 keyed by its secret over both nonces, both peer ids, the
+ * (HMAC-SHA-256 keyed by its secret over both nonces, both agent ids, the
  * protocol version and the connection's binding), and how a receiver checks
  * what a remote presented against the secret it expects. Pure: @noble/hashes,
  * which runs in browsers; no Node crypto.

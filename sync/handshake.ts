@@ -7,7 +7,8 @@
  * received. The session drives it; this module holds its state and rules.
  */
 import { constantTimeEqual, handshakeProof, helloNonce, NONCE_EXTENSION, type PresentedCredentials, type ProofInput } from './credentials.ts'
-import type { AuthMessage, HelloMessage, Message, PeerId, RefuseMessage, RefuseReason } from './messages.ts'
+import type { AuthMessage, HelloMessage, Message, RefuseMessage, RefuseReason } from './messages.ts'
+import type { AgentId } from '../crdt/agent-id.ts'
 import type { NameFilter } from './names.ts'
 
 /** The first protocol version with challenge-response credentials (AUTH). */
@@ -18,8 +19,8 @@ export interface HandshakeOptions {
   /** Lowest and highest protocol versions this side speaks. */
   readonly minVersion: number
   readonly maxVersion: number
-  /** This side's peer id. */
-  readonly peerId: PeerId
+  /** This side's agent id. */
+  readonly agentId: AgentId
   /** This side's secret ('' when it has none). */
   readonly token: string
   /** Present `token` in the clear in HELLO and accept a protocol-1 remote's clear token. */
@@ -39,7 +40,7 @@ export interface HandshakeIo {
   /** Refuses the connection (REFUSE, then close). */
   refuse(reason: RefuseReason, message: string): void
   /** The host's verdict on what the remote presented. */
-  authenticate(peer: PeerId, presented: PresentedCredentials): boolean | Promise<boolean>
+  authenticate(peer: AgentId, presented: PresentedCredentials): boolean | Promise<boolean>
   /** Whether the session still runs (it may close while the host decides). */
   active(): boolean
   /** Counts a handshake message that came at the wrong time. */
@@ -97,12 +98,12 @@ export class Handshake {
    * only as a legacy bearer; then `extensions` (the byte window, presence, ...).
    */
   hello(filter: NameFilter, maxFrameBytes: number, window: number, extensions: HelloMessage['extensions'] = []): Message {
-    const { minVersion, maxVersion, peerId, token, legacyBearer, nonce } = this.options
+    const { minVersion, maxVersion, agentId, token, legacyBearer, nonce } = this.options
     return {
       type: 'hello',
       minVersion,
       maxVersion,
-      peerId,
+      agentId,
       token: legacyBearer ? token : '',
       filter,
       maxFrameBytes,
@@ -179,8 +180,8 @@ export class Handshake {
   private receiveHello(hello: HelloMessage): { readonly version: number } | { readonly refusal: Refusal } {
     const negotiated = this.negotiate(hello)
     if ('refusal' in negotiated) return { refusal: { reason: 'version', message: negotiated.refusal } }
-    if (hello.peerId === this.options.peerId) {
-      return { refusal: { reason: 'auth', message: `the remote claims this peer's own id "${hello.peerId}"` } }
+    if (hello.agentId === this.options.agentId) {
+      return { refusal: { reason: 'auth', message: `the remote claims this peer's own id "${hello.agentId}"` } }
     }
     if (negotiated.version >= PROOF_VERSION) {
       const nonce = helloNonce(hello)
@@ -242,9 +243,9 @@ export class Handshake {
   /** Asks `authenticate` about the remote's credentials (a throw counts as a refusal). */
   private async authenticate(
     presented: PresentedCredentials,
-    authenticate: (peer: PeerId, presented: PresentedCredentials) => boolean | Promise<boolean>,
+    authenticate: (peer: AgentId, presented: PresentedCredentials) => boolean | Promise<boolean>,
   ): Promise<{ readonly ok: true } | { readonly refusal: Refusal }> {
-    const peer = this.received!.peerId
+    const peer = this.received!.agentId
     let ok = false
     try {
       ok = (await authenticate(peer, presented)) === true
@@ -280,8 +281,8 @@ export class Handshake {
   }
 
   private proofInput(prover: 'local' | 'remote'): ProofInput {
-    const local = { id: this.options.peerId, nonce: this.options.nonce }
-    const remote = { id: this.received!.peerId, nonce: this.remoteNonce! }
+    const local = { id: this.options.agentId, nonce: this.options.nonce }
+    const remote = { id: this.received!.agentId, nonce: this.remoteNonce! }
     const [p, v] = prover === 'local' ? [local, remote] : [remote, local]
     return { version: this.version, proverId: p.id, verifierId: v.id, proverNonce: p.nonce, verifierNonce: v.nonce, binding: this.options.binding }
   }

@@ -7,7 +7,8 @@ import type { EncodedProvenance } from '../crdt/provenance.ts'
 import type { Unsubscribe } from '../crdt/emitter.ts'
 import type { ReplicaType } from '../crdt/replica.ts'
 import type { PresentedCredentials } from './credentials.ts'
-import type { DeltaEntry, PeerId } from './messages.ts'
+import type { DeltaEntry } from './messages.ts'
+import type { AgentId } from '../crdt/agent-id.ts'
 
 /** What a remote peer may do with one name. */
 export type Access = 'none' | 'read' | 'write'
@@ -93,9 +94,9 @@ export interface SyncHost {
    * it against the secret this side expects of that peer; a host that
    * requires no credentials returns true.
    */
-  authenticate(peer: PeerId, presented: PresentedCredentials): MaybePromise<boolean>
+  authenticate(peer: AgentId, presented: PresentedCredentials): MaybePromise<boolean>
   /** What `peer` may do with `name`: `read` (receive) or `write` (also send changes). */
-  access(peer: PeerId, name: string): Access
+  access(peer: AgentId, name: string): Access
   /**
    * Optional, for hosts that do not keep every name in memory (a store):
    * makes `names` readable synchronously ({@link version},

@@ -3,6 +3,8 @@
  * grammar in sync/PROTOCOL.md): the session, the host interface a store
  * implements for it, and the message codec. Chunking stays internal.
  */
+/** The agent id brand, from crdt/ (one identity through every layer). */
+export { agentId, type AgentId } from '../crdt/agent-id.ts'
 export {
   FRAME_FORMAT,
   PROTOCOL_VERSION,
@@ -10,7 +12,6 @@ export {
   MessageType,
   KNOWN_TYPES,
   WIRE_LIMITS,
-  peerId,
   encodeMessage,
   decodeMessage,
   isHandshakeMessage,
@@ -18,7 +19,6 @@ export {
   isChunkMessage,
 } from './messages.ts'
 export type {
-  PeerId,
   RefuseReason,
   Message,
   DecodedMessage,

@@ -8,6 +8,7 @@
  * an {@link UnknownMessage} so newer peers can add messages (forward
  * compatibility).
  */
+import { MAX_AGENT_ID_LENGTH, type AgentId } from '../crdt/agent-id.ts'
 import { type Decoder, Encoder, decodeGuarded } from '../crdt/codec.ts'
 import { ConcordError, DecodeError, ErrorCodes } from '../crdt/errors.ts'
 import type { ReplicaType } from '../crdt/replica.ts'
@@ -26,17 +27,6 @@ export const FRAME_FORMAT = 1
 export const PROTOCOL_VERSION = 2
 /** Oldest protocol version this code accepts. */
 export const MIN_PROTOCOL_VERSION = 1
-
-/** A peer's id as carried by the handshake. Branded so it is not mixed up with names. */
-export type PeerId = string & { readonly __brand: 'PeerId' }
-
-/** Brands a string as a {@link PeerId} after checking it (non-empty, at most 256 characters). */
-export function peerId(id: string): PeerId {
-  if (typeof id !== 'string' || id.length === 0 || id.length > 256) {
-    throw new RangeError('peer id must be a non-empty string of at most 256 characters')
-  }
-  return id as PeerId
-}
 
 /** Message type bytes. Never reuse a retired number. */
 export const MessageType = {
@@ -73,7 +63,7 @@ export interface HelloMessage {
   /** Protocol versions the sender speaks, `min..max`. */
   readonly minVersion: number
   readonly maxVersion: number
-  readonly peerId: PeerId
+  readonly agentId: AgentId
   /** Credentials; empty when none. Never put it in a URL. */
   readonly token: string
   /** The names the sender wants to receive. */
@@ -293,8 +283,8 @@ export const WIRE_LIMITS = {
   maxExtensionKeyBytes: 256,
   maxExtensionValueBytes: 64 * 1024,
   maxMessageLength: 4096,
-  /** A peer id is at most 256 UTF-16 code units: at most 3 UTF-8 bytes each. */
-  maxPeerIdBytes: 3 * 256,
+  /** An agent id is at most 256 UTF-16 code units: at most 3 UTF-8 bytes each. */
+  maxAgentIdBytes: 3 * 256,
   /** A name is at most {@link MAX_NAME_LENGTH} UTF-16 code units: at most 3 UTF-8 bytes each. */
   maxNameBytes: 3 * MAX_NAME_LENGTH,
   /** The longest type tag (`lww-register`), with room. */
@@ -373,7 +363,7 @@ export function writeMessage(encoder: Encoder, message: Message): void {
     case 'hello': {
       encoder.writeUint8(MessageType.hello)
       encoder.writeVarUint(message.minVersion).writeVarUint(message.maxVersion)
-      encoder.writeString(message.peerId).writeString(message.token)
+      encoder.writeString(message.agentId).writeString(message.token)
       if (isAllNames(message.filter)) {
         encoder.writeUint8(0)
       } else {
@@ -475,8 +465,8 @@ export function readMessage(decoder: Decoder): DecodedMessage {
       const minVersion = decoder.readVarUint()
       const maxVersion = decoder.readVarUint()
       if (minVersion > maxVersion) throw new DecodeError('hello: minVersion > maxVersion')
-      const id = readLimitedString(decoder, WIRE_LIMITS.maxPeerIdBytes, 'hello: peer id')
-      if (id.length === 0 || id.length > 256) throw new DecodeError('hello: invalid peer id')
+      const id = readLimitedString(decoder, WIRE_LIMITS.maxAgentIdBytes, 'hello: agent id')
+      if (id.length === 0 || id.length > MAX_AGENT_ID_LENGTH) throw new DecodeError('hello: invalid agent id')
       const token = readLimitedString(decoder, WIRE_LIMITS.maxTokenBytes, 'hello: token')
       const kind = decoder.readUint8()
       let filter: NameFilter
@@ -508,7 +498,7 @@ export function readMessage(decoder: Decoder): DecodedMessage {
         const key = readLimitedString(decoder, WIRE_LIMITS.maxExtensionKeyBytes, 'hello: extension key')
         extensions.push({ key, value: decoder.readBytes(WIRE_LIMITS.maxExtensionValueBytes) })
       }
-      return { type: 'hello', minVersion, maxVersion, peerId: id as PeerId, token, filter, maxFrameBytes, window, extensions }
+      return { type: 'hello', minVersion, maxVersion, agentId: id as AgentId, token, filter, maxFrameBytes, window, extensions }
     }
     case MessageType.helloOk:
       return { type: 'hello-ok', version: decoder.readVarUint() }

@@ -37,8 +37,8 @@ export interface ControlSlot {
 export interface OutboxContext {
   readonly channel: SyncChannel
   readonly stats: SessionStats
-  /** This side's peer id (the author of a commit whose provenance names none). */
-  readonly peerId: string
+  /** This side's agent id (the author of a commit whose provenance names none). */
+  readonly agentId: string
   /** Largest frame this side sends. */
   readonly maxFrameBytes: number
   /** Most queued commits before the queue is replaced by a resync. */
@@ -310,7 +310,7 @@ export class Outbox {
       if (item.kind === 'commit' && item.provenance) {
         // Who made it, right before it (sync/provenance.ts).
         const { agent, message: why, metaJson, authored } = item.provenance
-        const claim = encodeMessage({ type: 'provenance', seq, agent: agent ?? this.context.peerId, message: why, metaJson, authored })
+        const claim = encodeMessage({ type: 'provenance', seq, agent: agent ?? this.context.agentId, message: why, metaJson, authored })
         return [...this.framesOf(claim, frameLimit), ...frames]
       }
       return frames

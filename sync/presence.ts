@@ -26,7 +26,7 @@ export const PRESENCE_FORMAT = 1
 export const PRESENCE_LIMITS = {
   /** Entries in one PRESENCE message. */
   maxEntriesPerMessage: 64,
-  /** Characters of an agent or peer id. */
+  /** Characters of an agent id (an entry's agent or its peer). */
   maxIdLength: 256,
   /** Bytes of one entry's state. */
   maxStateBytes: 4096,

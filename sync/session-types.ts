@@ -4,7 +4,8 @@
  * session's parts (handshake, inbound, outbound, anti-entropy) share them.
  */
 import type { Admission } from './admission.ts'
-import type { PeerId, RefuseReason } from './messages.ts'
+import type { RefuseReason } from './messages.ts'
+import type { AgentId } from '../crdt/agent-id.ts'
 import type { NameFilter } from './names.ts'
 import type { PresenceEntry } from './presence.ts'
 
@@ -19,7 +20,7 @@ export interface SyncChannel {
 /** Options of a {@link SyncSession}. */
 export interface SessionOptions {
   /** This peer's id, sent in HELLO. */
-  readonly peerId: PeerId
+  readonly agentId: AgentId
   /**
    * This side's secret (empty by default). Protocol 2 proves it (AUTH: an
    * HMAC over both sides' fresh nonces); it travels only as a legacy bearer.
@@ -186,9 +187,9 @@ export interface SessionStats {
 /** Events of a {@link SyncSession}. */
 export interface SessionEvents extends Record<string, unknown> {
   /** Handshake done; data may flow. */
-  open: { readonly peerId: PeerId; readonly version: number }
+  open: { readonly agentId: AgentId; readonly version: number }
   /** The first answer to our VERSIONS is applied: we hold what the remote held then. */
-  synced: { readonly peerId: PeerId }
+  synced: { readonly agentId: AgentId }
   /** The connection was refused, by this side (`local`) or the remote. */
   refused: { readonly by: 'local' | 'remote'; readonly reason: RefuseReason; readonly message: string }
   /** The remote refused one of our commits. */

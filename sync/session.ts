@@ -42,11 +42,11 @@ import {
   type DecodedMessage,
   type DeltaEntry,
   type Message,
-  type PeerId,
   type ProvenanceMessage,
   type RefuseReason,
   type VersionEntry,
 } from './messages.ts'
+import type { AgentId } from '../crdt/agent-id.ts'
 import { ALL_NAMES, matchesFilter, sameFilter, type NameFilter } from './names.ts'
 import { DEFAULT_MAX_FRAME, Outbox } from './outbound.ts'
 import { DEFAULT_REQUEST_RATE, RequestGate, type RequestServer } from './request-gate.ts'
@@ -111,7 +111,7 @@ export class SyncSession {
     this.handshake = new Handshake({
       minVersion: options.versions?.min ?? MIN_PROTOCOL_VERSION,
       maxVersion,
-      peerId: options.peerId,
+      agentId: options.agentId,
       token: options.token ?? '',
       legacyBearer: options.legacyBearer ?? maxVersion < PROOF_VERSION,
       provesFirst: options.direction !== 'inbound',
@@ -146,7 +146,7 @@ export class SyncSession {
       {
         channel,
         stats: this.stat,
-        peerId: options.peerId,
+        agentId: options.agentId,
         maxFrameBytes: this.maxFrameBytes,
         maxQueued: Math.max(1, options.maxQueuedCommits ?? 4096),
         remote: () => this.handshake.remote,
@@ -162,7 +162,7 @@ export class SyncSession {
       outbox: this.outbox,
       stats: this.stat,
       now: this.now,
-      mayRead: (name) => this.admission.mayRead(this.handshake.remote?.peerId, name),
+      mayRead: (name) => this.admission.mayRead(this.handshake.remote?.agentId, name),
       fail: (reason) => this.close(reason),
       reconciler: () => this.reconciler,
     })
@@ -174,8 +174,8 @@ export class SyncSession {
   }
 
   /** The remote peer's id, once its HELLO was accepted. */
-  get remotePeerId(): PeerId | undefined {
-    return this.handshake.remote?.peerId
+  get remoteAgentId(): AgentId | undefined {
+    return this.handshake.remote?.agentId
   }
 
   /** The names the remote asked for, once its HELLO was accepted. */
@@ -229,7 +229,7 @@ export class SyncSession {
     const remote = this.handshake.remote
     if (this.stateValue !== 'open' || this.closing || !remote || !takesPresence(remote.extensions)) return 0
     let sent = 0
-    for (const batch of presenceBatches(entries, (name) => this.admission.mayRead(remote.peerId, name))) {
+    for (const batch of presenceBatches(entries, (name) => this.admission.mayRead(remote.agentId, name))) {
       this.stat.presenceOut++
       sent += batch.length
       this.sendControl({ type: 'presence', entries: batch })
@@ -478,7 +478,7 @@ export class SyncSession {
       host: this.host,
       filter: this.filter,
       remoteFilter: () => this.handshake.remote!.filter,
-      mayRead: (name) => this.admission.mayRead(this.handshake.remote?.peerId, name),
+      mayRead: (name) => this.admission.mayRead(this.handshake.remote?.agentId, name),
       send: (message) => this.sendControl(message),
       answer: (names, entries) => this.answerRemote(entries, names),
       fallback: () => this.antiEntropy.sendVersions({ full: true }),
@@ -506,7 +506,7 @@ export class SyncSession {
     this.stateValue = 'open'
     this.outbox.lastAckProgressAt = this.now()
     this.unsubscribe = this.host.subscribe((commit) => this.onLocalCommit(commit))
-    this.events.emit('open', { peerId: this.handshake.remote!.peerId, version: this.handshake.version })
+    this.events.emit('open', { agentId: this.handshake.remote!.agentId, version: this.handshake.version })
     this.antiEntropy.sendVersions({ opening: true })
   }
 
@@ -521,7 +521,7 @@ export class SyncSession {
       entries,
       {
         filter: remote.filter,
-        mayRead: (name) => this.admission.mayRead(remote.peerId, name),
+        mayRead: (name) => this.admission.mayRead(remote.agentId, name),
         host: this.host,
         malformed: (why) => this.malformed(why),
       },
@@ -578,7 +578,7 @@ export class SyncSession {
   /** Admits a remote commit and, once durable or refused, records and acknowledges it. Never rejects. */
   private async settleCommit(seq: number, entries: readonly DeltaEntry[], applied: () => void, provenance?: ProvenanceMessage): Promise<void> {
     try {
-      const admitted = await this.admission.admit(this.handshake.remote!.peerId, entries, this, applied, provenance)
+      const admitted = await this.admission.admit(this.handshake.remote!.agentId, entries, this, applied, provenance)
       if ('refused' in admitted && this.stateValue !== 'closed') {
         const { name, code, message } = admitted.refused
         if (code === ErrorCodes.DECODE_ERROR) this.malformed(`undecodable delta for "${name}"`)
@@ -633,7 +633,7 @@ export class SyncSession {
     this.ledger.cover(seq)
     const first = this.antiEntropy.done()
     this.maybeAck(true)
-    if (first) this.events.emit('synced', { peerId: this.handshake.remote!.peerId })
+    if (first) this.events.emit('synced', { agentId: this.handshake.remote!.agentId })
   }
 
   // ---- outbound ----------------------------------------------------------
@@ -647,7 +647,7 @@ export class SyncSession {
     if (this.stateValue !== 'open' || this.closing || !this.outbox.live || commit.origin === this) return
     const remote = this.handshake.remote!
     const entries = this.admission.readable(
-      remote.peerId,
+      remote.agentId,
       commit.entries.filter((entry) => matchesFilter(remote.filter, entry.name)),
     )
     if (entries.length === 0) return
@@ -657,7 +657,7 @@ export class SyncSession {
       claimed &&
       this.takesProvenance &&
       takesProvenance(remote.extensions) &&
-      (claimed.agent !== this.options.peerId || claimed.message !== undefined || claimed.metaJson !== undefined)
+      (claimed.agent !== this.options.agentId || claimed.message !== undefined || claimed.metaJson !== undefined)
         ? claimed
         : undefined
     if (!this.outbox.queueCommit(entries, provenance)) {

@@ -6,12 +6,12 @@
  * ```ts
  * import { describe, it } from 'node:test'
  * import fc from 'fast-check'
- * import { createReplica, replicaId } from 'concord-crdt/crdt'
+ * import { createReplica, agentId } from 'concord-crdt/crdt'
  * import { runCrdtLaws } from 'concord-crdt/testing'
  *
  * runCrdtLaws({ describe, it }, {
  *   type: 'orset',
- *   create: (id) => createReplica('orset', { replicaId: replicaId(id) }),
+ *   create: (id) => createReplica('orset', { agentId: agentId(id) }),
  *   randomOp: fc.string().map((s) => (r) => (r as ORSetReplica<string>).add(s)),
  * })
  * ```
@@ -43,7 +43,8 @@ import fc from 'fast-check'
 import { bytesEqual } from '../crdt/codec.ts'
 import { ErrorCodes, isConcordError } from '../crdt/errors.ts'
 import { createReplica } from '../crdt/registry.ts'
-import { replicaId, type Replica, type ReplicaType } from '../crdt/replica.ts'
+import type { Replica, ReplicaType } from '../crdt/replica.ts'
+import { agentId } from '../crdt/agent-id.ts'
 import type { TestRunner } from './runner.ts'
 
 /** A random local mutation of a replica. */
@@ -53,8 +54,8 @@ export type RandomOp = (replica: Replica) => void
 export interface LawSpec {
   /** The type tag (used in test names and by the default `load`). */
   readonly type: ReplicaType
-  /** A new, empty replica with the given replica id. */
-  create(replicaId: string): Replica
+  /** A new, empty replica with the given agent id. */
+  create(agentId: string): Replica
   /** A random local mutation. Must not throw for any replica state it is given. */
   readonly randomOp: fc.Arbitrary<RandomOp>
   /**
@@ -63,10 +64,10 @@ export interface LawSpec {
    */
   equal?(a: Replica, b: Replica): boolean
   /**
-   * Loads a replica from a snapshot (`createReplica(type, { replicaId, snapshot })`
+   * Loads a replica from a snapshot (`createReplica(type, { agentId, snapshot })`
    * by default, from crdt/registry.ts). Must throw DecodeError on bad bytes.
    */
-  load?(snapshot: Uint8Array, replicaId: string): Replica
+  load?(snapshot: Uint8Array, agentId: string): Replica
   /** Runs per property (default 30; env `CONCORD_LAW_RUNS` overrides). */
   readonly numRuns?: number
   /** The fast-check seed (default {@link LAW_SEED}). */
@@ -147,7 +148,7 @@ function describeReplica(r: Replica): string {
     value = `<value() threw ${String(error)}>`
   }
   if (value.length > 400) value = `${value.slice(0, 400)}...`
-  return `${r.type}@${r.replicaId} ${value}`
+  return `${r.type}@${r.agentId} ${value}`
 }
 
 /** Registers the law tests of one type with `runner`. */
@@ -166,7 +167,7 @@ export function runCrdtLaws(runner: TestRunner, spec: LawSpec): void {
   const corruptionStrict = spec.corruptionAlwaysDetected ?? false
   const loadSnapshot: (snapshot: Uint8Array, id: string) => Replica = spec.load
     ? spec.load.bind(spec)
-    : (snapshot, id) => createReplica(spec.type, { replicaId: replicaId(id), snapshot })
+    : (snapshot, id) => createReplica(spec.type, { agentId: agentId(id), snapshot })
   const params = { seed, numRuns: runs }
   const ops = fc.array(spec.randomOp, { maxLength: maxOps })
   const nonEmptyOps = fc.array(spec.randomOp, { minLength: 1, maxLength: maxOps })
@@ -305,7 +306,7 @@ export function runCrdtLaws(runner: TestRunner, spec: LawSpec): void {
         fc.property(scenario, (s) => {
           for (const r of diverge(s)) {
             const snap = r.snapshot()
-            const loaded = loadSnapshot(snap, r.replicaId)
+            const loaded = loadSnapshot(snap, r.agentId)
             assert.ok(bytesEqual(loaded.snapshot(), snap), 'snapshot of the loaded replica is byte-equal')
             assert.deepStrictEqual(loaded.value(), r.value())
             assert.ok(bytesEqual(loaded.version(), r.version()), 'versions equal')
@@ -384,7 +385,7 @@ export function runCrdtLaws(runner: TestRunner, spec: LawSpec): void {
         accepted = true
         // Accepted (a valid different input): the replica must stay consistent.
         const snap = r.snapshot()
-        const again = loadSnapshot(snap, r.replicaId)
+        const again = loadSnapshot(snap, r.agentId)
         assert.ok(bytesEqual(again.snapshot(), snap), `${what}: accepted, but the replica no longer round-trips`)
         r.value()
         r.version()

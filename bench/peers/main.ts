@@ -68,7 +68,7 @@ async function concordHub(role: Extract<HubRole, { kind: 'concord-hub' }>): Prom
     if (message.arrivals) return { arrivals: Object.fromEntries(arrivals ?? []) }
     if (message.start) {
       peer = await createPeer({
-        id: 'hub',
+        agentId: 'hub',
         dir: role.dir,
         durability: role.durability === 'sync' ? { mode: 'sync' } : { mode: 'async', rpoMs: 100 },
       })
@@ -144,7 +144,7 @@ async function client(role: ClientRole): Promise<void> {
   serveRequests(async (message) => {
     if (message.start) {
       if (role.kind === 'concord-client') {
-        peer = await createPeer({ id: `client-${role.seed}` })
+        peer = await createPeer({ agentId: `client-${role.seed}` })
         await peer.connect(role.url)
         doc = (await peer.yjs(role.room)).doc
         watch(doc)

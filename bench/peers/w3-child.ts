@@ -31,7 +31,7 @@ const now = () => Number(process.hrtime.bigint()) / 1e6
 const folder = join(dir, kind)
 if (phase === 'build') {
   if (kind === 'store') {
-    const store = await openStore({ dir: folder, replicaId: 'bench', sweepMs: 0, durability: { mode: 'async', rpoMs: 100 } })
+    const store = await openStore({ dir: folder, agentId: 'bench', sweepMs: 0, durability: { mode: 'async', rpoMs: 100 } })
     for (let i = 0; i < docs; i++) {
       await store.open(name(i), 'yjs')
       for (const update of updatesOf(i)) await store.applyRemote(name(i), update)
@@ -47,7 +47,7 @@ if (phase === 'build') {
   const start = now()
   let chars = 0
   if (kind === 'store') {
-    const store = await openStore({ dir: folder, replicaId: 'bench', sweepMs: 0 })
+    const store = await openStore({ dir: folder, agentId: 'bench', sweepMs: 0 })
     for (const { name: n } of await store.listNames()) {
       const replica = (await store.open(n, 'yjs')) as unknown as { doc: Y.Doc }
       chars += replica.doc.getText('t').length

@@ -16,7 +16,7 @@ const [kind, countText, dir] = process.argv.slice(2)
 const count = Number(countText)
 const updates = typingUpdates(count)
 if (kind === 'store') {
-  const store = await openStore({ dir: join(dir, 'store'), replicaId: 'bench', sweepMs: 0, durability: { mode: 'sync' } })
+  const store = await openStore({ dir: join(dir, 'store'), agentId: 'bench', sweepMs: 0, durability: { mode: 'sync' } })
   await store.open('doc', 'yjs')
   const before = store.durability().fsyncs
   const cpu = process.cpuUsage()

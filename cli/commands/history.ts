@@ -83,7 +83,9 @@ export function registerHistoryCommands(program: Command, ctx: CliContext): void
       .command('restore-at')
       .requiredOption('--at <time>', 'the time: ISO 8601, ms since the epoch, or an HLC as WALL.LOGICAL')
       .requiredOption('--out <dir>', 'the new folder to write (must not hold a store)')
-      .description('write the whole store as it was at a time to a new folder (every name cut at its last record then; unclaimed: open it with a new peer id)'),
+      .description(
+        'write the whole store as it was at a time to a new folder (every name cut at its last record then; unclaimed: open it with a new agent id)',
+      ),
   ).action(
     action(ctx, 'restore-at', async (out, options: FolderOptions & { at: string; out: string }) => {
       const at = parseRestorePoint(options.at)

@@ -14,7 +14,7 @@ import { serveMcpStdio } from '../../mcp/index.ts'
 import { parseWebSocketUrl } from '../../transports/websocket/index.ts'
 import { action, dirOption, type CliContext } from '../context.ts'
 import { CliError, ExitCodes } from '../exit-codes.ts'
-import { storedReplicaId } from '../open-store.ts'
+import { storedAgentId } from '../open-store.ts'
 import { keepConnecting } from './serve.ts'
 import { untilStopped } from '../stop-signal.ts'
 
@@ -33,7 +33,7 @@ export function registerMcp(program: Command, ctx: CliContext): void {
   program
     .command('mcp')
     .addOption(dirOption("the data folder of this agent's peer (created if missing)"))
-    .option('--id <agent>', 'the agent id: the replica id of a new folder, logged with every change (an existing folder keeps its own)')
+    .option('--id <agent>', 'the agent id of a new folder, logged with every change (an existing folder keeps its own)')
     .option('--connect <url>', 'sync with this peer: ws://... or a libp2p multiaddr /.../p2p/<PeerId> (repeatable)', collect, [] as string[])
     .addOption(new Option('--token <token>', 'the secret this peer proves to the peers it connects to').env('CONCORD_TOKEN'))
     .option('--tls-ca <file>', 'trust this CA (PEM) for --connect wss://...')
@@ -48,7 +48,7 @@ export function registerMcp(program: Command, ctx: CliContext): void {
             throw new CliError(ExitCodes.USAGE, `--connect ${remote}: ${(error as Error).message}`)
           }
         }
-        const stored = await storedReplicaId(options.dir)
+        const stored = await storedAgentId(options.dir)
         if (stored !== undefined && options.id !== undefined && options.id !== stored) {
           throw new CliError(ExitCodes.USAGE, `${options.dir} belongs to agent "${stored}", not "${options.id}"`)
         }
@@ -60,7 +60,7 @@ export function registerMcp(program: Command, ctx: CliContext): void {
             : await readFile(options.tlsCa).catch((error) => {
                 throw new CliError(ExitCodes.NOT_FOUND, `cannot read the --tls-ca file ${options.tlsCa}: ${(error as Error).message}`)
               })
-        const peer = await createPeer({ id, dir: options.dir, auth: options.token === undefined ? undefined : { token: options.token } })
+        const peer = await createPeer({ agentId: id, dir: options.dir, auth: options.token === undefined ? undefined : { token: options.token } })
         const stopDialing = new AbortController()
         try {
           peer.on('error', ({ error }) => out.note(`concord mcp: ${error.code}: ${error.message}`))

@@ -98,11 +98,11 @@ export function registerReadCommands(program: Command, ctx: CliContext): void {
       .description('list every name (type, records, size, last change, state: live, archived or DAMAGED, checked as verify does), or print one value as JSON'),
   ).action(
     action(ctx, 'inspect', async (out, name: string | undefined, options: FolderOptions & { check: boolean }) => {
-      await withFolder(options.dir, async ({ store, id }) => {
+      await withFolder(options.dir, async ({ store, agentId: id }) => {
         if (name === undefined) {
           const names = await listNames(store, options.check, out)
           const damaged = names.filter((n) => n.state === 'damaged')
-          out.result({ id: id ?? null, names }, () =>
+          out.result({ agentId: id ?? null, names }, () =>
             [
               names.length === 0
                 ? `${options.dir}: no names`
@@ -127,7 +127,7 @@ export function registerReadCommands(program: Command, ctx: CliContext): void {
                     ),
                   ]
                 : []),
-              id === undefined ? '(unclaimed: the first peer that opens this folder owns it)' : `replica "${id}"`,
+              id === undefined ? '(unclaimed: the first peer that opens this folder owns it)' : `agent "${id}"`,
             ].join('\n'),
           )
           return

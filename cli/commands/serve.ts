@@ -13,7 +13,7 @@ import type { AuthOptions } from '../../peer/options.ts'
 import { checkAclIdentities, parseAcl } from '../acl.ts'
 import { action, dirOption, parseInteger, type CliContext } from '../context.ts'
 import { CliError, ExitCodes } from '../exit-codes.ts'
-import { storedReplicaId } from '../open-store.ts'
+import { storedAgentId } from '../open-store.ts'
 import { ErrorCodes, isConcordError } from '../../crdt/errors.ts'
 import type { ConnectOptions, Peer } from '../../peer/peer.ts'
 import { backoffDelay } from '../../transports/reconnect.ts'
@@ -21,7 +21,7 @@ import { parseWebSocketUrl } from '../../transports/websocket/index.ts'
 import { mcpRoute } from '../../mcp/index.ts'
 import { untilStopped } from '../stop-signal.ts'
 
-/** Replica id of a new folder served without `--id`. */
+/** Agent id of a new folder served without `--id`. */
 export const DEFAULT_SERVE_ID = 'concord-serve'
 
 interface ServeOptions {
@@ -70,7 +70,7 @@ export function registerServe(program: Command, ctx: CliContext): void {
     .option('--tls-key <file>', 'the private key (PEM) of --tls-cert')
     .option('--tls-ca <file>', 'trust this CA (PEM) for --connect wss://... (a private CA or a self-signed peer)')
     .option('--legacy-bearer', 'also accept (and send) protocol-1 tokens in the clear, for peers not yet upgraded; over wss:// only')
-    .option('--id <id>', `replica id of a new folder (default "${DEFAULT_SERVE_ID}"; an existing folder keeps its own)`)
+    .option('--id <id>', `agent id of a new folder (default "${DEFAULT_SERVE_ID}"; an existing folder keeps its own)`)
     .option(
       '--connect <url>',
       'also dial this peer and keep the link up: ws://... or a libp2p multiaddr /.../p2p/<PeerId> (repeatable)',
@@ -132,9 +132,9 @@ export function registerServe(program: Command, ctx: CliContext): void {
             : undefined
         const ca = options.tlsCa !== undefined ? await readOptionFile(options.tlsCa, '--tls-ca') : undefined
         const identities = acl ? checkAclIdentities(acl, options.acl!, options.token !== undefined) : undefined
-        const stored = await storedReplicaId(options.dir)
+        const stored = await storedAgentId(options.dir)
         if (stored !== undefined && options.id !== undefined && options.id !== stored) {
-          throw new CliError(ExitCodes.USAGE, `${options.dir} belongs to replica "${stored}", not "${options.id}"`)
+          throw new CliError(ExitCodes.USAGE, `${options.dir} belongs to agent "${stored}", not "${options.id}"`)
         }
         const id = stored ?? options.id ?? DEFAULT_SERVE_ID
         // --token alone: a shared secret (accepted and presented). With per-peer
@@ -143,7 +143,7 @@ export function registerServe(program: Command, ctx: CliContext): void {
         const extra = { legacyBearer: options.legacyBearer === true, trustClaimedIds: identities?.byPeer === false }
         const auth: AuthOptions = acl?.tokens !== undefined ? { accept: acl.tokens, token: options.token, ...extra } : { token: options.token, ...extra }
         const peer = await createPeer({
-          id,
+          agentId: id,
           dir: options.dir,
           auth,
           access: acl?.access,
@@ -174,9 +174,9 @@ export function registerServe(program: Command, ctx: CliContext): void {
           const mcp = options.mcp ? `${base.replace(/^ws/, 'http')}/mcp` : null
           const ui = options.ui ? `${base.replace(/^ws/, 'http')}/ui` : null
           out.result(
-            { url, port: bound, id, dir: options.dir, yWebsocket: options.yWebsocket ? `${base}/yjs/<room>` : null, mcp, ui, libp2p: p2p ?? null },
+            { url, port: bound, agentId: id, dir: options.dir, yWebsocket: options.yWebsocket ? `${base}/yjs/<room>` : null, mcp, ui, libp2p: p2p ?? null },
             () =>
-              `concord serve: replica "${id}" on ${options.dir}\nlistening on ${url}` +
+              `concord serve: agent "${id}" on ${options.dir}\nlistening on ${url}` +
               (options.yWebsocket ? `\ny-websocket clients: ${base}/yjs/<room>` : '') +
               (mcp ? `\nMCP (streamable HTTP): ${mcp}` : '') +
               (ui ? `\ninspector: ${ui}` : '') +

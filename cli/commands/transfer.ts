@@ -37,7 +37,7 @@ export function registerTransferCommands(program: Command, ctx: CliContext, stdi
       if (options.format === 'binary' && options.out === undefined && (ctx.io.stdout as { isTTY?: boolean }).isTTY) {
         throw new CliError(ExitCodes.USAGE, 'refusing to write binary to a terminal: use --out FILE or a pipe')
       }
-      await withFolder(options.dir, async ({ store, id }) => {
+      await withFolder(options.dir, async ({ store, agentId: id }) => {
         const all = await store.names()
         const wanted = names.length > 0 ? names : all.filter((n) => !n.archived).map((n) => n.name)
         const entries: DumpEntry[] = []
@@ -76,7 +76,7 @@ export function registerTransferCommands(program: Command, ctx: CliContext, stdi
       .argument('[file]', 'a file written by `concord export` (JSON Lines or binary, told apart by its first byte); "-" or omitted: stdin')
       .option('--from-y-leveldb <path>', 'instead: import every document of a y-leveldb database as Concord Yjs names')
       .option('--prefix <prefix>', 'with --from-y-leveldb: prefix of the Concord names', '')
-      .option('--id <id>', 'claim a new folder for this replica id (default: none; the first peer that opens the folder owns it)')
+      .option('--id <id>', 'claim a new folder for this agent id (default: none; the first peer that opens the folder owns it)')
       .description('import an export (joined into existing names) or a y-leveldb database; every name is checked after (exit 5 on a mismatch)'),
     'the data folder to import into (created if missing)',
   ).action(
@@ -109,7 +109,7 @@ export function registerTransferCommands(program: Command, ctx: CliContext, stdi
             )
             return ok ? ExitCodes.OK : ExitCodes.VERIFY_FAILED
           },
-          { create: true, id: options.id },
+          { create: true, agentId: options.id },
         )
       }
 
@@ -154,7 +154,7 @@ export function registerTransferCommands(program: Command, ctx: CliContext, stdi
           )
           return ok ? ExitCodes.OK : ExitCodes.VERIFY_FAILED
         },
-        { create: true, id: options.id },
+        { create: true, agentId: options.id },
       )
     }),
   )

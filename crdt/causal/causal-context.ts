@@ -5,6 +5,7 @@
  * of order). Adding a dot that closes a gap folds it into the contiguous
  * part automatically, so the context is always compacted.
  */
+import { MAX_AGENT_ID_LENGTH } from '../agent-id.ts'
 import type { Decoder, Encoder } from '../codec.ts'
 import { DecodeError } from '../errors.ts'
 import { compareStrings, type Dot } from './dot.ts'
@@ -12,9 +13,6 @@ import { RangeSet } from './range-set.ts'
 
 /** Largest dot counter accepted from the wire (far beyond any real history; keeps arithmetic exact). */
 export const MAX_COUNTER = 2 ** 48
-
-/** Longest replica id accepted (matches `replicaId()`). */
-export const MAX_REPLICA_ID_LENGTH = 256
 
 /** A set of dots, as per-replica ranges. */
 export class CausalContext {
@@ -232,7 +230,7 @@ export function readContext(decoder: Decoder): CausalContext {
   let previousReplica: string | undefined
   for (let r = 0; r < count; r++) {
     const replica = decoder.readString()
-    if (replica.length === 0 || replica.length > MAX_REPLICA_ID_LENGTH) throw new DecodeError('context: bad replica id length')
+    if (replica.length === 0 || replica.length > MAX_AGENT_ID_LENGTH) throw new DecodeError('context: bad agent id length')
     if (previousReplica !== undefined && !(previousReplica < replica)) throw new DecodeError('context: replicas not in canonical order')
     previousReplica = replica
     const ranges = decoder.readCount(2)

@@ -4,7 +4,7 @@
  */
 export { dot, compareDots, compareStrings, formatDot, type Dot } from './dot.ts'
 export { RangeSet } from './range-set.ts'
-export { CausalContext, MAX_COUNTER, MAX_REPLICA_ID_LENGTH, readContext, writeContext } from './causal-context.ts'
+export { CausalContext, MAX_COUNTER, readContext, writeContext } from './causal-context.ts'
 export {
   DotSet,
   DotFun,

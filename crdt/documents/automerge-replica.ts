@@ -45,7 +45,8 @@ import { Emitter, type Unsubscribe } from '../emitter.ts'
 import { ConcordError, DecodeError, ErrorCodes, isConcordError, withArticle } from '../errors.ts'
 import { Encoder, decodeGuarded } from '../codec.ts'
 import { defineDocumentType, type DocumentTypeDef } from './document-type.ts'
-import type { ChangeEvent, PreparedDelta, PrepareOptions, Replica, ReplicaEvents, ReplicaFactory, ReplicaId, UndoRecord } from '../replica.ts'
+import type { ChangeEvent, PreparedDelta, PrepareOptions, Replica, ReplicaEvents, ReplicaFactory, UndoRecord } from '../replica.ts'
+import type { AgentId } from '../agent-id.ts'
 import { mergeAutomergeDeltas } from './merge-deltas.ts'
 import { splitAutomergeChunks, type AutomergeChunk } from './automerge-guard.ts'
 import { AutomergeJournal } from './automerge-journal.ts'
@@ -153,7 +154,7 @@ function sameHeads(a: A.Heads, b: A.Heads): boolean {
 /** An Automerge document behind the replica interface. */
 export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
   readonly type = 'automerge' as const
-  readonly replicaId: ReplicaId
+  readonly agentId: AgentId
   readonly events = new Emitter<ReplicaEvents>()
 
   /** Listens to `change` events (local mutations and remote deltas that changed the state); returns an unsubscribe. */
@@ -179,7 +180,7 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
   guard: (() => void) | undefined
 
   constructor(options: AutomergeReplicaOptions<T>) {
-    this.replicaId = options.replicaId
+    this.agentId = options.agentId
     this.limits = resolveLimits(options.limits)
     this.waiting = new WaitingRoom(this.limits, options.waitingBudget)
     try {

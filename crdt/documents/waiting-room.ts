@@ -59,11 +59,11 @@ export interface WaitingBudgetLimits {
 export const DEFAULT_WAITING_BUDGET: WaitingBudgetLimits = Object.freeze({ maxUpdates: 4000, maxBytes: 32 * 1024 * 1024 })
 
 /**
- * Who sent an update, for the per-sender budget: the `remotePeerId` of the
+ * Who sent an update, for the per-sender budget: the `remoteAgentId` of the
  * origin (a sync session), else one key for everything local or unknown.
  */
 export function defaultWaitingKey(origin: unknown): string {
-  const peer = (origin as { remotePeerId?: unknown } | null | undefined)?.remotePeerId
+  const peer = (origin as { remoteAgentId?: unknown } | null | undefined)?.remoteAgentId
   return typeof peer === 'string' ? `peer:${peer}` : 'other'
 }
 

@@ -48,7 +48,8 @@ import * as Y from 'yjs'
 import { Emitter, type Unsubscribe } from '../emitter.ts'
 import { ConcordError, DecodeError, ErrorCodes, withArticle } from '../errors.ts'
 import { defineDocumentType, type DocumentTypeDef } from './document-type.ts'
-import type { ChangeEvent, LocalRun, PreparedDelta, PrepareOptions, Replica, ReplicaEvents, ReplicaFactory, ReplicaId, UndoRecord } from '../replica.ts'
+import type { ChangeEvent, LocalRun, PreparedDelta, PrepareOptions, Replica, ReplicaEvents, ReplicaFactory, UndoRecord } from '../replica.ts'
+import type { AgentId } from '../agent-id.ts'
 import { mergeYjsDeltas } from './merge-deltas.ts'
 import { resolveLimits, stricterLimits, type DocumentLimits, type YjsReplicaOptions } from './options.ts'
 import { decodeDocumentSnapshot, encodeDocumentSnapshot } from './snapshot-envelope.ts'
@@ -183,7 +184,7 @@ class YjsUndoRecord implements UndoRecord {
 /** A Y.Doc behind the replica interface. */
 export class YjsReplica implements Replica {
   readonly type = 'yjs' as const
-  readonly replicaId: ReplicaId
+  readonly agentId: AgentId
   readonly events = new Emitter<ReplicaEvents>()
 
   /** Listens to `change` events (local mutations and remote deltas that changed the state); returns an unsubscribe. */
@@ -287,7 +288,7 @@ export class YjsReplica implements Replica {
   }
 
   constructor(options: YjsReplicaOptions) {
-    this.replicaId = options.replicaId
+    this.agentId = options.agentId
     this.limits = resolveLimits(options.limits)
     let payload: Uint8Array | undefined
     let gc = options.gc ?? true

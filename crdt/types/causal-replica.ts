@@ -30,7 +30,8 @@ import {
 import { Emitter, type Unsubscribe } from '../emitter.ts'
 import { ConcordError, ErrorCodes, withArticle } from '../errors.ts'
 import { HybridClock } from '../hlc.ts'
-import type { ChangeEvent, PreparedDelta, PrepareOptions, Replica, ReplicaEvents, ReplicaId, ReplicaOptions, UndoRecord } from '../replica.ts'
+import type { ChangeEvent, PreparedDelta, PrepareOptions, Replica, ReplicaEvents, ReplicaOptions, UndoRecord } from '../replica.ts'
+import type { AgentId } from '../agent-id.ts'
 import { DotAllocator } from './dot-allocator.ts'
 import type { NativeType } from '../catalog.ts'
 import type { Json } from './json.ts'
@@ -49,7 +50,7 @@ export function joinStates<S extends DotStore>(a: CausalState<S>, b: CausalState
 /** A native delta-state replica. Each type's class (in the type's file) passes its definition and adds the type's mutators. */
 export class CausalReplica<S extends DotStore = DotStore> implements Replica {
   readonly type: NativeType
-  readonly replicaId: ReplicaId
+  readonly agentId: AgentId
   readonly events = new Emitter<ReplicaEvents>()
 
   /** Listens to `change` events (local mutations and remote deltas that changed the state); returns an unsubscribe. */
@@ -78,7 +79,7 @@ export class CausalReplica<S extends DotStore = DotStore> implements Replica {
     const type = def.tag as NativeType
     this.type = type
     this.def = def
-    this.replicaId = options.replicaId
+    this.agentId = options.agentId
     this.clock = options.clock ?? new HybridClock()
     if (options.snapshot !== undefined) {
       const { state } = decodeState(options.snapshot, type)
@@ -171,7 +172,7 @@ export class CausalReplica<S extends DotStore = DotStore> implements Replica {
 
   /** A dot allocator for a local mutation. */
   protected allocator(): DotAllocator {
-    return new DotAllocator(this.replicaId, this.ctx, this.dotFloor)
+    return new DotAllocator(this.agentId, this.ctx, this.dotFloor)
   }
 
   /** Whether a delta that only removes the dots of `ctx` is valid for this type. */
@@ -264,11 +265,11 @@ export class CausalReplica<S extends DotStore = DotStore> implements Replica {
   reset(snapshot: Uint8Array): void {
     const { state } = decodeState(snapshot, this.type)
     this.def.validateDelta?.(state as CausalState<S>)
-    const own = this.ctx.get(this.replicaId)
+    const own = this.ctx.get(this.agentId)
     this.store = state.store as S
     this.ctx = state.ctx
     if (own) {
-      const taken = new CausalContext(new Map([[this.replicaId, own]])).subtract(this.ctx)
+      const taken = new CausalContext(new Map([[this.agentId, own]])).subtract(this.ctx)
       if (this.acceptsRemoval(taken)) this.ctx.join(taken)
       // A grow-only set cannot say its dots went away: it only never hands them out again.
       else this.dotFloor = Math.max(this.dotFloor, own.max)

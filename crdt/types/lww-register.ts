@@ -1,7 +1,7 @@
 /**
  * LWWRegister (last-writer-wins register) as a causal CRDT (see
  * register-core.ts): every write carries an HLC timestamp; the value is the
- * write with the greatest `(hlc, replica id)` (then dot counter, then
+ * write with the greatest `(hlc, agent id)` (then dot counter, then
  * canonical JSON, for a total order even on forged input), or `null`
  * before the first write. Concurrent losers stay in the store until the
  * next write supersedes them (the join does not prune them, so it stays a
@@ -93,7 +93,7 @@ export const lwwRegisterType: NativeTypeDef<LWWRegisterStore, 'lww-register'> = 
   },
 })
 
-/** A last-writer-wins register ordered by the hybrid logical clock, ties broken by replica id. */
+/** A last-writer-wins register ordered by the hybrid logical clock, ties broken by agent id. */
 export class LWWRegisterView<T extends Json = Json> extends View {
   /** Writes `value` at the clock's next timestamp. */
   set(value: T): boolean {
@@ -111,7 +111,7 @@ export class LWWRegisterView<T extends Json = Json> extends View {
   }
 }
 
-/** Last-writer-wins register (HLC order, ties by replica id); null before the first write. */
+/** Last-writer-wins register (HLC order, ties by agent id); null before the first write. */
 export class LWWRegisterReplica<T extends Json = Json> extends CausalReplica<LWWRegisterStore> {
   private readonly view = new LWWRegisterView<T>(this as CausalReplica, [])
   constructor(options: ReplicaOptions) {
@@ -133,7 +133,7 @@ export class LWWRegisterReplica<T extends Json = Json> extends CausalReplica<LWW
 
 declare module '../catalog.ts' {
   interface TypedOpeners<O> {
-    /** A last-writer-wins register (hybrid logical clock, ties by replica id). */
+    /** A last-writer-wins register (hybrid logical clock, ties by agent id). */
     register<T extends Json = Json>(name: string, options?: O): Promise<LWWRegisterReplica<T>>
   }
 }

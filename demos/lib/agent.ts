@@ -24,7 +24,7 @@ process.on('disconnect', () => process.exit(1))
 /** The names the partition and offline demos write. */
 export const NAMES = { facts: 'facts', writes: 'writes', log: 'log', last: 'last' } as const
 
-const peer: Peer = await createPeer({ id: config.id, dir: config.dir })
+const peer: Peer = await createPeer({ agentId: config.id, dir: config.dir })
 /** The links this agent keeps, each with the number of the dial loop that owns it. */
 const dialed = new Map<string, number>()
 let dialLoops = 0
@@ -85,8 +85,8 @@ const handlers: { [C in Command]: Handler<C> } = {
       await peer.transact(() => {
         facts.add(id)
         writes.increment()
-        log.push([`${id} by ${peer.id}`])
-        last.set({ id, by: peer.id })
+        log.push([`${id} by ${peer.agentId}`])
+        last.set({ id, by: peer.agentId })
       })
     }
     return { acked: ids }

@@ -5,7 +5,7 @@
 
 /** How an agent process is started (its first argument, as JSON). */
 export interface AgentConfig {
-  /** Replica id (stable across restarts). */
+  /** Agent id (stable across restarts). */
   readonly id: string
   /** Its LevelDB folder. */
   readonly dir: string

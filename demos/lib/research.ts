@@ -60,7 +60,7 @@ export async function publishPlan(peer: Peer, topic: string, tasks: string[], pe
 
 /** A research agent's loop: claim, research, commit, until every task is done. */
 export async function research(peer: Peer, options: { peers: number; workMs: number }): Promise<ResearchResult> {
-  const me = peer.id
+  const me = peer.agentId
   const plan = await peer.register<{ tasks?: string[] }>(CONTEXT_NAMES.plan)
   const claims = await peer.set<string>(CONTEXT_NAMES.claims)
   const done = await peer.set<string>(CONTEXT_NAMES.done)

@@ -4,7 +4,7 @@
  * URL): `Authorization: Bearer <token>` and `X-Concord-Peer: <id>`.
  */
 
-/** Who the page is: the peer id it claims, and the token proving it (empty: none). */
+/** Who the page is: the agent id it claims, and the token proving it (empty: none). */
 export interface Credentials {
   readonly peer: string
   readonly token: string
@@ -47,7 +47,7 @@ export interface NameRow {
 
 /** A session of the serving peer (peer.status()). */
 export interface SessionRow {
-  readonly peerId: string | null
+  readonly agentId: string | null
   readonly state: string
   readonly synced: boolean
   readonly lag: { readonly commits: number; readonly bytes: number }
@@ -61,7 +61,7 @@ export interface SessionRow {
 
 /** The status endpoint's answer. */
 export interface StatusInfo {
-  readonly id: string
+  readonly agentId: string
   readonly now: number
   readonly agent: string
   readonly durability: {

@@ -86,9 +86,9 @@ async function start(credentials: Credentials): Promise<void> {
   const status = await client.get<StatusInfo>('status')
   state.client = client
   state.status = status
-  element('serving').textContent = `peer ${status.id} · you are ${credentials.peer}`
+  element('serving').textContent = `peer ${status.agentId} · you are ${credentials.peer}`
   const peer = await createPeer({
-    id: credentials.peer,
+    agentId: credentials.peer,
     database: false,
     automerge: { wasm: `${base}/automerge.wasm` },
     auth: credentials.token ? { token: credentials.token } : undefined,

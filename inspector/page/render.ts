@@ -84,7 +84,7 @@ export function peerRows(sessions: readonly SessionRow[], agents: Agents, now: n
     .map((s) => {
       const state = s.state === 'open' ? (s.synced ? 'synced' : 'syncing') : s.state
       return (
-        `<tr data-peer="${escapeXml(s.peerId ?? '')}"><td>${s.peerId === null ? '<span class="muted">(handshake)</span>' : agents.tag(s.peerId)}</td>` +
+        `<tr data-peer="${escapeXml(s.agentId ?? '')}"><td>${s.agentId === null ? '<span class="muted">(handshake)</span>' : agents.tag(s.agentId)}</td>` +
         `<td>${escapeXml(state)}</td><td>${s.lag.commits}</td><td>${bytes(s.lag.bytes)}</td><td>${escapeXml(ago(s.lastAckAt, now))}</td>` +
         `<td>${s.refusedWrites}</td><td>${s.rejectedByRemote}</td><td>${s.malformed}</td><td>${bytes(s.bytesIn)} / ${bytes(s.bytesOut)}</td></tr>`
       )

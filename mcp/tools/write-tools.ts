@@ -255,7 +255,7 @@ export const jsonPatch = defineTool({
           patchAutomerge(replica as AutomergeReplica, patch, before, args.message)
         } else {
           // A map takes a patch operation by operation: a dry run on a copy first, so that it applies all or none.
-          const scratch = createReplica('ormap', { replicaId: replica.replicaId, snapshot: replica.snapshot() }) as ORMapReplica
+          const scratch = createReplica('ormap', { agentId: replica.agentId, snapshot: replica.snapshot() }) as ORMapReplica
           patchMap(scratch.root, patch, `"${args.name}"`)
           patchMap((replica as ORMapReplica).root, patch, `"${args.name}"`)
         }

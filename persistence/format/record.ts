@@ -6,7 +6,7 @@
  * string  name
  * varuint seq            (1, 2, 3, ... per name, no holes)
  * hlc     time           (wall varuint, logical varuint)
- * string  agent          (the replica id that wrote the record)
+ * string  agent          (the agent id that wrote the record)
  * u8      kind           (0 delta, 1 full state written after a failed write)
  * raw32   prevHash       (SHA-256 of the previous record of the name; zeros for seq 1)
  * bytes   payload        (the delta)

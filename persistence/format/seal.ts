@@ -14,7 +14,7 @@ export const SEAL_VERSION = 1
 
 /** Every name at a clean close: its last seq (the archived ones: as archived). */
 export interface SealFile {
-  readonly replicaId: string
+  readonly agentId: string
   readonly generation: number
   readonly closedAt: number
   readonly names: ReadonlyArray<{ readonly name: string; readonly lastSeq: number }>
@@ -54,9 +54,9 @@ function decodeWith<T>(bytes: Uint8Array, what: string, read: (d: Decoder) => T)
   }
 }
 
-/** `u8 1 | string replicaId | varuint generation | varuint closedAt | count, (string name, varuint lastSeq)* | u32 crc` */
+/** `u8 1 | string agentId | varuint generation | varuint closedAt | count, (string name, varuint lastSeq)* | u32 crc` */
 export function encodeSealFile(seal: SealFile): Uint8Array {
-  const e = new Encoder().writeUint8(SEAL_VERSION).writeString(seal.replicaId).writeVarUint(seal.generation).writeVarUint(seal.closedAt)
+  const e = new Encoder().writeUint8(SEAL_VERSION).writeString(seal.agentId).writeVarUint(seal.generation).writeVarUint(seal.closedAt)
   e.writeVarUint(seal.names.length)
   for (const { name, lastSeq } of seal.names) e.writeString(name).writeVarUint(lastSeq)
   return sealWithChecksum(e.finish())
@@ -65,17 +65,17 @@ export function encodeSealFile(seal: SealFile): Uint8Array {
 /** Decodes a seal file; with `names: false`, its header only (no name list: the intact case reads no more). */
 export function decodeSealFile(bytes: Uint8Array, options: { names?: boolean } = {}): SealFile {
   return decodeWith(bytes, 'seal file', (d) => {
-    const replicaId = d.readString()
+    const agentId = d.readString()
     const generation = d.readVarUint()
     const closedAt = d.readVarUint()
     if (options.names === false) {
       d.readRaw(d.remaining)
-      return { replicaId, generation, closedAt, names: [] }
+      return { agentId, generation, closedAt, names: [] }
     }
     const count = d.readCount(2)
     const names: Array<{ name: string; lastSeq: number }> = []
     for (let i = 0; i < count; i++) names.push({ name: d.readString(), lastSeq: d.readVarUint() })
-    return { replicaId, generation, closedAt, names }
+    return { agentId, generation, closedAt, names }
   })
 }
 

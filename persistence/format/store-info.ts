@@ -1,7 +1,7 @@
 /**
  * Store-wide information under `['s', 'info']` (format version 1):
- * `u8 version | string replicaId | varuint created (ms) | u32 CRC-32`.
- * An empty `replicaId` ({@link UNCLAIMED}) marks a store created by a
+ * `u8 version | string agentId | varuint created (ms) | u32 CRC-32`.
+ * An empty `agentId` ({@link UNCLAIMED}) marks a store created by a
  * maintenance tool (`concord import`): the first peer that opens it claims it.
  */
 import { Decoder, Encoder } from '../../crdt/codec.ts'
@@ -11,18 +11,18 @@ import { openChecksummed, sealWithChecksum } from './checksum.ts'
 /** Current store-info format version. */
 export const STORE_INFO_VERSION = 1
 
-/** The `replicaId` of a store no replica has claimed yet. */
+/** The `agentId` of a store no replica has claimed yet. */
 export const UNCLAIMED = ''
 
 /** What a store records about itself. */
 export interface StoreInfo {
-  readonly replicaId: string
+  readonly agentId: string
   readonly created: number
 }
 
 /** Encodes store information. */
 export function encodeStoreInfo(info: StoreInfo): Uint8Array {
-  return sealWithChecksum(new Encoder().writeUint8(STORE_INFO_VERSION).writeString(info.replicaId).writeVarUint(info.created).finish())
+  return sealWithChecksum(new Encoder().writeUint8(STORE_INFO_VERSION).writeString(info.agentId).writeVarUint(info.created).finish())
 }
 
 /** Decodes store information; `CONCORD_CORRUPT_RECORD` if damaged. */
@@ -33,7 +33,7 @@ export function decodeStoreInfo(bytes: Uint8Array): StoreInfo {
   try {
     const d = new Decoder(body)
     d.readVersion(STORE_INFO_VERSION, 'store info')
-    const info = { replicaId: d.readString(), created: d.readVarUint() }
+    const info = { agentId: d.readString(), created: d.readVarUint() }
     d.end('store info')
     return info
   } catch (error) {

@@ -11,7 +11,7 @@
  * as `unavailable`. Names created after the time are not in the copy.
  *
  * The new folder is unclaimed (FORMAT.md "Store info"): the first peer that
- * opens it owns it. Open it with a new replica id, unless the original
+ * opens it owns it. Open it with a new agent id, unless the original
  * store will never write again (the same id would issue again the dots it
  * issued after the cut).
  */
@@ -143,7 +143,7 @@ export async function restoreTo(context: StoreContext, names: Names, dir: string
       report.names.push({ name, type: meta.type, seq })
     }
     // The store info last: a folder without it is no store, so a restore cut short is never opened as one.
-    ops.push({ type: 'put', key: STORE_INFO_KEY, value: encodeStoreInfo({ replicaId: UNCLAIMED, created: context.now() }) })
+    ops.push({ type: 'put', key: STORE_INFO_KEY, value: encodeStoreInfo({ agentId: UNCLAIMED, created: context.now() }) })
     await drain()
     await target.flush()
   } finally {

@@ -68,7 +68,7 @@ export class TimeTravel {
     if (!Number.isSafeInteger(seq) || seq < 0 || seq > meta.lastSeq) {
       throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `"${name}": seq ${seq} is outside 0..${meta.lastSeq}`)
     }
-    const create = (snapshot?: Uint8Array): Replica => this.context.createReplica(meta.type, { replicaId: this.context.replicaId, snapshot })
+    const create = (snapshot?: Uint8Array): Replica => this.context.createReplica(meta.type, { agentId: this.context.agentId, snapshot })
     if (seq === 0) return create()
     const anchored = meta.firstSeq <= 1 || meta.checkpoints.some((cp) => cp.seq <= seq && cp.seq >= meta.firstSeq - 1)
     if (!anchored) return this.replayFromStart(meta, seq, create, options.signal)
@@ -189,7 +189,7 @@ export class TimeTravel {
     await this.context.committer.idle()
     const meta = await this.names.meta(name, { signal: options.signal, mustExist: true })
     const problems: string[] = []
-    const create = (snapshot?: Uint8Array): Replica => this.context.createReplica(meta.type, { replicaId: this.context.replicaId, snapshot })
+    const create = (snapshot?: Uint8Array): Replica => this.context.createReplica(meta.type, { agentId: this.context.agentId, snapshot })
     const checkpoints = new Map<number, Replica | undefined>()
     for (const ref of meta.checkpoints) {
       const cp = await loadCheckpoint(this.context.storage, meta, ref.seq)

@@ -131,7 +131,7 @@ export async function writeSeal(context: StoreContext, owner: Names, dir: string
   const generation = (key ? decodeSealKey(key).generation : 0) + 1
   const names = await sealedNames(owner)
   await context.storage.batch([{ type: 'put', key: SEAL_KEY, value: encodeSealKey({ generation, closed: true }) }], { sync: true })
-  await writeSealFile(dir, SEAL_FILE, encodeSealFile({ replicaId: context.replicaId, generation, closedAt: context.now(), names }))
+  await writeSealFile(dir, SEAL_FILE, encodeSealFile({ agentId: context.agentId, generation, closedAt: context.now(), names }))
 }
 
 /** How `verify` states a loss, and what to do about it. */

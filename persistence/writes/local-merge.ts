@@ -170,7 +170,7 @@ export class LocalMerge {
    * keeps them as they are.
    */
   private mergedItems({ deltas, hlc }: MergingUnit): LogItem[] {
-    const agent = this.context.replicaId
+    const agent = this.context.agentId
     const items: LogItem[] = []
     for (const [entry, list] of deltas) {
       const merger = list.length > 1 ? this.context.mergerOf(entry.type) : undefined

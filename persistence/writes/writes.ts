@@ -116,7 +116,7 @@ export class Writes {
       this.merge.add(entry, event)
       return
     }
-    const item: LogItem = { entry, delta: event.delta, hlc: this.context.clock.now(), agent: this.context.replicaId }
+    const item: LogItem = { entry, delta: event.delta, hlc: this.context.clock.now(), agent: this.context.agentId }
     if (this.assembling !== undefined) this.assembling.push(item)
     else this.enqueueItems([item]).catch((error) => this.reportFailure([entry], error))
   }
@@ -176,7 +176,7 @@ export class Writes {
     const { context } = this
     // Several deltas, or a name to create: checked strictly, so that none is refused once one applied.
     const strict = deltas.length > 1 || entries.some((entry) => entry.state.unborn)
-    const agent = options.agent ?? context.replicaId
+    const agent = options.agent ?? context.agentId
     const changed: boolean[] = []
     let items: LogItem[]
     /** The items of the remote deltas (the others are local changes that joined the unit). */
@@ -328,7 +328,7 @@ export class Writes {
       if (since !== undefined && !repaired.has(entry)) {
         repaired.set(entry, since)
         const beyond = entry.replica.deltaSince(since)
-        if (beyond) records.push(b.append(entry.state, { payload: checkedPayload(entry, beyond), hlc: item.hlc, agent: context.replicaId, kind: 'state', now }))
+        if (beyond) records.push(b.append(entry.state, { payload: checkedPayload(entry, beyond), hlc: item.hlc, agent: context.agentId, kind: 'state', now }))
       }
       records.push(
         b.append(entry.state, {

@@ -19,7 +19,7 @@ import { WebSocketTransport } from '../../transports/websocket/index.ts'
 import { createLibp2pTransport } from '../../transports/libp2p/index.ts'
 import type { Connection, Transport } from '../../transports/transport.ts'
 import { createPeer, StoreSyncHost, type Peer } from '../../peer/index.ts'
-import { attachSession, peerId, type SyncConnection, type SyncSession } from '../../sync/index.ts'
+import { attachSession, agentId, type SyncConnection, type SyncSession } from '../../sync/index.ts'
 import { Encoder } from '../../crdt/codec.ts'
 import { TOKENS, type Role } from './fixtures/roles.ts'
 
@@ -183,7 +183,7 @@ export interface ArmedSocket {
  */
 export async function openArmed(address: string, role: Role, options: { wantsEverything?: boolean; watchFor?: string } = {}): Promise<ArmedSocket> {
   const filter = options.wantsEverything ? undefined : { names: ['attacker/asks-for-nothing'] }
-  const peer: Peer = await createPeer({ id: role })
+  const peer: Peer = await createPeer({ agentId: role })
   const host = new StoreSyncHost({ store: peer.store })
   let dialed: Dialed | undefined
   const close = async () => {
@@ -200,7 +200,7 @@ export async function openArmed(address: string, role: Role, options: { wantsEve
       markClosed = done
     })
     tap.events.on('close', () => markClosed())
-    const session = attachSession(tap, host, { peerId: peerId(role), token: TOKENS[role], filter, channelBinding: dialed.channelBinding })
+    const session = attachSession(tap, host, { agentId: agentId(role), token: TOKENS[role], filter, channelBinding: dialed.channelBinding })
     await new Promise<void>((resolve, reject) => {
       session.events.once('open', () => resolve())
       session.events.once('close', ({ reason }) => reject(new Error(`${role}'s handshake failed: ${reason}`)))
@@ -276,7 +276,7 @@ export async function stopAll(loops: ReadonlyArray<{ stop(): Promise<LoopReport>
 
 /**
  * The URL query a y-websocket client puts its credentials in
- * (`new WebsocketProvider(url, room, doc, { params })`): the peer id it
+ * (`new WebsocketProvider(url, room, doc, { params })`): the agent id it
  * claims and its token. One place, so the suite follows the route's format.
  */
 export function yCredentials(role: Role): Record<string, string> {

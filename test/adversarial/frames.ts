@@ -5,7 +5,8 @@
  * `Encoder` (crdt/codec.ts) following the grammar in sync/PROTOCOL.md.
  */
 import { Encoder } from '../../crdt/codec.ts'
-import { FRAME_FORMAT, MessageType, encodeMessage, peerId } from '../../sync/messages.ts'
+import { FRAME_FORMAT, MessageType, encodeMessage } from '../../sync/messages.ts'
+import { agentId } from '../../crdt/agent-id.ts'
 
 /** The largest varUint of the grammar (2^53-1). */
 export const HUGE = Number.MAX_SAFE_INTEGER
@@ -21,7 +22,7 @@ export function helloFrame(id: string, token: string, extra: { maxFrameBytes?: n
     type: 'hello',
     minVersion: 1,
     maxVersion: 1,
-    peerId: peerId(id),
+    agentId: agentId(id),
     token,
     filter: {},
     maxFrameBytes: extra.maxFrameBytes ?? 1 << 20,
@@ -63,7 +64,7 @@ export function oversizedFrames(): Array<{ readonly label: string; readonly fram
       ),
     },
     {
-      label: 'hello: peer id length 2^40',
+      label: 'hello: agent id length 2^40',
       frame: frame(MessageType.hello, (e) =>
         e
           .writeVarUint(1)

@@ -279,7 +279,7 @@ export async function underAttack(t: TestContext, spec: AttackSpec): Promise<Att
 
 /** Connects carol (a legitimate peer) to `url`; resolves with the peer once its handshake is done, or null after `timeoutMs`. */
 export async function legitimateNewcomer(url: string, timeoutMs = 10_000): Promise<Peer | null> {
-  const carol = await createPeer({ id: 'carol', auth: { token: TOKENS.carol } })
+  const carol = await createPeer({ agentId: 'carol', auth: { token: TOKENS.carol } })
   let timer: ReturnType<typeof setTimeout> | undefined
   const connected = await Promise.race([
     carol.connect(url).then(

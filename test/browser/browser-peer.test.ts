@@ -32,7 +32,7 @@ interface Values {
 async function startPagePeer(page: Page, connect?: string): Promise<void> {
   await page.evaluate(async (url) => {
     const g = globalThis as any
-    const peer = await g.Concord.createPeer({ id: 'page', automerge: { wasm: '/automerge.wasm' } })
+    const peer = await g.Concord.createPeer({ agentId: 'page', automerge: { wasm: '/automerge.wasm' } })
     g.peer = peer
     g.r = { clicks: await peer.counter('clicks'), tags: await peer.set('tags'), notes: await peer.yjs('notes'), spec: await peer.automerge('spec') }
     if (url) await peer.connect(url)
@@ -117,7 +117,7 @@ test("a Chromium page's peer syncs with a Node peer both ways, keeps its state i
   let browser: Browser | undefined
   let node: Peer | undefined
   try {
-    node = await createPeer({ id: 'node', dir: join(data.path, 'node') })
+    node = await createPeer({ agentId: 'node', dir: join(data.path, 'node') })
     const { url, port } = await node.listen({ port: 0, host: '127.0.0.1' })
     await nodeEdits(node, { clicks: 2, tag: 'from-node', text: 'node:', item: 'n1' })
 
@@ -161,7 +161,7 @@ test("a Chromium page's peer syncs with a Node peer both ways, keeps its state i
     // 3. The browser goes away; the Node peer comes back from its folder and writes meanwhile.
     await browser.close()
     browser = undefined
-    node = await createPeer({ id: 'node', dir: join(data.path, 'node') })
+    node = await createPeer({ agentId: 'node', dir: join(data.path, 'node') })
     await node.listen({ port, host: '127.0.0.1' })
     await nodeEdits(node, { clicks: 20, tag: 'while-away', text: 'away:', item: 'n3' })
 
@@ -201,7 +201,7 @@ test("Automerge's wasm is loaded on first need only; a page peer without Automer
   const profile = await tempDir('concord-chromium-profile-')
   const log: PageLog = { errors: [], lines: [] }
   let browser: Browser | undefined
-  const node = await createPeer({ id: 'node', dir: join(data.path, 'node') })
+  const node = await createPeer({ agentId: 'node', dir: join(data.path, 'node') })
   try {
     const { url } = await node.listen({ port: 0, host: '127.0.0.1' })
     const counter = await node.counter('c')
@@ -219,7 +219,7 @@ test("Automerge's wasm is loaded on first need only; a page peer without Automer
     const without = await openPage(browser, site.url, log)
     const outcome = await without.evaluate(async (u) => {
       const g = globalThis as any
-      const peer = await g.Concord.createPeer({ id: 'plain', database: false })
+      const peer = await g.Concord.createPeer({ agentId: 'plain', database: false })
       const errors: Array<{ name?: string; code: string }> = []
       peer.on('error', ({ name, error }: any) => errors.push({ name, code: error.code }))
       const c = await peer.counter('c')
@@ -242,7 +242,7 @@ test("Automerge's wasm is loaded on first need only; a page peer without Automer
     const lazy = await openPage(browser, site.url, log)
     await lazy.evaluate(async () => {
       const g = globalThis as any
-      const peer = await g.Concord.createPeer({ id: 'lazy', database: false, automerge: { wasm: '/automerge.wasm' } })
+      const peer = await g.Concord.createPeer({ agentId: 'lazy', database: false, automerge: { wasm: '/automerge.wasm' } })
       const c = await peer.counter('solo')
       await peer.transact(() => c.increment())
       await peer.close()
@@ -252,7 +252,7 @@ test("Automerge's wasm is loaded on first need only; a page peer without Automer
     // The first remote commit carrying a document loads it, and the commit is applied whole.
     const loaded = await lazy.evaluate(async (u) => {
       const g = globalThis as any
-      const peer = await g.Concord.createPeer({ id: 'lazy-remote', database: false, automerge: { wasm: '/automerge.wasm' } })
+      const peer = await g.Concord.createPeer({ agentId: 'lazy-remote', database: false, automerge: { wasm: '/automerge.wasm' } })
       await peer.connect(u)
       await g.Concord.waitFor(async () => (await peer.names()).length === 2)
       const value = (await peer.automerge('doc')).value()

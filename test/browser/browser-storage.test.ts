@@ -71,7 +71,7 @@ test('sync mode writes in strict IndexedDB transactions; async mode in relaxed o
       return transaction
     }
     const run = async (database: string, durability: unknown) => {
-      const peer = await g.Concord.createPeer({ id: database, durability })
+      const peer = await g.Concord.createPeer({ agentId: database, durability })
       const counter = await peer.counter('n')
       durabilities.length = 0
       for (let i = 0; i < 3; i++) await peer.transact(() => counter.increment())
@@ -95,13 +95,13 @@ test('one tab at a time holds a database: a second gets CONCORD_LOCKED until the
   const second = await openPage(browser!, site.url, log)
   await first.evaluate(async () => {
     const g = globalThis as any
-    g.peer = await g.Concord.createPeer({ id: 'shared' })
+    g.peer = await g.Concord.createPeer({ agentId: 'shared' })
     await g.peer.transact(() => undefined)
   })
   const refused = await second.evaluate(async () => {
     const g = globalThis as any
     try {
-      await g.Concord.createPeer({ id: 'shared', lockWaitMs: 200 })
+      await g.Concord.createPeer({ agentId: 'shared', lockWaitMs: 200 })
       return 'opened'
     } catch (error) {
       return (error as { code?: string }).code ?? String(error)
@@ -111,7 +111,7 @@ test('one tab at a time holds a database: a second gets CONCORD_LOCKED until the
   await first.evaluate(() => (globalThis as any).peer.close())
   const opened = await second.evaluate(async () => {
     const g = globalThis as any
-    const peer = await g.Concord.createPeer({ id: 'shared', lockWaitMs: 2_000 })
+    const peer = await g.Concord.createPeer({ agentId: 'shared', lockWaitMs: 2_000 })
     await peer.close()
     return peer.store.storage.kind
   })
@@ -135,7 +135,7 @@ test('writes acknowledged in sync mode survive the whole browser being killed wi
     void page
       .evaluate(async () => {
         const g = globalThis as any
-        const peer = await g.Concord.createPeer({ id: 'victim' })
+        const peer = await g.Concord.createPeer({ agentId: 'victim' })
         const counter = await peer.counter('n')
         for (let i = 1; ; i++) {
           await peer.transact(() => counter.increment())
@@ -154,7 +154,7 @@ test('writes acknowledged in sync mode survive the whole browser being killed wi
     const reopened = await openPage(again, site.url, log)
     const value = await reopened.evaluate(async () => {
       const g = globalThis as any
-      const peer = await g.Concord.createPeer({ id: 'victim' })
+      const peer = await g.Concord.createPeer({ agentId: 'victim' })
       const n = (await peer.counter('n')).value()
       await peer.close()
       return n

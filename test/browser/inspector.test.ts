@@ -73,7 +73,7 @@ before(async () => {
   if (skip) return
   dir = await tempDir('concord-inspector-')
   hub = await createPeer({
-    id: 'hub',
+    agentId: 'hub',
     dir: join(dir.path, 'hub'),
     auth: { accept: SECRETS },
     access: (peer, name) => {
@@ -85,8 +85,8 @@ before(async () => {
   const listening = await hub.listen({ ui: true })
   wsUrl = listening.url
   origin = `http://127.0.0.1:${listening.port}`
-  ana = await createPeer({ id: 'ana', dir: join(dir.path, 'ana'), auth: { token: SECRETS.ana } })
-  bob = await createPeer({ id: 'bob', dir: join(dir.path, 'bob'), auth: { token: SECRETS.bob } })
+  ana = await createPeer({ agentId: 'ana', dir: join(dir.path, 'ana'), auth: { token: SECRETS.ana } })
+  bob = await createPeer({ agentId: 'bob', dir: join(dir.path, 'bob'), auth: { token: SECRETS.bob } })
   await ana.connect(wsUrl)
   await bob.connect(wsUrl)
   const anaNotes = await ana.yjs('notes')

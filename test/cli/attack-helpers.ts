@@ -70,8 +70,8 @@ export interface LegitPair {
 
 /** Connects a writer and a reader (tokens per peer, or one shared) that sync the counter `name`. */
 export async function legitPair(url: string, tokens: { writer: string; reader: string }, name = 'legit'): Promise<LegitPair> {
-  const writer = await createPeer({ id: 'writer', auth: { token: tokens.writer }, names: { names: [name] } })
-  const reader = await createPeer({ id: 'reader', auth: { token: tokens.reader }, names: { names: [name] } })
+  const writer = await createPeer({ agentId: 'writer', auth: { token: tokens.writer }, names: { names: [name] } })
+  const reader = await createPeer({ agentId: 'reader', auth: { token: tokens.reader }, names: { names: [name] } })
   await writer.connect(url)
   await reader.connect(url)
   const mine = await writer.counter(name)

@@ -27,7 +27,7 @@ test('inspect lists every name with type, records, size, last change; prints one
   withFixture(async (dir, root) => {
     const list = await cliJson(['inspect', '--dir', dir])
     assert.equal(list.code, 0)
-    assert.equal(list.json.id, 'alice')
+    assert.equal(list.json.agentId, 'alice')
     const byName = Object.fromEntries(list.json.names.map((n: { name: string }) => [n.name, n]))
     assert.deepEqual(Object.keys(byName).sort(), ['facts', 'notes', 'plan', 'seen', 'spec', 'tasks'])
     assert.equal(byName.tasks.type, 'pncounter')
@@ -213,7 +213,7 @@ test('export and import round-trip exactly, JSON Lines and binary; bad input is 
     assert.equal((await cli(['inspect', '--dir', join(root, 'd')])).code, 3, 'failed imports did not even create the folder')
     // A name of another type: refused with a type mismatch.
     const other = join(root, 'e')
-    const peer = await createPeer({ id: 'e', dir: other })
+    const peer = await createPeer({ agentId: 'e', dir: other })
     const clash = await peer.set('tasks')
     clash.add(1)
     await peer.close()
@@ -255,7 +255,7 @@ test('import --from-y-leveldb brings every document of a real y-leveldb database
 
     // Independently: what Concord holds equals what y-leveldb returns, and what was written.
     const check = new LeveldbPersistence(source)
-    const peer = await createPeer({ id: 'reader', dir: join(root.path, 'reader') })
+    const peer = await createPeer({ agentId: 'reader', dir: join(root.path, 'reader') })
     try {
       const dump = await cli(['export', '--dir', target, '--format', 'binary', '--out', join(root.path, 'y.bin')])
       assert.equal(dump.code, 0)

@@ -34,7 +34,7 @@ test('a folder made by concord import is not claimed: the first agent that opens
     const imported = await cliJson(['import', '--dir', dir, dumpFile])
     assert.equal(imported.code, 0, imported.stderr)
     const before = await cliJson(['inspect', '--dir', dir])
-    assert.equal(before.json.id, null, 'no owner yet')
+    assert.equal(before.json.agentId, null, 'no owner yet')
     assert.match((await cli(['inspect', '--dir', dir])).stdout, /unclaimed: the first peer that opens this folder owns it/)
     // Maintenance commands keep it unclaimed, even those that write (a revert writes under an id of the run).
     assert.equal((await cli(['compact', '--dir', dir])).code, 0)
@@ -43,9 +43,9 @@ test('a folder made by concord import is not claimed: the first agent that opens
     assert.equal(revert.json.value, 0)
     const agent = (await cliJson(['history', '--dir', dir, 'tasks'])).json.at(-1).agent as string
     assert.match(agent, /^concord-cli-[0-9a-f]{12}$/)
-    assert.equal((await cliJson(['inspect', '--dir', dir])).json.id, null)
+    assert.equal((await cliJson(['inspect', '--dir', dir])).json.agentId, null)
 
-    const peer = await createPeer({ id: 'agent', dir })
+    const peer = await createPeer({ agentId: 'agent', dir })
     try {
       assert.deepEqual((await peer.register('plan')).value(), { step: 3 })
       const tasks = await peer.counter('tasks')
@@ -54,9 +54,9 @@ test('a folder made by concord import is not claimed: the first agent that opens
     } finally {
       await peer.close()
     }
-    assert.equal((await cliJson(['inspect', '--dir', dir])).json.id, 'agent', 'the agent claimed it')
+    assert.equal((await cliJson(['inspect', '--dir', dir])).json.agentId, 'agent', 'the agent claimed it')
     // From now on it is the agent's: another id is refused, saying how to proceed.
-    const error = await createPeer({ id: 'intruder', dir }).then(
+    const error = await createPeer({ agentId: 'intruder', dir }).then(
       async (p) => {
         await p.close()
         return undefined
@@ -66,7 +66,7 @@ test('a folder made by concord import is not claimed: the first agent that opens
     assert.ok(isConcordError(error, ErrorCodes.INVALID_ARGUMENT))
     assert.match(
       (error as Error).message,
-      /belongs to replica "agent", not "intruder".*Open it with id "agent", or give "intruder" a folder of its own.*concord export --dir THIS \| concord import --dir NEW/,
+      /belongs to agent "agent", not "intruder".*Open it with agentId "agent", or give "intruder" a folder of its own.*concord export --dir THIS \| concord import --dir NEW/,
     )
   }))
 
@@ -74,15 +74,15 @@ test('import --id claims the new folder for that replica; a serve on an unclaime
   withExport(async (root, dumpFile) => {
     const claimed = join(root, 'claimed')
     assert.equal((await cli(['import', '--dir', claimed, dumpFile, '--id', 'bob'])).code, 0)
-    assert.equal((await cliJson(['inspect', '--dir', claimed])).json.id, 'bob')
-    await assert.rejects(createPeer({ id: 'agent', dir: claimed }), /belongs to replica "bob", not "agent"/)
-    const bob = await createPeer({ id: 'bob', dir: claimed })
+    assert.equal((await cliJson(['inspect', '--dir', claimed])).json.agentId, 'bob')
+    await assert.rejects(createPeer({ agentId: 'agent', dir: claimed }), /belongs to agent "bob", not "agent"/)
+    const bob = await createPeer({ agentId: 'bob', dir: claimed })
     assert.equal((await bob.counter('tasks')).value(), 5)
     await bob.close()
     // Importing again into it with another --id is a usage error naming the owner.
     const wrong = await cli(['import', '--dir', claimed, dumpFile, '--id', 'carol'])
     assert.equal(wrong.code, 2)
-    assert.match(wrong.stderr, /belongs to replica "bob", not "carol"/)
+    assert.match(wrong.stderr, /belongs to agent "bob", not "carol"/)
 
     const unclaimed = join(root, 'relay')
     assert.equal((await cli(['import', '--dir', unclaimed, dumpFile])).code, 0)
@@ -95,5 +95,5 @@ test('import --id claims the new folder for that replica; a serve on an unclaime
     await ready
     stop.abort()
     assert.equal((await served).code, 0)
-    assert.equal((await cliJson(['inspect', '--dir', unclaimed])).json.id, 'relay')
+    assert.equal((await cliJson(['inspect', '--dir', unclaimed])).json.agentId, 'relay')
   }))

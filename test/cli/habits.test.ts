@@ -103,7 +103,7 @@ test('a folder held by a running concord serve: the lock error names its pid and
   }
   // Held by this very process (a peer open here): said so.
   const again = await tempDir('concord-cli-lock-')
-  const peer = await createPeer({ id: 'here', dir: again.path })
+  const peer = await createPeer({ agentId: 'here', dir: again.path })
   try {
     const run = await cli(['inspect', '--dir', again.path])
     assert.equal(run.code, 4)
@@ -178,7 +178,7 @@ test('a --json document larger than a pipe buffer (64 KiB) reaches a reader thro
   const root = await tempDir('concord-cli-big-')
   try {
     const dir = join(root.path, 'big')
-    const peer = await createPeer({ id: 'big', dir })
+    const peer = await createPeer({ agentId: 'big', dir })
     const items = Array.from({ length: 20_000 }, (_, i) => `item-${String(i).padStart(6, '0')}-${'x'.repeat(40)}`)
     try {
       const set = await peer.set<string>('items')
@@ -201,7 +201,7 @@ test('a --json document larger than a pipe buffer (64 KiB) reaches a reader thro
 
 test('serve: a port in use is said plainly (CONCORD_ADDRESS_IN_USE); no credentials beyond loopback is warned about; --connect retries a peer not up yet', async () => {
   const root = await tempDir('concord-cli-serve-')
-  const busy = await createPeer({ id: 'busy' })
+  const busy = await createPeer({ agentId: 'busy' })
   try {
     const { port } = await busy.listen()
     const taken = await runConcord(['serve', '--dir', join(root.path, 'a'), '--port', String(port)])
@@ -213,7 +213,7 @@ test('serve: a port in use is said plainly (CONCORD_ADDRESS_IN_USE); no credenti
     assert.equal((await cli(['serve', '--dir', join(root.path, 'b'), '--connect', 'http://nope'])).code, 2)
 
     // Listening on every interface with no credentials: a warning on stderr. The peer to --connect to comes up later.
-    const probe = await createPeer({ id: 'probe' })
+    const probe = await createPeer({ agentId: 'probe' })
     const { port: laterPort } = await probe.listen()
     await probe.close() // that port is free again: nothing listens there yet
     const server = spawnConcord([
@@ -232,7 +232,7 @@ test('serve: a port in use is said plainly (CONCORD_ADDRESS_IN_USE); no credenti
     server.stderr!.on('data', (chunk) => {
       stderr += chunk
     })
-    const later = await createPeer({ id: 'later' })
+    const later = await createPeer({ agentId: 'later' })
     try {
       await until(() => /retrying in/.test(stderr), 'serve reports the failed first attempt and retries', 20_000)
       assert.match(stderr, new RegExp(`connect ws://127\\.0\\.0\\.1:${laterPort}/concord: CONCORD_UNREACHABLE: .*connection refused`))

@@ -72,7 +72,7 @@ export function runConcord(args: string[]): Promise<{ code: number | null; stdou
 
 /** Writes a folder as agent "alice" would: every kind of name, several records each. */
 export async function makeFixture(dir: string): Promise<void> {
-  const peer = await createPeer({ id: 'alice', dir })
+  const peer = await createPeer({ agentId: 'alice', dir })
   try {
     const tasks = await peer.counter('tasks')
     tasks.increment(3)

@@ -74,7 +74,7 @@ test('an import killed midway leaves no empty names: every name it left holds it
   const root = await tempDir('concord-import-kill-')
   try {
     const source = join(root.path, 'source')
-    const peer = await createPeer({ id: 'alice', dir: source })
+    const peer = await createPeer({ agentId: 'alice', dir: source })
     const expected = new Map<string, unknown>()
     for (let i = 0; i < NAMES; i++) {
       const set = await peer.set<string>(`set-${String(i).padStart(4, '0')}`)
@@ -93,7 +93,7 @@ test('an import killed midway leaves no empty names: every name it left holds it
       const dir = join(root.path, `t${trial}`)
       const killed = await importAndKill(dir, file, (duration * (trial + 0.5)) / TRIALS)
       if (!killed) continue
-      const store = await openStore({ dir, replicaId: 'importer', sweepMs: 0 }).catch((error) => {
+      const store = await openStore({ dir, agentId: 'importer', sweepMs: 0 }).catch((error) => {
         // Killed before the folder was made: nothing to check.
         if (String(error).includes('not exist') || String(error).includes('does not')) return undefined
         throw error

@@ -17,7 +17,7 @@ test('concord mcp: usage errors say what to give (exit 2), nothing on stdout (it
     assert.equal(badUrl.code, 2)
     assert.match(badUrl.stderr, /--connect http:\/\/nowhere/)
     const owned = join(root.path, 'owned')
-    await (await createPeer({ id: 'bo', dir: owned })).close()
+    await (await createPeer({ agentId: 'bo', dir: owned })).close()
     const other = await cli(['mcp', '--dir', owned, '--id', 'ana'], { input: '' })
     assert.equal(other.code, 2)
     assert.match(other.stderr, /belongs to agent "bo", not "ana"/)

@@ -14,7 +14,8 @@ import { writeFile } from 'node:fs/promises'
 import { connect, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { createPeer } from '../../peer/index.ts'
-import { MessageType, encodeMessage, peerId } from '../../sync/messages.ts'
+import { MessageType, encodeMessage } from '../../sync/messages.ts'
+import { agentId } from '../../crdt/agent-id.ts'
 import { tempDir } from '../helpers/temp-dir.ts'
 import { until } from '../helpers/wait.ts'
 import { frame, handshake, helloFrame, rawClient, sendHelloAndAuth, varUint, type RawClient } from '../helpers/raw-client.ts'
@@ -69,7 +70,7 @@ test('unauthenticated floods: CHUNKs announcing 32M parts, data frames, oversize
           type: 'hello',
           minVersion: 1,
           maxVersion: 2,
-          peerId: peerId('big'),
+          agentId: agentId('big'),
           token: '',
           window: 8,
           extensions: [],
@@ -123,7 +124,7 @@ test('a peer that may read nothing floods REQUEST and VERSIONS, another that may
   const root = await tempDir('concord-attack-requests-')
   const dir = join(root.path, 'relay')
   // 2,000 names, more than the store's cache: each REQUEST used to hydrate and list them all (over 90 s for 2,000 REQUESTs).
-  const seed = await createPeer({ id: 'relay', dir, durability: { mode: 'async', rpoMs: 50 }, cacheSize: 100 })
+  const seed = await createPeer({ agentId: 'relay', dir, durability: { mode: 'async', rpoMs: 50 }, cacheSize: 100 })
   for (let i = 0; i < 2000; i++) (await seed.counter(`n/${i}`)).increment(i + 1)
   await seed.close()
   const aclFile = join(root.path, 'acl.json')

@@ -54,14 +54,14 @@ test('serve --libp2p --gossipsub --allow: listed peers sync over libp2p, others 
     assert.ok(first.multiaddrs.length > 0 && first.multiaddrs.every((ma) => ma.endsWith(`/p2p/${first.peerId}`)), JSON.stringify(first))
     assert.match(server.info.url, /^ws:\/\/127\.0\.0\.1:\d+\/concord$/, 'WebSocket still served')
 
-    const friend = await createPeer({ id: 'friend', dir: friendDir, libp2p: { gossipsub: true } })
+    const friend = await createPeer({ agentId: 'friend', dir: friendDir, libp2p: { gossipsub: true } })
     peers.push(friend)
     const friendAddress = (await friend.listen({ libp2p: {} })).multiaddrs[0]
     await friend.connect(first.multiaddrs[0])
     ;(await friend.counter('visits')).increment(41)
     await friend.flush({ acks: 1 })
 
-    const stranger = await createPeer({ id: 'stranger' })
+    const stranger = await createPeer({ agentId: 'stranger' })
     peers.push(stranger)
     await assert.rejects(stranger.connect(first.multiaddrs[0]), (error: unknown) => isConcordError(error) && error.code === ErrorCodes.UNREACHABLE)
     assert.deepEqual(await stranger.names(), [])

@@ -22,7 +22,7 @@ test('the real `concord serve` process: prints its URL, holds the folder (others
     stderr += chunk
   })
   const exited = once(server, 'exit')
-  const client = await createPeer({ id: 'client' })
+  const client = await createPeer({ agentId: 'client' })
   try {
     let stdout = ''
     server.stdout!.on('data', (chunk) => {
@@ -31,7 +31,7 @@ test('the real `concord serve` process: prints its URL, holds the folder (others
     await until(() => stdout.includes('\n'), 'serve prints its address', 20_000)
     const info = JSON.parse(stdout.split('\n')[0])
     assert.match(info.url, /^ws:\/\/127\.0\.0\.1:\d+\/concord$/)
-    assert.equal(info.id, 'relay')
+    assert.equal(info.agentId, 'relay')
 
     await client.connect(info.url)
     const counter = await client.counter('visits')
@@ -135,10 +135,10 @@ test('serve --acl: per-peer tokens and per-name access; serve stops on its signa
   const peers = []
   try {
     await until(() => url !== '', 'serve listens')
-    const intruder = await createPeer({ id: 'writer', auth: { token: 'nope' } })
+    const intruder = await createPeer({ agentId: 'writer', auth: { token: 'nope' } })
     peers.push(intruder)
     await assert.rejects(intruder.connect(url), (e) => isConcordError(e, ErrorCodes.AUTH_FAILED))
-    const writer = await createPeer({ id: 'writer', auth: { token: 'w-secret' } })
+    const writer = await createPeer({ agentId: 'writer', auth: { token: 'w-secret' } })
     peers.push(writer)
     await writer.connect(url)
     const shared = await writer.counter('shared')
@@ -146,7 +146,7 @@ test('serve --acl: per-peer tokens and per-name access; serve stops on its signa
     const secret = await writer.register<string>('private/key')
     secret.set('k')
     await writer.flush({ acks: 1 })
-    const reader = await createPeer({ id: 'reader', auth: { token: 'r-secret' } })
+    const reader = await createPeer({ agentId: 'reader', auth: { token: 'r-secret' } })
     peers.push(reader)
     await reader.connect(url)
     await until(async () => (await reader.counter('shared')).value() === 2, 'reader receives what it may read')
@@ -237,7 +237,7 @@ test('serve --acl refuses rules that name peers when nothing tells peers apart, 
         url = info.url
       },
     })
-    const peer = await createPeer({ id: 'anyone', auth: { token: 'one-shared-secret' } })
+    const peer = await createPeer({ agentId: 'anyone', auth: { token: 'one-shared-secret' } })
     try {
       await until(() => url !== '', 'serve listens')
       await peer.connect(url)
@@ -289,7 +289,7 @@ test('the real `concord serve --tls-cert --tls-key` process serves wss://; a pee
     stderr += chunk
   })
   const exited = once(server, 'exit')
-  const client = await createPeer({ id: 'client', auth: { token: 'relay-secret-42' } })
+  const client = await createPeer({ agentId: 'client', auth: { token: 'relay-secret-42' } })
   try {
     let stdout = ''
     server.stdout!.on('data', (chunk) => {

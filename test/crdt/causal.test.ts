@@ -14,7 +14,7 @@ import { appendCrc32 } from '../../crdt/types/crc32.ts'
 import { decodeState, decodeVersion, MAX_NESTING } from '../../crdt/types/state-codec.ts'
 import { typeCode, type NativeType } from '../../crdt/catalog.ts'
 import { ORMapReplica, ORSetReplica } from '../../crdt/types/index.ts'
-import { replicaId } from '../../crdt/replica.ts'
+import { agentId } from '../../crdt/agent-id.ts'
 import { LAW_SEED, pull } from '../../testing/index.ts'
 import { createNative, nativeOp } from './native-ops.ts'
 import { type CausalReplica, joinStates } from '../../crdt/types/causal-replica.ts'
@@ -364,7 +364,7 @@ describe('hostile native states', () => {
         e.writeVarUint(1).writeVarUint(0).writeVarUint(1).writeString(deepJson)
       }),
     )
-    const m = new ORMapReplica({ replicaId: replicaId('m') })
+    const m = new ORMapReplica({ agentId: agentId('m') })
     let view = m.root
     for (let i = 0; i < MAX_NESTING - 1; i++) view = view.map(`m${i}`)
     view.flag('f').enable()
@@ -372,12 +372,12 @@ describe('hostile native states', () => {
       () => view.map('one-too-deep').flag('f'),
       (e: unknown) => isConcordError(e, ErrorCodes.INVALID_ARGUMENT),
     )
-    const copy = new ORMapReplica({ replicaId: replicaId('n'), snapshot: m.snapshot() })
+    const copy = new ORMapReplica({ agentId: agentId('n'), snapshot: m.snapshot() })
     assert.deepEqual(copy.value(), m.value(), 'the deepest legal nesting loads')
   })
 
   it('a rejected delta leaves the replica unchanged and usable', () => {
-    const r = new ORSetReplica<string>({ replicaId: replicaId('r') })
+    const r = new ORSetReplica<string>({ agentId: agentId('r') })
     r.add('x')
     const before = r.snapshot()
     const bad = forge('orset', (e) => {

@@ -16,7 +16,8 @@ import { mergeYjsRun } from '../../crdt/documents/yjs-merge.ts'
 import type { YjsReplica } from '../../crdt/documents/yjs-replica.ts'
 import { isConcordError, ErrorCodes } from '../../crdt/errors.ts'
 import { createReplica, deltaMerger, mergeDeltas, replicaFactories } from '../../crdt/registry.ts'
-import { replicaId, type Replica, type ReplicaType } from '../../crdt/replica.ts'
+import type { Replica, ReplicaType } from '../../crdt/replica.ts'
+import { agentId } from '../../crdt/agent-id.ts'
 import { NATIVE_TYPES } from '../../crdt/catalog.ts'
 import { automergeOp, opsInitial, yjsOp } from './documents/document-ops.ts'
 import { createNative, nativeOp } from './native-ops.ts'
@@ -25,8 +26,8 @@ import type { RandomOp } from '../../testing/index.ts'
 const SEED = 20_251_129
 
 function create(type: ReplicaType, id: string): Replica {
-  if (type === 'automerge') return createReplica(type, { replicaId: replicaId(id), initial: opsInitial() } as never)
-  if (type === 'yjs') return createReplica(type, { replicaId: replicaId(id) })
+  if (type === 'automerge') return createReplica(type, { agentId: agentId(id), initial: opsInitial() } as never)
+  if (type === 'yjs') return createReplica(type, { agentId: agentId(id) })
   return createNative(type, id)
 }
 

@@ -39,7 +39,7 @@ test('messages use the right article: "an orset", "a pncounter", "an lww-registe
     ],
   )
   assert.equal(new TypeMismatchError('tasks', 'pncounter', 'orset').message, '"tasks" is an orset, not a pncounter')
-  const peer = await createPeer({ id: 'p' })
+  const peer = await createPeer({ agentId: 'p' })
   try {
     await peer.set('seen')
     await assert.rejects(peer.counter('seen'), { message: '"seen" is an orset, not a pncounter' })

@@ -5,7 +5,8 @@
  */
 import fc from 'fast-check'
 import { HybridClock } from '../../crdt/hlc.ts'
-import { replicaId, type Replica } from '../../crdt/replica.ts'
+import type { Replica } from '../../crdt/replica.ts'
+import { agentId } from '../../crdt/agent-id.ts'
 import { createReplica } from '../../crdt/registry.ts'
 import type { Json } from '../../crdt/types/json.ts'
 import type { NativeType } from '../../crdt/catalog.ts'
@@ -22,9 +23,9 @@ import type {
 import type { ORMapView } from '../../crdt/types/index.ts'
 import type { RandomOp } from '../../testing/index.ts'
 
-/** A native replica with a deterministic clock (physical time frozen, so order comes from the logical part and replica ids). */
+/** A native replica with a deterministic clock (physical time frozen, so order comes from the logical part and agent ids). */
 export function createNative(type: NativeType, id: string, snapshot?: Uint8Array): Replica {
-  return createReplica(type, { replicaId: replicaId(id), clock: new HybridClock(() => 1_000), snapshot })
+  return createReplica(type, { agentId: agentId(id), clock: new HybridClock(() => 1_000), snapshot })
 }
 
 /** Elements of sets and values of registers. */

@@ -9,7 +9,8 @@ import fc from 'fast-check'
 import { bytesEqual } from '../../crdt/codec.ts'
 import { ErrorCodes, isConcordError } from '../../crdt/errors.ts'
 import { HybridClock } from '../../crdt/hlc.ts'
-import { replicaId, type Replica } from '../../crdt/replica.ts'
+import type { Replica } from '../../crdt/replica.ts'
+import { agentId } from '../../crdt/agent-id.ts'
 import { createReplica } from '../../crdt/registry.ts'
 import { CausalContext } from '../../crdt/causal/causal-context.ts'
 import { DotMap, type DotSet } from '../../crdt/causal/dot-store.ts'
@@ -32,7 +33,7 @@ import { LAW_SEED, pull } from '../../testing/index.ts'
 import { createNative, nativeOp } from './native-ops.ts'
 import { localDelta } from '../helpers/local-delta.ts'
 
-const opts = (id: string, wall = 1_000) => ({ replicaId: replicaId(id), clock: new HybridClock(() => wall) })
+const opts = (id: string, wall = 1_000) => ({ agentId: agentId(id), clock: new HybridClock(() => wall) })
 
 /** Exchanges deltas both ways until both are equal. */
 function sync(a: Replica, b: Replica): void {
@@ -125,7 +126,7 @@ describe('LWWRegister', () => {
     assert.equal(a.value(), 'b again')
   })
 
-  it('equal timestamps are ordered by replica id', () => {
+  it('equal timestamps are ordered by agent id', () => {
     const a = new LWWRegisterReplica<number>(opts('a'))
     const z = new LWWRegisterReplica<number>(opts('z'))
     a.set(1)
@@ -357,8 +358,8 @@ describe('replica contract', () => {
     counter.increment()
     rejectsWith(ErrorCodes.DECODE_ERROR, () => counter.applyDelta(set.snapshot()))
     rejectsWith(ErrorCodes.DECODE_ERROR, () => counter.deltaSince(set.version()))
-    rejectsWith(ErrorCodes.DECODE_ERROR, () => createReplica('pncounter', { replicaId: replicaId('x'), snapshot: set.snapshot() }))
-    rejectsWith(ErrorCodes.INVALID_ARGUMENT, () => createReplica('nope' as never, { replicaId: replicaId('x') }))
+    rejectsWith(ErrorCodes.DECODE_ERROR, () => createReplica('pncounter', { agentId: agentId('x'), snapshot: set.snapshot() }))
+    rejectsWith(ErrorCodes.INVALID_ARGUMENT, () => createReplica('nope' as never, { agentId: agentId('x') }))
   })
 
   it('every type converges to deltaSince === null both ways', () => {

@@ -17,7 +17,8 @@ import * as Y from 'yjs'
 import { AutomergeReplica } from '../../crdt/documents/automerge-replica.ts'
 import { YjsReplica } from '../../crdt/documents/yjs-replica.ts'
 import { isConcordError } from '../../crdt/errors.ts'
-import { replicaId, type ChangeEvent, type Replica } from '../../crdt/replica.ts'
+import type { ChangeEvent, Replica } from '../../crdt/replica.ts'
+import { agentId } from '../../crdt/agent-id.ts'
 import { Prng } from '../../transports/memory/prng.ts'
 import { ALL_TYPES, makeReplica, mutate } from '../sync/helpers/memory-host.ts'
 
@@ -91,7 +92,7 @@ describe('prepareDelta', () => {
     const source = new Y.Doc()
     source.getText('t').insert(0, 'x'.repeat(5000))
     const update = Y.encodeStateAsUpdate(source)
-    const replica = new YjsReplica({ replicaId: replicaId('r'), limits: { maxInsertedBytes: Infinity, maxOperations: Infinity } })
+    const replica = new YjsReplica({ agentId: agentId('r'), limits: { maxInsertedBytes: Infinity, maxOperations: Infinity } })
     assert.throws(
       () => replica.prepareDelta(update, { limits: { maxInsertedBytes: 1000 } }),
       (error) => isConcordError(error, 'CONCORD_LIMIT_EXCEEDED'),
@@ -102,7 +103,7 @@ describe('prepareDelta', () => {
     )
     assert.equal(replica.doc.getText('t').length, 0)
     // A looser holder limit does not loosen the replica's own.
-    const tight = new YjsReplica({ replicaId: replicaId('r'), limits: { maxInsertedBytes: 1000 } })
+    const tight = new YjsReplica({ agentId: agentId('r'), limits: { maxInsertedBytes: 1000 } })
     assert.throws(
       () => tight.prepareDelta(update, { limits: { maxInsertedBytes: 1 << 30 } }),
       (error) => isConcordError(error, 'CONCORD_LIMIT_EXCEEDED'),
@@ -116,7 +117,7 @@ describe('prepareDelta', () => {
       d.text = 'y'.repeat(3000)
     })
     const change = A.getLastLocalChange(doc)!
-    const replica = new AutomergeReplica({ replicaId: replicaId('r'), limits: { maxOperations: Infinity, maxInsertedBytes: Infinity } })
+    const replica = new AutomergeReplica({ agentId: agentId('r'), limits: { maxOperations: Infinity, maxInsertedBytes: Infinity } })
     assert.throws(
       () => replica.prepareDelta(change, { limits: { maxOperations: 100 } }),
       (error) => isConcordError(error, 'CONCORD_LIMIT_EXCEEDED'),
@@ -132,7 +133,7 @@ describe('prepareDelta', () => {
     source.on('update', (update: Uint8Array) => updates.push(update))
     const text = source.getText('t')
     for (let i = 0; i < 5; i++) text.insert(text.length, `${i};`)
-    const replica = new YjsReplica({ replicaId: replicaId('r') })
+    const replica = new YjsReplica({ agentId: agentId('r') })
     const events: ChangeEvent[] = []
     replica.on('change', (event) => events.push(event))
     for (const update of updates.slice(1)) assert.equal(replica.prepareDelta(update).apply(), null, 'waits')
@@ -158,14 +159,14 @@ describe('prepareDelta', () => {
       })
       changes.push(A.getLastLocalChange(doc)!)
     }
-    const replica = new AutomergeReplica({ replicaId: replicaId('r') })
+    const replica = new AutomergeReplica({ agentId: agentId('r') })
     const events: ChangeEvent[] = []
     replica.on('change', (event) => events.push(event))
     for (const change of changes.slice(1)) assert.equal(replica.prepareDelta(change).apply(), null, 'waits')
     const applied = replica.prepareDelta(changes[0]).apply()!
     assert.equal(events.length, 1)
     assert.equal(hex(applied), hex(events[0].delta))
-    const copy = new AutomergeReplica({ replicaId: replicaId('c') })
+    const copy = new AutomergeReplica({ agentId: agentId('c') })
     copy.applyDelta(applied)
     assert.deepEqual(copy.value(), { n: [0, 1, 2, 3] }, 'the returned bytes alone give the whole document')
   })
@@ -176,7 +177,7 @@ describe('prepareDelta', () => {
     source.on('update', (update: Uint8Array) => updates.push(update))
     source.getText('t').insert(0, 'first ')
     source.getText('t').insert(6, 'second')
-    const replica = new YjsReplica({ replicaId: replicaId('r') })
+    const replica = new YjsReplica({ agentId: agentId('r') })
     const first = replica.prepareDelta(updates[0], { strict: true })
     const second = replica.prepareDelta(updates[1], { strict: true })
     assert.notEqual(first.apply(), null)
@@ -189,7 +190,7 @@ describe('prepareDelta', () => {
     const source = new Y.Doc()
     source.getText('t').insert(0, 'x')
     const update = Y.encodeStateAsUpdate(source)
-    const replica = new YjsReplica({ replicaId: replicaId('r') })
+    const replica = new YjsReplica({ agentId: agentId('r') })
     replica.doc.transact(() => {
       assert.throws(
         () => replica.prepareDelta(update, { strict: true }),
@@ -209,11 +210,11 @@ describe('prepareDelta', () => {
     const second = A.getLastLocalChange(doc)!
     // Invalid UTF-8 in the string's value bytes, with the chunk checksum fixed: only Automerge's parse can tell.
     const damaged = withBytes(second, 'zzzzzzzz', 0xff)
-    const replica = new AutomergeReplica({ replicaId: replicaId('r') })
+    const replica = new AutomergeReplica({ agentId: agentId('r') })
     // Not strict: the change waits unparsed (it lacks its dependency).
     assert.equal(replica.prepareDelta(damaged).apply(), null)
     assert.equal(replica.waitingStats().updates, 1)
-    const other = new AutomergeReplica({ replicaId: replicaId('s') })
+    const other = new AutomergeReplica({ agentId: agentId('s') })
     assert.throws(
       () => other.prepareDelta(damaged, { strict: true }),
       (error) => isConcordError(error, 'CONCORD_DECODE_ERROR'),

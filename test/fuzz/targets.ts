@@ -32,7 +32,8 @@ import { Reassembler, splitIntoChunks } from '../../sync/chunking.ts'
 import { NONCE_EXTENSION } from '../../sync/credentials.ts'
 import { windowBytesExtension } from '../../sync/extensions.ts'
 import { readFrame } from '../../sync/inbound.ts'
-import { MessageType, decodeMessage, encodeMessage, peerId, type DeltaEntry, type Message } from '../../sync/messages.ts'
+import { MessageType, decodeMessage, encodeMessage, type DeltaEntry, type Message } from '../../sync/messages.ts'
+import { agentId } from '../../crdt/agent-id.ts'
 import { newSessionStats } from '../../sync/session-types.ts'
 import { FrameDecoder, encodeFrame } from '../../transports/libp2p/frame-codec.ts'
 import type { Prng } from '../../transports/memory/prng.ts'
@@ -92,7 +93,7 @@ function messages(random: Prng): Message[] {
       type: 'hello',
       minVersion: 1,
       maxVersion: 2,
-      peerId: peerId(`peer-${random.int(0, 99)}`),
+      agentId: agentId(`peer-${random.int(0, 99)}`),
       token: random.chance(0.3) ? 'tok' : '',
       filter: random.chance(0.5) ? {} : { names: [name(), name()], prefixes: ['p/'] },
       maxFrameBytes: 1 << 20,

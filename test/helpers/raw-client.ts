@@ -7,7 +7,8 @@
 import { WebSocket } from 'ws'
 import { Encoder } from '../../crdt/codec.ts'
 import { NONCE_EXTENSION, handshakeProof, helloNonce, newNonce } from '../../sync/credentials.ts'
-import { decodeMessage, encodeMessage, peerId, type DecodedMessage } from '../../sync/messages.ts'
+import { decodeMessage, encodeMessage, type DecodedMessage } from '../../sync/messages.ts'
+import { agentId } from '../../crdt/agent-id.ts'
 import { until } from './wait.ts'
 
 /** A raw WebSocket to the server: frames in (decoded where they decode), frames out. */
@@ -61,7 +62,7 @@ export function helloFrame(id: string, nonce: Uint8Array = newNonce()): Uint8Arr
     type: 'hello',
     minVersion: 1,
     maxVersion: 2,
-    peerId: peerId(id),
+    agentId: agentId(id),
     token: '',
     filter: {},
     maxFrameBytes: 1 << 20,
@@ -84,7 +85,7 @@ export async function sendHelloAndAuth(client: RawClient, id: string, secret: st
   const proof = handshakeProof(secret, {
     version: Math.min(2, hello.maxVersion),
     proverId: id,
-    verifierId: hello.peerId,
+    verifierId: hello.agentId,
     proverNonce: nonce,
     verifierNonce: helloNonce(hello)!,
     binding: new Uint8Array(0),

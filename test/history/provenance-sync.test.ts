@@ -20,11 +20,11 @@ import { until } from '../helpers/wait.ts'
 import { rawClient } from '../peer/helpers/raw-concord-client.ts'
 import { yClient } from '../peer/helpers/y-websocket-clients.ts'
 
-async function withPeers(specs: ReadonlyArray<{ id: string } & Partial<PeerOptions>>, fn: (peers: Peer[]) => Promise<void>): Promise<void> {
+async function withPeers(specs: ReadonlyArray<{ agentId: string } & Partial<PeerOptions>>, fn: (peers: Peer[]) => Promise<void>): Promise<void> {
   const dir = await tempDir('concord-provenance-')
   const peers: Peer[] = []
   try {
-    for (const spec of specs) peers.push(await createPeer({ dir: join(dir.path, spec.id), ...spec }))
+    for (const spec of specs) peers.push(await createPeer({ dir: join(dir.path, spec.agentId), ...spec }))
     await fn(peers)
   } finally {
     for (const peer of peers.reverse()) await peer.close()
@@ -35,7 +35,7 @@ async function withPeers(specs: ReadonlyArray<{ id: string } & Partial<PeerOptio
 const authors = async (peer: Peer, name: string) => (await peer.history(name)).map((h) => [h.agent, h.message ?? null, h.meta ?? null])
 
 test('a change made at A, relayed by hub H to B, shows author A with its message and meta on H and B', () =>
-  withPeers([{ id: 'hub' }, { id: 'A' }, { id: 'B' }], async ([hub, a, b]) => {
+  withPeers([{ agentId: 'hub' }, { agentId: 'A' }, { agentId: 'B' }], async ([hub, a, b]) => {
     const { url } = await hub.listen()
     await a.connect(url)
     await b.connect(url)
@@ -61,13 +61,13 @@ test('a change made at A, relayed by hub H to B, shows author A with its message
       assert.deepEqual(
         there.slice(0, 2).map((h) => h.authored),
         made.slice(0, 2),
-        `authored times on ${peer.id}`,
+        `authored times on ${peer.agentId}`,
       )
     }
   }))
 
 test('a peer from before the provenance extension still syncs both ways; its changes are logged under it, ours reach it', () =>
-  withPeers([{ id: 'hub' }, { id: 'old', sync: { provenance: false } }, { id: 'B' }], async ([hub, old, b]) => {
+  withPeers([{ agentId: 'hub' }, { agentId: 'old', sync: { provenance: false } }, { agentId: 'B' }], async ([hub, old, b]) => {
     const { url } = await hub.listen()
     await old.connect(url)
     await b.connect(url)
@@ -93,7 +93,7 @@ test('a peer from before the provenance extension still syncs both ways; its cha
   }))
 
 test('a y-websocket client’s edit shows that client on the hub and on a peer behind it', () =>
-  withPeers([{ id: 'hub' }, { id: 'B' }], async ([hub, b]) => {
+  withPeers([{ agentId: 'hub' }, { agentId: 'B' }], async ([hub, b]) => {
     const { url, port } = (await hub.listen()) as unknown as { url: string; port: number }
     await b.connect(url)
     const doc = new Y.Doc()
@@ -119,9 +119,9 @@ test('a y-websocket client’s edit shows that client on the hub and on a peer b
   }))
 
 test('admission checks a PROVENANCE from the wire: out of bounds, the commit is refused and nothing applies; within bounds, the claimed author is logged', () =>
-  withPeers([{ id: 'hub' }], async ([hub]) => {
+  withPeers([{ agentId: 'hub' }], async ([hub]) => {
     const { url } = await hub.listen()
-    const source = await openStore({ replicaId: 'mallory', sweepMs: 0 })
+    const source = await openStore({ agentId: 'mallory', sweepMs: 0 })
     const deltas: Uint8Array[] = []
     const counter = (await source.open('c', 'gcounter')) as GCounterReplica
     counter.on('change', (event) => deltas.push(event.delta))

@@ -22,7 +22,7 @@ describe('provenance in records', () => {
   it('keeps agent, message and meta of a change through a restart; plain records stay format 1', async () => {
     const { dir, remove } = await tempDir()
     try {
-      let store = await openStore({ dir, replicaId: 'host', sweepMs: 0 })
+      let store = await openStore({ dir, agentId: 'host', sweepMs: 0 })
       const doc = await store.open('doc', 'yjs')
       const hits = (await store.open('hits', 'gcounter')) as GCounterReplica
       await store.atomic(
@@ -37,7 +37,7 @@ describe('provenance in records', () => {
       side.getText('t').insert(0, '?')
       await store.commit([{ name: 'doc', delta: Y.encodeStateAsUpdate(side) }], { agent: 'bob', message: 'a question' })
       await store.close()
-      store = await openStore({ dir, replicaId: 'host', sweepMs: 0 })
+      store = await openStore({ dir, agentId: 'host', sweepMs: 0 })
       const history = await store.history('doc')
       assert.deepEqual(
         history.map((h) => [h.seq, h.agent, h.message, h.meta]),
@@ -68,7 +68,7 @@ describe('provenance in records', () => {
   })
 
   it('refuses provenance out of bounds before anything changes', async () => {
-    const store = await openStore({ replicaId: 'host', sweepMs: 0 })
+    const store = await openStore({ agentId: 'host', sweepMs: 0 })
     try {
       const doc = await store.open('doc', 'yjs')
       for (const bad of [
@@ -117,7 +117,7 @@ describe('provenance in records', () => {
     const { dir, remove } = await tempDir()
     try {
       await cp(new URL('../data/store-before-provenance', import.meta.url).pathname, dir, { recursive: true })
-      let store = await openStore({ dir, replicaId: 'fixture-writer', sweepMs: 0 })
+      let store = await openStore({ dir, agentId: 'fixture-writer', sweepMs: 0 })
       assert.deepEqual(
         (await store.names()).map((n) => [n.name, n.type, n.lastSeq]),
         [
@@ -145,7 +145,7 @@ describe('provenance in records', () => {
       const notes = await store.open('notes', 'yjs')
       await store.atomic(() => typeText(notes, '.'), { agent: 'carol', message: 'full stop' })
       await store.close()
-      store = await openStore({ dir, replicaId: 'fixture-writer', sweepMs: 0 })
+      store = await openStore({ dir, agentId: 'fixture-writer', sweepMs: 0 })
       assert.deepEqual((await store.verify('notes')).problems, [])
       const last = (await store.history('notes', { reverse: true, limit: 1 }))[0]
       assert.deepEqual([last.seq, last.agent, last.message], [7, 'carol', 'full stop'])

@@ -58,12 +58,12 @@ test('blame, diff and history of a three-agent session match an independent mode
   const dir = await tempDir('concord-queries-')
   const peers: Peer[] = []
   try {
-    const hub = await createPeer({ id: 'hub', dir: join(dir.path, 'hub') })
+    const hub = await createPeer({ agentId: 'hub', dir: join(dir.path, 'hub') })
     peers.push(hub)
     const { url } = await hub.listen()
     const agents = new Map<Agent, Peer>()
     for (const id of ['ana', 'bo', 'cy'] as const) {
-      const peer = await createPeer({ id, dir: join(dir.path, id) })
+      const peer = await createPeer({ agentId: id, dir: join(dir.path, id) })
       peers.push(peer)
       await peer.connect(url)
       agents.set(id, peer)

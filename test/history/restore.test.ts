@@ -32,7 +32,7 @@ test('a store restored at a time holds, name by name, the values observed at tha
     const clock = { now: 1_700_000_000_000 }
     let store = await openStore({
       dir,
-      replicaId: 'writer',
+      agentId: 'writer',
       sweepMs: 0,
       now: () => clock.now,
       checkpoint: { everyRecords: 3, everyMs: 0 },
@@ -64,9 +64,9 @@ test('a store restored at a time holds, name by name, the values observed at tha
       await observe()
     }
     await store.close()
-    store = await openStore({ dir, replicaId: 'writer', sweepMs: 0, now: () => clock.now })
+    store = await openStore({ dir, agentId: 'writer', sweepMs: 0, now: () => clock.now })
     const check = async (restoredDir: string, expected: Record<string, unknown>): Promise<void> => {
-      const restored = await openStore({ dir: restoredDir, replicaId: 'replay', sweepMs: 0 })
+      const restored = await openStore({ dir: restoredDir, agentId: 'replay', sweepMs: 0 })
       try {
         assert.deepEqual(await valuesOf(restored), expected)
         for (const info of await restored.names()) assert.deepEqual((await restored.verify(info.name)).problems, [], info.name)
@@ -89,7 +89,7 @@ test('a store restored at a time holds, name by name, the values observed at tha
     await assert.rejects(store.restoreTo(join(root, 'wall-0'), { at: observed[0].wall }), /already holds a store/)
     await assert.rejects(store.restoreTo(join(root, 'bad'), { at: -1 }), /at must be a time/)
     // A restored store keeps the history up to the cut: authors and messages included.
-    const restored = await openStore({ dir: join(root, 'wall-5'), replicaId: 'replay', sweepMs: 0 })
+    const restored = await openStore({ dir: join(root, 'wall-5'), agentId: 'replay', sweepMs: 0 })
     assert.deepEqual(
       (await restored.history('facts')).map((h) => [h.agent, h.message]),
       [

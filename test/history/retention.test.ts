@@ -49,16 +49,16 @@ describe('retention: the default keeps history', () => {
   it('survives restarts, checkpoints and compaction: at(1), the whole history and verify', async () => {
     const { dir, remove } = await tempDir()
     try {
-      let store = await openStore({ dir, replicaId: 'a', sweepMs: 0, checkpoint: { everyRecords: 10 } })
+      let store = await openStore({ dir, agentId: 'a', sweepMs: 0, checkpoint: { everyRecords: 10 } })
       await typeDigits(store, 'plan', 0, 35)
       await store.close() // checkpoint on close
-      store = await openStore({ dir, replicaId: 'a', sweepMs: 0, checkpoint: { everyRecords: 10 } })
+      store = await openStore({ dir, agentId: 'a', sweepMs: 0, checkpoint: { everyRecords: 10 } })
       await typeDigits(store, 'plan', 35, 10)
       assert.equal(await store.checkpoint('plan'), 45)
       // Compaction as `concord compact` does it: a checkpoint of every name, then gc.
       await store.gc()
       await store.close()
-      store = await openStore({ dir, replicaId: 'a', sweepMs: 0 })
+      store = await openStore({ dir, agentId: 'a', sweepMs: 0 })
       assert.equal(textOf(await store.at('plan', 1)), '0')
       assert.equal(textOf(await store.at('plan', 17)), expected(17))
       const history = await store.history('plan', { limit: 1000 })
@@ -72,7 +72,7 @@ describe('retention: the default keeps history', () => {
       // A revert to seq 1 works, and again after a restart (it failed the second time under the old default).
       assert.notEqual(await store.revert('plan', 1), null)
       await store.close()
-      store = await openStore({ dir, replicaId: 'a', sweepMs: 0 })
+      store = await openStore({ dir, agentId: 'a', sweepMs: 0 })
       assert.equal(textOf(await store.open('plan', 'yjs')), '0')
       assert.equal(textOf(await store.at('plan', 2)), '01')
       assert.deepEqual((await store.verify('plan')).problems, [])
@@ -87,9 +87,9 @@ describe('retention: the default keeps history', () => {
 describe('retention: the policy is checked', () => {
   it('an unknown shape or a window that is not a time is refused with CONCORD_INVALID_ARGUMENT', async () => {
     for (const bad of [{ archiveAfterMs: -1 }, { deleteAfterMs: 'soon' }, { keep: 'all' }, { archiveAfterMs: 1, deleteAfterMs: 1 }, 'forever']) {
-      await assert.rejects(openStore({ replicaId: 'a', sweepMs: 0, retention: bad as never }), hasCode('CONCORD_INVALID_ARGUMENT'), JSON.stringify(bad))
+      await assert.rejects(openStore({ agentId: 'a', sweepMs: 0, retention: bad as never }), hasCode('CONCORD_INVALID_ARGUMENT'), JSON.stringify(bad))
     }
-    const store = await openStore({ replicaId: 'a', sweepMs: 0 })
+    const store = await openStore({ agentId: 'a', sweepMs: 0 })
     try {
       await assert.rejects(store.open('n', 'gcounter', { retention: { deleteAfterMs: Number.NaN } }), hasCode('CONCORD_INVALID_ARGUMENT'))
       await store.open('n', 'gcounter', { retention: { deleteAfterMs: 60_000 } })
@@ -101,7 +101,7 @@ describe('retention: the policy is checked', () => {
 
 describe('retention: time windows', () => {
   const open = (dir: string, retention: Retention, clock: { now: number }) =>
-    openStore({ dir, replicaId: 'a', sweepMs: 0, checkpoint: { everyRecords: 10, everyMs: 0, onClose: false }, retention, now: () => clock.now })
+    openStore({ dir, agentId: 'a', sweepMs: 0, checkpoint: { everyRecords: 10, everyMs: 0, onClose: false }, retention, now: () => clock.now })
 
   it('archiveAfterMs moves older records (up to the newest checkpoint) to segment files; history, at and verify still read them, across restarts', async () => {
     const { dir, remove } = await tempDir()

@@ -17,8 +17,8 @@ import { until } from '../helpers/wait.ts'
 
 test('revert(name, { agent, since }) undoes that agent’s changes only, per type, as a replicated change', async () => {
   const dir = await tempDir('concord-selective-')
-  const peer = await createPeer({ id: 'hub', dir: join(dir.path, 'hub') })
-  const other = await createPeer({ id: 'other', dir: join(dir.path, 'other') })
+  const peer = await createPeer({ agentId: 'hub', dir: join(dir.path, 'hub') })
+  const other = await createPeer({ agentId: 'other', dir: join(dir.path, 'other') })
   try {
     await other.connect((await peer.listen()).url)
     const as = (agent: string, fn: () => void, message?: string) => peer.transact(fn, { agent, message })

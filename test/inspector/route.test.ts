@@ -23,7 +23,7 @@ const SECRETS = { ana: 'ana-secret', viewer: 'viewer-secret', outsider: 'outside
 test('inspector route: page and assets, credentials, names by access, history, at, diff, blame, bad input', async () => {
   const dir = await tempDir()
   const hub = await createPeer({
-    id: 'hub',
+    agentId: 'hub',
     dir: join(dir.path, 'hub'),
     auth: { accept: SECRETS },
     access: (peer, name) => (peer === 'outsider' && name.startsWith('secret/') ? 'none' : peer === 'ana' ? 'write' : 'read'),
@@ -64,7 +64,7 @@ test('inspector route: page and assets, credentials, names by access, history, a
     assert.equal((await fetch(`${base}/api/status`, { headers: { authorization: `Bearer ${SECRETS.viewer}`, 'x-concord-peer': 'hub' } })).status, 401)
     const status = await get('/api/status')
     assert.equal(status.status, 200)
-    assert.equal(status.body.id, 'hub')
+    assert.equal(status.body.agentId, 'hub')
     assert.equal(status.body.agent, 'viewer')
     assert.equal(status.body.durability.mode, 'sync')
 
@@ -139,8 +139,8 @@ test('inspector route: page and assets, credentials, names by access, history, a
 })
 
 test('inspector route: an open peer (no credentials) answers anyone; the route is off unless asked for', async () => {
-  const open = await createPeer({ id: 'open' })
-  const plain = await createPeer({ id: 'plain' })
+  const open = await createPeer({ agentId: 'open' })
+  const plain = await createPeer({ agentId: 'plain' })
   try {
     const { port } = await open.listen({ ui: { path: '/inspect' } })
     ;(await open.counter('c')).increment()
@@ -180,7 +180,7 @@ test('concord serve --ui: prints the inspector address and serves the page and t
     assert.equal((await fetch(`${info.ui}/inspector.js`)).status, 200)
     const status = await fetch(`${info.ui}/api/status`, { headers: { authorization: 'Bearer viewer-secret', 'x-concord-peer': 'viewer' } })
     assert.equal(status.status, 200)
-    assert.equal(((await status.json()) as { id: string }).id, 'hub')
+    assert.equal(((await status.json()) as { agentId: string }).agentId, 'hub')
   } finally {
     child.kill('SIGTERM')
     await exit

@@ -99,7 +99,7 @@ async function startFixture(): Promise<Fixture> {
     stops.push(() => bo.close())
     const eve = await httpAgent(info.mcp, 'eve', 'token-eve')
     stops.push(() => eve.close())
-    const carol = await createPeer({ id: 'carol', dir: join(root.path, 'carol'), auth: { token: 'token-carol' } })
+    const carol = await createPeer({ agentId: 'carol', dir: join(root.path, 'carol'), auth: { token: 'token-carol' } })
     stops.push(() => carol.close())
     await carol.connect(info.url)
     return {

@@ -17,7 +17,7 @@ import { inProcess, type TestClient } from './helpers.ts'
 
 async function withPeer(fn: (peer: Peer) => Promise<void>, options: Partial<PeerOptions> = {}): Promise<void> {
   const dir = await tempDir('concord-mcp-tools-')
-  const peer = await createPeer({ id: 'hub', dir: join(dir.path, 'hub'), ...options })
+  const peer = await createPeer({ agentId: 'hub', dir: join(dir.path, 'hub'), ...options })
   try {
     await fn(peer)
   } finally {
@@ -460,7 +460,7 @@ test('a name the client may not read is invisible to every tool, resource and pr
     },
     {
       auth: { trustClaimedIds: true },
-      access: (peerId, name) => (name.startsWith('secret/') ? 'none' : name.startsWith('ro/') && peerId === 'rita' ? 'read' : 'write'),
+      access: (agentId, name) => (name.startsWith('secret/') ? 'none' : name.startsWith('ro/') && agentId === 'rita' ? 'read' : 'write'),
     },
   ))
 

@@ -18,7 +18,8 @@ import { CausalContext } from '../../crdt/causal/causal-context.ts'
 import { DotFun } from '../../crdt/causal/dot-store.ts'
 import { ConcordError, DecodeError, ErrorCodes } from '../../crdt/errors.ts'
 import { createReplica } from '../../crdt/registry.ts'
-import { replicaId, type ReplicaOptions } from '../../crdt/replica.ts'
+import type { ReplicaOptions } from '../../crdt/replica.ts'
+import { agentId } from '../../crdt/agent-id.ts'
 import { CausalReplica } from '../../crdt/types/causal-replica.ts'
 import { defineNativeType } from '../../crdt/types/define-native-type.ts'
 import type { DotAllocator } from '../../crdt/types/dot-allocator.ts'
@@ -149,8 +150,8 @@ async function until(network: Network, peers: readonly Peer[], condition: () => 
 
 /** Two peers on one simulated network: `b` dials `a`, both attach. */
 async function pair(network: Network, dirA: string, dirB: string): Promise<{ a: Peer; b: Peer }> {
-  const a = await createTestPeer({ id: 'a', dir: dirA, tickMs: 0, sync: { now: () => network.now } })
-  const b = await createTestPeer({ id: 'b', dir: dirB, tickMs: 0, sync: { now: () => network.now } })
+  const a = await createTestPeer({ agentId: 'a', dir: dirA, tickMs: 0, sync: { now: () => network.now } })
+  const b = await createTestPeer({ agentId: 'b', dir: dirB, tickMs: 0, sync: { now: () => network.now } })
   await network.transport('a').listen()
   network.transport('a').events.on('connection', (connection) => a.attach(connection))
   let dialed: Connection | undefined
@@ -170,11 +171,11 @@ describe('a type added through the catalog (docs/adding-a-type.md)', () => {
   it('is known to every layer once added: registry, protocol, a second add of it is refused', () => {
     assert.ok(isKnownType('max-register'))
     assert.equal(catalogEntry('max-register'), maxRegisterType)
-    const r = createReplica(MAX, { replicaId: replicaId('x') }) as MaxRegisterReplica
+    const r = createReplica(MAX, { agentId: agentId('x') }) as MaxRegisterReplica
     assert.ok(r instanceof MaxRegisterReplica)
     assert.equal(r.offer(3), true)
     assert.equal(r.offer(2), false, 'below the value: nothing to do')
-    const copy = createReplica(MAX, { replicaId: replicaId('y'), snapshot: r.snapshot() })
+    const copy = createReplica(MAX, { agentId: agentId('y'), snapshot: r.snapshot() })
     assert.equal(copy.value(), 3)
     assert.throws(() => extendCatalog(maxRegisterType), /listed twice/)
   })
@@ -212,7 +213,7 @@ describe('a type added through the catalog (docs/adding-a-type.md)', () => {
 
     await a.close()
     await b.close()
-    const again = await createTestPeer({ id: 'a', dir: dirA, tickMs: 0 })
+    const again = await createTestPeer({ agentId: 'a', dir: dirA, tickMs: 0 })
     try {
       assert.equal((await again.maxRegister('top')).value(), 9, 'read back from the LevelDB folder')
       assert.equal((await again.map('scores')).maxRegister('best').value(), 7)

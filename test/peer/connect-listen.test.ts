@@ -12,11 +12,13 @@ const hasCode = (code: ErrorCode, message?: RegExp) => (error: unknown) => {
   return true
 }
 
-async function withPeers(fn: (make: (id: string, options?: Omit<Parameters<typeof createPeer>[0], 'id'>) => Promise<Peer>) => Promise<void>): Promise<void> {
+async function withPeers(
+  fn: (make: (id: string, options?: Omit<Parameters<typeof createPeer>[0], 'agentId'>) => Promise<Peer>) => Promise<void>,
+): Promise<void> {
   const peers: Peer[] = []
   try {
     await fn(async (id, options = {}) => {
-      const peer = await createPeer({ id, ...options })
+      const peer = await createPeer({ agentId: id, ...options })
       peers.push(peer)
       return peer
     })
@@ -162,13 +164,13 @@ test('peer.on / once / off: the peer is an event source as Node users expect', (
     const server = await make('server')
     const client = await make('client')
     const seen: string[] = []
-    const onConnected = ({ peerId }: { peerId: string }) => seen.push(`on:${peerId}`)
+    const onConnected = ({ agentId }: { agentId: string }) => seen.push(`on:${agentId}`)
     const unsubscribe = client.on('peer-connected', onConnected)
-    client.once('peer-connected', ({ peerId }) => seen.push(`once:${peerId}`))
-    const removed = ({ peerId }: { peerId: string }) => seen.push(`removed:${peerId}`)
+    client.once('peer-connected', ({ agentId }) => seen.push(`once:${agentId}`))
+    const removed = ({ agentId }: { agentId: string }) => seen.push(`removed:${agentId}`)
     client.once('peer-connected', removed)
     client.off('peer-connected', removed) // off removes a once-listener too
-    const synced = new Promise<string>((resolve) => client.once('peer-synced', ({ peerId }) => resolve(peerId)))
+    const synced = new Promise<string>((resolve) => client.once('peer-synced', ({ agentId }) => resolve(agentId)))
     const { url } = await server.listen()
     await client.connect(url)
     assert.equal(await synced, 'server')
@@ -177,7 +179,7 @@ test('peer.on / once / off: the peer is an event source as Node users expect', (
     unsubscribe()
     await client.connect(url)
     assert.deepEqual(seen, ['on:server', 'once:server'])
-    const other = ({ peerId }: { peerId: string }) => seen.push(`again:${peerId}`)
+    const other = ({ agentId }: { agentId: string }) => seen.push(`again:${agentId}`)
     client.on('peer-disconnected', () => seen.push('disconnected'))
     client.on('peer-connected', other)
     client.off('peer-connected', other)

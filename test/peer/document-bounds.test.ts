@@ -24,7 +24,7 @@ import { ErrorCodes } from '../../crdt/errors.ts'
 import type { YjsReplica } from '../../crdt/documents/index.ts'
 import { createPeer, type Peer } from '../../peer/index.ts'
 import { openStore } from '../../persistence/index.ts'
-import { attachSession, peerId as toPeerId } from '../../sync/index.ts'
+import { attachSession, agentId as toPeerId } from '../../sync/index.ts'
 import type { LocalCommit, SyncHost } from '../../sync/host.ts'
 import { WebSocketTransport } from '../../transports/websocket/index.ts'
 import { tempDir } from '../helpers/temp-dir.ts'
@@ -107,7 +107,7 @@ async function within<T>(promise: Promise<T>, ms: number, what: string): Promise
  * characters into it.
  */
 async function attacker(url: string, characters: number): Promise<Peer> {
-  const mallory = await createPeer({ id: 'mallory' })
+  const mallory = await createPeer({ agentId: 'mallory' })
   const big = await mallory.automerge<{ text: string }>('big')
   big.change((doc) => {
     doc.text = ''
@@ -129,7 +129,7 @@ test('a delta that traps Automerge is refused, Automerge is reloaded, and every 
   const peers: Peer[] = []
   try {
     const url = await server.url()
-    const writer = await createPeer({ id: 'writer' })
+    const writer = await createPeer({ agentId: 'writer' })
     peers.push(writer)
     const notes = await writer.automerge<{ items: string[] }>('notes')
     notes.change((doc) => {
@@ -154,7 +154,7 @@ test('a delta that traps Automerge is refused, Automerge is reloaded, and every 
       doc.n = 42
     })
     await within(writer.flush({ acks: 1 }), 20_000, 'flush after the attack')
-    const reader = await createPeer({ id: 'reader' })
+    const reader = await createPeer({ agentId: 'reader' })
     peers.push(reader)
     await reader.connect(url)
     const readNotes = await reader.automerge<{ items: string[] }>('notes')
@@ -170,7 +170,7 @@ test('a delta that traps Automerge is refused, Automerge is reloaded, and every 
 
     for (const peer of peers.splice(0)) await peer.close()
     assert.equal(await server.stop(), 0)
-    const store = await openStore({ dir: dir.path, replicaId: 'server', sweepMs: 0 })
+    const store = await openStore({ dir: dir.path, agentId: 'server', sweepMs: 0 })
     try {
       assert.deepEqual((await store.open('big', 'automerge')).value(), { text: '' }, "nothing of the attacker's delta was stored")
       assert.deepEqual((await store.open('notes', 'automerge')).value(), { items: ['before the attack', 'after the attack'] })
@@ -205,7 +205,7 @@ test('a delta over maxOperations is refused with CONCORD_LIMIT_EXCEEDED before A
     await within(mallory.flush({ acks: 1 }), 20_000, 'a small write after the refusal')
     for (const peer of peers.splice(0)) await peer.close()
     assert.equal(await server.stop(), 0)
-    const store = await openStore({ dir: dir.path, replicaId: 'server', sweepMs: 0 })
+    const store = await openStore({ dir: dir.path, agentId: 'server', sweepMs: 0 })
     try {
       assert.deepEqual((await store.open('big', 'automerge')).value(), { text: '' })
       assert.deepEqual((await store.open('small', 'automerge')).value(), { n: 1 })
@@ -261,7 +261,7 @@ test('Yjs updates waiting for a missing dependency are held within the budget, t
   try {
     const url = await server.url()
     // The writer types 300 updates while offline; the flood relays all but the first.
-    const writer = await createPeer({ id: 'writer' })
+    const writer = await createPeer({ agentId: 'writer' })
     peers.push(writer)
     const flood = (await writer.yjs('flood')) as YjsReplica
     const updates: Uint8Array[] = []
@@ -273,7 +273,7 @@ test('Yjs updates waiting for a missing dependency are held within the budget, t
 
     const host = new FloodHost()
     const connection = await transport.dial(url)
-    const session = attachSession(connection, host, { peerId: toPeerId('relay'), maxQueuedCommits: 1000, window: 1000 })
+    const session = attachSession(connection, host, { agentId: toPeerId('relay'), maxQueuedCommits: 1000, window: 1000 })
     await new Promise((resolve) => session.events.once('synced', resolve))
     for (const update of updates.slice(1)) host.push('flood', update)
     await until(
@@ -292,7 +292,7 @@ test('Yjs updates waiting for a missing dependency are held within the budget, t
     // The writer comes: its anti-entropy brings the dependency and what was dropped.
     await writer.connect(url)
     await within(writer.flush({ acks: 1 }), 20_000, "the writer's state is persisted by the server")
-    const reader = await createPeer({ id: 'reader' })
+    const reader = await createPeer({ agentId: 'reader' })
     peers.push(reader)
     await reader.connect(url)
     const read = (await reader.yjs('flood')) as YjsReplica
@@ -303,7 +303,7 @@ test('Yjs updates waiting for a missing dependency are held within the budget, t
     session.close('done')
     for (const peer of peers.splice(0)) await peer.close()
     assert.equal(await server.stop(), 0)
-    const store = await openStore({ dir: dir.path, replicaId: 'server', sweepMs: 0 })
+    const store = await openStore({ dir: dir.path, agentId: 'server', sweepMs: 0 })
     try {
       assert.equal(((await store.open('flood', 'yjs')) as YjsReplica).doc.getText('t').toString(), text.toString())
     } finally {

@@ -71,11 +71,11 @@ const acks = (received: readonly DecodedMessage[]): number[] => received.flatMap
 test('a hub relays remote commits once applied, acknowledges them only once durable, and sends its own changes only once durable', async () => {
   const storage = new HeldSyncStorage(await openLevelStorage())
   const peers: Peer[] = []
-  const hub = await createPeer({ id: 'hub', storage, durability: { mode: 'sync' } })
+  const hub = await createPeer({ agentId: 'hub', storage, durability: { mode: 'sync' } })
   peers.push(hub)
   try {
     const { url } = await hub.listen()
-    const reader = await createPeer({ id: 'reader' })
+    const reader = await createPeer({ agentId: 'reader' })
     peers.push(reader)
     await reader.connect(url)
     const hubDoc = (await hub.yjs('doc')).doc
@@ -117,7 +117,7 @@ test('a hub relays remote commits once applied, acknowledges them only once dura
 
 test('a DONE that covers commits still being written is acknowledged only once they are durable', async () => {
   const storage = new HeldSyncStorage(await openLevelStorage())
-  const hub = await createPeer({ id: 'hub', storage, durability: { mode: 'sync' } })
+  const hub = await createPeer({ agentId: 'hub', storage, durability: { mode: 'sync' } })
   try {
     const { url } = await hub.listen()
     const hubText = (await hub.yjs('doc')).doc.getText('t')

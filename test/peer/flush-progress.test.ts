@@ -63,7 +63,7 @@ async function withPeers(fn: (track: (peer: Peer) => Peer) => Promise<void>): Pr
 
 test('flush({ acks }) with no peer connected times out naming that; the error lists who acknowledged', () =>
   withPeers(async (track) => {
-    const lonely = track(await createPeer({ id: 'lonely' }))
+    const lonely = track(await createPeer({ agentId: 'lonely' }))
     ;(await lonely.counter('c')).increment()
     const error = await lonely.flush({ acks: 1, timeoutMs: 200 }).then(
       () => undefined,
@@ -80,10 +80,10 @@ test('flush({ acks }) with no peer connected times out naming that; the error li
 
 test('flush({ acks, onProgress }) reports each acknowledgement; a timeout says who acked and who did not', () =>
   withPeers(async (track) => {
-    const alice = track(await createPeer({ id: 'alice' }))
+    const alice = track(await createPeer({ agentId: 'alice' }))
     const stuckStorage = new GatedStorage(await openLevelStorage())
-    const stuck = track(await createPeer({ id: 'stuck', storage: stuckStorage }))
-    const writer = track(await createPeer({ id: 'writer' }))
+    const stuck = track(await createPeer({ agentId: 'stuck', storage: stuckStorage }))
+    const writer = track(await createPeer({ agentId: 'writer' }))
     await writer.connect((await alice.listen()).url)
     await writer.connect((await stuck.listen()).url)
     const counter = await writer.counter('c')
@@ -118,9 +118,9 @@ test('flush({ acks, onProgress }) reports each acknowledgement; a timeout says w
 
 test('flush({ acks }) counts a peer that connects while it waits', () =>
   withPeers(async (track) => {
-    const server = track(await createPeer({ id: 'server' }))
+    const server = track(await createPeer({ agentId: 'server' }))
     const { url } = await server.listen()
-    const writer = track(await createPeer({ id: 'writer' }))
+    const writer = track(await createPeer({ agentId: 'writer' }))
     ;(await writer.counter('c')).increment(3)
     const progress: FlushProgress[] = []
     const flushed = writer.flush({ acks: 1, timeoutMs: 15_000, onProgress: (p) => progress.push(p) })

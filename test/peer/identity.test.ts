@@ -1,6 +1,6 @@
 /**
  * Identities that mean something (issue 11), on real sockets on 127.0.0.1:
- * createPeer refuses an `access` that decides by peer id when credentials
+ * createPeer refuses an `access` that decides by agent id when credentials
  * cannot tell peers apart; the handshake proves secrets without sending
  * them, so frames captured from a good handshake and replayed on a new
  * connection are refused; protocol-1 peers still sync both ways; wss:// with
@@ -17,7 +17,8 @@ import { ErrorCodes, isConcordError } from '../../crdt/errors.ts'
 import type { GCounterReplica, PNCounterReplica } from '../../crdt/types/index.ts'
 import { createPeer, type Peer, type PeerOptions } from '../../peer/index.ts'
 import { attachSession } from '../../sync/attach.ts'
-import { decodeMessage, peerId, type DecodedMessage } from '../../sync/messages.ts'
+import { decodeMessage, type DecodedMessage } from '../../sync/messages.ts'
+import { agentId } from '../../crdt/agent-id.ts'
 import type { SyncSession } from '../../sync/session.ts'
 import { WebSocketTransport } from '../../transports/websocket/index.ts'
 import { MemoryHost } from '../sync/helpers/memory-host.ts'
@@ -113,14 +114,14 @@ function contains(haystack: Uint8Array, needle: Uint8Array): boolean {
 
 // ------------------------------------------------------------ refused at start
 
-test('createPeer refuses an access function of the peer id when credentials cannot tell peers apart, and says how to fix it', async () => {
+test('createPeer refuses an access function of the agent id when credentials cannot tell peers apart, and says how to fix it', async () => {
   const refused: Array<[string, PeerOptions, RegExp]> = [
-    ['one shared token', { id: 's', access: byId, auth: { token: 'shared-secret' } }, /auth\.token is one secret shared by every peer/],
-    ['one shared accept', { id: 's', access: byId, auth: { accept: 'shared-secret' } }, /auth\.accept is one secret shared by every peer/],
-    ['no credentials', { id: 's', access: byId }, /requires no credentials/],
+    ['one shared token', { agentId: 's', access: byId, auth: { token: 'shared-secret' } }, /auth\.token is one secret shared by every peer/],
+    ['one shared accept', { agentId: 's', access: byId, auth: { accept: 'shared-secret' } }, /auth\.accept is one secret shared by every peer/],
+    ['no credentials', { agentId: 's', access: byId }, /requires no credentials/],
     [
       'two peers with one secret',
-      { id: 's', access: byId, auth: { accept: { writer: 'same-secret', reader: 'same-secret' } } },
+      { agentId: 's', access: byId, auth: { accept: { writer: 'same-secret', reader: 'same-secret' } } },
       /peers "writer" and "reader" share one secret/,
     ],
   ]
@@ -130,25 +131,25 @@ test('createPeer refuses an access function of the peer id when credentials cann
       (error) => {
         assert.ok(isConcordError(error, ErrorCodes.INVALID_ARGUMENT), `${what}: ${String(error)}`)
         assert.match(error.message, why, what)
-        assert.match(error.message, /auth\.accept: \{ peerId: secret \}/, `${what}: says how to fix it`)
+        assert.match(error.message, /auth\.accept: \{ agentId: secret \}/, `${what}: says how to fix it`)
         assert.match(error.message, /trustClaimedIds/, `${what}: names the opt-out`)
         return true
       },
       what,
     )
   }
-  await assert.rejects(createPeer({ id: 's', auth: { accept: { writer: '' } } }), /the secret of "writer" must be a non-empty string/)
-  await assert.rejects(createPeer({ id: 's', auth: { token: '' } }), /auth\.token must be a non-empty string/)
+  await assert.rejects(createPeer({ agentId: 's', auth: { accept: { writer: '' } } }), /the secret of "writer" must be a non-empty string/)
+  await assert.rejects(createPeer({ agentId: 's', auth: { token: '' } }), /auth\.token must be a non-empty string/)
 
   const accepted: Array<[string, PeerOptions]> = [
-    ['per-peer secrets', { id: 's', access: byId, auth: { accept: { writer: W_SECRET, reader: R_SECRET } } }],
-    ['a secret lookup', { id: 's', access: byId, auth: { accept: (peer: string) => (peer === 'writer' ? W_SECRET : undefined) } }],
+    ['per-peer secrets', { agentId: 's', access: byId, auth: { accept: { writer: W_SECRET, reader: R_SECRET } } }],
+    ['a secret lookup', { agentId: 's', access: byId, auth: { accept: (peer: string) => (peer === 'writer' ? W_SECRET : undefined) } }],
     [
       'access by name only, said so',
-      { id: 's', access: (_peer, name) => (name.startsWith('ro/') ? 'read' : 'write'), auth: { token: 'shared-secret', trustClaimedIds: true } },
+      { agentId: 's', access: (_peer, name) => (name.startsWith('ro/') ? 'read' : 'write'), auth: { token: 'shared-secret', trustClaimedIds: true } },
     ],
-    ['a shared secret without access', { id: 's', auth: { token: 'shared-secret' } }],
-    ['libp2p identities', { id: 's', access: byId, libp2p: { identities: { writer: '12D3KooWJWoaqZhDaoEFshF7Rh1bpY9ohihFhzcW6d69Lr2NASuq' } } }],
+    ['a shared secret without access', { agentId: 's', auth: { token: 'shared-secret' } }],
+    ['libp2p identities', { agentId: 's', access: byId, libp2p: { identities: { writer: '12D3KooWJWoaqZhDaoEFshF7Rh1bpY9ohihFhzcW6d69Lr2NASuq' } } }],
   ]
   for (const [_what, options] of accepted) await (await createPeer(options)).close()
 })
@@ -161,13 +162,13 @@ test(
   () =>
     withPeers(async (dir, track) => {
       const auth = { accept: { writer: W_SECRET, reader: R_SECRET } }
-      const server = track(await createPeer({ id: 'server', dir: join(dir, 'server'), auth, access: byId }))
+      const server = track(await createPeer({ agentId: 'server', dir: join(dir, 'server'), auth, access: byId }))
       const { url } = await server.listen()
       const refusals: string[] = []
       server.events.on('refused', ({ by, reason }) => refusals.push(`${by}:${reason}`))
       const proxy = await recordingProxy(url)
       try {
-        const writer = track(await createPeer({ id: 'writer', dir: join(dir, 'writer'), auth: { token: W_SECRET } }))
+        const writer = track(await createPeer({ agentId: 'writer', dir: join(dir, 'writer'), auth: { token: W_SECRET } }))
         await writer.connect(proxy.url)
         const counter = await writer.counter('budget')
         counter.increment(5)
@@ -188,7 +189,7 @@ test(
         assert.ok(refusals.includes('local:auth'))
 
         // ... and to a fresh server with the same credentials, whose store stays empty.
-        const fresh = track(await createPeer({ id: 'server', dir: join(dir, 'fresh'), auth, access: byId }))
+        const fresh = track(await createPeer({ agentId: 'server', dir: join(dir, 'fresh'), auth, access: byId }))
         const { url: freshUrl } = await fresh.listen()
         const replayed = await replay(freshUrl, proxy.fromClient)
         assert.ok(
@@ -210,7 +211,7 @@ test(
         )
 
         // The reader's secret does not make its holder the writer.
-        const impostor = track(await createPeer({ id: 'writer', auth: { token: R_SECRET } }))
+        const impostor = track(await createPeer({ agentId: 'writer', auth: { token: R_SECRET } }))
         await assert.rejects(impostor.connect(url), (e) => isConcordError(e, ErrorCodes.AUTH_FAILED))
       } finally {
         await proxy.close()
@@ -223,7 +224,7 @@ test(
 /** A protocol-1 session on `host` over a dialed WebSocket connection. */
 async function v1Dial(url: string, host: MemoryHost, options: { token?: string } = {}): Promise<SyncSession> {
   const transport = new WebSocketTransport()
-  const session = attachSession(await transport.dial(url), host, { peerId: peerId(host.id), versions: { min: 1, max: 1 }, ...options })
+  const session = attachSession(await transport.dial(url), host, { agentId: agentId(host.id), versions: { min: 1, max: 1 }, ...options })
   session.events.once('close', () => void transport.stop())
   return session
 }
@@ -234,7 +235,7 @@ test(
   () =>
     withPeers(async (dir, track) => {
       // The old peer dials the new one.
-      const server = track(await createPeer({ id: 'server', dir: join(dir, 'server') }))
+      const server = track(await createPeer({ agentId: 'server', dir: join(dir, 'server') }))
       const { url } = await server.listen()
       ;(await server.counter('from-new')).increment(3)
       const old = new MemoryHost('old')
@@ -249,10 +250,10 @@ test(
       const listener = new WebSocketTransport()
       const oldServer = new MemoryHost('old-server')
       ;(oldServer.open('held-by-old', 'pncounter') as PNCounterReplica).increment(2)
-      listener.events.on('connection', (connection) => attachSession(connection, oldServer, { peerId: peerId('old-server'), versions: { min: 1, max: 1 } }))
+      listener.events.on('connection', (connection) => attachSession(connection, oldServer, { agentId: agentId('old-server'), versions: { min: 1, max: 1 } }))
       const oldUrl = await listener.listen({ port: 0 })
       try {
-        const client = track(await createPeer({ id: 'client', dir: join(dir, 'client') }))
+        const client = track(await createPeer({ agentId: 'client', dir: join(dir, 'client') }))
         await client.connect(oldUrl)
         await until(async () => (await client.counter('held-by-old')).value() === 2, "the new dialer has the old listener's counter")
         ;(await client.counter('held-by-old')).increment(1)
@@ -262,12 +263,12 @@ test(
       }
 
       // With credentials: a v1 peer's clear token is refused by default, accepted with legacyBearer.
-      const strict = track(await createPeer({ id: 'strict', auth: { accept: { old: W_SECRET } }, access: byId }))
+      const strict = track(await createPeer({ agentId: 'strict', auth: { accept: { old: W_SECRET } }, access: byId }))
       const strictUrl = (await strict.listen()).url
       const refusedOld = await v1Dial(strictUrl, new MemoryHost('old'), { token: W_SECRET })
       const why = await new Promise<string>((resolve) => refusedOld.events.once('refused', (r) => resolve(`${r.by}:${r.reason}:${r.message}`)))
       assert.match(why, /^remote:auth:.*protocol 1 only.*legacyBearer/)
-      const lenient = track(await createPeer({ id: 'lenient', auth: { accept: { old: W_SECRET }, legacyBearer: true }, access: byId }))
+      const lenient = track(await createPeer({ agentId: 'lenient', auth: { accept: { old: W_SECRET }, legacyBearer: true }, access: byId }))
       const acceptedOld = await v1Dial((await lenient.listen()).url, new MemoryHost('old'), { token: W_SECRET })
       await until(() => acceptedOld.state === 'open', 'legacyBearer accepts the v1 token')
       acceptedOld.close('done')
@@ -282,24 +283,24 @@ test('wss:// between peers: a self-signed certificate (openssl) trusted with con
   await withPeers(async (dir, track) => {
     const certificate = await selfSignedCertificate(dir)
     if (!certificate) return t.skip('openssl is not available')
-    const server = track(await createPeer({ id: 'server', dir: join(dir, 'server'), auth: { accept: { writer: W_SECRET } }, access: byId }))
+    const server = track(await createPeer({ agentId: 'server', dir: join(dir, 'server'), auth: { accept: { writer: W_SECRET } }, access: byId }))
     const { url } = await server.listen({ tls: { key: certificate.key, cert: certificate.cert } })
     assert.match(url, /^wss:\/\/127\.0\.0\.1:\d+\/concord$/)
 
-    const untrusting = track(await createPeer({ id: 'writer', auth: { token: W_SECRET } }))
+    const untrusting = track(await createPeer({ agentId: 'writer', auth: { token: W_SECRET } }))
     await assert.rejects(untrusting.connect(url), (error) => {
       assert.ok(isConcordError(error, ErrorCodes.AUTH_FAILED), String(error))
       assert.match(error.message, /certificate is not trusted \(DEPTH_ZERO_SELF_SIGNED_CERT\).*tls: \{ ca \}/)
       return true
     })
 
-    const client = track(await createPeer({ id: 'writer', dir: join(dir, 'writer'), auth: { token: W_SECRET } }))
+    const client = track(await createPeer({ agentId: 'writer', dir: join(dir, 'writer'), auth: { token: W_SECRET } }))
     await client.connect(url, { tls: { ca: certificate.cert } })
     ;(await client.counter('over-tls')).increment(9)
     await client.flush({ acks: 1 })
     assert.equal((await server.counter('over-tls')).value(), 9)
     const other = await selfSignedCertificate(dir, 'other')
-    const wrongCa = track(await createPeer({ id: 'writer', auth: { token: W_SECRET } }))
+    const wrongCa = track(await createPeer({ agentId: 'writer', auth: { token: W_SECRET } }))
     await assert.rejects(wrongCa.connect(url, { tls: { ca: other!.cert } }), (e) => isConcordError(e, ErrorCodes.AUTH_FAILED))
   })
 })
@@ -313,24 +314,24 @@ test(
     withPeers(async (_dir, track) => {
       const writerKey = await generateKeyPair('Ed25519')
       const writerPeerId = peerIdFromPrivateKey(writerKey).toString()
-      const server = track(await createPeer({ id: 'server', access: byId, libp2p: { identities: { writer: writerPeerId } } }))
+      const server = track(await createPeer({ agentId: 'server', access: byId, libp2p: { identities: { writer: writerPeerId } } }))
       const { multiaddrs } = await server.listen({ libp2p: {} })
       await assert.rejects(
         server.listen({ port: 0 }),
         (error) => isConcordError(error, ErrorCodes.INVALID_ARGUMENT) && /libp2p\.identities/.test(error.message),
       )
 
-      const writer = track(await createPeer({ id: 'writer', libp2p: { privateKey: writerKey } }))
+      const writer = track(await createPeer({ agentId: 'writer', libp2p: { privateKey: writerKey } }))
       await writer.connect(multiaddrs[0])
       ;(await writer.counter('bound')).increment(2)
       await until(async () => (await server.counter('bound')).value() === 2, 'the bound writer writes')
 
-      const impostor = track(await createPeer({ id: 'writer' }))
+      const impostor = track(await createPeer({ agentId: 'writer' }))
       await assert.rejects(impostor.connect(multiaddrs[0]), (e) => isConcordError(e, ErrorCodes.AUTH_FAILED))
       await writer.close() // one node per key at a time
-      const wrongId = track(await createPeer({ id: 'reader', libp2p: { privateKey: writerKey } }))
+      const wrongId = track(await createPeer({ agentId: 'reader', libp2p: { privateKey: writerKey } }))
       await assert.rejects(wrongId.connect(multiaddrs[0]), (e) => isConcordError(e, ErrorCodes.AUTH_FAILED))
-      const stranger = track(await createPeer({ id: 'stranger' }))
+      const stranger = track(await createPeer({ agentId: 'stranger' }))
       await assert.rejects(stranger.connect(multiaddrs[0]), (e) => isConcordError(e, ErrorCodes.AUTH_FAILED))
       assert.equal((await server.counter('bound')).value(), 2)
     }),

@@ -11,7 +11,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { createReplica } from '../../crdt/registry.ts'
-import { replicaId } from '../../crdt/replica.ts'
+import { agentId } from '../../crdt/agent-id.ts'
 import { createPeer, gossipTopic, type Peer, type PeerOptions } from '../../peer/index.ts'
 import type { DecodedMessage } from '../../sync/messages.ts'
 import { tempDir } from '../helpers/temp-dir.ts'
@@ -40,7 +40,7 @@ test('over a WebSocket session, a name the peer may not read is never listed, ve
   const peers: Peer[] = []
   try {
     const server = await createPeer({
-      id: 'server',
+      agentId: 'server',
       dir: join(dir.path, 'server'),
       auth: { accept: { viewer: 'v', writer: 'w' } },
       access: (peer, name) => {
@@ -60,7 +60,7 @@ test('over a WebSocket session, a name the peer may not read is never listed, ve
     assert.deepEqual(namesIn(firstVersions), ['public/notes'], 'VERSIONS lists only what the viewer may read')
 
     // our VERSIONS: empty, and then one that names the private register (as if we held it): answered without it
-    const bogus = createReplica('lww-register', { replicaId: replicaId('viewer') }).version()
+    const bogus = createReplica('lww-register', { agentId: agentId('viewer') }).version()
     await viewer.send({ type: 'versions', entries: [] })
     await viewer.send({ type: 'versions', entries: [{ name: 'private/plan', replicaType: 'lww-register', version: bogus }] })
     // a REQUEST: the server sends its VERSIONS again
@@ -71,7 +71,7 @@ test('over a WebSocket session, a name the peer may not read is never listed, ve
 
     // writes to a private name that exists and to one that does not: the same refusal
     const delta = (() => {
-      const replica = createReplica('lww-register', { replicaId: replicaId('viewer') })
+      const replica = createReplica('lww-register', { agentId: agentId('viewer') })
       let out: Uint8Array | undefined
       replica.events.on('change', (event) => {
         out = event.delta
@@ -96,7 +96,7 @@ test('over a WebSocket session, a name the peer may not read is never listed, ve
     )
 
     // live: a writer changes the private name, then a public one; only the public change reaches the viewer
-    const writer = await createPeer({ id: 'writer', auth: { token: 'w' } })
+    const writer = await createPeer({ agentId: 'writer', auth: { token: 'w' } })
     peers.push(writer)
     await writer.connect(url)
     await until(async () => (await writer.register<string>('private/plan')).value() === 'classified', 'the writer reads the private name')
@@ -117,7 +117,7 @@ test('over a WebSocket session, a name the peer may not read is never listed, ve
     assert.equal((await server.register<string>('private/plan')).value(), 'revised', 'the viewer wrote nothing')
 
     // a real peer with the viewer's credentials holds no private name after syncing
-    const real = await createPeer({ id: 'viewer', auth: { token: 'v' } })
+    const real = await createPeer({ agentId: 'viewer', auth: { token: 'v' } })
     peers.push(real)
     await real.connect(url)
     await until(async () => (await real.names()).some((n) => n.name === 'public/notes'), 'the real viewer syncs')

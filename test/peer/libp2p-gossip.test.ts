@@ -92,7 +92,7 @@ test('gossipsub: five peers converge on every type; live deltas go by gossip and
       // flush({ acks }): persisted by the four others, though the delta went by gossip
     ;(await writer.set<string>('seen')).add('acked')
     await writer.flush({ acks: 4, timeoutMs: 15_000 })
-    for (const { peer } of nodes.slice(1)) assert.ok((await peer.set<string>('seen')).has('acked'), `${peer.id} holds the acknowledged write`)
+    for (const { peer } of nodes.slice(1)) assert.ok((await peer.set<string>('seen')).has('acked'), `${peer.agentId} holds the acknowledged write`)
 
     // stop g-3, the others write, it restarts from its folder and catches up through anti-entropy
     const stopped = nodes[3]
@@ -113,7 +113,7 @@ test('gossipsub: five peers converge on every type; live deltas go by gossip and
 test('gossipsub: garbage, a forged sender, a forbidden write and an undecodable delta are counted and dropped; allowed writes apply', async () => {
   const nodes: Node[] = []
   try {
-    // access decides by peer id, and with no per-peer secret the guard binds the id "mallory" to her libp2p key.
+    // access decides by agent id, and with no per-peer secret the guard binds the id "mallory" to her libp2p key.
     const malloryKey = await generateKeyPair('Ed25519')
     const guard = await startNode(
       'guard',

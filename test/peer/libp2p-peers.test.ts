@@ -169,12 +169,12 @@ test('partition of five peers into two groups (libp2p block): both sides write, 
 
 test('peer API: options checked; credentials refused for good reject connect and are not redialled; in-memory peers get an ephemeral key', async () => {
   const server = await startNode('server', undefined, {}, { auth: { token: 'right' } })
-  const other = await createPeer({ id: 'other' })
-  const client = await createPeer({ id: 'client', auth: { token: 'wrong' }, libp2p: FAST_REDIAL })
+  const other = await createPeer({ agentId: 'other' })
+  const client = await createPeer({ agentId: 'client', auth: { token: 'wrong' }, libp2p: FAST_REDIAL })
   try {
     await assert.rejects(other.listen({ libp2p: {}, port: 1 } as never), (error: unknown) => isConcordError(error, ErrorCodes.INVALID_ARGUMENT))
     await assert.rejects(other.listen({ libp2p: { bootstrap: ['not-a-multiaddr'] } }), (error: unknown) => isConcordError(error, ErrorCodes.INVALID_ARGUMENT))
-    await assert.rejects(createPeer({ id: 'x', libp2p: { gossipsub: { group: 'a b' } } }), (error: unknown) =>
+    await assert.rejects(createPeer({ agentId: 'x', libp2p: { gossipsub: { group: 'a b' } } }), (error: unknown) =>
       isConcordError(error, ErrorCodes.INVALID_ARGUMENT),
     )
     await assert.rejects(other.connect('/ip4/127.0.0.1/tcp/1/p2p/not-a-peer-id'), (error: unknown) => isConcordError(error, ErrorCodes.INVALID_ARGUMENT))

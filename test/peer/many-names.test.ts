@@ -35,9 +35,9 @@ async function reconnectHydrations(reconcile: boolean): Promise<{ hydrations: nu
   const peers: Peer[] = []
   try {
     const options = { cacheSize: CACHE, durability: { mode: 'async' as const, rpoMs: 50 }, sync: { reconcile } }
-    const a = await createPeer({ id: 'a', dir: join(dir.path, 'a'), ...options })
+    const a = await createPeer({ agentId: 'a', dir: join(dir.path, 'a'), ...options })
     peers.push(a)
-    const b = await createPeer({ id: 'b', dir: join(dir.path, 'b'), ...options })
+    const b = await createPeer({ agentId: 'b', dir: join(dir.path, 'b'), ...options })
     peers.push(b)
     for (let i = 0; i < NAMES; i++) (await a.counter(nameOf(i))).increment()
     await a.flush()
@@ -84,7 +84,7 @@ for (const [listener, dialer] of [
     const peers: Peer[] = []
     try {
       const make = (id: string, kind: 'old' | 'new') =>
-        createPeer({ id, dir: join(dir.path, id), cacheSize: CACHE, durability: { mode: 'async', rpoMs: 50 }, sync: { reconcile: kind === 'new' } })
+        createPeer({ agentId: id, dir: join(dir.path, id), cacheSize: CACHE, durability: { mode: 'async', rpoMs: 50 }, sync: { reconcile: kind === 'new' } })
       const a = await make('a', listener)
       peers.push(a)
       const b = await make('b', dialer)
@@ -95,7 +95,8 @@ for (const [listener, dialer] of [
       let synced = syncedOnBoth(a, b)
       await b.connect(url)
       await synced
-      const expect = async (peer: Peer, i: number, value: number) => assert.equal((await peer.counter(nameOf(i))).value(), value, `${peer.id} ${nameOf(i)}`)
+      const expect = async (peer: Peer, i: number, value: number) =>
+        assert.equal((await peer.counter(nameOf(i))).value(), value, `${peer.agentId} ${nameOf(i)}`)
       for (const peer of [a, b]) {
         await expect(peer, 0, 1)
         await expect(peer, 50, 3)
@@ -129,14 +130,14 @@ test('names a peer may not read stay out of the reconciliation: it syncs the oth
   const peers: Peer[] = []
   try {
     const a = await createPeer({
-      id: 'a',
+      agentId: 'a',
       dir: join(dir.path, 'a'),
       cacheSize: CACHE,
       auth: { accept: { b: 'b-secret-0123456789abcdef' } },
       access: (peer, name) => (peer === 'b' && name.startsWith('secret/') ? 'none' : 'write'),
     })
     peers.push(a)
-    const b = await createPeer({ id: 'b', dir: join(dir.path, 'b'), cacheSize: CACHE, auth: { token: 'b-secret-0123456789abcdef' } })
+    const b = await createPeer({ agentId: 'b', dir: join(dir.path, 'b'), cacheSize: CACHE, auth: { token: 'b-secret-0123456789abcdef' } })
     peers.push(b)
     for (let i = 0; i < 50; i++) (await a.counter(`public/${i}`)).increment()
     for (let i = 0; i < 50; i++) (await a.counter(`secret/${i}`)).increment()

@@ -7,9 +7,9 @@ import { until } from '../helpers/wait.ts'
 test('disconnect(url) cuts a dialed link (a partition); connect(url) heals it and both sides resync', async () => {
   const peers: Peer[] = []
   try {
-    const a = await createPeer({ id: 'a' })
+    const a = await createPeer({ agentId: 'a' })
     peers.push(a)
-    const b = await createPeer({ id: 'b' })
+    const b = await createPeer({ agentId: 'b' })
     peers.push(b)
     const { url } = await a.listen()
     await b.connect(url)
@@ -37,7 +37,7 @@ test('disconnect(url) cuts a dialed link (a partition); connect(url) heals it an
 })
 
 test('disconnect(url) rejects a connect() still waiting for its first handshake', async () => {
-  const peer = await createPeer({ id: 'lonely' })
+  const peer = await createPeer({ agentId: 'lonely' })
   try {
     // nothing listens on port 9 (discard): the reconnector keeps retrying
     const pending = peer.connect('ws://127.0.0.1:9/concord')

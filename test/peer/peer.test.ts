@@ -25,8 +25,8 @@ async function withPeers<T>(fn: (dir: string, track: (peer: Peer) => Peer) => Pr
 
 test('two peers on LevelDB over WebSocket: every type syncs live, both ways', () =>
   withPeers(async (dir, track) => {
-    const a = track(await createPeer({ id: 'a', dir: join(dir, 'a') }))
-    const b = track(await createPeer({ id: 'b', dir: join(dir, 'b') }))
+    const a = track(await createPeer({ agentId: 'a', dir: join(dir, 'a') }))
+    const b = track(await createPeer({ agentId: 'b', dir: join(dir, 'b') }))
     const { url } = await a.listen({ port: 0 })
     await b.connect(url)
 
@@ -62,19 +62,19 @@ test('two peers on LevelDB over WebSocket: every type syncs live, both ways', ()
 
 test('an offline peer writes, restarts from disk, reconnects and resyncs only what it missed', () =>
   withPeers(async (dir, track) => {
-    const server = track(await createPeer({ id: 'server', dir: join(dir, 's') }))
+    const server = track(await createPeer({ agentId: 'server', dir: join(dir, 's') }))
     const { url } = await server.listen()
     const items = await server.set<number>('items')
     for (let i = 0; i < 2000; i++) items.add(i)
 
-    let agent = await createPeer({ id: 'agent', dir: join(dir, 'agent') })
+    let agent = await createPeer({ agentId: 'agent', dir: join(dir, 'agent') })
     await agent.connect(url)
     await until(async () => (await agent.set('items')).size === 2000, 'initial sync')
     const fullBytes = agent.stats().totals.bytesIn
     await agent.close()
 
     // offline: the agent writes; the server writes too
-    agent = await createPeer({ id: 'agent', dir: join(dir, 'agent') })
+    agent = await createPeer({ agentId: 'agent', dir: join(dir, 'agent') })
     const offline = await agent.set<number>('items')
     assert.equal(offline.size, 2000, 'state came back from disk')
     offline.add(-1)
@@ -83,7 +83,7 @@ test('an offline peer writes, restarts from disk, reconnects and resyncs only wh
     await agent.flush()
     await agent.close()
 
-    agent = track(await createPeer({ id: 'agent', dir: join(dir, 'agent') }))
+    agent = track(await createPeer({ agentId: 'agent', dir: join(dir, 'agent') }))
     await agent.connect(url)
     await until(async () => items.has(-1) && !items.has(0) && (await agent.set('items')).has(5000), 'resync both ways')
     const resyncBytes = agent.stats().totals.bytesIn + agent.stats().totals.bytesOut
@@ -93,14 +93,14 @@ test('an offline peer writes, restarts from disk, reconnects and resyncs only wh
 
 test('flush({ acks: 1 }) resolves once a peer persisted the writes; times out with no peer', () =>
   withPeers(async (dir, track) => {
-    const a = track(await createPeer({ id: 'a', dir: join(dir, 'a') }))
+    const a = track(await createPeer({ agentId: 'a', dir: join(dir, 'a') }))
     const { url } = await a.listen()
-    const lonely = track(await createPeer({ id: 'lonely' }))
+    const lonely = track(await createPeer({ agentId: 'lonely' }))
     const c = await lonely.counter('c')
     c.increment()
     await assert.rejects(lonely.flush({ acks: 1, timeoutMs: 200 }), (e) => isConcordError(e, ErrorCodes.TIMEOUT))
 
-    const b = track(await createPeer({ id: 'b', dir: join(dir, 'b') }))
+    const b = track(await createPeer({ agentId: 'b', dir: join(dir, 'b') }))
     await b.connect(url)
     const counter = await b.counter('acked')
     counter.increment(7)
@@ -116,7 +116,7 @@ test('wrong credentials are refused before any data flows; read-only peers canno
   withPeers(async (dir, track) => {
     const server = track(
       await createPeer({
-        id: 'server',
+        agentId: 'server',
         dir: join(dir, 's'),
         auth: { accept: { writer: 'w-secret', reader: 'r-secret' } },
         access: (peer) => (peer === 'writer' ? 'write' : 'read'),
@@ -126,7 +126,7 @@ test('wrong credentials are refused before any data flows; read-only peers canno
     const secret = await server.register<string>('secret')
     secret.set('classified')
 
-    const intruder = track(await createPeer({ id: 'writer', auth: { token: 'wrong' } }))
+    const intruder = track(await createPeer({ agentId: 'writer', auth: { token: 'wrong' } }))
     await assert.rejects(intruder.connect(url), (e) => isConcordError(e, ErrorCodes.AUTH_FAILED))
     assert.deepEqual(
       (await intruder.names()).map((n) => n.name),
@@ -134,13 +134,13 @@ test('wrong credentials are refused before any data flows; read-only peers canno
       'no data reached the refused peer',
     )
 
-    const reader = track(await createPeer({ id: 'reader', auth: { token: 'r-secret' } }))
+    const reader = track(await createPeer({ agentId: 'reader', auth: { token: 'r-secret' } }))
     await reader.connect(url)
     await until(async () => (await reader.names()).some((n) => n.name === 'secret'), 'reader receives')
     assert.equal((await reader.register('secret')).value(), 'classified')
     const rc = await reader.register<string>('secret')
     rc.set('tampered')
-    const writer = track(await createPeer({ id: 'writer', auth: { token: 'w-secret' } }))
+    const writer = track(await createPeer({ agentId: 'writer', auth: { token: 'w-secret' } }))
     await writer.connect(url)
     const wc = await writer.counter('ok')
     wc.increment()
@@ -154,9 +154,9 @@ test('wrong credentials are refused before any data flows; read-only peers canno
 
 test('a stock y-websocket client edits a peer Yjs document, persisted and synced onward to Concord peers', () =>
   withPeers(async (dir, track) => {
-    const hub = track(await createPeer({ id: 'hub', dir: join(dir, 'hub') }))
+    const hub = track(await createPeer({ agentId: 'hub', dir: join(dir, 'hub') }))
     const { port, url } = await hub.listen()
-    const other = track(await createPeer({ id: 'other', dir: join(dir, 'other') }))
+    const other = track(await createPeer({ agentId: 'other', dir: join(dir, 'other') }))
     await other.connect(url)
     const doc = new Y.Doc()
     const provider = new WebsocketProvider(`ws://127.0.0.1:${port}/yjs`, 'notes', doc, { WebSocketPolyfill: WebSocket as never, disableBc: true })

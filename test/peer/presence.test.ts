@@ -25,9 +25,9 @@ async function closeAll(peers: Peer[]): Promise<void> {
 test('presence crosses a hub, reaches a late peer, expires with its TTL and is cleared everywhere', async () => {
   const peers: Peer[] = []
   try {
-    const hub = await createTestPeer({ id: 'hub', tickMs: 50 })
-    const a = await createTestPeer({ id: 'a', tickMs: 50 })
-    const b = await createTestPeer({ id: 'b', tickMs: 50 })
+    const hub = await createTestPeer({ agentId: 'hub', tickMs: 50 })
+    const a = await createTestPeer({ agentId: 'a', tickMs: 50 })
+    const b = await createTestPeer({ agentId: 'b', tickMs: 50 })
     peers.push(hub, a, b)
     const { url } = await hub.listen()
     await a.connect(url)
@@ -51,7 +51,7 @@ test('presence crosses a hub, reaches a late peer, expires with its TTL and is c
     await until(() => JSON.stringify(b.presence.list().find((info) => info.agent === 'ana')?.status) === '{"doing":"checking sources"}', 'the newer state')
 
     // A peer that connects later gets the whole table when its session opens.
-    const late = await createTestPeer({ id: 'late', tickMs: 50 })
+    const late = await createTestPeer({ agentId: 'late', tickMs: 50 })
     peers.push(late)
     await late.connect(url)
     await until(() => agents(late).join() === 'ana,bo', 'the late peer gets the table')
@@ -77,11 +77,11 @@ test('presence about a name goes only to peers that may read it; unnamed presenc
   const peers: Peer[] = []
   try {
     const hub = await createPeer({
-      id: 'hub',
+      agentId: 'hub',
       auth: { accept: { writer: 'w', viewer: 'v' } },
       access: (peer, name) => (name.startsWith('private/') && peer !== 'writer' ? 'none' : 'write'),
     })
-    const writer = await createPeer({ id: 'writer', auth: { token: 'w' } })
+    const writer = await createPeer({ agentId: 'writer', auth: { token: 'w' } })
     peers.push(hub, writer)
     const { url } = await hub.listen()
     await writer.connect(url)
@@ -112,9 +112,9 @@ test('presence about a name goes only to peers that may read it; unnamed presenc
 test('a peer that does not take presence is sent none and still syncs', async () => {
   const peers: Peer[] = []
   try {
-    const hub = await createPeer({ id: 'hub' })
-    const old = await createPeer({ id: 'old', sync: { presence: false } })
-    const a = await createPeer({ id: 'a' })
+    const hub = await createPeer({ agentId: 'hub' })
+    const old = await createPeer({ agentId: 'old', sync: { presence: false } })
+    const a = await createPeer({ agentId: 'a' })
     peers.push(hub, old, a)
     const { url } = await hub.listen()
     await old.connect(url)
@@ -133,7 +133,7 @@ test('a peer that does not take presence is sent none and still syncs', async ()
 test('a session that floods presence is dropped past the rate; entries forging this peer or its own agents are ignored; malformed ones counted', async () => {
   const peers: Peer[] = []
   try {
-    const hub = await createPeer({ id: 'hub' })
+    const hub = await createPeer({ agentId: 'hub' })
     peers.push(hub)
     hub.presence.set('hub-agent', { status: 'serving', ttlMs: 60_000 })
     const { url } = await hub.listen()

@@ -14,14 +14,14 @@ import { until } from '../helpers/wait.ts'
 
 test('status: the durability mode and when the last fsync happened (sync and async folders)', async () => {
   const dir = await tempDir()
-  const sync = await createPeer({ id: 's', dir: join(dir.path, 's') })
-  const lazy = await createPeer({ id: 'a', dir: join(dir.path, 'a'), durability: { mode: 'async', rpoMs: 60_000 } })
+  const sync = await createPeer({ agentId: 's', dir: join(dir.path, 's') })
+  const lazy = await createPeer({ agentId: 'a', dir: join(dir.path, 'a'), durability: { mode: 'async', rpoMs: 60_000 } })
   try {
     const before = Date.now()
     ;(await sync.counter('c')).increment()
     await until(() => sync.store.committedSeq('c') > 0 && sync.status().durability.lastFsyncAt !== null, 'the sync write')
     const status = sync.status()
-    assert.equal(status.id, 's')
+    assert.equal(status.agentId, 's')
     assert.equal(status.durability.mode, 'sync')
     assert.ok(status.durability.lastFsyncAt! >= before)
     assert.ok(status.durability.fsyncs >= 1)
@@ -49,13 +49,13 @@ test('status: the durability mode and when the last fsync happened (sync and asy
 test('status: each session with its remote, synced state, lag, last ack, refused writes and malformed input', async () => {
   const dir = await tempDir()
   const hub = await createPeer({
-    id: 'hub',
+    agentId: 'hub',
     dir: join(dir.path, 'hub'),
     auth: { accept: { ana: 'ana-secret', bob: 'bob-secret', raw: 'raw-secret' } },
     access: (peer, name) => (peer === 'bob' && name.startsWith('ro/') ? 'read' : 'write'),
   })
-  const ana = await createPeer({ id: 'ana', dir: join(dir.path, 'ana'), auth: { token: 'ana-secret' } })
-  const bob = await createPeer({ id: 'bob', dir: join(dir.path, 'bob'), auth: { token: 'bob-secret' } })
+  const ana = await createPeer({ agentId: 'ana', dir: join(dir.path, 'ana'), auth: { token: 'ana-secret' } })
+  const bob = await createPeer({ agentId: 'bob', dir: join(dir.path, 'bob'), auth: { token: 'bob-secret' } })
   try {
     const { url } = await hub.listen()
     ;(await hub.counter('ro/budget')).increment(5)
@@ -66,7 +66,7 @@ test('status: each session with its remote, synced state, lag, last ack, refused
     await until(async () => (await hub.counter('shared')).value() === 3, 'ana -> hub')
     await until(() => ana.status().sessions[0].lag.commits === 0 && ana.status().sessions[0].lastAckAt !== null, "the hub's ack")
     const fromAna = ana.status().sessions[0]
-    assert.equal(fromAna.peerId, 'hub')
+    assert.equal(fromAna.agentId, 'hub')
     assert.equal(fromAna.state, 'open')
     assert.equal(fromAna.synced, true)
     assert.ok(fromAna.openedAt! >= fromAna.startedAt)
@@ -77,21 +77,21 @@ test('status: each session with its remote, synced state, lag, last ack, refused
     // bob may only read ro/: his write is refused by the hub, and each side counts it.
     await until(async () => (await bob.counter('ro/budget')).value() === 5, 'ro/budget reaches bob')
     ;(await bob.counter('ro/budget')).increment()
-    await until(() => hub.status().sessions.find((s) => s.peerId === 'bob')?.refusedWrites === 1, 'the hub refuses bob')
+    await until(() => hub.status().sessions.find((s) => s.agentId === 'bob')?.refusedWrites === 1, 'the hub refuses bob')
     await until(() => bob.status().sessions[0].rejectedByRemote === 1, 'bob learns it was refused')
     assert.equal((await hub.counter('ro/budget')).value(), 5)
 
     // Garbage on an open session: counted as malformed on the hub's side of it.
     const raw = await rawClient(url)
     await handshake(raw, 'raw', 'raw-secret')
-    await until(() => hub.status().sessions.some((s) => s.peerId === 'raw' && s.state === 'open'), 'the raw session opens')
+    await until(() => hub.status().sessions.some((s) => s.agentId === 'raw' && s.state === 'open'), 'the raw session opens')
     raw.send(new Uint8Array([1, 5, 0xff])) // a truncated delta
-    await until(() => (hub.status().sessions.find((s) => s.peerId === 'raw')?.malformed ?? 0) >= 1, 'the garbage is counted')
+    await until(() => (hub.status().sessions.find((s) => s.agentId === 'raw')?.malformed ?? 0) >= 1, 'the garbage is counted')
     raw.ws.close()
-    await until(() => !hub.status().sessions.some((s) => s.peerId === 'raw'), 'the raw session ends')
+    await until(() => !hub.status().sessions.some((s) => s.agentId === 'raw'), 'the raw session ends')
     const peers = hub
       .status()
-      .sessions.map((s) => s.peerId)
+      .sessions.map((s) => s.agentId)
       .filter((id) => id !== null)
       .sort()
     assert.deepEqual(peers, ['ana', 'bob'])

@@ -9,7 +9,8 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { createReplica } from '../../crdt/registry.ts'
-import { replicaId, type Replica } from '../../crdt/replica.ts'
+import type { Replica } from '../../crdt/replica.ts'
+import { agentId } from '../../crdt/agent-id.ts'
 import type { PNCounterReplica } from '../../crdt/types/index.ts'
 import { isConcordError, type ConcordError } from '../../crdt/errors.ts'
 import { openStore } from '../../persistence/index.ts'
@@ -25,7 +26,7 @@ const nextTurn = () => new Promise((resolve) => setImmediate(resolve))
 
 /** A delta that increments a fresh counter by `n`. */
 function incrementBy(n: number): Uint8Array {
-  const counter = createReplica('pncounter', { replicaId: replicaId(`w${n}`) }) as PNCounterReplica
+  const counter = createReplica('pncounter', { agentId: agentId(`w${n}`) }) as PNCounterReplica
   return localDelta(counter, () => counter.increment(n))!
 }
 
@@ -35,7 +36,7 @@ function incrementBy(n: number): Uint8Array {
  * through the storage layer.
  */
 async function seedWithCorruptName(dir: string, replica: string): Promise<void> {
-  const seed = await openStore({ dir, replicaId: replica, sweepMs: 0, checkpoint: { everyRecords: 0, everyBytes: 0, onClose: false } })
+  const seed = await openStore({ dir, agentId: replica, sweepMs: 0, checkpoint: { everyRecords: 0, everyBytes: 0, onClose: false } })
   for (let i = 1; i <= 5; i++)
     await seed.commit([
       { name: 'good', type: 'pncounter', delta: incrementBy(i) },
@@ -55,7 +56,7 @@ async function withPeers(fn: (root: string, peer: (id: string, extra?: Partial<P
   const peers: Peer[] = []
   try {
     await fn(dir.path, async (id, extra = {}) => {
-      const peer = await createPeer({ id, dir: join(dir.path, id), ...extra })
+      const peer = await createPeer({ agentId: id, dir: join(dir.path, id), ...extra })
       peers.push(peer)
       return peer
     })
@@ -67,14 +68,14 @@ async function withPeers(fn: (root: string, peer: (id: string, extra?: Partial<P
 
 test('the sync host keeps no replicas of its own: list() hydrates nothing, hold() keeps what a slice reads until released', async () => {
   const dir = await tempDir('concord-host-')
-  let store = await openStore({ dir: dir.path, replicaId: 'h', sweepMs: 0, cacheSize: 8 })
+  let store = await openStore({ dir: dir.path, agentId: 'h', sweepMs: 0, cacheSize: 8 })
   let host = new StoreSyncHost({ store })
   try {
     for (let i = 0; i < 60; i++) await host.applyRemote([{ name: `n${i}`, replicaType: 'pncounter', delta: incrementBy(i + 1) }], undefined)
     assert.equal(host.heldReplicas, 0, 'remote commits do not pin their names')
     await store.close()
     // A fresh store: nothing hydrated. Listing reads the names from the store, hydrating none.
-    store = await openStore({ dir: dir.path, replicaId: 'h', sweepMs: 0, cacheSize: 8 })
+    store = await openStore({ dir: dir.path, agentId: 'h', sweepMs: 0, cacheSize: 8 })
     host = new StoreSyncHost({ store })
     const names = [...(await host.list())]
     assert.equal(names.length, 60)
@@ -202,8 +203,8 @@ test('a commit that carries a name whose local data is corrupt: the rest is appl
 test('a name created through the store after the first anti-entropy (a door writing for its clients) is still offered to a peer that connects later', async () => {
   const peers: Peer[] = []
   try {
-    const hub = await createPeer({ id: 'hub' })
-    const early = await createPeer({ id: 'early' })
+    const hub = await createPeer({ agentId: 'hub' })
+    const early = await createPeer({ agentId: 'early' })
     peers.push(hub, early)
     const { url } = await hub.listen()
     const synced = new Promise((resolve) => early.once('peer-synced', resolve))
@@ -212,7 +213,7 @@ test('a name created through the store after the first anti-entropy (a door writ
     const made = (await hub.store.open('made-by-a-door', 'pncounter')) as PNCounterReplica
     made.increment(7)
     await hub.flush()
-    const late = await createPeer({ id: 'late' })
+    const late = await createPeer({ agentId: 'late' })
     peers.push(late)
     await late.connect(url)
     await until(async () => (await late.store.typeOf('made-by-a-door')) !== undefined, 'the late peer is sent the name')

@@ -18,7 +18,7 @@ describe('test hooks', () => {
     ['now', () => 0],
   ] as const) {
     it(`createPeer refuses ${hook} (CONCORD_INVALID_ARGUMENT, naming createTestPeer)`, async () => {
-      const options = { id: 'user', [hook]: value } as unknown as PeerOptions
+      const options = { agentId: 'user', [hook]: value } as unknown as PeerOptions
       await assert.rejects(
         createPeer(options),
         (error: unknown) => error instanceof ConcordError && error.code === ErrorCodes.INVALID_ARGUMENT && /createTestPeer/.test(error.message),
@@ -29,7 +29,7 @@ describe('test hooks', () => {
   it('createTestPeer honours them: its replica creator makes the replicas it opens', async () => {
     const created: ReplicaType[] = []
     const peer = await createTestPeer({
-      id: 'test',
+      agentId: 'test',
       tickMs: 0,
       now: () => 1_000,
       createReplica: (type, options) => {

@@ -7,7 +7,7 @@ import { until } from '../helpers/wait.ts'
 test('a transaction that changes one name twice reaches every peer, through a relay, as one commit', async () => {
   const peers: Peer[] = []
   try {
-    for (const id of ['a', 'relay', 'c']) peers.push(await createPeer({ id }))
+    for (const id of ['a', 'relay', 'c']) peers.push(await createPeer({ agentId: id }))
     const [a, relay, c] = peers
     const { url } = await relay.listen()
     await a.connect(url)
@@ -25,7 +25,7 @@ test('a transaction that changes one name twice reaches every peer, through a re
     await until(() => far.value() === 3 && farLog.size === 2, 'the transaction reaches c through the relay')
     for (const peer of peers) {
       const { refusedWrites, rejectedByRemote } = peer.stats().totals
-      assert.equal(refusedWrites + rejectedByRemote, 0, `${peer.id}: nothing refused`)
+      assert.equal(refusedWrites + rejectedByRemote, 0, `${peer.agentId}: nothing refused`)
     }
     // one commit per hop: a -> relay, relay -> c
     assert.equal(a.stats().totals.commitsOut, 1)
@@ -38,7 +38,7 @@ test('a transaction that changes one name twice reaches every peer, through a re
 test('a transaction that throws changes nothing: not here, not in the log, not on a connected peer', async () => {
   const peers: Peer[] = []
   try {
-    for (const id of ['a', 'b']) peers.push(await createPeer({ id }))
+    for (const id of ['a', 'b']) peers.push(await createPeer({ agentId: id }))
     const [a, b] = peers
     const { url } = await b.listen()
     await a.connect(url)
@@ -95,7 +95,7 @@ test('a transaction that throws changes nothing: not here, not in the log, not o
 })
 
 test("after close, a peer's replicas refuse changes with CONCORD_CLOSED", async () => {
-  const peer = await createPeer({ id: 'closing' })
+  const peer = await createPeer({ agentId: 'closing' })
   const counter = await peer.counter('count')
   const map = await peer.map('facts')
   counter.increment()
@@ -118,7 +118,7 @@ test("after close, a peer's replicas refuse changes with CONCORD_CLOSED", async 
 })
 
 test('a change made for another agent (a door serving its clients) is logged under that agent with its message and meta, as is a revert; bad provenance is refused before anything changes', async () => {
-  const peer = await createPeer({ id: 'hub' })
+  const peer = await createPeer({ agentId: 'hub' })
   try {
     const counter = await peer.counter('count')
     await peer.transact(() => counter.increment(2), { agent: 'ana', message: 'two for the plan', meta: { tool: 'counter_add' } })

@@ -33,8 +33,8 @@ async function fivePeers(topology: string, wire: (peers: Peer[]) => Promise<void
   const dir = await tempDir(`concord-${topology}-`)
   const peers: Peer[] = []
   try {
-    for (let i = 0; i < 5; i++) peers.push(await createPeer({ id: `p${i}`, dir: join(dir.path, `p${i}`) }))
-    const holders = await Promise.all(peers.map(async (peer) => ({ name: peer.id, replicas: await openAll(peer) })))
+    for (let i = 0; i < 5; i++) peers.push(await createPeer({ agentId: `p${i}`, dir: join(dir.path, `p${i}`) }))
+    const holders = await Promise.all(peers.map(async (peer) => ({ name: peer.agentId, replicas: await openAll(peer) })))
     const random = new Prng(SEED)
     // writes before the links exist (anti-entropy carries them) ...
     for (const holder of holders) for (const { name } of NAMES) mutate(holder.replicas.get(name)!, random, `${holder.name}.pre.${name}`)
@@ -128,7 +128,7 @@ test('transact is atomic across SIGKILLs of the receiver: after every restart no
   timeout: 120_000,
 }, async () => {
   const dir = await tempDir('concord-transact-kill-')
-  const source = await createPeer({ id: 'source', dir: join(dir.path, 'source') })
+  const source = await createPeer({ agentId: 'source', dir: join(dir.path, 'source') })
   let child: ChildProcess | undefined
   let writing = true
   let writer: Promise<void> = Promise.resolve()
@@ -203,8 +203,8 @@ test('malformed and oversized frames from a raw ws client: counted and dropped, 
 }, async () => {
   const dir = await tempDir('concord-bad-frames-')
   const MAX_FRAME = 64 * 1024
-  const server = await createPeer({ id: 'server', dir: join(dir.path, 'server'), maxFrameBytes: MAX_FRAME })
-  const good = await createPeer({ id: 'good', dir: join(dir.path, 'good') })
+  const server = await createPeer({ agentId: 'server', dir: join(dir.path, 'server'), maxFrameBytes: MAX_FRAME })
+  const good = await createPeer({ agentId: 'good', dir: join(dir.path, 'good') })
   const clients: WebSocket[] = []
   try {
     const { url } = await server.listen()
@@ -260,7 +260,7 @@ test('malformed and oversized frames from a raw ws client: counted and dropped, 
     counter.increment()
     serverCounter.increment(10)
     await until(() => serverCounter.value() === 13 && counter.value() === 13, 'the good peer still syncs both ways')
-    const late = await createPeer({ id: 'late' })
+    const late = await createPeer({ agentId: 'late' })
     try {
       await late.connect(url)
       await until(async () => (await late.counter('c')).value() === 13, 'a new peer still connects and syncs')

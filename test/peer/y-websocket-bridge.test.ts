@@ -27,7 +27,7 @@ function memoryRoom(doc: Y.Doc, persisted: Uint8Array[], bridge: () => YWebsocke
   }
 }
 
-const writer: YWebsocketClient = { remotePeerId: 'writer', access: 'write' }
+const writer: YWebsocketClient = { remoteAgentId: 'writer', access: 'write' }
 
 async function startServer(bridge: YWebsocketBridge) {
   const http = createServer()

@@ -35,7 +35,7 @@ async function withHub(
 ): Promise<void> {
   const dir = await tempDir('concord-yws-')
   const cleanups: Array<() => void> = []
-  const peer = await createPeer({ id: 'hub', dir: join(dir.path, 'hub'), ...options })
+  const peer = await createPeer({ agentId: 'hub', dir: join(dir.path, 'hub'), ...options })
   try {
     const { port } = (await peer.listen(listen as never)) as unknown as { port: number }
     await fn({ peer, port, base: `ws://127.0.0.1:${port}/yjs` }, (close) => cleanups.push(close))
@@ -84,9 +84,9 @@ test('y-websocket on a peer that requires tokens: no credentials or wrong ones a
     )
     assert.ok(hub.peer.stats().yWebsocket!.refusedCredentials >= 4)
 
-    // the token in the URL (what a browser can send), the peer id beside it
+    // the token in the URL (what a browser can send), the agent id beside it
     const alice = client(hub, 'notes', { params: { peer: 'alice', token: 'a-secret' } }, cleanup)
-    // the token in an Authorization header (a Node client), the peer id in X-Concord-Peer
+    // the token in an Authorization header (a Node client), the agent id in X-Concord-Peer
     const bob = client(hub, 'notes', { headers: { Authorization: 'Bearer b-secret', 'X-Concord-Peer': 'bob' } }, cleanup)
     await until(() => alice.provider.synced && bob.provider.synced, 'both authenticated clients synced')
     await until(() => text(alice.doc) === 'secret notes' && text(bob.doc) === 'secret notes', 'they read the document')
@@ -228,7 +228,7 @@ class GatedStorage implements Storage {
 test("y-websocket clients are sent the hub's own changes only once durable: a change waiting for its write reaches them once logged", async () => {
   const dir = await tempDir('concord-yws-durable-')
   const storage = new GatedStorage(await openLevelStorage({ dir: dir.path }))
-  const hub = await createPeer({ id: 'hub', storage })
+  const hub = await createPeer({ agentId: 'hub', storage })
   const doc = new Y.Doc()
   let provider: ReturnType<typeof yClient>['provider'] | undefined
   try {

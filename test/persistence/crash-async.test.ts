@@ -30,7 +30,7 @@ it(`async mode: SIGKILL at random moments loses no acknowledged change (${cycles
         await runAndKill('test/persistence/fixtures/crash-writer-async.ts', [dir], 5 + Math.floor(random() * 150), (line) => line === 'ready')
       ).reduce((max, n) => Math.max(max, n), 0)
       totalAcked += acked
-      const store = await openStore({ dir, replicaId: 'crash-writer', sweepMs: 0, checkpoint: { onClose: false } })
+      const store = await openStore({ dir, agentId: 'crash-writer', sweepMs: 0, checkpoint: { onClose: false } })
       try {
         const text = textOf(await store.open('doc', 'yjs'))
         const context = `seed ${seed}, cycle ${cycle}`

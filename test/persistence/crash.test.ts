@@ -31,7 +31,7 @@ it(`SIGKILL at random moments loses no acknowledged record (${cycles} cycles, se
         (line) => line === 'ready' || line.startsWith('ack '),
       )
       totalAcked += acked.length
-      const store = await openStore({ dir, replicaId: 'crash-writer', sweepMs: 0, checkpoint: { onClose: false } })
+      const store = await openStore({ dir, agentId: 'crash-writer', sweepMs: 0, checkpoint: { onClose: false } })
       try {
         const a = await store.open('a', 'yjs')
         const b = await store.open('b', 'yjs')

@@ -81,7 +81,7 @@ function assertSameElements(actual: readonly string[], expected: readonly string
 }
 
 async function storedSet(dir: string): Promise<string[]> {
-  const store = await openStore({ dir, replicaId: 'disk', sweepMs: 0 })
+  const store = await openStore({ dir, agentId: 'disk', sweepMs: 0 })
   try {
     return ((await store.open('items', 'orset')).value() as string[]).slice().sort()
   } finally {
@@ -100,7 +100,7 @@ it('a full disk: refused writes are rolled back, the next acknowledged write aft
   const filler = join(disk.path, 'filler')
   let peer: Peer | undefined
   try {
-    peer = await createPeer({ id: 'disk', dir, durability: { mode: 'sync' }, checkpoint: { everyRecords: 0, everyBytes: 0, everyMs: 0, onClose: false } })
+    peer = await createPeer({ agentId: 'disk', dir, durability: { mode: 'sync' }, checkpoint: { everyRecords: 0, everyBytes: 0, everyMs: 0, onClose: false } })
     const set = await peer.set<string>('items')
     const rolledBack: string[] = []
     peer.store.events.on('rolledBack', ({ name }) => rolledBack.push(name))
@@ -127,7 +127,7 @@ it('a full disk: refused writes are rolled back, the next acknowledged write aft
     assertSameElements(await storedSet(dir), expected, 'after a clean close and reopen')
 
     // Fill the disk again, close, and reopen once there is space.
-    peer = await createPeer({ id: 'disk', dir, durability: { mode: 'sync' }, checkpoint: { everyRecords: 0, everyBytes: 0, everyMs: 0, onClose: false } })
+    peer = await createPeer({ agentId: 'disk', dir, durability: { mode: 'sync' }, checkpoint: { everyRecords: 0, everyBytes: 0, everyMs: 0, onClose: false } })
     const again = await peer.set<string>('items')
     await writeFile(filler, Buffer.alloc(1_300_000)).catch(() => undefined)
     const second = await fill(peer, again, 10_000, 2)

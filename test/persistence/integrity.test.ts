@@ -19,7 +19,7 @@ import { tempDir, textOf, typeText } from './helpers.ts'
 const hasCode = (code: string) => (error: unknown) => isConcordError(error) && error.code === code
 const options = (dir: string): StoreOptions => ({
   dir,
-  replicaId: 'a',
+  agentId: 'a',
   sweepMs: 0,
   retention: 'full',
   checkpoint: { everyRecords: 0, everyBytes: 0, onClose: false },

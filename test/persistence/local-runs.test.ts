@@ -11,14 +11,14 @@ import { describe, it } from 'node:test'
 import * as Y from 'yjs'
 import type { YjsReplica } from '../../crdt/documents/yjs-replica.ts'
 import { createReplica } from '../../crdt/registry.ts'
-import { replicaId } from '../../crdt/replica.ts'
+import { agentId } from '../../crdt/agent-id.ts'
 import type { PNCounterReplica } from '../../crdt/types/index.ts'
 import { openStore, type Store } from '../../persistence/index.ts'
 import { settle, tempDir, textOf, typeText } from './helpers.ts'
 
 async function withStore(fn: (store: Store) => Promise<void>): Promise<void> {
   const { dir, remove } = await tempDir('concord-runs-')
-  const store = await openStore({ dir, replicaId: 'me', sweepMs: 0, durability: { mode: 'async', rpoMs: 50 } })
+  const store = await openStore({ dir, agentId: 'me', sweepMs: 0, durability: { mode: 'async', rpoMs: 50 } })
   try {
     await fn(store)
   } finally {
@@ -47,7 +47,7 @@ describe('merged local changes through local runs', () => {
   it('a remote delta applied to the replica directly while a run is open is logged', async () => {
     await withStore(async (store) => {
       const doc = (await store.open('doc', 'yjs')) as YjsReplica
-      const other = createReplica('yjs', { replicaId: replicaId('other') }) as YjsReplica
+      const other = createReplica('yjs', { agentId: agentId('other') }) as YjsReplica
       const remote: Uint8Array[] = []
       other.on('change', (event) => remote.push(event.delta))
       for (let i = 0; i < 4; i++) typeText(doc, 'a')

@@ -10,7 +10,8 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import * as Y from 'yjs'
 import type { YjsReplica } from '../../crdt/documents/yjs-replica.ts'
-import { replicaId, type Replica } from '../../crdt/replica.ts'
+import type { Replica } from '../../crdt/replica.ts'
+import { agentId } from '../../crdt/agent-id.ts'
 import { createReplica } from '../../crdt/registry.ts'
 import type { PNCounterReplica } from '../../crdt/types/index.ts'
 import { openStore, type Store, type StoreOptions } from '../../persistence/index.ts'
@@ -21,7 +22,7 @@ const asyncMode = { mode: 'async', rpoMs: 50 } as const
 
 async function withStore(options: Partial<StoreOptions>, fn: (store: Store, dir: string) => Promise<void>): Promise<void> {
   const { dir, remove } = await tempDir('concord-merge-')
-  const store = await openStore({ dir, replicaId: 'me', sweepMs: 0, durability: asyncMode, ...options })
+  const store = await openStore({ dir, agentId: 'me', sweepMs: 0, durability: asyncMode, ...options })
   try {
     await fn(store, dir)
   } finally {
@@ -46,7 +47,7 @@ describe('merged local changes (async mode)', () => {
   it('a run of local changes becomes few records; they replay to the same state after reopening, and verify', async () => {
     const { dir, remove } = await tempDir('concord-merge-')
     try {
-      const store = await openStore({ dir, replicaId: 'me', sweepMs: 0, durability: asyncMode, checkpoint: { onClose: false } })
+      const store = await openStore({ dir, agentId: 'me', sweepMs: 0, durability: asyncMode, checkpoint: { onClose: false } })
       const seen = units(store)
       const doc = await store.open('doc', 'yjs')
       for (let round = 0; round < 5; round++) {
@@ -73,7 +74,7 @@ describe('merged local changes (async mode)', () => {
       )
       assert.ok(history.every((r) => r.agent === 'me' && r.kind === 'delta'))
       await store.close()
-      const again = await openStore({ dir, replicaId: 'me', sweepMs: 0 })
+      const again = await openStore({ dir, agentId: 'me', sweepMs: 0 })
       assert.equal(textOf(await again.open('doc', 'yjs')), 'x'.repeat(500))
       assert.equal(again.committedSeq('doc'), seq)
       assert.deepEqual((await again.verify('doc')).problems, [])
@@ -129,7 +130,7 @@ describe('merged local changes (async mode)', () => {
         store.committedSeq('a') + store.committedSeq('b'),
         seen.reduce((n, u) => n + u.records.length, 0),
       )
-      const counter = createReplica('pncounter', { replicaId: replicaId('x') })
+      const counter = createReplica('pncounter', { agentId: agentId('x') })
       for (const unit of seen) for (const r of unit.records) if (r.name === 'b') counter.applyDelta(r.delta)
       assert.equal(counter.value(), 50)
       const atB = await store.at('b', store.committedSeq('b'))
@@ -142,7 +143,7 @@ describe('merged local changes (async mode)', () => {
   it('a remote commit queued meanwhile closes the unit: later local changes go after it, in the order they were made', async () => {
     await withStore({}, async (store) => {
       const doc = (await store.open('doc', 'yjs')) as YjsReplica
-      const other = createReplica('yjs', { replicaId: replicaId('other') }) as YjsReplica
+      const other = createReplica('yjs', { agentId: agentId('other') }) as YjsReplica
       const remote: Uint8Array[] = []
       other.doc.on('update', (u: Uint8Array) => remote.push(u))
       other.doc.getText('t').insert(0, 'R')
@@ -193,7 +194,7 @@ describe('merged local changes (async mode)', () => {
   it('a checkpoint due while changes wait is taken at an exact seq; recovery from it and the merged tail is exact', async () => {
     const { dir, remove } = await tempDir('concord-merge-')
     try {
-      const store = await openStore({ dir, replicaId: 'me', sweepMs: 0, durability: asyncMode, checkpoint: { everyRecords: 3, onClose: false } })
+      const store = await openStore({ dir, agentId: 'me', sweepMs: 0, durability: asyncMode, checkpoint: { everyRecords: 3, onClose: false } })
       const doc = await store.open('doc', 'yjs')
       for (let round = 0; round < 12; round++) {
         typeChars(doc, 7)
@@ -205,7 +206,7 @@ describe('merged local changes (async mode)', () => {
       await store.flush()
       assert.ok(store.committedSeq('doc') >= 4, `${store.committedSeq('doc')} records`)
       await store.close()
-      const again = await openStore({ dir, replicaId: 'me', sweepMs: 0 })
+      const again = await openStore({ dir, agentId: 'me', sweepMs: 0 })
       assert.equal(textOf(await again.open('doc', 'yjs')), 'x'.repeat(84))
       const report = await again.verify('doc')
       assert.deepEqual(report.problems, [])

@@ -44,7 +44,7 @@ test('metadata format 3 carries the state digest; formats 2 and 1 decode without
 test('a store keeps the digest in the metadata of idle names and reads it without hydrating them, across a reopen', async () => {
   const dir = await tempDir('concord-meta-digest-')
   try {
-    let store = await openStore({ dir: dir.path, cacheSize: 4, replicaId: 'a', sweepMs: 0 })
+    let store = await openStore({ dir: dir.path, cacheSize: 4, agentId: 'a', sweepMs: 0 })
     const digests = new Map<string, Uint8Array>()
     for (let i = 0; i < 20; i++) {
       const counter = (await store.open(`n${i}`, 'pncounter')) as unknown as { increment(by?: number): void }
@@ -58,7 +58,7 @@ test('a store keeps the digest in the metadata of idle names and reads it withou
       digests.set(`n${i}`, digest)
     }
     await store.close()
-    store = await openStore({ dir: dir.path, cacheSize: 4, replicaId: 'a', sweepMs: 0 })
+    store = await openStore({ dir: dir.path, cacheSize: 4, agentId: 'a', sweepMs: 0 })
     await store.listNames()
     const before = store.hydrations
     for (let i = 0; i < 20; i++) assert.deepEqual(store.digestOf(`n${i}`), digests.get(`n${i}`), `n${i} after reopening`)

@@ -19,7 +19,7 @@ const invalid = (error: unknown): boolean => isConcordError(error, 'CONCORD_INVA
 it('the store refuses names with lone surrogates (open, commit, every other call) and keeps well-formed ones apart', async () => {
   const { dir, remove } = await tempDir()
   try {
-    let store = await openStore({ dir, replicaId: 'a', sweepMs: 0 })
+    let store = await openStore({ dir, agentId: 'a', sweepMs: 0 })
     for (const name of LONE) {
       await assert.rejects(store.open(name, 'orset'), invalid, name)
       await assert.rejects(store.applyRemote(name, new Uint8Array([1]), { type: 'orset' }), invalid, name)
@@ -30,7 +30,7 @@ it('the store refuses names with lone surrogates (open, commit, every other call
     const names = ['x\uFFFD', 'x\uD83D\uDE00', 'x\uD83D\uDE01']
     for (const [i, name] of names.entries()) ((await store.open(name, 'gcounter')) as unknown as { increment(n: number): void }).increment(i + 1)
     await store.close()
-    store = await openStore({ dir, replicaId: 'a', sweepMs: 0 })
+    store = await openStore({ dir, agentId: 'a', sweepMs: 0 })
     for (const [i, name] of names.entries()) assert.equal((await store.open(name, 'gcounter')).value(), i + 1)
     assert.deepEqual((await store.names()).map((n) => n.name).sort(), [...names].sort())
     await store.close()
@@ -40,7 +40,7 @@ it('the store refuses names with lone surrogates (open, commit, every other call
 })
 
 it('a peer refuses them too', async () => {
-  const peer = await createPeer({ id: 'p' })
+  const peer = await createPeer({ agentId: 'p' })
   try {
     for (const name of LONE) {
       await assert.rejects(peer.set(name), invalid)

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { yjsReplicaFactory } from '../../crdt/documents/yjs-replica.ts'
-import { replicaId } from '../../crdt/replica.ts'
+import { agentId } from '../../crdt/agent-id.ts'
 import { FaultStorage } from '../../persistence/storage/fault-storage.ts'
 import { metaKey, tailKey } from '../../persistence/format/keys.ts'
 import { decodeMeta } from '../../persistence/format/name-meta.ts'
@@ -16,7 +16,7 @@ import { FakeTimers, textOf, typeText } from './helpers.ts'
 
 /** Deltas that append `pieces` in order to the text `t`, made on a separate replica. */
 function chain(pieces: readonly string[], agent = 'remote'): Uint8Array[] {
-  const source = yjsReplicaFactory.create({ replicaId: replicaId(agent) })
+  const source = yjsReplicaFactory.create({ agentId: agentId(agent) })
   const deltas: Uint8Array[] = []
   source.events.on('change', (event) => deltas.push(event.delta))
   for (const piece of pieces) typeText(source, piece)
@@ -28,7 +28,7 @@ const letters = (n: number): string[] => Array.from({ length: n }, (_, i) => Str
 describe('commit pipeline', () => {
   it('writers released by a batch share the next fsync: one fsync per round', async () => {
     const storage = await FaultStorage.create()
-    const store = await openStore({ storage, replicaId: 'a', sweepMs: 0, checkpoint: { everyRecords: 0, everyBytes: 0, onClose: false } })
+    const store = await openStore({ storage, agentId: 'a', sweepMs: 0, checkpoint: { everyRecords: 0, everyBytes: 0, onClose: false } })
     const writers = 16
     const rounds = 12
     for (let w = 0; w < writers; w++) await store.open(`n${w}`, 'yjs')
@@ -53,7 +53,7 @@ describe('commit pipeline', () => {
       if (operation === 'batch') sizes.push((operations ?? []).reduce((sum, op) => sum + (op.type === 'put' && op.key[0] === 'l' ? op.value.length : 0), 0))
       return undefined
     }
-    const store = await openStore({ storage, replicaId: 'a', sweepMs: 0, retention: 'full', checkpoint: { everyRecords: 40, everyBytes: 0, onClose: false } })
+    const store = await openStore({ storage, agentId: 'a', sweepMs: 0, retention: 'full', checkpoint: { everyRecords: 40, everyBytes: 0, onClose: false } })
     await store.open('doc', 'yjs')
     const piece = 'x'.repeat(8000)
     const deltas = chain(Array.from({ length: 300 }, () => piece))
@@ -75,7 +75,7 @@ describe('commit pipeline', () => {
 
   it('a checkpoint due while changes of the name are queued is taken at an exact seq', async () => {
     const storage = await FaultStorage.create()
-    const store = await openStore({ storage, replicaId: 'a', sweepMs: 0, retention: 'full', checkpoint: { everyRecords: 2, everyBytes: 0, onClose: false } })
+    const store = await openStore({ storage, agentId: 'a', sweepMs: 0, retention: 'full', checkpoint: { everyRecords: 2, everyBytes: 0, onClose: false } })
     const doc = await store.open('doc', 'yjs')
     const seen: number[] = []
     store.events.on('checkpoint', ({ seq }) => seen.push(seq))
@@ -117,7 +117,7 @@ describe('log tail beyond the stored metadata', () => {
     const storage = await FaultStorage.create()
     const options: StoreOptions = {
       storage,
-      replicaId: 'a',
+      agentId: 'a',
       sweepMs: 0,
       timers,
       now: timers.now,
@@ -140,7 +140,7 @@ describe('log tail beyond the stored metadata', () => {
     const timers = new FakeTimers()
     const start = timers.time
     const storage = await laggingStorage(timers)
-    const store = await openStore({ storage, replicaId: 'a', sweepMs: 0, timers, now: timers.now })
+    const store = await openStore({ storage, agentId: 'a', sweepMs: 0, timers, now: timers.now })
     const [info] = await store.names()
     assert.deepEqual([info.name, info.records, info.lastSeq], ['doc', 5, 5])
     assert.ok(info.lastChange >= start + 1000, `lastChange ${info.lastChange} is the newest record's time`)
@@ -159,7 +159,7 @@ describe('log tail beyond the stored metadata', () => {
     assert.equal(store.committedSeq('doc'), 6)
     await store.close()
     // A clean close brings the stored metadata up to the log.
-    const again = await openStore({ storage, replicaId: 'a', sweepMs: 0, timers, now: timers.now })
+    const again = await openStore({ storage, agentId: 'a', sweepMs: 0, timers, now: timers.now })
     assert.equal(decodeMeta((await storage.get(metaKey('doc')))!).lastSeq, 6)
     assert.equal(await storage.get(tailKey('doc')), undefined)
     assert.equal(textOf(await again.open('doc', 'yjs')), 'abcdef')
@@ -169,7 +169,7 @@ describe('log tail beyond the stored metadata', () => {
   it('TTL expiry goes by the newest record, not by the stored metadata', async () => {
     const timers = new FakeTimers()
     const storage = await laggingStorage(timers)
-    const store = await openStore({ storage, replicaId: 'a', sweepMs: 0, timers, now: timers.now })
+    const store = await openStore({ storage, agentId: 'a', sweepMs: 0, timers, now: timers.now })
     // The stored metadata was touched 5.5 s ago, the records 4.5 s ago: not expired yet.
     timers.advance(ttlMs - 1000 + 500)
     assert.deepEqual(await store.expire(), [])

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict'
 import { it } from 'node:test'
 import fc from 'fast-check'
 import { yjsReplicaFactory } from '../../crdt/documents/yjs-replica.ts'
-import { replicaId } from '../../crdt/replica.ts'
+import { agentId } from '../../crdt/agent-id.ts'
 import { FaultStorage } from '../../persistence/storage/fault-storage.ts'
 import { openStore } from '../../persistence/index.ts'
 import { FakeTimers, settle, textOf, typeText } from './helpers.ts'
@@ -17,7 +17,7 @@ const NAMES = ['n0', 'n1', 'n2']
 
 /** Deltas that each append one character ('a' + index) to the text, made by distinct agents in order. */
 function chainOfDeltas(count: number, tag: string): Uint8Array[] {
-  const source = yjsReplicaFactory.create({ replicaId: replicaId(`src-${tag}`) })
+  const source = yjsReplicaFactory.create({ agentId: agentId(`src-${tag}`) })
   const deltas: Uint8Array[] = []
   source.events.on('change', (event) => deltas.push(event.delta))
   for (let i = 0; i < count; i++) typeText(source, String.fromCharCode(97 + (i % 26)))
@@ -32,7 +32,7 @@ it('sync mode: a power cut at a random point loses no acknowledged record', asyn
       fc.integer({ min: 0, max: 1000 }),
       async (targets, turns, keepSeed) => {
         const storage = await FaultStorage.create()
-        const store = await openStore({ storage, replicaId: 'a', sweepMs: 0, checkpoint: { everyRecords: 7 } })
+        const store = await openStore({ storage, agentId: 'a', sweepMs: 0, checkpoint: { everyRecords: 7 } })
         for (const name of NAMES) await store.open(name, 'yjs')
         const deltas = new Map(NAMES.map((name) => [name, chainOfDeltas(targets.length, name)]))
         const used = new Map(NAMES.map((name) => [name, 0]))
@@ -52,7 +52,7 @@ it('sync mode: a power cut at a random point loses no acknowledged record', asyn
         const survivor = await storage.powerCut({ keep: keepSeed % (storage.unsyncedBatches + 1) })
         await Promise.allSettled(writes)
         await store.close().catch(() => undefined)
-        const again = await openStore({ storage: survivor, replicaId: 'a', sweepMs: 0 })
+        const again = await openStore({ storage: survivor, agentId: 'a', sweepMs: 0 })
         for (const name of NAMES) {
           const replica = await again.open(name, 'yjs')
           const last = again.committedSeq(name)
@@ -78,7 +78,7 @@ it('async mode: a power cut loses at most the last rpoMs of acknowledged records
       async (steps, keepSeed) => {
         const timers = new FakeTimers()
         const storage = await FaultStorage.create()
-        const store = await openStore({ storage, replicaId: 'a', sweepMs: 0, timers, now: timers.now, durability: { mode: 'async', rpoMs } })
+        const store = await openStore({ storage, agentId: 'a', sweepMs: 0, timers, now: timers.now, durability: { mode: 'async', rpoMs } })
         for (const name of NAMES) await store.open(name, 'yjs')
         const deltas = new Map(NAMES.map((name) => [name, chainOfDeltas(steps.length, name)]))
         const used = new Map(NAMES.map((name) => [name, 0]))
@@ -95,7 +95,7 @@ it('async mode: a power cut loses at most the last rpoMs of acknowledged records
         const cutAt = timers.time
         const survivor = await storage.powerCut({ keep: keepSeed % (storage.unsyncedBatches + 1) })
         await store.close().catch(() => undefined)
-        const again = await openStore({ storage: survivor, replicaId: 'a', sweepMs: 0 })
+        const again = await openStore({ storage: survivor, agentId: 'a', sweepMs: 0 })
         for (const name of NAMES) {
           await again.open(name, 'yjs')
           const last = again.committedSeq(name)

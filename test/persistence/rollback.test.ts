@@ -42,7 +42,7 @@ describe('atomic blocks that throw', () => {
     const { dir, remove } = await tempDir()
     try {
       const random = new Prng(7)
-      let store = await openStore({ dir, replicaId: 'a', sweepMs: 0 })
+      let store = await openStore({ dir, agentId: 'a', sweepMs: 0 })
       const replicas = await openAll(store, random)
       const before = new Map([...replicas].map(([type, r]) => [type, { value: valueText(r), snapshot: hex(r.snapshot()), version: hex(r.version()) }]))
       const seqs = new Map([...replicas.keys()].map((type) => [type, store.committedSeq(`n-${type}`)]))
@@ -76,7 +76,7 @@ describe('atomic blocks that throw', () => {
       for (const type of replicas.keys()) assert.deepEqual((await store.verify(`n-${type}`)).problems, [], `${type}: verify`)
       await store.close()
 
-      store = await openStore({ dir, replicaId: 'a', sweepMs: 0 })
+      store = await openStore({ dir, agentId: 'a', sweepMs: 0 })
       for (const type of replicas.keys()) assert.equal(valueText(await store.open(`n-${type}`, type)), after.get(type), `${type}: reopened`)
       await store.close()
     } finally {
@@ -87,7 +87,7 @@ describe('atomic blocks that throw', () => {
   it('keep changes made before the block that were not yet written (async mode), and undo only the block', async () => {
     const { dir, remove } = await tempDir()
     try {
-      const store = await openStore({ dir, replicaId: 'a', sweepMs: 0, durability: { mode: 'async', rpoMs: 50 } })
+      const store = await openStore({ dir, agentId: 'a', sweepMs: 0, durability: { mode: 'async', rpoMs: 50 } })
       const set = (await store.open('set', 'orset')) as ORSetReplica<string>
       const doc = (await store.open('doc', 'yjs')) as YjsReplica
       set.add('queued')
@@ -116,7 +116,7 @@ describe('writes the storage refuses', () => {
   it('roll every type back to what its log holds; changes queued behind the failure are refused too; the next write logs only what is kept', async () => {
     const storage = await FaultStorage.create()
     const random = new Prng(11)
-    const store = await openStore({ storage, replicaId: 'a', sweepMs: 0 })
+    const store = await openStore({ storage, agentId: 'a', sweepMs: 0 })
     const replicas = await openAll(store, random)
     const logged = new Map([...replicas].map(([type, r]) => [type, valueText(r)]))
     const rolledBack = new Set<string>()
@@ -147,11 +147,11 @@ describe('writes the storage refuses', () => {
 
   it('a refused remote commit is rolled back too, and a native replica never reuses the dots it took back', async () => {
     const storage = await FaultStorage.create()
-    const store = await openStore({ storage, replicaId: 'a', sweepMs: 0 })
+    const store = await openStore({ storage, agentId: 'a', sweepMs: 0 })
     const set = (await store.open('set', 'orset')) as ORSetReplica<string>
     set.add('one')
     await store.flush()
-    const remote = createReplica('orset', { replicaId: 'r' as never }) as ORSetReplica<string>
+    const remote = createReplica('orset', { agentId: 'r' as never }) as ORSetReplica<string>
     remote.add('theirs')
     storage.fault = (op) => (op === 'batch' ? new Error('ENOSPC: injected') : undefined)
     set.add('mine, refused')
@@ -162,9 +162,9 @@ describe('writes the storage refuses', () => {
     set.add('two')
     await store.flush()
     // A peer that already held the refused element (it leaked before the failure) is told to remove it.
-    const leaked = createReplica('orset', { replicaId: 'p' as never }) as ORSetReplica<string>
+    const leaked = createReplica('orset', { agentId: 'p' as never }) as ORSetReplica<string>
     leaked.applyDelta((await store.at('set', 1)).snapshot())
-    const probe = createReplica('orset', { replicaId: 'a' as never }) as ORSetReplica<string>
+    const probe = createReplica('orset', { agentId: 'a' as never }) as ORSetReplica<string>
     probe.add('one')
     probe.add('mine, refused')
     leaked.applyDelta(probe.deltaSince(leaked.version())!)
@@ -180,7 +180,7 @@ describe('changes over the limit a replica loads back', () => {
   it('a 70 MiB Yjs insert is refused (CONCORD_LIMIT_EXCEEDED) and taken back; the store reopens with the earlier text', { timeout: 120_000 }, async () => {
     const { dir, remove } = await tempDir()
     try {
-      let store = await openStore({ dir, replicaId: 'a', sweepMs: 0 })
+      let store = await openStore({ dir, agentId: 'a', sweepMs: 0 })
       const doc = await store.open('doc', 'yjs')
       const errors: unknown[] = []
       store.events.on('error', ({ error }) => errors.push(error))
@@ -197,7 +197,7 @@ describe('changes over the limit a replica loads back', () => {
       typeText(doc, 'more')
       await store.flush()
       await store.close()
-      store = await openStore({ dir, replicaId: 'a', sweepMs: 0 })
+      store = await openStore({ dir, agentId: 'a', sweepMs: 0 })
       assert.equal(textOf(await store.open('doc', 'yjs')), 'kept more')
       assert.equal(store.truncations.length, 0)
       await store.close()
@@ -209,7 +209,7 @@ describe('changes over the limit a replica loads back', () => {
   it('async mode: a merged Yjs unit over the limit is refused whole and taken back; what was logged before stays', async () => {
     const limited = (type: ReplicaType, options: Parameters<typeof createReplica>[1]): Replica =>
       createReplica(type, { ...options, limits: { maxBytes: 100_000 } } as never)
-    const store = await openStore({ replicaId: 'a', sweepMs: 0, durability: { mode: 'async', rpoMs: 20 }, createReplica: limited })
+    const store = await openStore({ agentId: 'a', sweepMs: 0, durability: { mode: 'async', rpoMs: 20 }, createReplica: limited })
     const doc = await store.open('doc', 'yjs')
     const errors: unknown[] = []
     store.events.on('error', ({ error }) => errors.push(error))
@@ -231,17 +231,17 @@ describe('changes over the limit a replica loads back', () => {
   it('an intact record over a lowered limit fails the name with CONCORD_LIMIT_EXCEEDED and is never deleted', async () => {
     const { dir, remove } = await tempDir()
     try {
-      let store = await openStore({ dir, replicaId: 'a', sweepMs: 0, checkpoint: { onClose: false } })
+      let store = await openStore({ dir, agentId: 'a', sweepMs: 0, checkpoint: { onClose: false } })
       const doc = await store.open('doc', 'yjs')
       typeText(doc, 'y'.repeat(200_000))
       await store.close()
       const limited = (type: ReplicaType, options: Parameters<typeof createReplica>[1]): Replica =>
         createReplica(type, { ...options, limits: { maxBytes: 100_000 } } as never)
-      store = await openStore({ dir, replicaId: 'a', sweepMs: 0, createReplica: limited })
+      store = await openStore({ dir, agentId: 'a', sweepMs: 0, createReplica: limited })
       await assert.rejects(store.open('doc', 'yjs'), hasCode('CONCORD_LIMIT_EXCEEDED'))
       assert.equal(store.truncations.length, 0)
       await store.close()
-      store = await openStore({ dir, replicaId: 'a', sweepMs: 0 })
+      store = await openStore({ dir, agentId: 'a', sweepMs: 0 })
       assert.equal(textOf(await store.open('doc', 'yjs')).length, 200_000)
       await store.close()
     } finally {
@@ -252,7 +252,7 @@ describe('changes over the limit a replica loads back', () => {
   it('an Automerge change over the limit throws at once, changing nothing', async () => {
     const small = (type: ReplicaType, options: Parameters<typeof createReplica>[1]): Replica =>
       createReplica(type, { ...options, limits: { maxBytes: 10_000 } } as never)
-    const store = await openStore({ replicaId: 'a', sweepMs: 0, createReplica: small })
+    const store = await openStore({ agentId: 'a', sweepMs: 0, createReplica: small })
     const spec = (await store.open('spec', 'automerge')) as AutomergeReplica<{ text?: string }>
     spec.change((d) => {
       d.text = 'small'
@@ -273,7 +273,7 @@ describe('changes over the limit a replica loads back', () => {
 
 describe('changes after close', () => {
   it('throw CONCORD_CLOSED and change nothing (a Yjs edit is undone at once)', async () => {
-    const store = await openStore({ replicaId: 'a', sweepMs: 0 })
+    const store = await openStore({ agentId: 'a', sweepMs: 0 })
     const set = (await store.open('set', 'orset')) as ORSetReplica<string>
     const spec = (await store.open('spec', 'automerge')) as AutomergeReplica<{ a?: number }>
     const doc = await store.open('doc', 'yjs')
@@ -301,7 +301,7 @@ describe('changes after close', () => {
   it('a replica of an expired, archived or deleted name refuses changes too', async () => {
     const { dir, remove } = await tempDir()
     try {
-      const store = await openStore({ dir, replicaId: 'a', sweepMs: 0 })
+      const store = await openStore({ dir, agentId: 'a', sweepMs: 0 })
       const set = (await store.open('set', 'orset')) as ORSetReplica<string>
       set.add('x')
       await store.flush()

@@ -35,7 +35,7 @@ async function newestLog(dir: string): Promise<{ path: string; size: number }> {
 /** Writes NAMES names (several records each) and closes cleanly; returns each name's last seq. */
 async function writeAndClose(dir: string): Promise<Map<string, { type: ReplicaType; lastSeq: number }>> {
   const random = new Prng(3)
-  const store = await openStore({ dir, replicaId: 'sealed', sweepMs: 0, checkpoint: { onClose: false } })
+  const store = await openStore({ dir, agentId: 'sealed', sweepMs: 0, checkpoint: { onClose: false } })
   for (let i = 0; i < NAMES; i++) {
     const type = TYPES[i % TYPES.length]
     const replica = await store.open(`name-${String(i).padStart(3, '0')}`, type)
@@ -48,7 +48,7 @@ async function writeAndClose(dir: string): Promise<Map<string, { type: ReplicaTy
 }
 
 async function open(dir: string): Promise<Store> {
-  return openStore({ dir, replicaId: 'sealed', sweepMs: 0 })
+  return openStore({ dir, agentId: 'sealed', sweepMs: 0 })
 }
 
 it('a truncated newest .log of a cleanly closed store: every lost name and record is found, reported, counted, and verify fails until repair accepts it', {
@@ -141,7 +141,7 @@ it('no false loss: an intact clean close, a deletion before the close, a SIGKILL
     try {
       for (let round = 0; round < 2; round++) {
         await runAndKill('test/persistence/fixtures/crash-writer.ts', [crash.dir, '4'], 30, (line) => line === 'ready')
-        const crashed = await openStore({ dir: crash.dir, replicaId: 'crash-writer', sweepMs: 0 })
+        const crashed = await openStore({ dir: crash.dir, agentId: 'crash-writer', sweepMs: 0 })
         assert.deepEqual(crashed.losses, [], `round ${round}: a crash is no loss`)
         await crashed.close()
       }
@@ -167,7 +167,7 @@ it('a folder written before the seal (test/persistence/fixtures/store-before-sea
       facts: { hits: 4, k: 'v' },
     }
     for (let round = 0; round < 2; round++) {
-      const store = await openStore({ dir, replicaId: 'fixture', sweepMs: 0 })
+      const store = await openStore({ dir, agentId: 'fixture', sweepMs: 0 })
       assert.deepEqual(store.losses, [])
       const names = await store.names()
       assert.deepEqual(names.map((n) => n.name).sort(), Object.keys(expected).sort())

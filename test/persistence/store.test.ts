@@ -4,7 +4,8 @@ import { existsSync, readdirSync } from 'node:fs'
 import { describe, it } from 'node:test'
 import { yjsReplicaFactory } from '../../crdt/documents/yjs-replica.ts'
 import { isConcordError } from '../../crdt/errors.ts'
-import { replicaId, type Replica } from '../../crdt/replica.ts'
+import type { Replica } from '../../crdt/replica.ts'
+import { agentId } from '../../crdt/agent-id.ts'
 import { FaultStorage } from '../../persistence/storage/fault-storage.ts'
 import { logKey, seqKey } from '../../persistence/format/keys.ts'
 import { openStore, type HistoryEntry } from '../../persistence/index.ts'
@@ -13,7 +14,7 @@ import { localDelta } from '../helpers/local-delta.ts'
 
 /** A delta made on a separate replica: `text` appended by agent `agent`. */
 function remoteDelta(text: string, agent = 'remote'): Uint8Array {
-  const other = yjsReplicaFactory.create({ replicaId: replicaId(agent) })
+  const other = yjsReplicaFactory.create({ agentId: agentId(agent) })
   let delta: Uint8Array | undefined
   other.events.on('change', (event) => {
     delta = event.delta
@@ -28,7 +29,7 @@ describe('store', () => {
   it('creates, logs local changes, and restores them after reopening (classic-level)', async () => {
     const { dir, remove } = await tempDir()
     try {
-      let store = await openStore({ dir, replicaId: 'a', sweepMs: 0 })
+      let store = await openStore({ dir, agentId: 'a', sweepMs: 0 })
       const doc = await store.open('doc', 'yjs')
       typeText(doc, 'hello')
       typeText(doc, ' world')
@@ -38,7 +39,7 @@ describe('store', () => {
       await store.close()
       await assert.rejects(store.open('doc', 'yjs'), hasCode('CONCORD_CLOSED'))
 
-      store = await openStore({ dir, replicaId: 'a', sweepMs: 0 })
+      store = await openStore({ dir, agentId: 'a', sweepMs: 0 })
       await assert.rejects(store.open('doc', 'automerge'), hasCode('CONCORD_TYPE_MISMATCH'))
       const again = await store.open('doc', 'yjs')
       assert.equal(textOf(again), 'hello world')
@@ -54,14 +55,14 @@ describe('store', () => {
       assert.equal(history[0].hash.length, 64)
       assert.deepEqual((await store.verify('doc')).problems, [])
       await store.close()
-      await assert.rejects(openStore({ dir, replicaId: 'b' }), hasCode('CONCORD_INVALID_ARGUMENT'))
+      await assert.rejects(openStore({ dir, agentId: 'b' }), hasCode('CONCORD_INVALID_ARGUMENT'))
     } finally {
       await remove()
     }
   })
 
   it('a delta that adds nothing is not logged: 100 replays change neither state nor log', async () => {
-    const store = await openStore({ replicaId: 'a', sweepMs: 0 })
+    const store = await openStore({ agentId: 'a', sweepMs: 0 })
     const delta = remoteDelta('x')
     const first = await store.applyRemote('doc', delta, { type: 'yjs', agent: 'remote' })
     assert.deepEqual(first, { changed: true, seq: 1 })
@@ -76,7 +77,7 @@ describe('store', () => {
 
   it('commit writes several names as one unit; a bad delta applies nothing; a failed write stores nothing', async () => {
     const storage = await FaultStorage.create()
-    const store = await openStore({ storage, replicaId: 'a', sweepMs: 0 })
+    const store = await openStore({ storage, agentId: 'a', sweepMs: 0 })
     const names = ['a', 'b', 'c']
     for (const name of names) await store.open(name, 'yjs')
     const results = await store.commit(names.map((name) => ({ name, delta: remoteDelta(name) })))
@@ -107,7 +108,7 @@ describe('store', () => {
 
   it('an I/O error rejects the append and rolls the document back; the next write logs what the compensation left (a state record)', async () => {
     const storage = await FaultStorage.create()
-    const store = await openStore({ storage, replicaId: 'a', sweepMs: 0 })
+    const store = await openStore({ storage, agentId: 'a', sweepMs: 0 })
     const errors: unknown[] = []
     store.events.on('error', ({ error }) => errors.push(error))
     const doc = await store.open('doc', 'yjs')
@@ -142,7 +143,7 @@ describe('store', () => {
 
   it('sync mode: concurrent appends share fsyncs (group commit)', async () => {
     const storage = await FaultStorage.create()
-    const store = await openStore({ storage, replicaId: 'a', sweepMs: 0, checkpoint: { everyRecords: 0, everyBytes: 0, onClose: false } })
+    const store = await openStore({ storage, agentId: 'a', sweepMs: 0, checkpoint: { everyRecords: 0, everyBytes: 0, onClose: false } })
     await store.open('doc', 'yjs')
     const syncsBefore = storage.syncCount
     const deltas = Array.from({ length: 64 }, (_, i) => remoteDelta(`w${i}`, `agent-${i}`))
@@ -160,7 +161,7 @@ describe('store', () => {
   it('async mode: resolves without an fsync, and fsyncs within rpoMs', async () => {
     const storage = await FaultStorage.create()
     const timers = new FakeTimers()
-    const store = await openStore({ storage, replicaId: 'a', durability: { mode: 'async', rpoMs: 50 }, timers, now: timers.now, sweepMs: 0 })
+    const store = await openStore({ storage, agentId: 'a', durability: { mode: 'async', rpoMs: 50 }, timers, now: timers.now, sweepMs: 0 })
     const durable: Array<{ name: string; seq: number }> = []
     store.events.on('durable', (event) => durable.push(event))
     await store.open('doc', 'yjs')
@@ -191,7 +192,7 @@ describe('store', () => {
   })
 
   it('keeps only cacheSize names hydrated; evicted names reload with their data', async () => {
-    const store = await openStore({ replicaId: 'a', cacheSize: 16, sweepMs: 0 })
+    const store = await openStore({ agentId: 'a', cacheSize: 16, sweepMs: 0 })
     for (let i = 0; i < 200; i++) await store.applyRemote(`n${i}`, remoteDelta(`v${i}`), { type: 'yjs' })
     assert.ok(store.cachedNames <= 16, `cached ${store.cachedNames}`)
     for (const i of [0, 57, 199]) assert.equal(textOf(await store.open(`n${i}`, 'yjs')), `v${i}`)
@@ -207,7 +208,7 @@ describe('store', () => {
   })
 
   it('history pages; changes() replays then goes live; at() and revert()', async () => {
-    const store = await openStore({ replicaId: 'a', sweepMs: 0, retention: 'full' })
+    const store = await openStore({ agentId: 'a', sweepMs: 0, retention: 'full' })
     const doc = await store.open('doc', 'yjs')
     for (const word of ['a', 'b', 'c', 'd', 'e']) {
       typeText(doc, word)
@@ -251,7 +252,7 @@ describe('store', () => {
   it('checkpoints by record count, trims the log to the latest K checkpoints, and verifies', async () => {
     const { dir, remove } = await tempDir()
     try {
-      let store = await openStore({ dir, replicaId: 'a', sweepMs: 0, checkpoint: { everyRecords: 10, onClose: false }, retention: { checkpoints: 2 } })
+      let store = await openStore({ dir, agentId: 'a', sweepMs: 0, checkpoint: { everyRecords: 10, onClose: false }, retention: { checkpoints: 2 } })
       const checkpoints: number[] = []
       store.events.on('checkpoint', ({ seq }) => checkpoints.push(seq))
       const doc = await store.open('doc', 'yjs')
@@ -270,7 +271,7 @@ describe('store', () => {
       assert.deepEqual((await store.verify('doc')).problems, [])
       assert.equal(await store.checkpoint('doc'), 35)
       await store.close()
-      store = await openStore({ dir, replicaId: 'a', sweepMs: 0 })
+      store = await openStore({ dir, agentId: 'a', sweepMs: 0 })
       assert.equal(textOf(await store.open('doc', 'yjs')), '01234567890123456789012345678901234')
       assert.deepEqual(await store.gc(), { deletedRecords: 0, deletedCheckpoints: 0, orphanNames: 0 })
       // Leftovers: a record below the retained range, and keys of a name that no longer exists.
@@ -292,15 +293,15 @@ describe('store', () => {
     const mark = (key: string) => (replica: Replica) => {
       typeText(replica, key)
     }
-    let store = await openStore({ storage, replicaId: 'a', sweepMs: 0 })
+    let store = await openStore({ storage, agentId: 'a', sweepMs: 0 })
     typeText(await store.open('doc', 'yjs'), 'v0;')
     await store.close()
-    store = await openStore({ storage, replicaId: 'a', sweepMs: 0, schema: { version: 2, migrations: { 2: mark('to2;') } } })
+    store = await openStore({ storage, agentId: 'a', sweepMs: 0, schema: { version: 2, migrations: { 2: mark('to2;') } } })
     await assert.rejects(store.open('doc', 'yjs'), hasCode('CONCORD_MIGRATION_FAILED'))
     await store.close()
     store = await openStore({
       storage,
-      replicaId: 'a',
+      agentId: 'a',
       sweepMs: 0,
       schema: {
         version: 2,
@@ -315,23 +316,23 @@ describe('store', () => {
     await assert.rejects(store.open('doc', 'yjs'), hasCode('CONCORD_MIGRATION_FAILED'))
     await store.close()
     const migrated: unknown[] = []
-    store = await openStore({ storage, replicaId: 'a', sweepMs: 0, schema: { version: 2, migrations: { 1: mark('to1;'), 2: mark('to2;') } } })
+    store = await openStore({ storage, agentId: 'a', sweepMs: 0, schema: { version: 2, migrations: { 1: mark('to1;'), 2: mark('to2;') } } })
     store.events.on('migrated', (event) => migrated.push(event))
     assert.equal(textOf(await store.open('doc', 'yjs')), 'v0;to1;to2;')
     assert.deepEqual(migrated, [{ name: 'doc', from: 0, to: 2 }])
     assert.equal((await store.names())[0].schema, 2)
     await store.close()
-    store = await openStore({ storage, replicaId: 'a', sweepMs: 0, schema: { version: 2, migrations: { 1: mark('to1;'), 2: mark('to2;') } } })
+    store = await openStore({ storage, agentId: 'a', sweepMs: 0, schema: { version: 2, migrations: { 1: mark('to1;'), 2: mark('to2;') } } })
     assert.equal(textOf(await store.open('doc', 'yjs')), 'v0;to1;to2;')
     await store.close()
-    store = await openStore({ storage, replicaId: 'a', sweepMs: 0, schema: { version: 1 } })
+    store = await openStore({ storage, agentId: 'a', sweepMs: 0, schema: { version: 1 } })
     await assert.rejects(store.open('doc', 'yjs'), hasCode('CONCORD_SCHEMA_TOO_NEW'))
     await store.close()
   })
 
   it('TTL: the sweep expires names untouched for their TTL, but not recently used ones', async () => {
     const timers = new FakeTimers()
-    const store = await openStore({ replicaId: 'a', timers, now: timers.now, sweepMs: 1000, ttlMs: 60_000, cacheSize: 1 })
+    const store = await openStore({ agentId: 'a', timers, now: timers.now, sweepMs: 1000, ttlMs: 60_000, cacheSize: 1 })
     const expired: string[] = []
     store.events.on('expired', ({ name }) => expired.push(name))
     const run = async (ms: number): Promise<void> => {
@@ -362,7 +363,7 @@ describe('store', () => {
   it('archives a name to a compressed file and rehydrates it on open', async () => {
     const { dir, remove } = await tempDir()
     try {
-      let store = await openStore({ dir, replicaId: 'a', sweepMs: 0, retention: 'full' })
+      let store = await openStore({ dir, agentId: 'a', sweepMs: 0, retention: 'full' })
       const doc = await store.open('cold', 'yjs')
       for (const word of ['x', 'y', 'z']) typeText(doc, word)
       typeText(await store.open('warm', 'yjs'), 'w')
@@ -379,7 +380,7 @@ describe('store', () => {
       )
       await assert.rejects(store.history('cold'), hasCode('CONCORD_NOT_FOUND'))
       await store.close()
-      store = await openStore({ dir, replicaId: 'a', sweepMs: 0, retention: 'full' })
+      store = await openStore({ dir, agentId: 'a', sweepMs: 0, retention: 'full' })
       assert.equal(textOf(await store.open('cold', 'yjs')), 'xyz')
       assert.deepEqual(
         (await store.history('cold')).map((h) => h.seq),
@@ -404,7 +405,7 @@ describe('store', () => {
 
 describe('store: refused remote deltas', () => {
   it('a malformed delta for a new name is refused and leaves no name behind; an existing name is unchanged', async () => {
-    const store = await openStore({ replicaId: 'r', sweepMs: 0 })
+    const store = await openStore({ agentId: 'r', sweepMs: 0 })
     try {
       await assert.rejects(store.commit([{ name: 'ghost', type: 'orset', delta: new Uint8Array([1, 2, 3]) }]), (error) =>
         isConcordError(error, 'CONCORD_DECODE_ERROR'),

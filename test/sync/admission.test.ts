@@ -9,11 +9,12 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { ErrorCodes } from '../../crdt/errors.ts'
 import { Admission } from '../../sync/admission.ts'
-import { peerId, type DeltaEntry } from '../../sync/messages.ts'
+import type { DeltaEntry } from '../../sync/messages.ts'
+import { agentId } from '../../crdt/agent-id.ts'
 import { MemoryHost } from './helpers/memory-host.ts'
 
-const alice = peerId('alice')
-const bob = peerId('bob')
+const alice = agentId('alice')
+const bob = agentId('bob')
 
 /** A host where bob may only read `ro/*`, nobody sees `hidden/*`, and alice may write the rest. */
 function setup(options: ConstructorParameters<typeof Admission>[1] = {}) {

@@ -10,7 +10,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { ConcordError, ErrorCodes } from '../../crdt/errors.ts'
 import { createReplica } from '../../crdt/registry.ts'
-import { replicaId } from '../../crdt/replica.ts'
+import { agentId } from '../../crdt/agent-id.ts'
 import type { GCounterReplica } from '../../crdt/types/index.ts'
 import { windowBytesExtension, windowBytesOf } from '../../sync/extensions.ts'
 import { decodeMessage, encodeMessage, MessageType, type DecodedMessage, type HelloMessage } from '../../sync/messages.ts'
@@ -157,7 +157,7 @@ test('the receive queue has a byte budget: a sender that ignores the byte window
   const flood = await raw(network, b, 'flood')
   await greet(network, flood, 'flood')
   for (let seq = 1; seq <= 40; seq++) {
-    const set = createReplica('gset', { replicaId: replicaId(`w${seq}`) }) as unknown as { add(v: string): void; snapshot(): Uint8Array }
+    const set = createReplica('gset', { agentId: agentId(`w${seq}`) }) as unknown as { add(v: string): void; snapshot(): Uint8Array }
     set.add('y'.repeat(4000))
     await flood.connection.send(encodeMessage({ type: 'delta', seq, entry: { name: `n${seq}`, replicaType: 'gset', delta: set.snapshot() } }))
   }
@@ -255,7 +255,7 @@ test('an answer built in slices is still one snapshot: a transaction made betwee
   const answer = fromB.find((m) => m.type === 'transaction' || m.type === 'delta')
   assert.ok(answer?.type === 'transaction')
   const valueIn = (name: string): unknown => {
-    const replica = createReplica('gcounter', { replicaId: replicaId('probe') })
+    const replica = createReplica('gcounter', { agentId: agentId('probe') })
     for (const entry of answer.entries) if (entry.name === name) replica.applyDelta(entry.delta)
     return replica.value()
   }
@@ -348,7 +348,7 @@ test('a host that holds what it reads: VERSIONS and answers hold a slice of name
   const answer = fromB.find((m) => m.type === 'transaction' || m.type === 'delta')
   assert.ok(answer?.type === 'transaction')
   const valueIn = (name: string): unknown => {
-    const replica = createReplica('gcounter', { replicaId: replicaId('probe') })
+    const replica = createReplica('gcounter', { agentId: agentId('probe') })
     for (const entry of answer.entries) if (entry.name === name) replica.applyDelta(entry.delta)
     return replica.value()
   }

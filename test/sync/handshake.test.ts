@@ -1,7 +1,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { handshakeProof, helloNonce, NONCE_BYTES } from '../../sync/credentials.ts'
-import { decodeMessage, encodeMessage, peerId, PROTOCOL_VERSION, type DecodedMessage, type HelloMessage, type Message } from '../../sync/messages.ts'
+import { decodeMessage, encodeMessage, PROTOCOL_VERSION, type DecodedMessage, type HelloMessage, type Message } from '../../sync/messages.ts'
+import { agentId } from '../../crdt/agent-id.ts'
 import { Network } from '../../transports/memory/index.ts'
 import type { Connection } from '../../transports/transport.ts'
 import { mutate } from './helpers/memory-host.ts'
@@ -75,7 +76,7 @@ function helloOf(id: string, nonce: Uint8Array | undefined, options: { token?: s
     type: 'hello',
     minVersion: 1,
     maxVersion: options.maxVersion ?? 2,
-    peerId: peerId(id),
+    agentId: agentId(id),
     token: options.token ?? '',
     filter: {},
     maxFrameBytes: 1 << 20,

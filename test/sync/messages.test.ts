@@ -4,17 +4,8 @@ import fc from 'fast-check'
 import { Encoder } from '../../crdt/codec.ts'
 import { ErrorCodes, isConcordError } from '../../crdt/errors.ts'
 import { Reassembler, splitIntoChunks } from '../../sync/chunking.ts'
-import {
-  FRAME_FORMAT,
-  KNOWN_TYPES,
-  MessageType,
-  decodeMessage,
-  encodeMessage,
-  isCommitMessage,
-  isHandshakeMessage,
-  peerId,
-  type Message,
-} from '../../sync/messages.ts'
+import { FRAME_FORMAT, KNOWN_TYPES, MessageType, decodeMessage, encodeMessage, isCommitMessage, isHandshakeMessage, type Message } from '../../sync/messages.ts'
+import { agentId } from '../../crdt/agent-id.ts'
 import { matchesFilter } from '../../sync/names.ts'
 
 const name = fc.string({ minLength: 1, maxLength: 40 })
@@ -28,7 +19,7 @@ const message: fc.Arbitrary<Message> = fc.oneof(
     type: fc.constant('hello' as const),
     minVersion: fc.integer({ min: 0, max: 5 }),
     maxVersion: fc.integer({ min: 5, max: 10 }),
-    peerId: fc.string({ minLength: 1, maxLength: 30 }).map(peerId),
+    agentId: fc.string({ minLength: 1, maxLength: 30 }).map(agentId),
     token: fc.string({ maxLength: 50 }),
     filter: fc.oneof(
       fc.constant({}),

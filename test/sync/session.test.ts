@@ -4,7 +4,8 @@ import * as Y from 'yjs'
 import { Encoder } from '../../crdt/codec.ts'
 import { ErrorCodes, isConcordError } from '../../crdt/errors.ts'
 import type { AutomergeReplica, YjsReplica } from '../../crdt/documents/index.ts'
-import { encodeMessage, peerId, type DecodedMessage, decodeMessage } from '../../sync/messages.ts'
+import { encodeMessage, type DecodedMessage, decodeMessage } from '../../sync/messages.ts'
+import { agentId } from '../../crdt/agent-id.ts'
 import { Network } from '../../transports/memory/index.ts'
 import type { Connection } from '../../transports/transport.ts'
 import { ALL_TYPES, mutate } from './helpers/memory-host.ts'
@@ -42,8 +43,8 @@ test('sync: handshake, anti-entropy both ways, then live deltas, with every type
   ab.events.on('synced', () => events.push('a synced'))
   assert.equal(ab.state, 'open')
   assert.equal(ba.state, 'open')
-  assert.equal(ab.remotePeerId, 'b')
-  assert.equal(ba.remotePeerId, 'a')
+  assert.equal(ab.remoteAgentId, 'b')
+  assert.equal(ba.remoteAgentId, 'a')
   assert.deepEqual(a.host.values(), b.host.values())
   assert.equal(a.host.replicas.size, ALL_TYPES.length * 2 + 1)
 
@@ -249,7 +250,7 @@ function hello(id: string): Uint8Array {
     type: 'hello',
     minVersion: 1,
     maxVersion: 1,
-    peerId: peerId(id),
+    agentId: agentId(id),
     token: '',
     filter: {},
     maxFrameBytes: 1 << 20,

@@ -1,7 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { attachSession } from '../../sync/attach.ts'
-import { peerId } from '../../sync/messages.ts'
+import { agentId } from '../../crdt/agent-id.ts'
 import type { SessionOptions, SyncSession } from '../../sync/session.ts'
 import { Prng } from '../../transports/memory/prng.ts'
 import { Reconnector } from '../../transports/reconnect.ts'
@@ -17,7 +17,7 @@ async function until(condition: () => boolean): Promise<void> {
 function serve(transport: WebSocketTransport, host: MemoryHost, options: Partial<SessionOptions> = {}): SyncSession[] {
   const sessions: SyncSession[] = []
   transport.events.on('connection', (connection) => {
-    sessions.push(attachSession(connection, host, { peerId: peerId(host.id), ...options }))
+    sessions.push(attachSession(connection, host, { agentId: agentId(host.id), ...options }))
   })
   return sessions
 }
@@ -37,7 +37,7 @@ test('sync over WebSocket: live sync, offline edits, server restart, reconnect a
   const reconnector = new Reconnector({ transport: dialer, address, backoff: { initialMs: 20, maxMs: 200 } })
   const sessions: SyncSession[] = []
   reconnector.events.on('connection', (connection) => {
-    sessions.push(attachSession(connection, client, { peerId: peerId('client'), token: 'secret' }))
+    sessions.push(attachSession(connection, client, { agentId: agentId('client'), token: 'secret' }))
   })
   reconnector.start()
   mutate(client.open('doc', 'yjs'), random, 'hello')
@@ -80,7 +80,7 @@ test('sync over WebSocket: a peer sending garbage is disconnected; a wrong token
 
   const good = new MemoryHost('good')
   const dialer = new WebSocketTransport()
-  const goodSession = attachSession(await dialer.dial(address), good, { peerId: peerId('good'), token: 'secret' })
+  const goodSession = attachSession(await dialer.dial(address), good, { agentId: agentId('good'), token: 'secret' })
   await until(() => goodSession.state === 'open')
 
   // a raw client that completes the handshake (protocol 2: its AUTH proves the secret), then sends garbage
@@ -95,7 +95,7 @@ test('sync over WebSocket: a peer sending garbage is disconnected; a wrong token
   // a wrong token: refused before any data
   const intruder = new MemoryHost('intruder')
   mutate(intruder.open('evil', 'yjs'), random, 'x')
-  const intruderSession = attachSession(await dialer.dial(address), intruder, { peerId: peerId('intruder'), token: 'guess' })
+  const intruderSession = attachSession(await dialer.dial(address), intruder, { agentId: agentId('intruder'), token: 'guess' })
   const refused = new Promise<string>((resolve) => intruderSession.events.on('refused', (r) => resolve(`${r.by}:${r.reason}`)))
   assert.equal(await refused, 'remote:auth')
   await until(() => intruderSession.state === 'closed')

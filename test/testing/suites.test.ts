@@ -8,7 +8,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createReplica } from '../../crdt/registry.ts'
-import { replicaId, type Replica } from '../../crdt/replica.ts'
+import type { Replica } from '../../crdt/replica.ts'
+import { agentId } from '../../crdt/agent-id.ts'
 import { openLevelStorage } from '../../persistence/storage/level/index.ts'
 import type { Storage } from '../../persistence/storage/storage.ts'
 import { Network } from '../../transports/memory/index.ts'
@@ -151,7 +152,7 @@ test('transport suite: the memory transport passes; a lossy one fails on its own
 test('CRDT law suite: an OR-set passes; one whose applyDelta always reports a change fails idempotence', async () => {
   const run = async (wrap: (r: Replica) => Replica): Promise<Map<string, string>> => {
     const { runner, run: go } = recorder()
-    runCrdtLaws(runner, { type: 'orset', create: (id) => wrap(createReplica('orset', { replicaId: replicaId(id) })), randomOp: nativeOp('orset'), numRuns: 10 })
+    runCrdtLaws(runner, { type: 'orset', create: (id) => wrap(createReplica('orset', { agentId: agentId(id) })), randomOp: nativeOp('orset'), numRuns: 10 })
     return go()
   }
   assert.deepEqual(failures(await run((r) => r)), [])

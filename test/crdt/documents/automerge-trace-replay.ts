@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import * as A from '@automerge/automerge'
 import { AutomergeReplica } from '../../../crdt/documents/automerge-replica.ts'
-import { replicaId } from '../../../crdt/replica.ts'
+import { agentId } from '../../../crdt/agent-id.ts'
 import { localDelta } from '../../helpers/local-delta.ts'
 import { concatBytes, hasAstral, replayConcurrent, utf16Position, utf16Span, type ConcurrentTrace, type Patch } from './traces.ts'
 
@@ -46,8 +46,8 @@ export function replayAutomergeSequential(txns: ReadonlyArray<{ readonly patches
   sender: AutomergeReplica<{ text: string }>
   receiver: AutomergeReplica<{ text: string }>
 } {
-  const sender = new AutomergeReplica<{ text: string }>({ replicaId: replicaId('sender'), initial: { text: '' } })
-  const receiver = new AutomergeReplica<{ text: string }>({ replicaId: replicaId('receiver'), initial: { text: '' } })
+  const sender = new AutomergeReplica<{ text: string }>({ agentId: agentId('sender'), initial: { text: '' } })
+  const receiver = new AutomergeReplica<{ text: string }>({ agentId: agentId('receiver'), initial: { text: '' } })
   let batch: Uint8Array[] = []
   let sent = 0
   sender.events.on('change', ({ delta, local }) => {
@@ -75,7 +75,7 @@ export function replayAutomergeConcurrent(
     { length: trace.numAgents },
     (_, i) =>
       new AutomergeReplica<{ text: string }>({
-        replicaId: replicaId(`agent-${i}`),
+        agentId: agentId(`agent-${i}`),
         initial: { text: '' },
         actor: actorOrder === 'ascending' ? `a${i}` : `a${9 - i}`,
       }),

@@ -5,7 +5,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { AutomergeReplica } from '../../../crdt/documents/automerge-replica.ts'
-import { replicaId } from '../../../crdt/replica.ts'
+import { agentId } from '../../../crdt/agent-id.ts'
 import { loadTrace, type ConcurrentTrace } from './traces.ts'
 import { replayAutomergeConcurrent, replayAutomergeSequential } from './automerge-trace-replay.ts'
 
@@ -14,7 +14,7 @@ test('automerge replays sveltecomponent: sender and guarded receiver end at endC
   const { sender, receiver } = replayAutomergeSequential(trace.txns)
   assert.equal(sender.doc.text, trace.endContent)
   assert.deepEqual(receiver.value(), { text: trace.endContent })
-  const late = new AutomergeReplica<{ text: string }>({ replicaId: replicaId('late'), snapshot: sender.snapshot() })
+  const late = new AutomergeReplica<{ text: string }>({ agentId: agentId('late'), snapshot: sender.snapshot() })
   assert.deepEqual(late.value(), { text: trace.endContent })
   assert.equal(sender.deltaSince(late.version()), null)
 })

@@ -12,7 +12,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import * as A from '@automerge/automerge'
 import { AutomergeReplica } from '../../../crdt/documents/automerge-replica.ts'
-import { replicaId } from '../../../crdt/replica.ts'
+import { agentId } from '../../../crdt/agent-id.ts'
 import { Prng } from '../../../transports/memory/prng.ts'
 import { concatBytes } from '../../helpers/bytes.ts'
 import { localDelta } from '../../helpers/local-delta.ts'
@@ -23,16 +23,16 @@ const actor = (prefix: string): string => prefix.padEnd(32, '0')
 
 /** What the replica's state really is: its saved document, loaded afresh. */
 function reloaded(replica: AutomergeReplica<Doc>): unknown {
-  return new AutomergeReplica<Doc>({ replicaId: replicaId('check'), snapshot: replica.snapshot() }).value()
+  return new AutomergeReplica<Doc>({ agentId: agentId('check'), snapshot: replica.snapshot() }).value()
 }
 
 test('a deleted winner and a lower concurrent value arriving in one delta: the view shows the revealed value', () => {
-  const origin = new AutomergeReplica<Doc>({ replicaId: replicaId('x'), actor: actor('1d54') })
+  const origin = new AutomergeReplica<Doc>({ agentId: agentId('x'), actor: actor('1d54') })
   origin.change((doc) => {
     doc.k3 = { n: 1 }
   })
   const base = origin.snapshot()
-  const fork = (name: string, hex: string) => new AutomergeReplica<Doc>({ replicaId: replicaId(name), snapshot: base, actor: actor(hex) })
+  const fork = (name: string, hex: string) => new AutomergeReplica<Doc>({ agentId: agentId(name), snapshot: base, actor: actor(hex) })
   const c = fork('c', '9c1c')
   const b = fork('b', '9bb0')
   // c overwrites k3 (its op ranks above b's: same counter, greater actor), then deletes it.
@@ -77,14 +77,14 @@ test('random concurrent map, list and text edits, received in random groupings: 
   const pick = <T>(items: readonly T[]): T => prng.pick(items)
   let checked = 0
   for (let scenario = 0; scenario < 80; scenario++) {
-    const origin = new AutomergeReplica<Doc>({ replicaId: replicaId('o'), actor: actor('ee') })
+    const origin = new AutomergeReplica<Doc>({ agentId: agentId('o'), actor: actor('ee') })
     origin.change((doc) => {
       doc.m = { k1: { n: 0 } }
       doc.l = [{ v: 0 }]
       doc.t = 'abc'
     })
     const base = origin.snapshot()
-    const agents = ['aa', 'bb', 'cc', 'dd'].map((hex) => new AutomergeReplica<Doc>({ replicaId: replicaId(hex), snapshot: base, actor: actor(hex) }))
+    const agents = ['aa', 'bb', 'cc', 'dd'].map((hex) => new AutomergeReplica<Doc>({ agentId: agentId(hex), snapshot: base, actor: actor(hex) }))
     let local = 0
     for (let step = 0; step < 20; step++) {
       const agent = pick(agents)
@@ -102,7 +102,7 @@ test('random concurrent map, list and text edits, received in random groupings: 
           const list = doc.l as unknown[]
           const key = pick(['k1', 'k2'])
           const roll = random()
-          if (roll < 0.3) map[key] = { n: Math.floor(random() * 100), tag: agent.replicaId }
+          if (roll < 0.3) map[key] = { n: Math.floor(random() * 100), tag: agent.agentId }
           else if (roll < 0.45) delete map[key]
           else if (roll < 0.5) map[key] = step
           else if (roll < 0.55) {
@@ -127,11 +127,11 @@ test('random concurrent map, list and text edits, received in random groupings: 
         if (delta !== null) acc.applyDelta(delta)
         return acc
       },
-      new AutomergeReplica<Doc>({ replicaId: replicaId('all'), snapshot: base }),
+      new AutomergeReplica<Doc>({ agentId: agentId('all'), snapshot: base }),
     )
     const history = A.getAllChanges(all.doc).slice(1)
     for (let trial = 0; trial < 3; trial++) {
-      const receiver = new AutomergeReplica<Doc>({ replicaId: replicaId('r'), snapshot: base, actor: actor('ff') })
+      const receiver = new AutomergeReplica<Doc>({ agentId: agentId('r'), snapshot: base, actor: actor('ff') })
       for (let index = 0; index < history.length; ) {
         const size = 1 + Math.floor(random() * 5)
         receiver.applyDelta(concatBytes(history.slice(index, index + size)))

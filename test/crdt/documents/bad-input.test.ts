@@ -20,7 +20,7 @@ import { DEFAULT_DOCUMENT_LIMITS } from '../../../crdt/documents/options.ts'
 import { encodeDocumentSnapshot } from '../../../crdt/documents/snapshot-envelope.ts'
 import { ErrorCodes, isConcordError } from '../../../crdt/errors.ts'
 import { bytesEqual } from '../../../crdt/codec.ts'
-import { replicaId } from '../../../crdt/replica.ts'
+import { agentId } from '../../../crdt/agent-id.ts'
 
 const HANG_GUARD = { timeout: 60_000 }
 
@@ -100,7 +100,7 @@ function assertYjsUsable(replica: YjsReplica, fixture: ReturnType<typeof yjsFixt
 }
 
 function yjsReplica(fixture: ReturnType<typeof yjsFixture>): YjsReplica {
-  const replica = new YjsReplica({ replicaId: replicaId('target') })
+  const replica = new YjsReplica({ agentId: agentId('target') })
   replica.applyDelta(fixture.updates[0])
   return replica
 }
@@ -162,11 +162,11 @@ test('yjs: an item whose origin and right origin are the same character is rejec
   // its store happened to be split, so the replica differed from its own reloaded snapshot.
   const text = [0x04, 1, 4, 0x74, 0x65, 0x78, 0x74, 1, 0x61] // "a", parent by key "text"
   const update = (origin: number, right: number) => new Uint8Array([1, 3, 5, 0, ...text, 0x84, 5, 0, 1, 0x62, 0xc4, 5, origin, 5, right, 2, 0x61, 0x62, 0])
-  const replica = new YjsReplica({ replicaId: replicaId('target') })
+  const replica = new YjsReplica({ agentId: agentId('target') })
   assertYjsRejects(replica, update(1, 1), 'origin and right origin are both 5:1')
   assertYjsRejects(replica, new Uint8Array([1, 1, 6, 0, 0xc4, 5, 0, 5, 0, 1, 0x78, 0]), 'origin and right origin both name a character of another update')
   // The same item with a right origin after its origin: accepted (text "a", "ab" between "a" and "b": "aabb").
-  const valid = new YjsReplica({ replicaId: replicaId('valid') })
+  const valid = new YjsReplica({ agentId: agentId('valid') })
   assert.equal(valid.applyDelta(update(0, 1)), true)
   assert.equal(valid.doc.getText('text').toString(), 'aabb')
   // A client typing before its own older text makes right origins with lower clocks than origins: accepted.
@@ -177,9 +177,9 @@ test('yjs: an item whose origin and right origin are the same character is rejec
   source.getText('text').insert(0, 'b')
   source.getText('text').insert(0, 'a')
   source.getText('text').insert(1, 'c') // origin 5:1, right origin 5:0
-  const oneByOne = new YjsReplica({ replicaId: replicaId('x') })
+  const oneByOne = new YjsReplica({ agentId: agentId('x') })
   for (const u of updates) assert.equal(oneByOne.applyDelta(u), true)
-  const whole = new YjsReplica({ replicaId: replicaId('y') })
+  const whole = new YjsReplica({ agentId: agentId('y') })
   assert.equal(whole.applyDelta(Y.encodeStateAsUpdate(source)), true)
   assert.equal(oneByOne.doc.getText('text').toString(), 'acb')
   assert.equal(whole.doc.getText('text').toString(), 'acb')
@@ -201,8 +201,8 @@ test('yjs: a bad version to deltaSince and bad snapshots are DecodeErrors', HANG
     encodeDocumentSnapshot({ kind: 'yjs', gc: true, payload: new Uint8Array() }),
     encodeDocumentSnapshot({ kind: 'yjs', gc: true, payload: hex('00010000000001000100010200001602000001fdffffffff7f0000') }),
   ]
-  for (const snapshot of snapshots) assertRejected(() => new YjsReplica({ replicaId: replicaId('s'), snapshot }), 'bad snapshot')
-  assert.deepEqual(new YjsReplica({ replicaId: replicaId('s'), snapshot: good }).value(), replica.value())
+  for (const snapshot of snapshots) assertRejected(() => new YjsReplica({ agentId: agentId('s'), snapshot }), 'bad snapshot')
+  assert.deepEqual(new YjsReplica({ agentId: agentId('s'), snapshot: good }).value(), replica.value())
 })
 
 /** Mutations of real updates: flips, truncations, insertions, deletions, splices. */
@@ -270,7 +270,7 @@ test('yjs fuzz: mutated and random updates are rejected cleanly, or applied with
 })
 
 function automergeFixture() {
-  const source = new AutomergeReplica<{ text: string; n?: number; list?: number[] }>({ replicaId: replicaId('source'), initial: { text: '' } })
+  const source = new AutomergeReplica<{ text: string; n?: number; list?: number[] }>({ agentId: agentId('source'), initial: { text: '' } })
   const changes: Uint8Array[] = []
   source.events.on('change', ({ delta }) => changes.push(delta))
   source.change((doc) => {
@@ -288,7 +288,7 @@ function automergeFixture() {
 }
 
 function automergeReplica(fixture: ReturnType<typeof automergeFixture>): AutomergeReplica<{ text: string; n?: number; list?: number[] }> {
-  const replica = new AutomergeReplica<{ text: string; n?: number; list?: number[] }>({ replicaId: replicaId('target'), initial: { text: '' } })
+  const replica = new AutomergeReplica<{ text: string; n?: number; list?: number[] }>({ agentId: agentId('target'), initial: { text: '' } })
   replica.applyDelta(fixture.changes[0])
   return replica
 }
@@ -352,7 +352,7 @@ test('automerge: hand-written malformed deltas are rejected, the doc unchanged a
     encodeDocumentSnapshot({ kind: 'automerge', gc: false, payload: flipped(fixture.save, 30) }),
     encodeDocumentSnapshot({ kind: 'yjs', gc: false, payload: fixture.save }),
   ]
-  for (const snapshot of snapshots) assertRejected(() => new AutomergeReplica({ replicaId: replicaId('s'), snapshot }), 'bad snapshot')
+  for (const snapshot of snapshots) assertRejected(() => new AutomergeReplica({ agentId: agentId('s'), snapshot }), 'bad snapshot')
   assertAutomergeUsable(replica, fixture)
 })
 

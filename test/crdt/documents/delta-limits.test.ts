@@ -15,7 +15,7 @@ import { DEFAULT_DOCUMENT_LIMITS } from '../../../crdt/documents/options.ts'
 import { YjsReplica } from '../../../crdt/documents/yjs-replica.ts'
 import { validateYjsUpdate } from '../../../crdt/documents/yjs-guard.ts'
 import { ErrorCodes, isConcordError } from '../../../crdt/errors.ts'
-import { replicaId } from '../../../crdt/replica.ts'
+import { agentId } from '../../../crdt/agent-id.ts'
 
 const unbounded = { maxOperations: Infinity, maxInsertedBytes: Infinity, maxInflatedBytes: Infinity }
 const limitExceeded = (error: unknown) => isConcordError(error, ErrorCodes.LIMIT_EXCEEDED)
@@ -61,8 +61,8 @@ test('automerge: a change of a few hundred bytes holding 100,000 inserts is refu
   const change = A.getLastLocalChange(flood)!
   assert.ok(change.length < 400, `${change.length} bytes`)
   const replica = new AutomergeReplica({
-    replicaId: replicaId('r'),
-    snapshot: new AutomergeReplica({ replicaId: replicaId('s') }).snapshot(),
+    agentId: agentId('r'),
+    snapshot: new AutomergeReplica({ agentId: agentId('s') }).snapshot(),
     limits: { maxOperations: 50_000 },
   })
   replica.applyDelta(baseBytes)
@@ -71,7 +71,7 @@ test('automerge: a change of a few hundred bytes holding 100,000 inserts is refu
   assert.deepEqual(replica.version(), before)
   assert.deepEqual(replica.value(), { l: [] })
   // Under the default (1,000,000) the same change applies.
-  const open = new AutomergeReplica({ replicaId: replicaId('o') })
+  const open = new AutomergeReplica({ agentId: agentId('o') })
   open.applyDelta(baseBytes)
   assert.equal(open.applyDelta(change), true)
   assert.equal((open.doc as { l: null[] }).l.length, 100_000)
@@ -88,11 +88,11 @@ test('automerge: a document chunk whose deflated columns inflate past the limits
   assert.ok(saved.length < 20_000, `saved in ${saved.length} bytes`)
   const size = automergeSize(saved)
   assert.ok(size.operations > 200_000 && size.insertedBytes >= 200_000)
-  const fresh = () => new AutomergeReplica({ replicaId: replicaId('f'), limits: { maxInsertedBytes: 100_000 } })
+  const fresh = () => new AutomergeReplica({ agentId: agentId('f'), limits: { maxInsertedBytes: 100_000 } })
   assert.throws(() => fresh().applyDelta(saved), limitExceeded)
-  assert.throws(() => new AutomergeReplica({ replicaId: replicaId('g'), limits: { maxOperations: 100_000 } }).applyDelta(saved), limitExceeded)
+  assert.throws(() => new AutomergeReplica({ agentId: agentId('g'), limits: { maxOperations: 100_000 } }).applyDelta(saved), limitExceeded)
   // maxBytes also bounds what the columns inflate to.
-  assert.throws(() => new AutomergeReplica({ replicaId: replicaId('h'), limits: { maxBytes: 50_000 } }).applyDelta(saved), limitExceeded)
+  assert.throws(() => new AutomergeReplica({ agentId: agentId('h'), limits: { maxBytes: 50_000 } }).applyDelta(saved), limitExceeded)
   const replica = fresh()
   try {
     replica.applyDelta(saved)
@@ -126,28 +126,28 @@ test('yjs: structs and delete ranges over maxOperations, content over maxInserte
   const update = Y.encodeStateAsUpdate(source)
   const summary = validateYjsUpdate(update, DEFAULT_DOCUMENT_LIMITS)
   assert.ok(summary.structs > 1000, `${summary.structs} structs`)
-  const small = new YjsReplica({ replicaId: replicaId('y'), limits: { maxOperations: 1000 } })
+  const small = new YjsReplica({ agentId: agentId('y'), limits: { maxOperations: 1000 } })
   assert.throws(() => small.applyDelta(update), limitExceeded)
   assert.deepEqual(small.value(), {})
-  assert.equal(new YjsReplica({ replicaId: replicaId('z') }).applyDelta(update), true)
+  assert.equal(new YjsReplica({ agentId: agentId('z') }).applyDelta(update), true)
 
   const text = new Y.Doc()
   text.getText('t').insert(0, 'y'.repeat(10_000))
   const long = Y.encodeStateAsUpdate(text)
   const inserted = validateYjsUpdate(long, DEFAULT_DOCUMENT_LIMITS).insertedBytes
   assert.ok(inserted >= 10_000 && inserted < 10_010, `${inserted} bytes of content`)
-  const narrow = new YjsReplica({ replicaId: replicaId('n'), limits: { maxInsertedBytes: 5000 } })
+  const narrow = new YjsReplica({ agentId: agentId('n'), limits: { maxInsertedBytes: 5000 } })
   assert.throws(() => narrow.applyDelta(long), limitExceeded)
   assert.deepEqual(narrow.value(), {})
   assert.throws(() => checkDocumentDelta('yjs', long, { maxInsertedBytes: 5000 }), limitExceeded)
 })
 
 test('snapshots are not bounded by the delta limits (a document may outgrow one delta)', () => {
-  const source = new AutomergeReplica<{ l: number[] }>({ replicaId: replicaId('s'), initial: { l: [] } })
+  const source = new AutomergeReplica<{ l: number[] }>({ agentId: agentId('s'), initial: { l: [] } })
   for (let i = 0; i < 5; i++)
     source.change((d) => {
       for (let j = 0; j < 300; j++) d.l.push(j)
     })
-  const loaded = new AutomergeReplica<{ l: number[] }>({ replicaId: replicaId('l'), snapshot: source.snapshot(), limits: { maxOperations: 1000 } })
+  const loaded = new AutomergeReplica<{ l: number[] }>({ agentId: agentId('l'), snapshot: source.snapshot(), limits: { maxOperations: 1000 } })
   assert.equal(loaded.doc.l.length, 1500)
 })

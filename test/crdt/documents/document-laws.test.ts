@@ -13,7 +13,8 @@ import * as Y from 'yjs'
 import { YjsReplica } from '../../../crdt/documents/yjs-replica.ts'
 import { AutomergeReplica } from '../../../crdt/documents/automerge-replica.ts'
 import { bytesEqual } from '../../../crdt/codec.ts'
-import { replicaId, type Replica } from '../../../crdt/replica.ts'
+import type { Replica } from '../../../crdt/replica.ts'
+import { agentId } from '../../../crdt/agent-id.ts'
 import { isDeepStrictEqual } from 'node:util'
 import { runCrdtLaws } from '../../../testing/index.ts'
 import { automergeOp, opsInitial, yjsOp, type OpsDoc } from './document-ops.ts'
@@ -22,8 +23,8 @@ runCrdtLaws(
   { describe, it },
   {
     type: 'yjs',
-    create: (id) => new YjsReplica({ replicaId: replicaId(id) }),
-    load: (snapshot, id) => new YjsReplica({ replicaId: replicaId(id), snapshot }),
+    create: (id) => new YjsReplica({ agentId: agentId(id) }),
+    load: (snapshot, id) => new YjsReplica({ agentId: agentId(id), snapshot }),
     randomOp: yjsOp,
     equal: (a: Replica, b: Replica) =>
       isDeepStrictEqual(a.value(), b.value()) && Y.equalSnapshots(Y.snapshot((a as YjsReplica).doc), Y.snapshot((b as YjsReplica).doc)),
@@ -34,8 +35,8 @@ runCrdtLaws(
   { describe, it },
   {
     type: 'automerge',
-    create: (id) => new AutomergeReplica<OpsDoc>({ replicaId: replicaId(id), initial: opsInitial() }),
-    load: (snapshot, id) => new AutomergeReplica<OpsDoc>({ replicaId: replicaId(id), snapshot }),
+    create: (id) => new AutomergeReplica<OpsDoc>({ agentId: agentId(id), initial: opsInitial() }),
+    load: (snapshot, id) => new AutomergeReplica<OpsDoc>({ agentId: agentId(id), snapshot }),
     randomOp: automergeOp,
     equal: (a: Replica, b: Replica) => isDeepStrictEqual(a.value(), b.value()) && bytesEqual(a.version(), b.version()),
     // Deltas and snapshots are checksummed, but a version (heads) with a bit

@@ -14,13 +14,14 @@ import { AutomergeChunkType, splitAutomergeChunks } from '../../../crdt/document
 import { DEFAULT_DOCUMENT_LIMITS } from '../../../crdt/documents/options.ts'
 import { createReplica } from '../../../crdt/registry.ts'
 import { ErrorCodes, isConcordError } from '../../../crdt/errors.ts'
-import { replicaId, type ChangeEvent } from '../../../crdt/replica.ts'
+import type { ChangeEvent } from '../../../crdt/replica.ts'
+import { agentId } from '../../../crdt/agent-id.ts'
 
-const id = replicaId
+const id = agentId
 
 /** A Yjs replica with every kind of top-level type, and its change events. */
 function richYjs() {
-  const replica = new YjsReplica({ replicaId: id('a') })
+  const replica = new YjsReplica({ agentId: id('a') })
   const events: ChangeEvent[] = []
   replica.events.on('change', (event) => events.push(event))
   const { doc } = replica
@@ -44,7 +45,7 @@ test('yjs: local transactions emit their update; remote deltas emit local:false 
   const { replica, events } = richYjs()
   assert.equal(events.length, 9, 'one event per transaction (XML nodes built before insertion are not transactions)')
   assert.ok(events.every((event) => event.local))
-  const other = new YjsReplica({ replicaId: id('b') })
+  const other = new YjsReplica({ agentId: id('b') })
   const remote: ChangeEvent[] = []
   other.events.on('change', (event) => remote.push(event))
   const seenOrigins: unknown[] = []
@@ -64,7 +65,7 @@ test('yjs: local transactions emit their update; remote deltas emit local:false 
 
 test('yjs: remote deltas are emitted as received, whether or not the doc has other update observers; observer-made local changes are emitted', () => {
   const { events } = richYjs()
-  const other = new YjsReplica({ replicaId: id('b') })
+  const other = new YjsReplica({ agentId: id('b') })
   const remote: ChangeEvent[] = []
   other.events.on('change', (event) => remote.push(event))
   // Only the replica observes 'update': the delta itself is the event (Yjs does not re-encode it).
@@ -89,7 +90,7 @@ test('yjs: remote deltas are emitted as received, whether or not the doc has oth
   other.doc.getMap('map').unobserve(answer)
   const locals = remote.slice(before).filter((event) => event.local)
   assert.ok(locals.length >= 1, 'the observer-made change was emitted')
-  const third = new YjsReplica({ replicaId: id('c') })
+  const third = new YjsReplica({ agentId: id('c') })
   for (const event of remote) third.applyDelta(event.delta)
   assert.deepEqual(third.value(), other.value(), 'the events carry every change, remote and observer-made')
   assert.ok('seen' in other.value())
@@ -97,14 +98,14 @@ test('yjs: remote deltas are emitted as received, whether or not the doc has oth
 
 test('yjs: out-of-order deltas wait as pending, then the completing delta reports the completed structs', () => {
   const { replica, events } = richYjs()
-  const other = new YjsReplica({ replicaId: id('b') })
+  const other = new YjsReplica({ agentId: id('b') })
   const remote: ChangeEvent[] = []
   other.events.on('change', (event) => remote.push(event))
   assert.equal(other.applyDelta(events[1].delta), false, 'depends on the first insert: pending')
   assert.deepEqual(other.value(), {})
   assert.equal(other.applyDelta(events[0].delta), true)
   // The event carries both structs: a third replica gets the same state from it alone.
-  const third = new YjsReplica({ replicaId: id('c') })
+  const third = new YjsReplica({ agentId: id('c') })
   third.applyDelta(remote[0].delta)
   assert.deepEqual(third.doc.getText('text').toDelta(), other.doc.getText('text').toDelta())
   for (const event of events) other.applyDelta(event.delta)
@@ -113,7 +114,7 @@ test('yjs: out-of-order deltas wait as pending, then the completing delta report
 
 test('yjs: value() reads undeclared top-level types by inference, like the declared ones', () => {
   const { replica } = richYjs()
-  const other = new YjsReplica({ replicaId: id('b') })
+  const other = new YjsReplica({ agentId: id('b') })
   other.applyDelta(replica.deltaSince(other.version())!)
   assert.deepEqual(other.value(), {
     list: [1, 'two', { z: 1 }],
@@ -127,7 +128,7 @@ test('yjs: value() reads undeclared top-level types by inference, like the decla
 })
 
 test('yjs: deltaSince is null only without structs and deletions; applyDelta inside a transaction is refused', () => {
-  const replica = new YjsReplica({ replicaId: id('a') })
+  const replica = new YjsReplica({ agentId: id('a') })
   assert.equal(replica.deltaSince(replica.version()), null)
   replica.doc.getText('t').insert(0, 'ab')
   assert.equal(replica.deltaSince(replica.version()), null)
@@ -135,7 +136,7 @@ test('yjs: deltaSince is null only without structs and deletions; applyDelta ins
   const withDeletes = replica.deltaSince(replica.version())
   assert.ok(withDeletes !== null, 'a state vector does not record deletions: the delete set is sent')
   assert.equal(replica.applyDelta(withDeletes!), false)
-  const delta = replica.deltaSince(new YjsReplica({ replicaId: id('x') }).version())!
+  const delta = replica.deltaSince(new YjsReplica({ agentId: id('x') }).version())!
   assert.throws(
     () => replica.doc.transact(() => replica.applyDelta(delta)),
     (error: unknown) => isConcordError(error, ErrorCodes.INVALID_ARGUMENT),
@@ -144,11 +145,11 @@ test('yjs: deltaSince is null only without structs and deletions; applyDelta ins
 
 test('yjs: snapshots keep the gc setting; restore rewrites text, maps, arrays and XML in one change', () => {
   const { replica } = richYjs()
-  const noGc = new YjsReplica({ replicaId: id('g'), gc: false })
+  const noGc = new YjsReplica({ agentId: id('g'), gc: false })
   noGc.doc.getText('t').insert(0, 'x')
-  assert.equal(new YjsReplica({ replicaId: id('h'), snapshot: noGc.snapshot() }).gc, false)
-  assert.equal(new YjsReplica({ replicaId: id('h'), snapshot: noGc.snapshot(), gc: true }).gc, true)
-  const past = createReplica('yjs', { replicaId: id('p'), snapshot: replica.snapshot() }) as YjsReplica
+  assert.equal(new YjsReplica({ agentId: id('h'), snapshot: noGc.snapshot() }).gc, false)
+  assert.equal(new YjsReplica({ agentId: id('h'), snapshot: noGc.snapshot(), gc: true }).gc, true)
+  const past = createReplica('yjs', { agentId: id('p'), snapshot: replica.snapshot() }) as YjsReplica
   const { doc } = replica
   doc.transact(() => {
     doc.getText('text').insert(0, 'XX')
@@ -168,9 +169,9 @@ test('yjs: snapshots keep the gc setting; restore rewrites text, maps, arrays an
   assert.deepEqual(replica.doc.getText('text').toDelta(), past.doc.getText('text').toDelta())
   assert.equal(replica.restore(past), null, 'nothing left to restore')
   // The restore replicates like any change.
-  const follower = new YjsReplica({ replicaId: id('f'), snapshot: past.snapshot() })
+  const follower = new YjsReplica({ agentId: id('f'), snapshot: past.snapshot() })
   assert.throws(
-    () => replica.restore(new AutomergeReplica({ replicaId: id('am') })),
+    () => replica.restore(new AutomergeReplica({ agentId: id('am') })),
     (error: unknown) => isConcordError(error, ErrorCodes.INVALID_ARGUMENT),
   )
   follower.applyDelta(replica.deltaSince(follower.version())!)
@@ -180,8 +181,8 @@ test('yjs: snapshots keep the gc setting; restore rewrites text, maps, arrays an
 type Doc = { text: string; list: unknown[]; n?: number; c?: A.Counter; when?: Date; imm?: A.ImmutableString }
 
 test('automerge: change events, duplicates, pending changes, unknown heads and snapshots', () => {
-  const a = new AutomergeReplica<Doc>({ replicaId: id('a'), initial: { text: '', list: [] } })
-  const b = new AutomergeReplica<Doc>({ replicaId: id('b'), initial: { text: '', list: [] } })
+  const a = new AutomergeReplica<Doc>({ agentId: id('a'), initial: { text: '', list: [] } })
+  const b = new AutomergeReplica<Doc>({ agentId: id('b'), initial: { text: '', list: [] } })
   const events: ChangeEvent[] = []
   a.events.on('change', (event) => events.push(event))
   a.change((doc) => {
@@ -214,10 +215,10 @@ test('automerge: change events, duplicates, pending changes, unknown heads and s
   assert.equal(heads.length, 1)
   // a does not know b's head, but b's change clock shows it holds every change of a's.
   assert.equal(a.deltaSince(b.version()), null, 'b lacks nothing of a')
-  const fresh = new AutomergeReplica<Doc>({ replicaId: id('c') })
+  const fresh = new AutomergeReplica<Doc>({ agentId: id('c') })
   assert.ok(fresh.applyDelta(a.deltaSince(fresh.version())!))
   assert.deepEqual(fresh.value(), a.value())
-  const loaded = createReplica('automerge', { replicaId: id('s'), snapshot: a.snapshot() }) as AutomergeReplica<Doc>
+  const loaded = createReplica('automerge', { agentId: id('s'), snapshot: a.snapshot() }) as AutomergeReplica<Doc>
   assert.deepEqual(loaded.value(), a.value())
   loaded.change((doc) => {
     doc.n = 4
@@ -227,14 +228,14 @@ test('automerge: change events, duplicates, pending changes, unknown heads and s
 })
 
 test('automerge: deltaSince sends exactly the changes the other lacks, also when both changed while apart', () => {
-  const base = new AutomergeReplica<Doc>({ replicaId: id('base'), initial: { text: '', list: [] } })
+  const base = new AutomergeReplica<Doc>({ agentId: id('base'), initial: { text: '', list: [] } })
   for (let i = 0; i < 20; i++)
     base.change((doc) => {
       A.splice(doc, ['text'], doc.text.length, 0, `line ${i}\n`)
     })
-  const x = new AutomergeReplica<Doc>({ replicaId: id('x'), snapshot: base.snapshot() })
-  const y = new AutomergeReplica<Doc>({ replicaId: id('y'), snapshot: base.snapshot() })
-  const z = new AutomergeReplica<Doc>({ replicaId: id('z'), snapshot: base.snapshot() })
+  const x = new AutomergeReplica<Doc>({ agentId: id('x'), snapshot: base.snapshot() })
+  const y = new AutomergeReplica<Doc>({ agentId: id('y'), snapshot: base.snapshot() })
+  const z = new AutomergeReplica<Doc>({ agentId: id('z'), snapshot: base.snapshot() })
   const byX: Uint8Array[] = []
   const byY: Uint8Array[] = []
   x.events.on('change', (event) => {
@@ -285,9 +286,9 @@ test('automerge: deltaSince sends exactly the changes the other lacks, also when
   assert.equal(x.deltaSince(y.version()), null)
   assert.equal(y.deltaSince(x.version()), null)
   // The clock kept on change and apply equals one rebuilt from the document.
-  for (const r of [x, y, z]) assert.deepEqual(new AutomergeReplica<Doc>({ replicaId: id('r'), snapshot: r.snapshot() }).version(), r.version())
+  for (const r of [x, y, z]) assert.deepEqual(new AutomergeReplica<Doc>({ agentId: id('r'), snapshot: r.snapshot() }).version(), r.version())
   // A fresh replica gets the whole document in one compressed chunk.
-  const fresh = new AutomergeReplica<Doc>({ replicaId: id('fresh') })
+  const fresh = new AutomergeReplica<Doc>({ agentId: id('fresh') })
   const whole = x.deltaSince(fresh.version())!
   assert.equal(splitAutomergeChunks(whole, DEFAULT_DOCUMENT_LIMITS)[0].type, AutomergeChunkType.document)
   assert.equal(fresh.applyDelta(whole), true)
@@ -295,11 +296,11 @@ test('automerge: deltaSince sends exactly the changes the other lacks, also when
 })
 
 test('automerge: versions are format 2 (heads and clock); heads-only format 1 is still answered; bad versions are DecodeErrors', () => {
-  const a = new AutomergeReplica<Doc>({ replicaId: id('a'), initial: { text: '', list: [] }, actor: 'aa' })
+  const a = new AutomergeReplica<Doc>({ agentId: id('a'), initial: { text: '', list: [] }, actor: 'aa' })
   a.change((doc) => {
     doc.n = 1
   })
-  const b = new AutomergeReplica<Doc>({ replicaId: id('b'), snapshot: a.snapshot(), actor: 'bb' })
+  const b = new AutomergeReplica<Doc>({ agentId: id('b'), snapshot: a.snapshot(), actor: 'bb' })
   b.change((doc) => {
     doc.n = 2
   })
@@ -352,7 +353,7 @@ test('automerge: versions are format 2 (heads and clock); heads-only format 1 is
 })
 
 test('automerge: value() is plain data; restore rewrites text, lists, counters and keys in one change', () => {
-  const a = new AutomergeReplica<Doc>({ replicaId: id('a'), initial: { text: '', list: [] } })
+  const a = new AutomergeReplica<Doc>({ agentId: id('a'), initial: { text: '', list: [] } })
   a.change((doc) => {
     A.splice(doc, ['text'], 0, 0, 'hello world')
     doc.list.push(1, { k: 'v' }, 3)
@@ -361,7 +362,7 @@ test('automerge: value() is plain data; restore rewrites text, lists, counters a
     doc.imm = new A.ImmutableString('fixed')
   })
   assert.deepEqual(a.value(), { c: 5, imm: 'fixed', list: [1, { k: 'v' }, 3], text: 'hello world', when: '1970-01-01T00:00:00.000Z' })
-  const past = new AutomergeReplica<Doc>({ replicaId: id('p'), snapshot: a.snapshot() })
+  const past = new AutomergeReplica<Doc>({ agentId: id('p'), snapshot: a.snapshot() })
   a.change((doc) => {
     A.splice(doc, ['text'], 0, 1, 'J')
     doc.list.splice(1, 1)
@@ -377,7 +378,7 @@ test('automerge: value() is plain data; restore rewrites text, lists, counters a
   assert.ok(A.isCounter(a.doc.c), 'a counter stays a counter')
   assert.equal(a.restore(past), null)
   assert.throws(
-    () => a.restore(new YjsReplica({ replicaId: id('y') })),
+    () => a.restore(new YjsReplica({ agentId: id('y') })),
     (error: unknown) => isConcordError(error, ErrorCodes.INVALID_ARGUMENT),
   )
 })

@@ -12,7 +12,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { YjsReplica } from '../../../crdt/documents/yjs-replica.ts'
 import { replayAutomergeConcurrent, replayAutomergeSequential, replayText } from './automerge-trace-replay.ts'
-import { replicaId } from '../../../crdt/replica.ts'
+import { agentId } from '../../../crdt/agent-id.ts'
 import { SEQUENTIAL_TRACES, hasAstral, loadTrace, replayConcurrent, utf16Position, utf16Span, type ConcurrentTrace, type Patch } from './traces.ts'
 
 /** Applies one patch to a Y.Text, converting code points to UTF-16 units. */
@@ -30,8 +30,8 @@ function yjsPatch(replica: YjsReplica, [pos, del, ins]: Patch, astral: { on: boo
 for (const name of SEQUENTIAL_TRACES) {
   test(`yjs replays ${name}: sender and guarded receiver end at endContent`, () => {
     const trace = loadTrace(name)
-    const sender = new YjsReplica({ replicaId: replicaId('sender'), types: { text: 'text' } })
-    const receiver = new YjsReplica({ replicaId: replicaId('receiver') })
+    const sender = new YjsReplica({ agentId: agentId('sender'), types: { text: 'text' } })
+    const receiver = new YjsReplica({ agentId: agentId('receiver') })
     let events = 0
     sender.events.on('change', ({ delta, local }) => {
       assert.equal(local, true)
@@ -47,7 +47,7 @@ for (const name of SEQUENTIAL_TRACES) {
     assert.deepEqual(receiver.value(), { text: trace.endContent })
     assert.ok(events > 0 && events <= trace.txns.length)
     // A third replica catches up from a snapshot, and nothing is missing after it.
-    const late = new YjsReplica({ replicaId: replicaId('late'), snapshot: receiver.snapshot() })
+    const late = new YjsReplica({ agentId: agentId('late'), snapshot: receiver.snapshot() })
     assert.deepEqual(late.value(), { text: trace.endContent })
     const rest = sender.deltaSince(late.version())
     if (rest !== null) assert.equal(late.applyDelta(rest), false)
@@ -60,7 +60,7 @@ test('yjs replays friendsforever: one replica per agent, every replica ends at e
   // endContent orders agent 0 first.
   const replicas = Array.from(
     { length: trace.numAgents },
-    (_, i) => new YjsReplica({ replicaId: replicaId(`agent-${i}`), types: { text: 'text' }, clientId: i + 1 }),
+    (_, i) => new YjsReplica({ agentId: agentId(`agent-${i}`), types: { text: 'text' }, clientId: i + 1 }),
   )
   const deltas: Uint8Array[] = []
   const astral = replicas.map(() => ({ on: false }))

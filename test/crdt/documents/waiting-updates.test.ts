@@ -11,7 +11,8 @@ import * as Y from 'yjs'
 import { AutomergeReplica } from '../../../crdt/documents/automerge-replica.ts'
 import { WaitingBudget } from '../../../crdt/documents/waiting-room.ts'
 import { YjsReplica } from '../../../crdt/documents/yjs-replica.ts'
-import { replicaId, type ChangeEvent } from '../../../crdt/replica.ts'
+import type { ChangeEvent } from '../../../crdt/replica.ts'
+import { agentId } from '../../../crdt/agent-id.ts'
 
 /** Yjs updates of one client, each a separate transaction appending to one text (each depends on the one before). */
 function yjsChain(count: number, text = 'abc'): { doc: Y.Doc; updates: Uint8Array[] } {
@@ -25,7 +26,7 @@ function yjsChain(count: number, text = 'abc'): { doc: Y.Doc; updates: Uint8Arra
 
 test('yjs: updates waiting for a missing first one are held outside Yjs, then integrated once, in one change event', () => {
   const { doc, updates } = yjsChain(200)
-  const replica = new YjsReplica({ replicaId: replicaId('r') })
+  const replica = new YjsReplica({ agentId: agentId('r') })
   const events: ChangeEvent[] = []
   replica.on('change', (event) => events.push(event))
   for (const update of updates.slice(1)) assert.equal(replica.applyDelta(update, 'peer'), false)
@@ -37,7 +38,7 @@ test('yjs: updates waiting for a missing first one are held outside Yjs, then in
   assert.equal(replica.doc.getText('t').toString(), doc.getText('t').toString())
   assert.deepEqual(replica.waitingStats(), { updates: 0, bytes: 0, dropped: 0, released: 199, unresolvable: 0 })
   assert.equal(events.length, 1, 'one change event for the delta and what it released')
-  const third = new YjsReplica({ replicaId: replicaId('t') })
+  const third = new YjsReplica({ agentId: agentId('t') })
   third.applyDelta(events[0].delta)
   assert.equal(third.doc.getText('t').toString(), doc.getText('t').toString(), 'the event carries every released update')
 })
@@ -54,7 +55,7 @@ test('yjs: waiting on several clients and on deletions: released only when every
   fromB.length = 0 // (b's 'update' also reports what it received)
   b.getText('t').insert(5, ' world') // needs a's insert
   b.getText('t').delete(0, 2) // deletes a's characters
-  const replica = new YjsReplica({ replicaId: replicaId('r') })
+  const replica = new YjsReplica({ agentId: agentId('r') })
   assert.equal(replica.applyDelta(fromB[1]), false, "the deletion waits for a's insert")
   assert.equal(replica.applyDelta(fromB[0]), false, "the insert waits for a's insert")
   assert.equal(replica.waitingStats().updates, 2)
@@ -65,7 +66,7 @@ test('yjs: waiting on several clients and on deletions: released only when every
 
 test('yjs: over the per-document budget an update is dropped and counted; a later deltaSince round converges', () => {
   const { doc, updates } = yjsChain(30)
-  const replica = new YjsReplica({ replicaId: replicaId('r'), limits: { maxWaitingUpdates: 10 } })
+  const replica = new YjsReplica({ agentId: agentId('r'), limits: { maxWaitingUpdates: 10 } })
   for (const update of updates.slice(1)) replica.applyDelta(update)
   assert.deepEqual({ ...replica.waitingStats(), bytes: 0 }, { updates: 10, bytes: 0, dropped: 19, released: 0, unresolvable: 0 })
   replica.applyDelta(updates[0])
@@ -79,15 +80,15 @@ test('yjs: over the per-document budget an update is dropped and counted; a late
 
 test("yjs: over the per-sender budget (shared by documents) a sender's updates are dropped, another sender's still held", () => {
   const budget = new WaitingBudget({ maxUpdates: 5, maxBytes: 1 << 20 }, (origin) => String(origin))
-  const one = new YjsReplica({ replicaId: replicaId('one'), waitingBudget: budget })
-  const two = new YjsReplica({ replicaId: replicaId('two'), waitingBudget: budget })
+  const one = new YjsReplica({ agentId: agentId('one'), waitingBudget: budget })
+  const two = new YjsReplica({ agentId: agentId('two'), waitingBudget: budget })
   const chainA = yjsChain(5).updates
   const chainB = yjsChain(5).updates
   for (const update of chainA.slice(1)) one.applyDelta(update, 'mallory')
   for (const update of chainB.slice(1)) two.applyDelta(update, 'mallory')
   assert.deepEqual(budget.heldBy('mallory'), { updates: 5, bytes: budget.heldBy('mallory').bytes })
   assert.equal(one.waitingStats().dropped + two.waitingStats().dropped, 3)
-  const third = new YjsReplica({ replicaId: replicaId('three'), waitingBudget: budget })
+  const third = new YjsReplica({ agentId: agentId('three'), waitingBudget: budget })
   const chainC = yjsChain(3).updates
   assert.equal(third.applyDelta(chainC[2], 'alice'), false)
   assert.equal(third.waitingStats().updates, 1, 'another sender has its own budget')
@@ -97,7 +98,7 @@ test("yjs: over the per-sender budget (shared by documents) a sender's updates a
 })
 
 test('yjs: an update that names a client that never comes only waits within the budget', () => {
-  const replica = new YjsReplica({ replicaId: replicaId('r'), limits: { maxWaitingUpdates: 50, maxWaitingBytes: 64 * 1024 } })
+  const replica = new YjsReplica({ agentId: agentId('r'), limits: { maxWaitingUpdates: 50, maxWaitingBytes: 64 * 1024 } })
   for (let i = 0; i < 500; i++) {
     const doc = new Y.Doc()
     doc.clientID = 1000 + i
@@ -122,7 +123,7 @@ test('automerge: changes waiting for a missing dependency are held outside Autom
     })
     changes.push(A.getLastLocalChange(source)!)
   }
-  const replica = new AutomergeReplica({ replicaId: replicaId('r') })
+  const replica = new AutomergeReplica({ agentId: agentId('r') })
   const events: ChangeEvent[] = []
   replica.on('change', (event) => events.push(event))
   for (const change of changes.slice(1).reverse()) assert.equal(replica.applyDelta(change), false)
@@ -131,7 +132,7 @@ test('automerge: changes waiting for a missing dependency are held outside Autom
   assert.equal(replica.applyDelta(changes[0]), true)
   assert.deepEqual(replica.value(), A.toJS(source))
   assert.equal(events.length, 1)
-  const third = new AutomergeReplica({ replicaId: replicaId('t') })
+  const third = new AutomergeReplica({ agentId: agentId('t') })
   third.applyDelta(events[0].delta)
   assert.deepEqual(third.value(), A.toJS(source))
   assert.equal(replica.waitingStats().released, 99)
@@ -146,9 +147,9 @@ test('automerge: over budget a change is dropped and counted; deltaSince brings 
     })
     changes.push(A.getLastLocalChange(source)!)
   }
-  const sender = new AutomergeReplica({ replicaId: replicaId('s'), snapshot: new AutomergeReplica({ replicaId: replicaId('x') }).snapshot() })
+  const sender = new AutomergeReplica({ agentId: agentId('s'), snapshot: new AutomergeReplica({ agentId: agentId('x') }).snapshot() })
   sender.applyDelta(A.save(source))
-  const replica = new AutomergeReplica({ replicaId: replicaId('r'), limits: { maxWaitingUpdates: 5 } })
+  const replica = new AutomergeReplica({ agentId: agentId('r'), limits: { maxWaitingUpdates: 5 } })
   for (const change of changes.slice(1)) replica.applyDelta(change)
   assert.equal(replica.waitingStats().dropped, 14)
   replica.applyDelta(changes[0])

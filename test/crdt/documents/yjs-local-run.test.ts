@@ -14,13 +14,14 @@ import * as Y from 'yjs'
 import { bytesEqual } from '../../../crdt/codec.ts'
 import type { YjsReplica } from '../../../crdt/documents/yjs-replica.ts'
 import { createReplica } from '../../../crdt/registry.ts'
-import { replicaId, type ChangeEvent, type LocalRun } from '../../../crdt/replica.ts'
+import type { ChangeEvent, LocalRun } from '../../../crdt/replica.ts'
+import { agentId } from '../../../crdt/agent-id.ts'
 import { yjsOp } from './document-ops.ts'
 
 const SEED = 20_261_129
 
 function yjs(id: string, clientId: number): YjsReplica {
-  return createReplica('yjs', { replicaId: replicaId(id), clientId } as never) as YjsReplica
+  return createReplica('yjs', { agentId: agentId(id), clientId } as never) as YjsReplica
 }
 
 /** A step: a local operation on `a`, or one on `b` whose delta `a` applies. */

@@ -32,7 +32,7 @@ export function firstDifference(holders: readonly Holder[]): string | undefined 
 export function lacks(a: Replica, b: Replica): boolean {
   const delta = b.deltaSince(a.version())
   if (delta === null) return false
-  const copy = createReplica(a.type, { replicaId: a.replicaId, snapshot: a.snapshot() })
+  const copy = createReplica(a.type, { agentId: a.agentId, snapshot: a.snapshot() })
   return copy.applyDelta(delta)
 }
 

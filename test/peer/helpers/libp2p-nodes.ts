@@ -23,7 +23,7 @@ export async function startNode(
   libp2p: NonNullable<PeerOptions['libp2p']> = {},
   extra: Partial<PeerOptions> = {},
 ): Promise<Node> {
-  const peer = await createPeer({ id, dir, ...extra })
+  const peer = await createPeer({ agentId: id, dir, ...extra })
   try {
     const { multiaddrs } = await peer.listen({ libp2p: { ...defaults, ...libp2p } })
     return { peer, address: multiaddrs[0] }
@@ -55,7 +55,7 @@ export async function untilConverged(nodes: Node[], what: string, describe: (nod
     return all.every((s) => s === all[0])
   }
   await until(converged, what, 20_000).catch(async (error: Error) => {
-    const lines = await Promise.all(nodes.map(async (n) => `${n.peer.id}: ${describe(n)} ${await snapshot(n.peer)}`))
+    const lines = await Promise.all(nodes.map(async (n) => `${n.peer.agentId}: ${describe(n)} ${await snapshot(n.peer)}`))
     throw new Error(`${error.message}\n${lines.join('\n')}`)
   })
 }

@@ -102,7 +102,7 @@ export async function runPeerScenario(seed: number): Promise<PeerScenarioResult>
 
   const start = async (slot: Slot): Promise<void> => {
     const peer = await createTestPeer({
-      id: slot.name,
+      agentId: slot.name,
       storage: slot.storage,
       durability: slot.durability,
       createReplica: creator,
@@ -256,7 +256,7 @@ export async function runPeerScenario(seed: number): Promise<PeerScenarioResult>
   for (const slot of slots) await crash(slot)
   for (const slot of slots) {
     network.restart(slot.name)
-    slot.peer = await createTestPeer({ id: slot.name, storage: slot.storage, createReplica: creator, tickMs: 0, now: () => Math.floor(network.now) })
+    slot.peer = await createTestPeer({ agentId: slot.name, storage: slot.storage, createReplica: creator, tickMs: 0, now: () => Math.floor(network.now) })
     slot.replicas = new Map()
     for (const { name, type } of NAMES) slot.replicas.set(name, await slot.peer.open(name, type))
   }

@@ -8,7 +8,8 @@
 import { WebSocket } from 'ws'
 import { newNonce } from '../../../sync/credentials.ts'
 import { Handshake, type HandshakeIo } from '../../../sync/handshake.ts'
-import { MIN_PROTOCOL_VERSION, PROTOCOL_VERSION, decodeMessage, encodeMessage, peerId, type DecodedMessage, type Message } from '../../../sync/messages.ts'
+import { MIN_PROTOCOL_VERSION, PROTOCOL_VERSION, decodeMessage, encodeMessage, type DecodedMessage, type Message } from '../../../sync/messages.ts'
+import { agentId } from '../../../crdt/agent-id.ts'
 import { until } from '../../helpers/wait.ts'
 
 /** A connected raw client. */
@@ -37,7 +38,7 @@ export async function rawClient(
   const handshaker = new Handshake({
     minVersion: MIN_PROTOCOL_VERSION,
     maxVersion: PROTOCOL_VERSION,
-    peerId: peerId(as.peer ?? 'raw'),
+    agentId: agentId(as.peer ?? 'raw'),
     token: as.token ?? '',
     legacyBearer: false,
     provesFirst: true,

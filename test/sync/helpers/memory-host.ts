@@ -7,12 +7,14 @@ import { Emitter } from '../../../crdt/emitter.ts'
 import { ConcordError, ErrorCodes } from '../../../crdt/errors.ts'
 import { NATIVE_TYPES as CATALOG_NATIVE_TYPES, KNOWN_TYPES } from '../../../crdt/catalog.ts'
 import { createReplica } from '../../../crdt/registry.ts'
-import { replicaId, type Replica, type ReplicaType } from '../../../crdt/replica.ts'
+import type { Replica, ReplicaType } from '../../../crdt/replica.ts'
+import { agentId } from '../../../crdt/agent-id.ts'
 import { AutomergeReplica, YjsReplica } from '../../../crdt/documents/index.ts'
 import type { ORMapReplica } from '../../../crdt/types/index.ts'
 import { provesSecret, type PresentedCredentials } from '../../../sync/credentials.ts'
 import type { Access, HostApplyResult, LocalCommit, HostedName, SyncHost } from '../../../sync/host.ts'
-import type { DeltaEntry, PeerId } from '../../../sync/messages.ts'
+import type { DeltaEntry } from '../../../sync/messages.ts'
+import type { AgentId } from '../../../crdt/agent-id.ts'
 import type { Prng } from '../../../transports/memory/prng.ts'
 
 export const NATIVE_TYPES: ReplicaType[] = [...CATALOG_NATIVE_TYPES]
@@ -20,7 +22,7 @@ export const ALL_TYPES: ReplicaType[] = [...KNOWN_TYPES]
 
 /** Creates an empty replica of `type`. */
 export function makeReplica(type: ReplicaType, owner: string, snapshot?: Uint8Array): Replica {
-  return createReplica(type, { replicaId: replicaId(owner), snapshot })
+  return createReplica(type, { agentId: agentId(owner), snapshot })
 }
 
 /** Makes one random local change to `replica` (always a change: only existing keys are deleted; maps also get nested values); shared by the sync and peer convergence suites. */
@@ -87,7 +89,7 @@ export interface MemoryHostOptions {
   /** The secret every remote must prove it holds (default: anyone accepted). */
   readonly token?: string
   /** Access rule (default: everyone may write everything). */
-  readonly access?: (peer: PeerId, name: string) => Access
+  readonly access?: (peer: AgentId, name: string) => Access
   /** Called before a remote commit is "persisted" (tests use it to delay or fail). */
   readonly persist?: (entries: readonly DeltaEntry[]) => Promise<void>
 }
@@ -198,11 +200,11 @@ export class MemoryHost implements SyncHost {
     return this.commits.on('commit', listener)
   }
 
-  authenticate(_peer: PeerId, presented: PresentedCredentials): boolean {
+  authenticate(_peer: AgentId, presented: PresentedCredentials): boolean {
     return this.options.token === undefined || provesSecret(presented, this.options.token)
   }
 
-  access(peer: PeerId, name: string): Access {
+  access(peer: AgentId, name: string): Access {
     return this.options.access ? this.options.access(peer, name) : 'write'
   }
 }

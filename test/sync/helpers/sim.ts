@@ -3,14 +3,14 @@
  * transport + sessions), wired the way the peer will wire them.
  */
 import { attachSession } from '../../../sync/attach.ts'
-import { peerId } from '../../../sync/messages.ts'
+import { agentId } from '../../../crdt/agent-id.ts'
 import type { SessionOptions, SyncSession } from '../../../sync/session.ts'
 import type { Network, MemoryTransport } from '../../../transports/memory/index.ts'
 import { Reconnector } from '../../../transports/reconnect.ts'
 import type { Connection } from '../../../transports/transport.ts'
 import { MemoryHost, type MemoryHostOptions } from './memory-host.ts'
 
-export type PeerSessionOptions = Omit<SessionOptions, 'peerId'>
+export type PeerSessionOptions = Omit<SessionOptions, 'agentId'>
 
 /** One simulated peer. */
 export class SimPeer {
@@ -39,7 +39,7 @@ export class SimPeer {
 
   attach(connection: Connection, options: PeerSessionOptions = {}): SyncSession {
     const session = attachSession(connection, this.host, {
-      peerId: peerId(this.name),
+      agentId: agentId(this.name),
       now: () => this.network.now,
       ...this.sessionOptions,
       ...options,

@@ -174,7 +174,7 @@ export function toHistoryEntry(record: CommittedRecord): HistoryEntry {
     hlc: record.hlc,
     agent: record.agent,
     kind: record.kind,
-    delta: record.payload,
+    delta: record.delta,
     hash: toHex(record.hash),
     size: record.size,
   }

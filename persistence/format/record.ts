@@ -9,7 +9,7 @@
  * string  agent          (the agent id that wrote the record)
  * u8      kind           (0 delta, 1 full state written after a failed write)
  * raw32   prevHash       (SHA-256 of the previous record of the name; zeros for seq 1)
- * bytes   payload        (the delta)
+ * bytes   delta          (the delta; a state record: the whole state as a delta)
  * -- version 2 only:
  * u8      flags          (bit 0: message, bit 1: meta, bit 2: authored; other bits 0)
  * string  message        (if bit 0: why the change was made)
@@ -49,7 +49,8 @@ export interface LogRecord {
   readonly agent: string
   readonly kind: RecordKind
   readonly prevHash: Uint8Array
-  readonly payload: Uint8Array
+  /** The delta bytes (a `state` record: the whole state, as a delta). */
+  readonly delta: Uint8Array
   /** Why the change was made (version 2). */
   readonly message?: string | undefined
   /** Application metadata as canonical JSON of an object (version 2). */
@@ -101,14 +102,14 @@ function putVarUint(out: Uint8Array, offset: number, value: number): number {
 
 /**
  * Encodes a record (checksum appended). Byte for byte what an `Encoder`
- * would write, but sized first and written once: the payload is copied
+ * would write, but sized first and written once: the delta is copied
  * once, into the record.
  */
 export function encodeRecord(record: LogRecord): Uint8Array {
   if (record.prevHash.length !== HASH_BYTES) throw new RangeError('prevHash must be 32 bytes')
   const name = utf8(record.name)
   const agent = utf8(record.agent)
-  const { payload, seq, hlc } = record
+  const { delta, seq, hlc } = record
   const message = record.message === undefined ? undefined : textEncoder.encode(record.message)
   const meta = record.metaJson === undefined ? undefined : textEncoder.encode(record.metaJson)
   const { authored } = record
@@ -131,8 +132,8 @@ export function encodeRecord(record: LogRecord): Uint8Array {
     agent.length +
     1 +
     HASH_BYTES +
-    varUintSize(payload.length) +
-    payload.length +
+    varUintSize(delta.length) +
+    delta.length +
     4
   const out = new Uint8Array(size)
   out[0] = extended ? RECORD_VERSION : PLAIN_RECORD_VERSION
@@ -146,9 +147,9 @@ export function encodeRecord(record: LogRecord): Uint8Array {
   offset += agent.length
   out[offset++] = record.kind === 'state' ? 1 : 0
   out.set(record.prevHash, offset)
-  offset = putVarUint(out, offset + HASH_BYTES, payload.length)
-  out.set(payload, offset)
-  offset += payload.length
+  offset = putVarUint(out, offset + HASH_BYTES, delta.length)
+  out.set(delta, offset)
+  offset += delta.length
   if (extended) {
     out[offset++] = (message ? FLAG_MESSAGE : 0) | (meta ? FLAG_META : 0) | (authored ? FLAG_AUTHORED : 0)
     for (const field of [message, meta]) {
@@ -188,7 +189,7 @@ export function decodeRecord(bytes: Uint8Array): StoredRecord {
     const kindByte = decoder.readUint8()
     if (kindByte > 1) throw new DecodeError(`log record: unknown kind ${kindByte}`)
     const prevHash = decoder.readRaw(HASH_BYTES)
-    const payload = decoder.readBytes()
+    const delta = decoder.readBytes()
     let message: string | undefined
     let metaJson: string | undefined
     let authored: HlcTimestamp | undefined
@@ -200,7 +201,7 @@ export function decodeRecord(bytes: Uint8Array): StoredRecord {
       if (flags & FLAG_AUTHORED) authored = readHlc(decoder)
     }
     decoder.end('log record')
-    const record: StoredRecord = { name, seq, hlc, agent, kind: kindByte === 1 ? 'state' : 'delta', prevHash, payload, hash: sha256(bytes), size: bytes.length }
+    const record: StoredRecord = { name, seq, hlc, agent, kind: kindByte === 1 ? 'state' : 'delta', prevHash, delta, hash: sha256(bytes), size: bytes.length }
     return message === undefined && metaJson === undefined && authored === undefined ? record : { ...record, message, metaJson, authored }
   } catch (error) {
     throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `log record: ${(error as Error).message}`, { cause: error })

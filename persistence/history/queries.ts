@@ -165,7 +165,7 @@ export class Queries {
         })
       } else truncated = true
       if (replay) {
-        replay.applyDelta(record.payload)
+        replay.applyDelta(record.delta)
         const now = replay.value() as number
         const part = byAgent.get(record.agent) ?? { delta: 0, records: 0 }
         part.delta += now - previous

@@ -9,7 +9,7 @@
  * decodes and applies (a delta CRDT accepts a later delta without an earlier
  * one; a Yjs or Automerge document keeps what lacks its dependencies
  * waiting) is written again from the first damaged seq on, with its own
- * time, agent and payload, chained anew to the last intact record. One
+ * time, agent and delta, chained anew to the last intact record. One
  * atomic batch with the metadata (checkpoints at or after the cut are
  * dropped). The hash chain holds again, `at()` works, and peers fill in
  * what the damaged records held through anti-entropy. The seqs from the
@@ -105,7 +105,7 @@ export async function repairName(context: StoreContext, names: Names, name: stri
       record = decodeRecord(entry.value)
       if (record.name !== name || record.seq !== keySeq) throw new Error(`record under seq ${keySeq} says "${record.name}" seq ${record.seq}`)
       if (cut === undefined && !bytesEqual(record.prevHash, hash)) throw new Error(`record ${keySeq} breaks the hash chain`)
-      replica.applyDelta(record.payload)
+      replica.applyDelta(record.delta)
     } catch (error) {
       if (isConcordError(error, ErrorCodes.UNSUPPORTED_VERSION)) throw error
       if (cut === undefined) cut = { seq: keySeq, hash, reason: (error as Error).message }
@@ -141,7 +141,7 @@ export async function repairName(context: StoreContext, names: Names, name: stri
       b.setMeta(nameState, { ...b.meta(nameState), checkpoints, logBytes: 0 })
       for (const record of kept)
         b.append(nameState, {
-          payload: record.payload,
+          delta: record.delta,
           hlc: record.hlc,
           agent: record.agent,
           kind: record.kind,

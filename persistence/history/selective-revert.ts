@@ -104,7 +104,7 @@ function textUndo(live: YjsReplica, records: readonly StoredRecord[]): (() => vo
   for (const record of records) {
     let decoded: ReturnType<typeof Y.decodeUpdate>
     try {
-      decoded = Y.decodeUpdate(record.payload)
+      decoded = Y.decodeUpdate(record.delta)
     } catch {
       continue
     }
@@ -158,7 +158,7 @@ function counterUndo(live: Replica, replay: Replica, records: readonly StoredRec
   let previous = replay.value() as number
   let contribution = 0
   for (const record of records) {
-    replay.applyDelta(record.payload)
+    replay.applyDelta(record.delta)
     const now = replay.value() as number
     if (mine(record)) contribution += now - previous
     previous = now
@@ -177,7 +177,7 @@ function setUndo(live: Replica, replay: Replica, records: readonly StoredRecord[
   const last = new Map<string, { action: 'add' | 'remove'; element: Json }>()
   let previous = new Map((replay.value() as Json[]).map((v) => [canonicalJson(v), v]))
   for (const record of records) {
-    replay.applyDelta(record.payload)
+    replay.applyDelta(record.delta)
     const now = new Map((replay.value() as Json[]).map((v) => [canonicalJson(v), v]))
     const note = (key: string, action: 'add' | 'remove', element: Json): void => {
       // Someone else's later action on the element wins over the agent's.
@@ -214,7 +214,7 @@ function valueUndo(live: Replica, replay: Replica, records: readonly StoredRecor
   let previousValue = replay.value()
   let previous = keysOf(previousValue)
   for (const record of records) {
-    replay.applyDelta(record.payload)
+    replay.applyDelta(record.delta)
     const value = replay.value()
     const now = keysOf(value)
     for (const key of new Set([...previous.keys(), ...now.keys()])) {

@@ -87,7 +87,7 @@ export class TimeTravel {
       if (record.name !== meta.name || record.seq !== entry.seq || !bytesEqual(record.prevHash, hash)) {
         throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `"${meta.name}": record ${entry.seq} is misplaced or breaks the hash chain`)
       }
-      replica.applyDelta(record.payload)
+      replica.applyDelta(record.delta)
       seq = record.seq
       hash = record.hash
     }
@@ -244,7 +244,7 @@ export class TimeTravel {
           const record = decodeRecord(entry.value)
           if (record.name !== name || record.seq !== keySeq) throw new Error('misplaced record')
           if (!bytesEqual(record.prevHash, hash)) throw new Error('the hash chain is broken')
-          replica.applyDelta(record.payload)
+          replica.applyDelta(record.delta)
           seq = keySeq
           hash = record.hash
           records++

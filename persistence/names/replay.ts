@@ -8,7 +8,7 @@
  * (reported, and truncated by the caller); otherwise it is a corrupt record
  * in the middle of the log, and the name fails with
  * `CONCORD_CORRUPT_RECORD`. A damaged record is never applied. An intact
- * record whose payload does not apply (over the replica's limits, or a code
+ * record whose delta does not apply (over the replica's limits, or a code
  * change) fails the name (`CONCORD_LIMIT_EXCEEDED` or
  * `CONCORD_CORRUPT_RECORD`) and is never deleted: the store wrote it.
  */
@@ -161,19 +161,19 @@ export async function rebuild(input: RebuildInput): Promise<Rebuilt> {
       continue
     }
     try {
-      replica.applyDelta(record.payload)
+      replica.applyDelta(record.delta)
     } catch (error) {
       // The record is intact (checksum, seq and hash chain hold): the store
       // wrote it, so it is no torn tail and is never deleted for this.
       const limit = replica.limits?.maxBytes
-      if (limit !== undefined && record.payload.length > limit) {
+      if (limit !== undefined && record.delta.length > limit) {
         throw new ConcordError(
           ErrorCodes.LIMIT_EXCEEDED,
-          `"${name}": record ${expected} holds a change of ${record.payload.length} bytes, over the limit of ${limit} bytes this code loads (limits.maxBytes); nothing was deleted: open it with a higher limit`,
+          `"${name}": record ${expected} holds a change of ${record.delta.length} bytes, over the limit of ${limit} bytes this code loads (limits.maxBytes); nothing was deleted: open it with a higher limit`,
           { cause: error },
         )
       }
-      throw corrupt(name, `record ${expected} is intact but its payload does not apply (${(error as Error).message}); nothing was deleted`, error)
+      throw corrupt(name, `record ${expected} is intact but its delta does not apply (${(error as Error).message}); nothing was deleted`, error)
     }
     seq = expected
     hash = record.hash

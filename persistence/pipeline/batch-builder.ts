@@ -19,7 +19,8 @@ export interface CommittedRecord {
   readonly hlc: HlcTimestamp
   readonly agent: string
   readonly kind: RecordKind
-  readonly payload: Uint8Array
+  /** The delta bytes logged. */
+  readonly delta: Uint8Array
   readonly hash: Uint8Array
   readonly size: number
   readonly message?: string | undefined
@@ -29,7 +30,8 @@ export interface CommittedRecord {
 
 /** Input of {@link BatchBuilder.append}. */
 export interface AppendInput {
-  readonly payload: Uint8Array
+  /** The delta bytes to log. */
+  readonly delta: Uint8Array
   readonly hlc: HlcTimestamp
   readonly agent: string
   readonly kind?: RecordKind
@@ -91,7 +93,7 @@ export class BatchBuilder {
       agent: input.agent,
       kind,
       prevHash: meta.lastHash,
-      payload: input.payload,
+      delta: input.delta,
       message,
       metaJson,
       authored,
@@ -112,7 +114,7 @@ export class BatchBuilder {
       hlc: input.hlc,
       agent: input.agent,
       kind,
-      payload: input.payload,
+      delta: input.delta,
       hash,
       size: bytes.length,
       message,

@@ -20,7 +20,7 @@ export interface TakenSnapshot {
   readonly snapshot: Uint8Array
 }
 
-/** The largest record payload or snapshot a name accepts back on reload: its replica's `limits.maxBytes`, if it has one. */
+/** The largest record delta or snapshot a name accepts back on reload: its replica's `limits.maxBytes`, if it has one. */
 export function recordLimit(entry: NameEntry): number {
   return entry.replica.limits?.maxBytes ?? Number.POSITIVE_INFINITY
 }

@@ -2,7 +2,7 @@
  * Local changes of `async` names, merged: a change joins the unit of the
  * previous one while that unit still waits last in the pipeline (a
  * joinable unit, persistence/pipeline/committer.ts), and the unit logs one
- * record per name whose payload is the type's merge of the deltas
+ * record per name whose delta is the type's merge of the deltas
  * (`mergeDeltas` of its replica factory), announced by one `committed`
  * event. Nothing is acknowledged earlier or later for it: every change is
  * in the batch it would have been in alone, and resolves with it.

@@ -312,7 +312,7 @@ export class Writes {
    * Adds the records of `items` to a batch: first, for a name rolled back
    * or undone in place by a compensating change (its replica holds structs
    * the log lacks), a `state` record of what the replica holds beyond the
-   * logged state. A payload larger than the name's replica accepts back
+   * logged state. A delta larger than the name's replica accepts back
    * (`limits.maxBytes`) is refused with `CONCORD_LIMIT_EXCEEDED` (the unit
    * fails and the name is rolled back): the store never writes a record it
    * could not load again.
@@ -328,11 +328,11 @@ export class Writes {
       if (since !== undefined && !repaired.has(entry)) {
         repaired.set(entry, since)
         const beyond = entry.replica.deltaSince(since)
-        if (beyond) records.push(b.append(entry.state, { payload: checkedPayload(entry, beyond), hlc: item.hlc, agent: context.agentId, kind: 'state', now }))
+        if (beyond) records.push(b.append(entry.state, { delta: checkedDelta(entry, beyond), hlc: item.hlc, agent: context.agentId, kind: 'state', now }))
       }
       records.push(
         b.append(entry.state, {
-          payload: checkedPayload(entry, item.delta),
+          delta: checkedDelta(entry, item.delta),
           hlc: item.hlc,
           agent: item.agent,
           message: item.message,
@@ -393,7 +393,7 @@ export class Writes {
           name: r.name,
           type: types.get(r.name)!,
           seq: r.seq,
-          delta: r.payload,
+          delta: r.delta,
           kind: r.kind,
           agent: r.agent,
           ...(r.message !== undefined ? { message: r.message } : {}),
@@ -437,21 +437,21 @@ function undoBlock(block: BlockUndo): void {
 
 /**
  * Whether an item is written exactly as it is (so it may be announced before
- * it is durable): no repair record goes before it, and its payload is within
+ * it is durable): no repair record goes before it, and its delta is within
  * the limit its record is checked against when built.
  */
 function announceable(item: LogItem): boolean {
   return item.entry.repairSince === undefined && item.delta.length <= recordLimit(item.entry)
 }
 
-/** `payload`, if the name's replica accepts it back on reload; else `CONCORD_LIMIT_EXCEEDED`. */
-function checkedPayload(entry: NameEntry, payload: Uint8Array): Uint8Array {
+/** `delta`, if the name's replica accepts it back on reload; else `CONCORD_LIMIT_EXCEEDED`. */
+function checkedDelta(entry: NameEntry, delta: Uint8Array): Uint8Array {
   const limit = recordLimit(entry)
-  if (payload.length > limit) {
+  if (delta.length > limit) {
     throw new ConcordError(
       ErrorCodes.LIMIT_EXCEEDED,
-      `"${entry.name}": a change of ${payload.length} bytes is over the limit of ${limit} bytes its replica loads back (limits.maxBytes); it was refused and the name rolled back`,
+      `"${entry.name}": a change of ${delta.length} bytes is over the limit of ${limit} bytes its replica loads back (limits.maxBytes); it was refused and the name rolled back`,
     )
   }
-  return payload
+  return delta
 }

@@ -481,7 +481,7 @@ export const TARGETS: readonly FuzzTarget[] = [
           agent: 'agent',
           kind: random.chance(0.5) ? 'delta' : 'state',
           prevHash: new Uint8Array(32).fill(7),
-          payload: new Uint8Array(size).fill(3),
+          delta: new Uint8Array(size).fill(3),
         }),
       ),
     decode: (bytes) => {

@@ -97,7 +97,7 @@ describe('provenance in records', () => {
       agent: 'a',
       kind: 'delta' as const,
       prevHash: new Uint8Array(32),
-      payload: Uint8Array.of(1, 2),
+      delta: Uint8Array.of(1, 2),
     }
     const withBoth = decodeRecord(encodeRecord({ ...base, message: 'why', metaJson: '{"tool":"t"}' }))
     assert.equal(withBoth.message, 'why')

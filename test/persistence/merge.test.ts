@@ -62,7 +62,7 @@ describe('merged local changes (async mode)', () => {
         seen.map((u) => u.records.map((r) => r.seq)),
         Array.from({ length: seq }, (_, i) => [i + 1]),
       )
-      // What sync ships: the merged payloads bring a fresh replica to the same text.
+      // What sync ships: the merged deltas bring a fresh replica to the same text.
       const shipped = new Y.Doc()
       for (const unit of seen) for (const record of unit.records) Y.applyUpdate(shipped, record.delta)
       assert.equal(shipped.getText('t').toString(), 'x'.repeat(500))

@@ -46,6 +46,7 @@ const lists = {
     // persistence/
     'test/persistence/storage.test.ts',
     'test/persistence/store.test.ts',
+    'test/persistence/read-ahead.test.ts',
     'test/persistence/name-meta-digest.test.ts',
     'test/persistence/power-cut.test.ts',
     'test/persistence/integrity.test.ts',

@@ -14,6 +14,7 @@ import { checkRetention, DEFAULT_CHECKPOINT, DEFAULT_RETENTION, type NameOptions
 import { NameState } from '../pipeline/name-state.ts'
 import type { StorageKey } from '../storage/storage.ts'
 import { NameEntry } from './entry.ts'
+import type { NameReader } from './read-ahead.ts'
 import { rebuild, type TornTail } from './replay.ts'
 
 /** What the owner's hydration needs of the modules above it (given by the store when it is composed). */
@@ -30,7 +31,8 @@ export interface NameHooks {
  * Loads `name` from its metadata as written (`written`; undefined: a new
  * name, created in memory when `type` is given). A name it creates is
  * stored at once, or with `deferCreation` by the first batch that writes it
- * (a commit: the name and its first records are one batch).
+ * (a commit: the name and its first records are one batch). Its checkpoints
+ * and log are read through `reader` (the owner's read-ahead).
  */
 export async function loadEntry(
   context: StoreContext,
@@ -40,6 +42,7 @@ export async function loadEntry(
   type: ReplicaType | undefined,
   options: NameOptions,
   deferCreation: boolean,
+  reader: NameReader = context.storage,
 ): Promise<NameEntry> {
   const schema = options.schema ?? context.options.schema ?? { version: 0 }
   if (!written && (options.mustExist || type === undefined)) throw new ConcordError(ErrorCodes.NOT_FOUND, `"${name}" does not exist`)
@@ -57,7 +60,7 @@ export async function loadEntry(
   } else {
     // The stored metadata may lag the log: replay to the end of the log and take its tail from there.
     const rebuilt = await rebuild({
-      storage: context.storage,
+      storage: reader,
       meta: written,
       target: written.lastSeq,
       toEnd: true,

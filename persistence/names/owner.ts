@@ -22,6 +22,7 @@ import type { SignalOptions } from '../storage/storage.ts'
 import { NameCache } from './cache.ts'
 import type { NameEntry } from './entry.ts'
 import { loadEntry, storeCreated, type NameHooks } from './hydration.ts'
+import { ReadAhead } from './read-ahead.ts'
 
 export type { NameHooks } from './hydration.ts'
 
@@ -55,19 +56,23 @@ export class Names {
   private readonly digests = new Map<string, Uint8Array>()
   /** Stored names hydrated (read from storage into memory) since the store opened. */
   private hydrationCount = 0
+  /** Serves names hydrated one after another in name order from range scans. */
+  private readonly readAhead: ReadAhead
 
   constructor(
     private readonly context: StoreContext,
     private readonly hooks: NameHooks,
   ) {
+    this.readAhead = new ReadAhead(context.storage)
+    context.committer.observeWrites(this.readAhead)
     this.cache = new NameCache(
       Math.max(1, context.options.cacheSize ?? 1000),
       (entry) => this.catchUp(entry),
       (entry) => {
         if (entry.state.unborn) return
         this.index?.set(entry.name, entry.type)
-        // Evicted once durable and idle: the replica is the stored state.
-        const digest = digestOrUndefined(entry)
+        // Evicted once durable and idle: the replica is the stored state (whose digest the metadata may hold).
+        const digest = currentDigest(entry.state.meta) ?? digestOrUndefined(entry)
         if (digest) this.digests.set(entry.name, digest)
         else this.digests.delete(entry.name)
       },
@@ -109,9 +114,10 @@ export class Names {
   }
 
   private async hydrate(name: string, type: ReplicaType | undefined, options: NameOptions, deferCreation: boolean): Promise<NameEntry> {
-    let written = await this.meta(name, { signal: options.signal, written: true })
+    this.readAhead.hydrating(name)
+    let written = this.decodeStored(name, await this.readAhead.meta(name, { signal: options.signal }))
     if (!written && (await this.hooks.rehydrate(name, options.signal))) written = await this.meta(name, { signal: options.signal, written: true })
-    const entry = await loadEntry(this.context, this.hooks, name, written, type, options, deferCreation)
+    const entry = await loadEntry(this.context, this.hooks, name, written, type, options, deferCreation, this.readAhead.reader(name))
     if (written) {
       this.hydrationCount++
       this.index?.set(name, entry.type)
@@ -196,6 +202,7 @@ export class Names {
   clear(): void {
     for (const entry of this.cache.allLive()) entry.detach()
     this.cache.clear()
+    this.readAhead.clear()
     this.index = undefined
     this.digests.clear()
   }
@@ -339,19 +346,22 @@ export class Names {
   async meta(name: string, options: MetaOptions & { readonly mustExist?: boolean } = {}): Promise<NameMeta | undefined> {
     const live = options.written ? undefined : this.cache.live(name)
     if (live) return live.state.meta
-    const bytes = await this.context.storage.get(metaKey(name), { signal: options.signal })
-    let meta: NameMeta | undefined
-    if (bytes) {
-      meta = decodeMeta(bytes)
-      if (meta.name !== name) throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `metadata stored under "${name}" belongs to "${meta.name}"`)
-      if (!options.written) meta = await this.withTail(meta, options.signal)
-    }
+    let meta = this.decodeStored(name, await this.context.storage.get(metaKey(name), { signal: options.signal }))
+    if (meta && !options.written) meta = await this.withTail(meta, options.signal)
     if (!meta && options.mustExist) {
       throw new ConcordError(
         ErrorCodes.NOT_FOUND,
         `"${name}" does not exist${(await this.context.storage.get(archiveKey(name))) ? ' (it is archived: open it first)' : ''}`,
       )
     }
+    return meta
+  }
+
+  /** Decodes the metadata stored under `name` (undefined: none). */
+  private decodeStored(name: string, bytes: Uint8Array | undefined): NameMeta | undefined {
+    if (!bytes) return undefined
+    const meta = decodeMeta(bytes)
+    if (meta.name !== name) throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `metadata stored under "${name}" belongs to "${meta.name}"`)
     return meta
   }
 

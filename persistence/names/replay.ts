@@ -53,7 +53,7 @@ export interface Rebuilt {
 
 /** Input of {@link rebuild}. */
 export interface RebuildInput {
-  readonly storage: Storage
+  readonly storage: Pick<Storage, 'get' | 'iterate'>
   readonly meta: NameMeta
   /** Rebuild the state as of this seq (<= meta.lastSeq). */
   readonly target: number
@@ -75,7 +75,7 @@ function corrupt(name: string, message: string, cause?: unknown): ConcordError {
 }
 
 /** Loads and checks one checkpoint; undefined if missing or damaged. */
-export async function loadCheckpoint(storage: Storage, meta: NameMeta, seq: number): Promise<Checkpoint | undefined> {
+export async function loadCheckpoint(storage: Pick<Storage, 'get'>, meta: NameMeta, seq: number): Promise<Checkpoint | undefined> {
   const bytes = await storage.get(checkpointKey(meta.name, seq))
   if (!bytes) return undefined
   try {

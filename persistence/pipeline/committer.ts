@@ -25,7 +25,7 @@ import { BatchBuilder, type CommittedRecord } from './batch-builder.ts'
 import type { NameState } from './name-state.ts'
 import { metaKey, tailKey } from '../format/keys.ts'
 import { encodeMeta } from '../format/name-meta.ts'
-import type { Storage } from '../storage/storage.ts'
+import type { Storage, StorageOperation } from '../storage/storage.ts'
 import { afterThisTurn } from '../turn.ts'
 
 export { BatchBuilder, type AppendInput, type CommittedRecord } from './batch-builder.ts'
@@ -61,6 +61,14 @@ export interface Unit<T> {
   readonly joinable?: boolean
   /** Called when a joinable unit stops taking work because another unit was queued after it. */
   superseded?(): void
+}
+
+/** Told of every batch the pipeline writes ({@link Committer.observeWrites}). */
+export interface WriteObserver {
+  /** The batch of `ops` is about to be written. */
+  beforeWrite(ops: readonly StorageOperation[]): void
+  /** That batch settled (written or failed). */
+  afterWrite(): void
 }
 
 /** Events of the pipeline. */
@@ -145,6 +153,7 @@ export class Committer {
   private readonly maxBytes: number
   /** Number of batches written, and how many of them were fsynced (statistics). */
   readonly stats = { batches: 0, syncs: 0, units: 0 }
+  private readonly writeObservers: WriteObserver[] = []
   /** When (wall clock, ms) the last fsynced batch was written; undefined: none since the store opened. */
   lastSyncAt: number | undefined
 
@@ -189,6 +198,11 @@ export class Committer {
       else item.reject(error)
     }
     return affected
+  }
+
+  /** Tells `observer` of every batch: before it is written, and once it settled (the name owner's read-ahead drops what it touches). */
+  observeWrites(observer: WriteObserver): void {
+    this.writeObservers.push(observer)
   }
 
   /** Queues a unit; resolves with what its `build` returned once written per its mode. */
@@ -334,9 +348,11 @@ export class Committer {
       // The metadata catches up with the log: its tail marker goes.
       if (state.metaBehind || builder.marks(state)) builder.ops.push({ type: 'del', key: tailKey(meta.name) })
     }
+    for (const observer of this.writeObservers) observer.beforeWrite(builder.ops)
     try {
       await this.storage.batch(builder.ops, { sync })
     } catch (cause) {
+      for (const observer of this.writeObservers) observer.afterWrite()
       const error = isConcordError(cause) ? cause : new ConcordError(ErrorCodes.STORAGE_ERROR, `write failed: ${(cause as Error)?.message}`, { cause })
       const states = [...new Set(built.flatMap(({ item }) => item.states))]
       for (const { item } of built) {
@@ -348,6 +364,7 @@ export class Committer {
       await this.failed(error, refused, rejections)
       return
     }
+    for (const observer of this.writeObservers) observer.afterWrite()
     this.stats.batches++
     this.stats.units += built.length
     const persisted = builder.persisted()

@@ -45,6 +45,14 @@ export interface CheckpointPolicy {
   readonly everyMs?: number | undefined
   /** On `close()` (default true). */
   readonly onClose?: boolean | undefined
+  /**
+   * A checkpoint by time (`everyMs`) or on close is written only once the
+   * records after the newest checkpoint take at least this many bytes
+   * (default 4096; 0: whatever they take). Replaying a shorter log costs
+   * less than loading a snapshot, and with the history kept a snapshot of
+   * a small name takes more room than its records (issue 19).
+   */
+  readonly minBytes?: number | undefined
 }
 
 /**
@@ -153,7 +161,7 @@ export interface NameOptions {
 }
 
 /** Default checkpoint policy. */
-export const DEFAULT_CHECKPOINT: Required<CheckpointPolicy> = { everyRecords: 1000, everyBytes: 1 << 20, everyMs: 60_000, onClose: true }
+export const DEFAULT_CHECKPOINT: Required<CheckpointPolicy> = { everyRecords: 1000, everyBytes: 1 << 20, everyMs: 60_000, onClose: true, minBytes: 4096 }
 /** Default retention. */
 export const DEFAULT_RETENTION: Retention = 'full'
 /** Checkpoints kept unless retention says `{ checkpoints: K }`. */

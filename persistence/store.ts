@@ -633,7 +633,7 @@ export class Store {
     const writes: Promise<unknown>[] = []
     for (const entry of owner.allLive()) {
       const { state } = entry
-      if (entry.policy.onClose && state.meta.lastSeq > (state.meta.checkpoints.at(-1)?.seq ?? 0)) {
+      if (entry.policy.onClose && state.meta.lastSeq > (state.meta.checkpoints.at(-1)?.seq ?? 0) && state.meta.logBytes >= entry.policy.minBytes) {
         writes.push(context.committer.enqueue(checkpointUnit(context, entry)).catch(() => undefined))
       } else if (state.metaBehind) {
         // Bring the stored metadata up to the log, so the next open has no tail to derive.

@@ -230,7 +230,13 @@ export class Lifecycle {
     const now = context.now()
     for (const entry of names.held()) {
       const every = entry.policy.everyMs
-      if (every > 0 && entry.dirtySince > 0 && now - entry.dirtySince >= every && !entry.checkpointQueued) {
+      if (
+        every > 0 &&
+        entry.dirtySince > 0 &&
+        now - entry.dirtySince >= every &&
+        !entry.checkpointQueued &&
+        entry.state.meta.logBytes >= entry.policy.minBytes
+      ) {
         await queueCheckpoint(context, entry).catch(() => undefined)
       }
     }

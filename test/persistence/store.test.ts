@@ -360,6 +360,35 @@ describe('store', () => {
     await store.close()
   })
 
+  it('close checkpoints a name only once the records after its newest checkpoint take checkpoint.minBytes (default 4096)', async () => {
+    const { dir, remove } = await tempDir()
+    try {
+      let store = await openStore({ dir, agentId: 'a', sweepMs: 0 })
+      typeText(await store.open('small', 'yjs'), 'a few words')
+      const big = await store.open('big', 'yjs')
+      for (let i = 0; i < 200; i++) typeText(big, `line ${i} of a longer text, typed one transaction at a time. `)
+      await store.flush()
+      await store.close()
+      store = await openStore({ dir, agentId: 'a', sweepMs: 0 })
+      const checkpoints = async () => Object.fromEntries((await store.names()).map((info) => [info.name, info.checkpoints]))
+      assert.deepEqual(await checkpoints(), { big: 1, small: 0 })
+      // Read only: a small name read is not rewritten as a checkpoint on close either.
+      assert.equal(textOf(await store.open('small', 'yjs')), 'a few words')
+      await store.close()
+      // minBytes 0: every name with records after its newest checkpoint, as before.
+      store = await openStore({ dir, agentId: 'a', sweepMs: 0, checkpoint: { minBytes: 0 } })
+      await store.open('small', 'yjs')
+      await store.close()
+      store = await openStore({ dir, agentId: 'a', sweepMs: 0 })
+      assert.deepEqual(await checkpoints(), { big: 1, small: 1 })
+      assert.equal(textOf(await store.open('small', 'yjs')), 'a few words')
+      assert.deepEqual((await store.verify('small')).problems, [])
+      await store.close()
+    } finally {
+      await remove()
+    }
+  })
+
   it('archives a name to a compressed file and rehydrates it on open', async () => {
     const { dir, remove } = await tempDir()
     try {

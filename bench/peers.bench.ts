@@ -139,7 +139,7 @@ const w3: Benchmark = {
         better: 'lower',
         baseline: { label: 'y-leveldb getYDoc of each', value: yLeveldb.ms },
         target: '<= 1',
-        note: `fresh processes, median of ${Math.max(ROUNDS, 1)}`,
+        note: `fresh processes, median of ${Math.max(ROUNDS, 1)}; CPU ${Math.round(store.cpuMs)} ms vs ${Math.round(yLeveldb.cpuMs)} ms (${(store.cpuMs / yLeveldb.cpuMs).toFixed(2)}x)`,
       },
       {
         name: `W3 cold start: peak RSS of the reading process, ${label}`,

@@ -3,8 +3,8 @@
  * W3's two halves, each in a fresh process. `build` writes `docs` small Yjs
  * documents (three typed edits each, as three updates) and closes; `read`
  * opens the folder and reads every document's text, and prints one JSON
- * line `{ ms, peakRssMiB, chars }` (open to last read; the process's peak
- * RSS, Node's own included).
+ * line `{ ms, cpuMs, peakRssMiB, chars }` (open to last read, and the
+ * process's CPU time over it; the process's peak RSS, Node's own included).
  */
 import { join } from 'node:path'
 import { LeveldbPersistence } from 'y-leveldb'
@@ -28,6 +28,11 @@ function updatesOf(i: number): Uint8Array[] {
 }
 
 const now = () => Number(process.hrtime.bigint()) / 1e6
+/** CPU time of the process (every thread: LevelDB's reads run in libuv's pool) since `from`, ms. */
+const cpuSince = (from: NodeJS.CpuUsage) => {
+  const used = process.cpuUsage(from)
+  return (used.user + used.system) / 1000
+}
 const folder = join(dir, kind)
 if (phase === 'build') {
   if (kind === 'store') {
@@ -45,6 +50,7 @@ if (phase === 'build') {
   console.log(JSON.stringify({ ok: true }))
 } else {
   const start = now()
+  const cpu = process.cpuUsage()
   let chars = 0
   if (kind === 'store') {
     const store = await openStore({ dir: folder, agentId: 'bench', sweepMs: 0 })
@@ -53,8 +59,9 @@ if (phase === 'build') {
       chars += replica.doc.getText('t').length
     }
     const ms = now() - start
+    const cpuMs = cpuSince(cpu)
     await store.close()
-    console.log(JSON.stringify({ ms, peakRssMiB: process.resourceUsage().maxRSS / 1024, chars }))
+    console.log(JSON.stringify({ ms, cpuMs, peakRssMiB: process.resourceUsage().maxRSS / 1024, chars }))
   } else {
     const persistence = new LeveldbPersistence(folder)
     // getAllDocNames is in y-leveldb 0.2.0's code but not in the class its types declare.
@@ -65,7 +72,8 @@ if (phase === 'build') {
       doc.destroy()
     }
     const ms = now() - start
+    const cpuMs = cpuSince(cpu)
     await persistence.destroy()
-    console.log(JSON.stringify({ ms, peakRssMiB: process.resourceUsage().maxRSS / 1024, chars }))
+    console.log(JSON.stringify({ ms, cpuMs, peakRssMiB: process.resourceUsage().maxRSS / 1024, chars }))
   }
 }

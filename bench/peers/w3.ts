@@ -37,24 +37,29 @@ async function folderBytes(dir: string): Promise<number> {
 }
 
 /** Builds both folders, then reads each `reads` times (interleaved, fresh processes); medians of the reads. */
-export async function runW3(docs: number, reads: number): Promise<Record<W3Contender, { ms: number; peakRssMiB: number; bytes: number }>> {
+export async function runW3(docs: number, reads: number): Promise<Record<W3Contender, { ms: number; cpuMs: number; peakRssMiB: number; bytes: number }>> {
   const dir = await mkdtemp(join(tmpdir(), 'concord-bench-w3-'))
   try {
     const contenders: W3Contender[] = ['store', 'y-leveldb']
     for (const kind of contenders) await child([kind, 'build', dir, String(docs)])
-    const runs = new Map<W3Contender, Array<{ ms: number; peakRssMiB: number }>>(contenders.map((kind) => [kind, []]))
+    const runs = new Map<W3Contender, Array<{ ms: number; cpuMs: number; peakRssMiB: number }>>(contenders.map((kind) => [kind, []]))
     for (let r = 0; r < reads; r++) {
       for (let i = 0; i < contenders.length; i++) {
         const kind = contenders[(i + r) % contenders.length]
         const result = await child([kind, 'read', dir, String(docs)])
-        runs.get(kind)!.push({ ms: result.ms, peakRssMiB: result.peakRssMiB })
+        runs.get(kind)!.push({ ms: result.ms, cpuMs: result.cpuMs, peakRssMiB: result.peakRssMiB })
       }
     }
     const median = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]
-    const out = {} as Record<W3Contender, { ms: number; peakRssMiB: number; bytes: number }>
+    const out = {} as Record<W3Contender, { ms: number; cpuMs: number; peakRssMiB: number; bytes: number }>
     for (const kind of contenders) {
       const results = runs.get(kind)!
-      out[kind] = { ms: median(results.map((r) => r.ms)), peakRssMiB: median(results.map((r) => r.peakRssMiB)), bytes: await folderBytes(join(dir, kind)) }
+      out[kind] = {
+        ms: median(results.map((r) => r.ms)),
+        cpuMs: median(results.map((r) => r.cpuMs)),
+        peakRssMiB: median(results.map((r) => r.peakRssMiB)),
+        bytes: await folderBytes(join(dir, kind)),
+      }
     }
     return out
   } finally {

@@ -239,12 +239,24 @@ export interface AntiEntropyContext {
 }
 
 /**
+ * Times a resync with no sign of its answer is repeated (each after twice
+ * the silence of the one before) before the session gives up on the remote
+ * and closes (the reconnect helper dials again).
+ */
+export const MAX_RESYNC_RETRIES = 3
+
+/**
  * The anti-entropy state of one session: when our last VERSIONS went out,
  * whether its answer (DONE) is still due, and whether the first one came.
+ * The resync timeout measures silence, not total time: anything of the
+ * answer that arrives (see {@link AntiEntropy.progress}) restarts it, so a
+ * long answer is never asked for again while it is still arriving.
  */
 export class AntiEntropy {
-  /** When the VERSIONS still waiting for its DONE was sent. */
+  /** When the VERSIONS still waiting for its DONE was sent, or last showed progress. */
   private pendingSince: number | undefined
+  /** Repeats of the pending resync since it last showed progress. */
+  private retriesValue = 0
   private lastVersionsAt = 0
   private syncedOnce = false
   /** VERSIONS of ours being built. */
@@ -257,9 +269,28 @@ export class AntiEntropy {
     return this.pendingSince !== undefined
   }
 
-  /** Whether a VERSIONS of ours got no answer within `timeoutMs` (time to repeat it). */
+  /** Repeats of the pending resync since it last showed progress. */
+  get retries(): number {
+    return this.retriesValue
+  }
+
+  /**
+   * Whether the pending resync has been silent for `timeoutMs` times two to
+   * the power of its {@link retries} (time to repeat it, or to give up).
+   */
   resyncOverdue(now: number, timeoutMs: number): boolean {
-    return this.pendingSince !== undefined && now - this.pendingSince >= timeoutMs
+    return this.pendingSince !== undefined && now - this.pendingSince >= timeoutMs * 2 ** this.retriesValue
+  }
+
+  /**
+   * Something of the pending resync's answer arrived, or is being handled
+   * here (a commit or a chunk of one, a RANGES or WANT): its silence starts
+   * again, and so does its count of repeats.
+   */
+  progress(now: number): void {
+    if (this.pendingSince === undefined) return
+    this.pendingSince = now
+    this.retriesValue = 0
   }
 
   /** Whether the periodic VERSIONS every `intervalMs` is due (0: never). */
@@ -272,9 +303,10 @@ export class AntiEntropy {
    * queued in order. With a remote that reconciles (`reconciler`), starts a
    * reconciliation instead (its WANT is answered by DONE like a VERSIONS).
    */
-  sendVersions(options: { readonly full?: boolean; readonly opening?: boolean } = {}): void {
+  sendVersions(options: { readonly full?: boolean; readonly opening?: boolean; readonly retry?: boolean } = {}): void {
     const { host, filter, outbox, stats } = this.context
     const now = this.context.now()
+    this.retriesValue = options.retry ? this.retriesValue + 1 : 0
     this.pendingSince = now
     this.lastVersionsAt = now
     const reconciler = this.context.reconciler?.()
@@ -309,6 +341,7 @@ export class AntiEntropy {
   /** Records a DONE (the answer to our VERSIONS); true the first time (the session is then synced). */
   done(): boolean {
     this.pendingSince = undefined
+    this.retriesValue = 0
     if (this.syncedOnce) return false
     this.syncedOnce = true
     return true

@@ -106,6 +106,11 @@ export class InboundLedger {
    * The ACK due now, if any (recorded as sent): always when `force`d,
    * otherwise on progress once the inbox is empty or every `ackEvery` commits.
    */
+  /** The last ACK sent (0: none yet); a keepalive repeats it. */
+  get lastAck(): number {
+    return this.lastAckSent
+  }
+
   nextAck(force: boolean): number | undefined {
     const value = this.ackValue
     if (value <= this.lastAckSent && !force) return undefined

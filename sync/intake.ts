@@ -72,6 +72,8 @@ export interface IntakeContext {
   readonly handleNow: (message: DecodedMessage) => void
   /** Ends the session after a handler threw. */
   readonly fail: (reason: string) => void
+  /** A frame of the remote passed the gates and decoded: the type of its message, or `chunk` for a part of one still arriving. */
+  readonly arrived?: ((kind: DecodedMessage['type']) => void) | undefined
 }
 
 /** Frames in, messages out to the session's handler, in order, within budgets. */
@@ -98,7 +100,7 @@ export class Intake {
     return Math.max(1, Math.floor(this.limits.maxInboxBytes / 8))
   }
 
-  /** Bytes of messages waiting in the inbox (and the one being handled). */
+  /** Bytes of messages waiting in the inbox (and the one being handled; a commit's until it is written). */
   get queuedBytes(): number {
     return this.inboxBytes
   }
@@ -171,8 +173,12 @@ export class Intake {
       else this.context.malformed((error as Error).message)
       return
     }
-    if (!read) return
+    if (!read) {
+      this.context.arrived?.('chunk') // a part of a message still arriving
+      return
+    }
     const { message, bytes } = read
+    this.context.arrived?.(message.type)
     if (message.type === 'refuse') {
       // Handled at once, not behind the inbox: the remote closes right after
       // sending it, and a transport may report that close before the inbox

@@ -276,11 +276,11 @@ export class Outbox {
     if (head !== undefined) {
       if (head instanceof Uint8Array) {
         this.control.shift()
-        return [head]
+        return this.controlFrames(head)
       }
       if (!head.frame) return undefined // VERSIONS still being built; keeps control order
       this.control.shift()
-      return [head.frame]
+      return this.controlFrames(head.frame)
     }
     // Before the remote's VERSIONS is answered nothing is due: marks wait for the answer.
     while (this.live && this.answering === 0 && this.data.length > 0) {
@@ -305,7 +305,7 @@ export class Outbox {
       this.context.stats.commitsOut++
       if (item.kind === 'commit' && item.answer && item.entries.length > 1) this.bundles.set(seq, item.entries)
       const message: Message = item.entries.length === 1 ? { type: 'delta', seq, entry: item.entries[0] } : { type: 'transaction', seq, entries: item.entries }
-      const frameLimit = Math.min(this.context.maxFrameBytes, Math.max(MIN_FRAME_BYTES, this.context.remote()?.maxFrameBytes ?? DEFAULT_MAX_FRAME))
+      const frameLimit = this.frameLimit()
       const frames = this.framesOf(encodeMessage(message), frameLimit)
       if (item.kind === 'commit' && item.provenance) {
         // Who made it, right before it (sync/provenance.ts).
@@ -316,6 +316,21 @@ export class Outbox {
       return frames
     }
     return undefined
+  }
+
+  /** The largest frame to send: ours, or the remote's if smaller. */
+  private frameLimit(): number {
+    return Math.min(this.context.maxFrameBytes, Math.max(MIN_FRAME_BYTES, this.context.remote()?.maxFrameBytes ?? DEFAULT_MAX_FRAME))
+  }
+
+  /**
+   * A control message as the frames that carry it: chunked like a commit
+   * (a VERSIONS of many names, a WANT, RANGES can exceed the remote's frame
+   * limit) once the remote's HELLO was accepted; whole before (a HELLO or
+   * AUTH may not come in chunks).
+   */
+  private controlFrames(bytes: Uint8Array): Uint8Array[] {
+    return this.context.remote() ? this.framesOf(bytes, this.frameLimit()) : [bytes]
   }
 
   /** One message as the frames that carry it (chunked over `frameLimit`). */

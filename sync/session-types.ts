@@ -92,7 +92,12 @@ export interface SessionOptions {
   readonly ackEvery?: number | undefined
   /** {@link SyncSession.tick}: close if the handshake is not done within this (default 10 s). */
   readonly handshakeTimeoutMs?: number | undefined
-  /** {@link SyncSession.tick}: repeat a resync or ask for one when nothing moved within this (default 5 s). */
+  /**
+   * {@link SyncSession.tick}: repeat a resync whose answer stayed silent this
+   * long (nothing of it arrived or waited here to be handled), or ask for one
+   * when acknowledgements stalled this long (default 5 s); each repeat waits
+   * twice as long, and after 3 silent repeats the session closes.
+   */
   readonly resyncTimeoutMs?: number | undefined
   /** {@link SyncSession.tick}: send VERSIONS this often (default 0: only on connect and on gaps). */
   readonly antiEntropyIntervalMs?: number | undefined
@@ -168,6 +173,10 @@ export interface SessionStats {
   versionsSent: number
   /** Reconciliations this side started (RANGES, instead of a VERSIONS). */
   reconciliations: number
+  /** Resyncs repeated because their answer stayed silent for the resync timeout (doubled at each repeat). */
+  resyncRetries: number
+  /** Keepalives sent: a repeat of our last ACK while busy with the remote's messages or taking a chunked one. */
+  keepalivesOut: number
   /** Times the outgoing queue overflowed and was replaced by a resync. */
   overflows: number
   /** Frames that waited for the inbound rate limit. */
@@ -227,6 +236,8 @@ export function newSessionStats(): SessionStats {
     chunksOut: 0,
     versionsSent: 0,
     reconciliations: 0,
+    resyncRetries: 0,
+    keepalivesOut: 0,
     overflows: 0,
     deferred: 0,
     handshakeViolations: 0,

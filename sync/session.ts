@@ -26,7 +26,7 @@
 import { Emitter, type Unsubscribe } from '../crdt/emitter.ts'
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import { Admission } from './admission.ts'
-import { AntiEntropy } from './anti-entropy.ts'
+import { AntiEntropy, MAX_RESYNC_RETRIES } from './anti-entropy.ts'
 import { MIN_FRAME_BYTES } from './chunking.ts'
 import { newNonce } from './credentials.ts'
 import { reconcileExtension, takesReconcile, windowBytesExtension, windowBytesOf } from './extensions.ts'
@@ -138,6 +138,7 @@ export class SyncSession {
         handle: (message) => this.handle(message),
         handleNow: (message) => void this.handle(message),
         fail: (reason) => this.close(reason),
+        arrived: (kind) => this.arrived(kind),
       },
       this.startedAt,
     )
@@ -283,9 +284,28 @@ export class SyncSession {
     }
     if (this.requests.waiting) this.serveWaitingRequests(now)
     const resyncTimeout = this.options.resyncTimeoutMs ?? 5_000
-    if (this.antiEntropy.resyncOverdue(now, resyncTimeout)) this.antiEntropy.sendVersions()
-    if (this.outbox.stalled && now - this.outbox.lastAckProgressAt >= resyncTimeout) {
+    // The remote's messages still being handled here (an answer being applied, a DONE behind it): not silence.
+    const busy = this.intake.queuedBytes > 0 || this.settling.size > 0
+    if (busy) this.antiEntropy.progress(now)
+    // ... and the remote is told so (a repeat of our last ACK, which a remote ignores as stale but takes as a sign of progress).
+    if ((busy || this.chunksSinceKeepalive) && now - this.keepaliveAt >= resyncTimeout / 2) {
+      this.keepaliveAt = now
+      this.chunksSinceKeepalive = false
+      this.stat.keepalivesOut++
+      this.sendControl({ type: 'ack', seq: this.ledger.lastAck })
+    }
+    if (this.antiEntropy.resyncOverdue(now, resyncTimeout)) {
+      if (this.antiEntropy.retries >= MAX_RESYNC_RETRIES) {
+        this.close(`resync timeout: no answer after ${MAX_RESYNC_RETRIES + 1} tries`)
+        return
+      }
+      this.stat.resyncRetries++
+      this.antiEntropy.sendVersions({ retry: true })
+    }
+    // Stalled acknowledgements ask for a resync, again after twice the wait each time nothing moved.
+    if (this.outbox.stalled && now - this.outbox.lastAckProgressAt >= resyncTimeout * 2 ** Math.min(this.stalledRequests, MAX_RESYNC_RETRIES)) {
       this.outbox.lastAckProgressAt = now
+      this.stalledRequests++
       this.sendControl({ type: 'request' })
     }
     const interval = this.options.antiEntropyIntervalMs ?? 0
@@ -602,6 +622,27 @@ export class SyncSession {
     }
   }
 
+  /** When a keepalive (a repeated ACK) last went out (see {@link tick}). */
+  private keepaliveAt = Number.NEGATIVE_INFINITY
+  /** Whether a chunk of the remote arrived since the last keepalive. */
+  private chunksSinceKeepalive = false
+
+  /**
+   * A frame of the remote arrived. Parts of an answer to our resync (a
+   * chunk, a commit, RANGES, WANT) and ACKs (the remote taking what we sent,
+   * or saying it is still busy with it: a keepalive) mean the resync is
+   * progressing: its timeout measures silence from here.
+   */
+  private arrived(kind: DecodedMessage['type']): void {
+    if (kind === 'chunk') this.chunksSinceKeepalive = true
+    if (kind === 'chunk' || kind === 'delta' || kind === 'transaction' || kind === 'ranges' || kind === 'want' || kind === 'ack') {
+      this.antiEntropy.progress(this.now())
+    }
+  }
+
+  /** REQUESTs sent for stalled acknowledgements since the last that moved (see {@link tick}). */
+  private stalledRequests = 0
+
   /** An ACK check is queued (see {@link settleCommit}). */
   private ackQueued = false
 
@@ -622,7 +663,12 @@ export class SyncSession {
       this.stat.unexpected++
       return
     }
-    if (result === 'stale') return
+    if (result === 'stale') {
+      // A repeat (a keepalive): the remote is still taking what we sent; acknowledgements have not stalled.
+      this.outbox.lastAckProgressAt = this.now()
+      return
+    }
+    this.stalledRequests = 0
     this.events.emit('ack', { seq })
     this.outbox.releaseWaiters(seq)
     this.outbox.pump()

@@ -61,7 +61,19 @@ export { AutomergeReplica } from './crdt/documents/automerge-replica.ts'
 export { DEFAULT_DOCUMENT_LIMITS } from './crdt/documents/options.ts'
 export type { DocumentLimits, YjsReplicaOptions, YjsTopLevelKind, AutomergeReplicaOptions } from './crdt/documents/options.ts'
 export { WaitingBudget, type WaitingStats, type WaitingBudgetLimits } from './crdt/documents/waiting-room.ts'
-export type { Store, StoreEvents, HistoryEntry, DurabilityStatus, NameInfo, VerifyReport, GcReport, ApplyResult, Loss } from './persistence/store.ts'
+export type {
+  Store,
+  StoreEvents,
+  HistoryEntry,
+  DurabilityStatus,
+  NameInfo,
+  NamePage,
+  NamePageOptions,
+  VerifyReport,
+  GcReport,
+  ApplyResult,
+  Loss,
+} from './persistence/store.ts'
 export type { RepairReport } from './persistence/history/repair.ts'
 export type { StoreOptions, NameOptions, Durability, Retention, CheckpointPolicy, Schema, Migration, ReplicaCreator } from './persistence/options.ts'
 export type { Storage, StorageKey, StorageEntry, StorageOperation, RangeOptions, WriteOptions, SignalOptions } from './persistence/storage/storage.ts'

@@ -56,7 +56,7 @@ export class InspectorApi {
           return { status: 200, body: { ...this.peer.status(), agent, presence } }
         }
         case 'names':
-          return { status: 200, body: await this.names(agent) }
+          return { status: 200, body: await this.names(agent, query) }
         case 'history':
           return await this.withName(query, agent, (name, type) => this.history(name, type, query))
         case 'at':
@@ -79,10 +79,15 @@ export class InspectorApi {
     return isValidName(name) && this.peer.admission.takes(name) && this.peer.admission.mayRead(agent as AgentId, name)
   }
 
-  private async names(agent: string): Promise<unknown> {
-    const all = (await this.peer.store.names()).filter((info) => this.mayRead(agent, info.name))
-    all.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-    const listed = all.slice(0, MAX_LISTED_NAMES)
+  /** A page of the names `agent` may read (`prefix`, `cursor`: the query's), in key order; `cursor` in the answer when more follow. */
+  private async names(agent: string, query: URLSearchParams): Promise<unknown> {
+    const page = await this.peer.store.pageNames({
+      prefix: query.get('prefix') ?? undefined,
+      cursor: query.get('cursor') ?? undefined,
+      limit: MAX_LISTED_NAMES,
+      where: (info) => this.mayRead(agent, info.name),
+    })
+    const listed = page.names
     const names = await Promise.all(
       listed.map(async (info) => {
         const writer = await this.lastWriter(info.name, info.lastSeq)
@@ -99,7 +104,7 @@ export class InspectorApi {
       }),
     )
     if (this.lastWriters.size > 2 * MAX_LISTED_NAMES) this.lastWriters.clear()
-    return { names, ...(all.length > listed.length ? { truncated: true, total: all.length } : {}) }
+    return { names, ...(page.cursor !== undefined ? { truncated: true, cursor: page.cursor } : {}) }
   }
 
   private async lastWriter(name: string, seq: number): Promise<{ readonly agent: string | null; readonly message: string | null }> {

@@ -85,8 +85,11 @@ export class NameResources {
 
   /** A page of the names the client may read, as resources. */
   async list(cursor: string | undefined): Promise<ListResourcesResult> {
-    const all = (await this.peer.names()).filter((info) => this.principal.mayRead(info.name) && (cursor === undefined || info.name > cursor))
-    const page = all.slice(0, MCP_LIMITS.maxPageItems)
+    const { names: page, cursor: next } = await this.peer.store.pageNames({
+      cursor,
+      limit: MCP_LIMITS.maxPageItems,
+      where: (info) => this.principal.mayRead(info.name),
+    })
     return {
       resources: page.map((info) => ({
         uri: nameUri(info.name),
@@ -94,7 +97,7 @@ export class NameResources {
         description: `${info.type}, ${info.records} records`,
         mimeType: 'application/json',
       })),
-      ...(all.length > page.length ? { nextCursor: page.at(-1)!.name } : {}),
+      ...(next !== undefined ? { nextCursor: next } : {}),
     }
   }
 

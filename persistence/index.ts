@@ -11,6 +11,8 @@ export {
   Store,
   type HistoryEntry,
   type NameInfo,
+  type NamePage,
+  type NamePageOptions,
   type VerifyReport,
   type StoreEvents,
   type ApplyResult,

@@ -50,6 +50,26 @@ export interface NameInfo {
   readonly archived: boolean
 }
 
+/** Options of `Store.pageNames`: which page of the names. */
+export interface NamePageOptions {
+  /** Only names starting with this. */
+  readonly prefix?: string | undefined
+  /** The `cursor` of the previous page (names after it); none: the first page. */
+  readonly cursor?: string | undefined
+  /** Names per page, 1 to 10,000 (default 100). */
+  readonly limit?: number | undefined
+  /** Only names for which this holds (the page still holds up to `limit` of them). */
+  readonly where?: ((info: NameInfo) => boolean) | undefined
+  readonly signal?: AbortSignal | undefined
+}
+
+/** A page of names (`Store.pageNames`), in key order (by code point). */
+export interface NamePage {
+  readonly names: readonly NameInfo[]
+  /** Where the next page starts (pass it as `cursor`); undefined: this is the last page. */
+  readonly cursor: string | undefined
+}
+
 /** Result of `verify(name)`. */
 export interface VerifyReport {
   readonly name: string

@@ -43,7 +43,18 @@ import { Names, type NameLease } from './names/owner.ts'
 import { checkRetention, type NameOptions, type ReplicaCreator, type StoreOptions } from './options.ts'
 import { openLevelStorage } from './storage/level/open-level-storage.ts'
 import { throwIfAborted, type SignalOptions, type Storage } from './storage/storage.ts'
-import type { ApplyResult, ChangeProvenance, DurabilityStatus, GcReport, HistoryEntry, NameInfo, StoreEvents, VerifyReport } from './store-types.ts'
+import type {
+  ApplyResult,
+  ChangeProvenance,
+  DurabilityStatus,
+  GcReport,
+  HistoryEntry,
+  NameInfo,
+  NamePage,
+  NamePageOptions,
+  StoreEvents,
+  VerifyReport,
+} from './store-types.ts'
 import { afterThisTurn } from './turn.ts'
 import { checkpointUnit } from './writes/checkpoints.ts'
 import { Writes } from './writes/writes.ts'
@@ -58,6 +69,8 @@ export type {
   GcReport,
   HistoryEntry,
   NameInfo,
+  NamePage,
+  NamePageOptions,
   StoreEvents,
   VerifyReport,
 } from './store-types.ts'
@@ -98,6 +111,8 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     const deltaMerger = options.deltaMerger ?? defaults!.defaultDeltaMerger
     const store = new Store(storage, ownsStorage, id, createReplica, { ...options, deltaMerger })
     try {
+      // Before the seal check: the losses it finds are reported right after this resolves.
+      await store.primeIndex()
       await store.checkSeal()
     } catch (error) {
       await store.close().catch(() => undefined)
@@ -118,6 +133,9 @@ function checkAuthored(hlc: HlcTimestamp | undefined): HlcTimestamp | undefined 
   }
   return { wall: hlc.wall, logical: hlc.logical }
 }
+
+/** Names of one commit hydrated at a time (their storage reads overlap). */
+const COMMIT_HYDRATIONS = 32
 
 /** The error of opening a store that belongs to another agent, saying how to proceed. */
 function ownerMismatch(owner: string, id: string): ConcordError {
@@ -218,6 +236,11 @@ export class Store {
         })
       }
     })
+  }
+
+  /** @internal on open: an empty store knows at once that every name is new (persistence/names/owner.ts). */
+  async primeIndex(): Promise<void> {
+    await this.owner.primeIfEmpty()
   }
 
   /** Every loss found on an open ({@link losses}) and not yet accepted by `repair`. */
@@ -336,20 +359,69 @@ export class Store {
       if (!(item.delta instanceof Uint8Array)) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'a delta must be a Uint8Array')
     }
     for (;;) {
-      const entries: NameEntry[] = []
-      try {
-        // A name the commit creates is stored with its first records, in the commit's batch.
-        for (const item of deltas)
-          entries.push(this.owner.use(item.name, item.type) ?? (await this.owner.entry(item.name, item.type, { signal: options.signal }, true)))
-      } catch (error) {
-        // Refused before anything applied (a type mismatch, a damaged name): no name it created is left behind.
-        this.owner.forgetUnstored(entries)
-        throw error
-      }
+      // Every name hydrated: applied in this turn, as it was called (a local change made right after goes after it).
+      const entries = this.hydratedEntries(deltas) ?? (await this.entriesOf(deltas, options.signal))
       // An entry dropped while others hydrated (a concurrent commit refused it) is hydrated again.
       if (entries.every((entry) => !entry.detached))
         return this.writes.commit(entries, deltas, { origin: options.origin, applied: options.applied, ...provenance })
     }
+  }
+
+  /** The entries of a commit's names when every one is hydrated (a type mismatch throws), else undefined. */
+  private hydratedEntries(deltas: ReadonlyArray<{ name: string; type?: ReplicaType }>): NameEntry[] | undefined {
+    const entries: NameEntry[] = []
+    for (const item of deltas) {
+      const entry = this.owner.use(item.name, item.type)
+      if (!entry) return undefined
+      entries.push(entry)
+    }
+    return entries
+  }
+
+  /**
+   * The entries of a commit's names, in order: hydrated ones at once, the
+   * others hydrated (or created in memory, stored with the commit's batch)
+   * {@link COMMIT_HYDRATIONS} at a time rather than one after the other. On
+   * a failure (a type mismatch, a damaged name) nothing is applied and no
+   * name it created is left behind; the first failure in order is thrown.
+   */
+  private async entriesOf(deltas: ReadonlyArray<{ name: string; type?: ReplicaType }>, signal: AbortSignal | undefined): Promise<NameEntry[]> {
+    const entries: Array<NameEntry | undefined> = []
+    const failures: Array<{ at: number; error: unknown }> = []
+    const missing: number[] = []
+    for (const [at, item] of deltas.entries()) {
+      try {
+        const entry = this.owner.use(item.name, item.type)
+        entries.push(entry)
+        if (!entry) missing.push(at)
+      } catch (error) {
+        entries.push(undefined)
+        failures.push({ at, error })
+        break
+      }
+    }
+    if (failures.length === 0) {
+      let next = 0
+      const worker = async (): Promise<void> => {
+        while (next < missing.length && failures.length === 0) {
+          const at = missing[next++]
+          const item = deltas[at]
+          try {
+            entries[at] = await this.owner.entry(item.name, item.type, { signal }, true)
+          } catch (error) {
+            failures.push({ at, error })
+          }
+        }
+      }
+      await Promise.all(Array.from({ length: Math.min(COMMIT_HYDRATIONS, missing.length) }, worker))
+    }
+    const held = entries.filter((entry): entry is NameEntry => entry !== undefined)
+    if (failures.length > 0) {
+      // Refused before anything applied: no name it created is left behind.
+      this.owner.forgetUnstored(held)
+      throw failures.reduce((first, failure) => (failure.at < first.at ? failure : first)).error
+    }
+    return held
   }
 
   /**
@@ -523,9 +595,20 @@ export class Store {
     }
   }
 
-  /** Every stored name (archived ones included), in name order. */
+  /** Every stored name (archived ones included), in name order. For many names, {@link pageNames}. */
   names(options: SignalOptions = {}): Promise<NameInfo[]> {
     return this.lifecycle.list(options)
+  }
+
+  /**
+   * A page of the stored names (archived ones included) in key order (by
+   * code point): up to `limit` (default 100) of those starting with
+   * `prefix`, after `cursor`, for which `where` holds, and the cursor of the
+   * next page. Reads about as many names as it returns (plus those `where`
+   * leaves out), whatever the store holds.
+   */
+  pageNames(options: NamePageOptions = {}): Promise<NamePage> {
+    return this.lifecycle.page(options)
   }
 
   // ---------------------------------------------------------------- lifecycle

@@ -36,7 +36,8 @@ export function clipText(text: string, max: number): string {
 
 /** The info of `name`, or "not found" (exit 3). */
 export async function nameInfo(store: Store, name: string): Promise<NameInfo> {
-  const info = (await store.names()).find((item) => item.name === name)
+  // A name sorts before every other name it is a prefix of: the first of this page is it, if it exists.
+  const info = (await store.pageNames({ prefix: name, limit: 1 })).names.find((item) => item.name === name)
   if (!info) throw new CliError(ExitCodes.NOT_FOUND, `no name "${name}"`)
   return info
 }

@@ -75,14 +75,12 @@ export const listNames = defineTool({
   annotations: { readOnlyHint: true },
   async run(args, { peer, principal }) {
     const limit = args.limit ?? 50
-    const all = (await peer.names()).filter(
-      (info) =>
-        principal.mayRead(info.name) &&
-        (args.prefix === undefined || info.name.startsWith(args.prefix)) &&
-        (args.type === undefined || info.type === args.type) &&
-        (args.cursor === undefined || info.name > args.cursor),
-    )
-    const page = all.slice(0, limit)
+    const { names: page, cursor: next } = await peer.store.pageNames({
+      prefix: args.prefix,
+      cursor: args.cursor,
+      limit,
+      where: (info) => principal.mayRead(info.name) && (args.type === undefined || info.type === args.type),
+    })
     const names = []
     for (const info of page) {
       const [last] = info.archived ? [] : await peer.history(info.name, { reverse: true, limit: 1 }).catch(() => [])
@@ -96,7 +94,7 @@ export const listNames = defineTool({
         ...(info.archived ? { archived: true } : {}),
       })
     }
-    return { result: { names, ...(all.length > limit ? { nextCursor: page.at(-1)!.name } : {}) } }
+    return { result: { names, ...(next !== undefined ? { nextCursor: next } : {}) } }
   },
 })
 

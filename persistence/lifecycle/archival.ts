@@ -61,6 +61,7 @@ export class Archival {
       },
     })
     owner.remove(name)
+    owner.noteArchived(name)
     context.events.emit('archived', { name, file })
     return file
   }
@@ -97,6 +98,7 @@ export class Archival {
         b.del(archiveKey(name))
       },
     })
+    this.owner.noteRehydrated(name)
     await remove()
     context.events.emit('rehydrated', { name })
     return true

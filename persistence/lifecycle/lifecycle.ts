@@ -5,14 +5,65 @@
 import { ConcordError, ErrorCodes, isConcordError } from '../../crdt/errors.ts'
 import type { StoreContext } from '../context.ts'
 import { ARCHIVE_PREFIX, archiveKey, checkpointPrefix, logPrefix, metaKey, parseSeqKey, TAIL_PREFIX, tailKey } from '../format/keys.ts'
+import type { ArchiveMarker } from '../format/archive.ts'
 import type { NameMeta } from '../format/name-meta.ts'
 import { segmentIndexKey } from '../format/segments.ts'
 import type { Names } from '../names/owner.ts'
 import type { SignalOptions, StorageOperation } from '../storage/storage.ts'
-import type { GcReport, NameInfo } from '../store-types.ts'
+import type { GcReport, NameInfo, NamePage, NamePageOptions } from '../store-types.ts'
 import { queueCheckpoint } from '../writes/checkpoints.ts'
 import type { Archival } from './archival.ts'
 import { applyRetention, deleteSegments, type RetentionReport } from './log-archive.ts'
+
+/** Names per page of {@link Lifecycle.page} by default, and at most. */
+export const DEFAULT_PAGE_NAMES = 100
+export const MAX_PAGE_NAMES = 10_000
+
+/** The {@link NameInfo} of a stored name. */
+function storedInfo(meta: NameMeta): NameInfo {
+  return {
+    name: meta.name,
+    type: meta.type,
+    records: meta.lastSeq - meta.firstSeq + 1,
+    lastSeq: meta.lastSeq,
+    size: meta.logBytes + (meta.checkpoints.at(-1)?.size ?? 0),
+    lastChange: meta.touched,
+    checkpoints: meta.checkpoints.length,
+    schema: meta.schema,
+    archived: false,
+  }
+}
+
+/** The {@link NameInfo} of an archived name. */
+function archivedInfo(marker: ArchiveMarker): NameInfo {
+  return {
+    name: marker.name,
+    type: marker.type,
+    records: marker.records,
+    lastSeq: marker.lastSeq,
+    size: marker.fileSize,
+    lastChange: marker.touched,
+    checkpoints: 0,
+    schema: marker.schema,
+    archived: true,
+  }
+}
+
+/** Orders two names as their storage keys do (by code point, as UTF-8 bytes order). */
+export function compareCodePoints(a: string, b: string): number {
+  const length = Math.min(a.length, b.length)
+  for (let i = 0; i < length; i++) {
+    const x = a.charCodeAt(i)
+    const y = b.charCodeAt(i)
+    if (x === y) continue
+    // A surrogate (a code point above U+FFFF) sorts after every BMP unit in code point order.
+    const xs = x >= 0xd800 && x <= 0xdfff
+    const ys = y >= 0xd800 && y <= 0xdfff
+    if (xs !== ys) return xs ? 1 : -1
+    return x - y
+  }
+  return a.length - b.length
+}
 
 /** Collects an async iterable into an array. */
 export async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
@@ -35,33 +86,56 @@ export class Lifecycle {
   async list(options: SignalOptions = {}): Promise<NameInfo[]> {
     this.context.checkOpen()
     const out: NameInfo[] = []
-    for await (const meta of this.owner.metas({ signal: options.signal })) {
-      out.push({
-        name: meta.name,
-        type: meta.type,
-        records: meta.lastSeq - meta.firstSeq + 1,
-        lastSeq: meta.lastSeq,
-        size: meta.logBytes + (meta.checkpoints.at(-1)?.size ?? 0),
-        lastChange: meta.touched,
-        checkpoints: meta.checkpoints.length,
-        schema: meta.schema,
-        archived: false,
-      })
-    }
-    for await (const marker of this.owner.markers(options)) {
-      out.push({
-        name: marker.name,
-        type: marker.type,
-        records: marker.records,
-        lastSeq: marker.lastSeq,
-        size: marker.fileSize,
-        lastChange: marker.touched,
-        checkpoints: 0,
-        schema: marker.schema,
-        archived: true,
-      })
-    }
+    for await (const meta of this.owner.metas({ signal: options.signal })) out.push(storedInfo(meta))
+    for await (const marker of this.owner.markers(options)) out.push(archivedInfo(marker))
     return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  }
+
+  /**
+   * One page of the stored names (archived ones included) in key order
+   * (code points), those starting with `prefix` after `cursor` for which
+   * `where` holds: reads about as many names as it returns, whatever the
+   * store holds (see {@link NamePageOptions}).
+   */
+  async page(options: NamePageOptions = {}): Promise<NamePage> {
+    this.context.checkOpen()
+    const limit = options.limit ?? DEFAULT_PAGE_NAMES
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_PAGE_NAMES) {
+      throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `limit must be an integer from 1 to ${MAX_PAGE_NAMES}`)
+    }
+    const prefix = options.prefix ?? ''
+    const range = { from: prefix, ...(options.cursor !== undefined ? { after: options.cursor } : {}), signal: options.signal }
+    const stored = this.owner.metas(range)[Symbol.asyncIterator]()
+    const archived = this.owner.markers(range)[Symbol.asyncIterator]()
+    const next = async <T extends { readonly name: string }>(from: AsyncIterator<T>): Promise<T | undefined> => {
+      const item = await from.next()
+      return item.done || !item.value.name.startsWith(prefix) ? undefined : item.value
+    }
+    const names: NameInfo[] = []
+    let more = false
+    try {
+      let meta = await next(stored)
+      let marker = await next(archived)
+      while (meta || marker) {
+        let info: NameInfo
+        if (meta && (!marker || compareCodePoints(meta.name, marker.name) <= 0)) {
+          info = storedInfo(meta)
+          meta = await next(stored)
+        } else {
+          info = archivedInfo(marker!)
+          marker = await next(archived)
+        }
+        if (options.where && !options.where(info)) continue
+        if (names.length === limit) {
+          more = true
+          break
+        }
+        names.push(info)
+      }
+    } finally {
+      await Promise.all([stored.return?.(undefined), archived.return?.(undefined)])
+    }
+    return { names, cursor: more ? names.at(-1)!.name : undefined }
   }
 
   /** Deletes of every key of `name` (metadata, records, checkpoints), read once the pipeline is idle. */

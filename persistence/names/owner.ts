@@ -18,7 +18,7 @@ import { ARCHIVE_PREFIX, archiveKey, logKey, logPrefix, META_PREFIX, metaKey, pa
 import { currentDigest, decodeMeta, type NameMeta } from '../format/name-meta.ts'
 import { decodeRecord } from '../format/record.ts'
 import type { NameOptions } from '../options.ts'
-import type { SignalOptions } from '../storage/storage.ts'
+import type { SignalOptions, StorageKey } from '../storage/storage.ts'
 import { NameCache } from './cache.ts'
 import type { NameEntry } from './entry.ts'
 import { loadEntry, storeCreated, type NameHooks } from './hydration.ts'
@@ -58,6 +58,13 @@ export class Names {
   private hydrationCount = 0
   /** Serves names hydrated one after another in name order from range scans. */
   private readonly readAhead: ReadAhead
+  /**
+   * Archived names (those with an archive marker), loaded with the index and
+   * kept since (a superset: a stale member only costs a storage read). With
+   * the index, they tell that a name is absent without reading storage.
+   */
+  private readonly archived = new Set<string>()
+  private archivedKnown = false
 
   constructor(
     private readonly context: StoreContext,
@@ -114,9 +121,11 @@ export class Names {
   }
 
   private async hydrate(name: string, type: ReplicaType | undefined, options: NameOptions, deferCreation: boolean): Promise<NameEntry> {
-    this.readAhead.hydrating(name)
-    let written = this.decodeStored(name, await this.readAhead.meta(name, { signal: options.signal }))
-    if (!written && (await this.hooks.rehydrate(name, options.signal))) written = await this.meta(name, { signal: options.signal, written: true })
+    // A name the index knows is absent (a new one) is created without reading its metadata and archive marker.
+    const absent = this.knownAbsent(name)
+    if (!absent) this.readAhead.hydrating(name)
+    let written = absent ? undefined : this.decodeStored(name, await this.readAhead.meta(name, { signal: options.signal }))
+    if (!written && !absent && (await this.hooks.rehydrate(name, options.signal))) written = await this.meta(name, { signal: options.signal, written: true })
     const entry = await loadEntry(this.context, this.hooks, name, written, type, options, deferCreation, this.readAhead.reader(name))
     if (written) {
       this.hydrationCount++
@@ -151,7 +160,43 @@ export class Names {
     this.cache.detach(name)
     this.index?.delete(name)
     this.digests.delete(name)
+    this.archived.delete(name)
     if (this.indexing) this.removedWhileIndexing.add(name)
+  }
+
+  /** `name` was archived (after {@link remove}): it has a marker now. */
+  noteArchived(name: string): void {
+    this.archived.add(name)
+  }
+
+  /** `name` was brought back from its archive: its marker is gone. */
+  noteRehydrated(name: string): void {
+    this.archived.delete(name)
+  }
+
+  /**
+   * Whether `name` is neither stored nor archived, known without reading
+   * storage: not hydrated or being hydrated, and absent from the loaded
+   * index of stored names and from the archived ones. False when unknown.
+   */
+  private knownAbsent(name: string): boolean {
+    return this.index !== undefined && this.indexing === undefined && this.archivedKnown && !this.index.has(name) && !this.archived.has(name)
+  }
+
+  /**
+   * On open: a store that holds no name and no archive marker has an empty
+   * index at once (two key seeks), so new names are created without reading
+   * storage from the first one; otherwise the index loads with the first
+   * {@link list}.
+   */
+  async primeIfEmpty(): Promise<void> {
+    if (this.index !== undefined || this.indexing !== undefined) return
+    for (const prefix of [META_PREFIX, ARCHIVE_PREFIX]) {
+      for await (const _ of this.context.storage.keys({ prefix, limit: 1 })) return
+    }
+    if (this.index !== undefined || this.indexing !== undefined) return
+    this.index = new Map()
+    this.archivedKnown = true
   }
 
   /** True when `name` is held (recently used) or being hydrated. */
@@ -205,6 +250,8 @@ export class Names {
     this.readAhead.clear()
     this.index = undefined
     this.digests.clear()
+    this.archived.clear()
+    this.archivedKnown = false
   }
 
   /**
@@ -332,6 +379,8 @@ export class Names {
       this.digests.delete(name)
     }
     this.removedWhileIndexing.clear()
+    for await (const key of this.context.storage.keys({ prefix: ARCHIVE_PREFIX, signal: options.signal })) this.archived.add(key[1])
+    this.archivedKnown = true
     this.index = index
     return index
   }
@@ -372,11 +421,11 @@ export class Names {
    * else is read for them (a name's `touched` only grows, its type never
    * changes).
    */
-  async *metas(options: MetaOptions & { readonly where?: (written: NameMeta) => boolean } = {}): AsyncGenerator<NameMeta> {
+  async *metas(options: MetaOptions & NameRange & { readonly where?: (written: NameMeta) => boolean } = {}): AsyncGenerator<NameMeta> {
     const { signal } = options
     await this.context.committer.idle()
     const tails = options.written ? undefined : await this.tailNames(signal)
-    for await (const item of this.context.storage.iterate({ prefix: META_PREFIX, signal })) {
+    for await (const item of this.context.storage.iterate({ prefix: META_PREFIX, ...keyRange(metaKey, options), signal })) {
       let written: NameMeta
       try {
         written = decodeMeta(item.value)
@@ -401,8 +450,8 @@ export class Names {
   }
 
   /** Every archive marker (damaged ones skipped), in name order. */
-  async *markers(options: SignalOptions = {}): AsyncGenerator<ArchiveMarker> {
-    for await (const item of this.context.storage.iterate({ prefix: ARCHIVE_PREFIX, signal: options.signal })) {
+  async *markers(options: SignalOptions & NameRange = {}): AsyncGenerator<ArchiveMarker> {
+    for await (const item of this.context.storage.iterate({ prefix: ARCHIVE_PREFIX, ...keyRange(archiveKey, options), signal: options.signal })) {
       try {
         yield decodeArchiveMarker(item.value)
       } catch {}
@@ -445,6 +494,22 @@ export class Names {
     const names = new Set<string>()
     for await (const key of this.context.storage.keys({ prefix: TAIL_PREFIX, signal })) names.add(key[1])
     return names
+  }
+}
+
+/** Where {@link Names.metas} and {@link Names.markers} start, by name (in key order: UTF-8 bytes, that is code points). */
+export interface NameRange {
+  /** From this name on (a prefix of the names wanted starts there). */
+  readonly from?: string | undefined
+  /** After this name (a page's cursor). */
+  readonly after?: string | undefined
+}
+
+/** The storage bounds of a {@link NameRange} for the keys `keyOf` makes. */
+function keyRange(keyOf: (name: string) => StorageKey, range: NameRange): { gte?: StorageKey; gt?: StorageKey } {
+  return {
+    ...(range.from !== undefined ? { gte: keyOf(range.from) } : {}),
+    ...(range.after !== undefined ? { gt: keyOf(range.after) } : {}),
   }
 }
 

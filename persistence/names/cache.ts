@@ -7,6 +7,9 @@
  */
 import type { NameEntry as Entry } from './entry.ts'
 
+/** Entries an addition to the cache looks at for one to evict (see {@link NameCache.evictIfNeeded}). */
+const ADD_EVICTION_LOOKS = 64
+
 /** @internal the owner's cache of hydrated names (persistence/names/owner.ts). */
 export class NameCache {
   private readonly cache = new Map<string, Entry>()
@@ -56,7 +59,7 @@ export class NameCache {
       this.revived++
       this.evicted.delete(name)
       this.cache.set(name, entry)
-      this.evictIfNeeded()
+      this.evictIfNeeded(ADD_EVICTION_LOOKS)
       return entry
     }
     return undefined
@@ -68,7 +71,7 @@ export class NameCache {
   /** Holds a newly hydrated entry. */
   add(entry: Entry): void {
     this.cache.set(entry.name, entry)
-    this.evictIfNeeded()
+    this.evictIfNeeded(ADD_EVICTION_LOOKS)
   }
 
   /** True when `name` is held (recently used). */
@@ -116,13 +119,17 @@ export class NameCache {
   /**
    * Evicts the least recently used durable names beyond the limit. A name
    * whose metadata is catching up counts as leaving, so that a more recently
-   * used name is not evicted in its place.
+   * used name is not evicted in its place. `looks`: at most this many
+   * entries are looked at (a name added looks at a few: while a commit of
+   * thousands of names holds them, none can leave, and looking at all of
+   * them for each would be quadratic; the walk after each durable write
+   * looks at every one).
    */
-  evictIfNeeded(): void {
+  evictIfNeeded(looks = Number.POSITIVE_INFINITY): void {
     let excess = this.cache.size - this.limit
     if (excess <= 0) return
     for (const [name, entry] of this.cache) {
-      if (excess <= 0) break
+      if (excess <= 0 || looks-- <= 0) break
       if (this.catchingUp.has(entry) && entry.state.metaBehind) {
         excess--
         continue

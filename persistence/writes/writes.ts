@@ -231,10 +231,10 @@ export class Writes {
     } else {
       options.applied?.()
     }
-    return entries.map((entry, i) => {
-      const last = records.filter((r) => r.name === entry.name).at(-1)
-      return { changed: changed[i], seq: last?.seq ?? entry.state.meta.lastSeq }
-    })
+    // The last record of each name (one pass: an answer bundle commits thousands of names at once).
+    const lastSeqs = new Map<string, number>()
+    for (const record of records) lastSeqs.set(record.name, record.seq)
+    return entries.map((entry, i) => ({ changed: changed[i], seq: lastSeqs.get(entry.name) ?? entry.state.meta.lastSeq }))
   }
 
   /**

@@ -4,9 +4,10 @@
  * y-leveldb, each folder built in its own process; then a fresh process per
  * contender opens its folder and reads every document's text (time from
  * open to the last read, and the process's peak RSS); the folders' bytes on
- * disk after close. Runs bench/peers/w3-child.ts.
+ * disk after close, and once LevelDB compacted them (live data only). Runs bench/peers/w3-child.ts.
  */
 import { execFile } from 'node:child_process'
+import { ClassicLevel } from 'classic-level'
 import { mkdtemp, readdir, rm, stat } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
@@ -36,8 +37,26 @@ async function folderBytes(dir: string): Promise<number> {
   return bytes
 }
 
+/**
+ * The folder's bytes once LevelDB compacted all of it (`compactRange` over
+ * every key, then a reopen, which deletes the tables it made obsolete): its
+ * live data, without the tables a compaction left for the next open to delete.
+ */
+async function compactedBytes(dir: string): Promise<number> {
+  const db = new ClassicLevel<Uint8Array, Uint8Array>(dir, { keyEncoding: 'view', valueEncoding: 'view' })
+  await db.open()
+  await db.compactRange(Uint8Array.of(0), Uint8Array.of(0xff, 0xff, 0xff, 0xff))
+  await db.close()
+  await db.open()
+  await db.close()
+  return folderBytes(dir)
+}
+
 /** Builds both folders, then reads each `reads` times (interleaved, fresh processes); medians of the reads. */
-export async function runW3(docs: number, reads: number): Promise<Record<W3Contender, { ms: number; cpuMs: number; peakRssMiB: number; bytes: number }>> {
+export async function runW3(
+  docs: number,
+  reads: number,
+): Promise<Record<W3Contender, { ms: number; cpuMs: number; peakRssMiB: number; bytes: number; compactedBytes: number }>> {
   const dir = await mkdtemp(join(tmpdir(), 'concord-bench-w3-'))
   try {
     const contenders: W3Contender[] = ['store', 'y-leveldb']
@@ -51,7 +70,7 @@ export async function runW3(docs: number, reads: number): Promise<Record<W3Conte
       }
     }
     const median = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]
-    const out = {} as Record<W3Contender, { ms: number; cpuMs: number; peakRssMiB: number; bytes: number }>
+    const out = {} as Record<W3Contender, { ms: number; cpuMs: number; peakRssMiB: number; bytes: number; compactedBytes: number }>
     for (const kind of contenders) {
       const results = runs.get(kind)!
       out[kind] = {
@@ -59,6 +78,7 @@ export async function runW3(docs: number, reads: number): Promise<Record<W3Conte
         cpuMs: median(results.map((r) => r.cpuMs)),
         peakRssMiB: median(results.map((r) => r.peakRssMiB)),
         bytes: await folderBytes(join(dir, kind)),
+        compactedBytes: await compactedBytes(join(dir, kind)),
       }
     }
     return out

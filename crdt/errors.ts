@@ -50,6 +50,8 @@ export const ErrorCodes = {
   LIBRARY_FAILED: 'CONCORD_LIBRARY_FAILED',
   /** A conditional write whose version token is stale: the name changed since it was read (nothing was written). */
   CONFLICT: 'CONCORD_CONFLICT',
+  /** A change whose signature does not verify, is not its claimed author's, or is missing where the author's key is known (nothing was applied). */
+  BAD_SIGNATURE: 'CONCORD_BAD_SIGNATURE',
 } as const
 
 /** One of the stable error codes. */

@@ -12,6 +12,7 @@ import type { Replica, ReplicaType } from '../crdt/replica.ts'
 import type { AgentId } from '../crdt/agent-id.ts'
 import type { ReplicaCreator, StoreOptions } from './options.ts'
 import { Committer, realTimers, type FailureHandler, type CommitTimers } from './pipeline/committer.ts'
+import { Signatures } from './signing.ts'
 import type { Storage } from './storage/storage.ts'
 import { toHistoryEntry, type StoreEvents } from './store-types.ts'
 
@@ -36,6 +37,8 @@ export class StoreContext {
    * own log; remote deltas are checked against {@link remoteLimits} first).
    */
   readonly createReplica: ReplicaCreator
+  /** What signs this store's records and checks others' (persistence/signing.ts). */
+  readonly signatures: Signatures
   private isClosed = false
   private readonly emptyVersions = new Map<ReplicaType, Uint8Array>()
   private readonly mergers = new Map<ReplicaType, ((deltas: readonly Uint8Array[]) => Uint8Array) | undefined>()
@@ -48,6 +51,7 @@ export class StoreContext {
     /** What the pipeline calls when units that log in-memory changes failed (the store's rollback). */
     onFailure: FailureHandler,
   ) {
+    this.signatures = new Signatures(agentId, options.signatures)
     const limits = trustedLimits(options.documentLimits)
     this.remoteLimits = resolveLimits(options.documentLimits)
     const budget = options.waitingBudget

@@ -1,6 +1,7 @@
 /**
  * Options of a store and of a name, with their defaults.
  */
+import type { SignatureOptions } from './signing.ts'
 import type { DocumentLimits } from '../crdt/documents/options.ts'
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import type { WaitingBudget, WaitingBudgetLimits } from '../crdt/documents/waiting-room.ts'
@@ -96,6 +97,12 @@ export interface StoreOptions {
   readonly claim?: boolean | undefined
   /** Default durability of every name (default `{ mode: 'sync' }`). */
   readonly durability?: Durability | undefined
+  /**
+   * Signed provenance (persistence/signing.ts): the key that signs this
+   * store's own records, the keys of other authors, and whether remote
+   * changes must prove their author (default: no key, nothing required).
+   */
+  readonly signatures?: SignatureOptions | undefined
   /** Default checkpoint policy. */
   readonly checkpoint?: CheckpointPolicy | undefined
   /** Default retention (default `'full'`: every record is kept). */

@@ -8,6 +8,8 @@ import { metaOf, type Provenance } from '../crdt/provenance.ts'
 import type { Replica, ReplicaType } from '../crdt/replica.ts'
 import { toHex } from './format/checksum.ts'
 import type { CommittedRecord } from './pipeline/committer.ts'
+import type { RecordSignature } from '../crdt/signature.ts'
+import type { SignatureInfo } from './signing.ts'
 
 /** One record as `history` and `changes` return it. */
 export interface HistoryEntry {
@@ -22,6 +24,13 @@ export interface HistoryEntry {
   readonly meta?: Readonly<Record<string, unknown>>
   /** When its author made it, for a change made on another peer (`hlc` is when it was logged here). */
   readonly authored?: HlcTimestamp
+  /**
+   * The author's signature (record format 3), checked as it is read:
+   * `verified` (by the author's known key), `unbound` (it verifies, but
+   * nothing binds its key to the author) or `invalid`; absent when the
+   * record is unsigned. Shown by `history`, `historyPage` and `changes`.
+   */
+  readonly signature?: SignatureInfo
   /** `delta`, or `state` (a full-state record written to repair a failed write). */
   readonly kind: 'delta' | 'state'
   /** The delta bytes (a `state` record: the whole state, as a delta). */
@@ -80,6 +89,13 @@ export interface VerifyReport {
   readonly checkpoints: number
   /** What is wrong, empty when ok. */
   readonly problems: readonly string[]
+  /**
+   * The records replayed, by signature: `verified` by their author's known
+   * key, signed by a key nothing binds to the author (`unbound`), unsigned.
+   * A signature that does not verify is a problem. Absent when the log was
+   * not replayed.
+   */
+  readonly signatures?: { readonly verified: number; readonly unbound: number; readonly unsigned: number }
 }
 
 /** Events of a store. */
@@ -155,6 +171,8 @@ export interface CommittedUnitRecord {
   readonly metaJson?: string
   /** When its author made it (the record's time, for a change made here). */
   readonly authored: HlcTimestamp
+  /** The author's signature, when the record has one (sent on with the change). */
+  readonly signature?: RecordSignature
 }
 
 /**
@@ -183,9 +201,10 @@ export interface GcReport {
 }
 
 /** A committed record as `history`, `changes` and the `commit` event show it. */
-export function toHistoryEntry(record: CommittedRecord): HistoryEntry {
+export function toHistoryEntry(record: CommittedRecord, signature?: SignatureInfo): HistoryEntry {
   const meta = metaOf(record.metaJson)
   return {
+    ...(signature !== undefined ? { signature } : {}),
     ...(record.message !== undefined ? { message: record.message } : {}),
     ...(meta !== undefined ? { meta } : {}),
     ...(record.authored !== undefined ? { authored: record.authored } : {}),

@@ -20,7 +20,8 @@ import { isWellFormed } from '../crdt/codec.ts'
 import type { WaitingStats } from '../crdt/documents/waiting-room.ts'
 import type { Emitter } from '../crdt/emitter.ts'
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
-import { encodeProvenance } from '../crdt/provenance.ts'
+import { type EncodedProvenance, encodeProvenance } from '../crdt/provenance.ts'
+import { checkSignatureShape, type RecordSignature } from '../crdt/signature.ts'
 import type { HlcTimestamp, HybridClock } from '../crdt/hlc.ts'
 import type { Replica, ReplicaType } from '../crdt/replica.ts'
 import { agentId as brandAgentId, type AgentId } from '../crdt/agent-id.ts'
@@ -348,8 +349,8 @@ export class Store {
    * once its promise resolves.
    */
   async commit(
-    deltas: ReadonlyArray<{ name: string; delta: Uint8Array; type?: ReplicaType }>,
-    options: { origin?: unknown; applied?: () => void; authored?: HlcTimestamp } & ChangeProvenance & SignalOptions = {},
+    deltas: ReadonlyArray<{ name: string; delta: Uint8Array; type?: ReplicaType; signature?: RecordSignature | undefined }>,
+    options: { origin?: unknown; applied?: () => void; authored?: HlcTimestamp; claimed?: boolean } & ChangeProvenance & SignalOptions = {},
   ): Promise<ApplyResult[]> {
     this.context.checkOpen()
     throwIfAborted(options.signal)
@@ -357,13 +358,58 @@ export class Store {
     for (const item of deltas) {
       checkName(item.name)
       if (!(item.delta instanceof Uint8Array)) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'a delta must be a Uint8Array')
+      if (item.signature !== undefined) {
+        try {
+          checkSignatureShape(item.signature)
+        } catch (error) {
+          throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, (error as Error).message)
+        }
+      }
     }
     for (;;) {
       // Every name hydrated: applied in this turn, as it was called (a local change made right after goes after it).
       const entries = this.hydratedEntries(deltas) ?? (await this.entriesOf(deltas, options.signal))
       // An entry dropped while others hydrated (a concurrent commit refused it) is hydrated again.
-      if (entries.every((entry) => !entry.detached))
+      if (entries.every((entry) => !entry.detached)) {
+        try {
+          this.checkSignatures(entries, deltas, provenance, options.claimed === true)
+        } catch (error) {
+          this.owner.forgetUnstored(entries)
+          throw error
+        }
         return this.writes.commit(entries, deltas, { origin: options.origin, applied: options.applied, ...provenance })
+      }
+    }
+  }
+
+  /**
+   * Checks the signatures of a commit's deltas before any is applied
+   * (persistence/signing.ts): each must verify as the change's author's,
+   * and when the caller `claimed` the author on a sender's word, an author
+   * whose key is known must have signed. `CONCORD_BAD_SIGNATURE` otherwise.
+   */
+  private checkSignatures(
+    entries: readonly NameEntry[],
+    deltas: ReadonlyArray<{ name: string; delta: Uint8Array; signature?: RecordSignature | undefined }>,
+    provenance: EncodedProvenance & { authored?: HlcTimestamp | undefined },
+    claimed: boolean,
+  ): void {
+    const agent = provenance.agent ?? this.context.agentId
+    for (const [i, item] of deltas.entries()) {
+      if (item.signature === undefined && !claimed) continue
+      const authored = provenance.authored
+      if (item.signature !== undefined && authored === undefined) {
+        throw new ConcordError(ErrorCodes.BAD_SIGNATURE, `"${item.name}": a signed change needs the time its author made it (authored)`)
+      }
+      const fields = {
+        name: item.name,
+        type: entries[i].type,
+        agent,
+        authored: authored ?? { wall: 0, logical: 0 },
+        message: provenance.message,
+        metaJson: provenance.metaJson,
+      }
+      this.context.signatures.check(fields, item.delta, item.signature, claimed)
     }
   }
 

@@ -7,7 +7,7 @@
 // - persistence/ imports no sync/, transports/ or peer/ (it knows no network);
 //   inside it, the formats (persistence/format/) import nothing but each
 //   other and the crdt base utilities they encode with (errors, codec, hlc,
-//   crc32, and the replica types and registry for the type tag), and the
+//   crc32, the signature layout, and the replica types and registry for the type tag), and the
 //   storage adapters (persistence/storage/) only each other and crdt/errors,
 //   crdt/codec: they move bytes and know no record; the browser's modules
 //   (persistence/browser/: the IndexedDB adapter and the twins of the
@@ -15,7 +15,7 @@
 //   layers that import only the layers below them: pipeline/ (the commit
 //   queue: no replica, no entry) < names/ (the owner of per-name state) <
 //   writes/ (the write path) < lifecycle/ < history/ < the facade
-//   (persistence/*.ts; context.ts, options.ts and store-types.ts are shared
+//   (persistence/*.ts; context.ts, options.ts, store-types.ts and signing.ts are shared
 //   from names/ up, turn.ts from pipeline/ up);
 // - testing/ (the conformance suites of concord-crdt/testing) imports only the
 //   interfaces it checks and what it checks them with: crdt/, persistence/,
@@ -44,12 +44,20 @@ import { join, relative, dirname, resolve } from 'node:path'
 
 const root = resolve(dirname(new URL(import.meta.url).pathname), '..')
 const baseUtilities = new Set(['crdt/errors.ts', 'crdt/codec.ts', 'crdt/emitter.ts'])
-const formatUtilities = new Set([...baseUtilities, 'crdt/agent-id.ts', 'crdt/hlc.ts', 'crdt/types/crc32.ts', 'crdt/replica.ts', 'crdt/registry.ts'])
+const formatUtilities = new Set([
+  ...baseUtilities,
+  'crdt/agent-id.ts',
+  'crdt/hlc.ts',
+  'crdt/types/crc32.ts',
+  'crdt/replica.ts',
+  'crdt/registry.ts',
+  'crdt/signature.ts',
+])
 /** The behaviour layers of persistence/, lowest first, and the folders a layer may import (itself and those below). */
 const persistenceLayers = ['format', 'storage', 'pipeline', 'names', 'writes', 'lifecycle', 'history']
 const below = (layer) => persistenceLayers.slice(0, persistenceLayers.indexOf(layer) + 1).map((name) => `persistence/${name}`)
 /** Files of the facade's folder that the layers from names/ up share. */
-const shared = new Set(['persistence/context.ts', 'persistence/options.ts', 'persistence/store-types.ts', 'persistence/turn.ts'])
+const shared = new Set(['persistence/context.ts', 'persistence/options.ts', 'persistence/store-types.ts', 'persistence/turn.ts', 'persistence/signing.ts'])
 // By folder; a file follows the rule of the longest folder that holds it. `allow` lists folders.
 const rules = {
   crdt: { allow: ['crdt'], pure: true },

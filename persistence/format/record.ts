@@ -1,8 +1,8 @@
 /**
- * The log record format (versions 1 and 2). One record per appended delta:
+ * The log record format (versions 1 to 3). One record per appended delta:
  *
  * ```
- * u8      format version (1, or 2 when the record has provenance beyond its agent)
+ * u8      format version (1; 2 when the record has provenance beyond its agent; 3 when it is signed)
  * string  name
  * varuint seq            (1, 2, 3, ... per name, no holes)
  * hlc     time           (wall varuint, logical varuint)
@@ -10,11 +10,13 @@
  * u8      kind           (0 delta, 1 full state written after a failed write)
  * raw32   prevHash       (SHA-256 of the previous record of the name; zeros for seq 1)
  * bytes   delta          (the delta; a state record: the whole state as a delta)
- * -- version 2 only:
- * u8      flags          (bit 0: message, bit 1: meta, bit 2: authored; other bits 0)
+ * -- versions 2 and 3 only:
+ * u8      flags          (bit 0: message, bit 1: meta, bit 2: authored; version 3: bit 3 signature, bit 4 public key; other bits 0)
  * string  message        (if bit 0: why the change was made)
  * string  meta           (if bit 1: canonical JSON of an object: tool, session, model, causedBy, ...)
  * hlc     authored       (if bit 2: when the author made it, for a change made elsewhere; `time` is when it was logged here)
+ * raw64   signature      (if bit 3: the author's Ed25519 signature, crdt/signature.ts)
+ * raw32   public key     (if bit 4: the author's Ed25519 public key, when its id is not the key's PeerId)
  * --
  * u32     CRC-32 of everything above (big-endian)
  * ```
@@ -28,15 +30,20 @@
 import { Decoder } from '../../crdt/codec.ts'
 import { ConcordError, DecodeError, ErrorCodes } from '../../crdt/errors.ts'
 import { readHlc, type HlcTimestamp } from '../../crdt/hlc.ts'
+import { PUBLIC_KEY_BYTES, type RecordSignature, SIGNATURE_BYTES } from '../../crdt/signature.ts'
 import { checksum, HASH_BYTES, openChecksummed, sha256 } from './checksum.ts'
 
-/** Newest record format version (records without provenance are still written as version 1). */
-export const RECORD_VERSION = 2
+/** Newest record format version (records without provenance are still written as version 1, unsigned ones as 2). */
+export const RECORD_VERSION = 3
 /** The version of a record with no message or meta. */
 const PLAIN_RECORD_VERSION = 1
+/** The version of an unsigned record with provenance. */
+const PROVENANCE_RECORD_VERSION = 2
 const FLAG_MESSAGE = 1
 const FLAG_META = 2
 const FLAG_AUTHORED = 4
+const FLAG_SIGNATURE = 8
+const FLAG_PUBLIC_KEY = 16
 
 /** What a record holds. */
 export type RecordKind = 'delta' | 'state'
@@ -57,6 +64,8 @@ export interface LogRecord {
   readonly metaJson?: string | undefined
   /** When the author made the change, if elsewhere (version 2); `hlc` is when it was logged here. */
   readonly authored?: HlcTimestamp | undefined
+  /** The author's signature (version 3). */
+  readonly signature?: RecordSignature | undefined
 }
 
 /** A record with its hash and encoded size. */
@@ -112,13 +121,17 @@ export function encodeRecord(record: LogRecord): Uint8Array {
   const { delta, seq, hlc } = record
   const message = record.message === undefined ? undefined : textEncoder.encode(record.message)
   const meta = record.metaJson === undefined ? undefined : textEncoder.encode(record.metaJson)
-  const { authored } = record
-  const extended = message !== undefined || meta !== undefined || authored !== undefined
+  const { authored, signature } = record
+  if (signature && (signature.signature.length !== SIGNATURE_BYTES || (signature.publicKey && signature.publicKey.length !== PUBLIC_KEY_BYTES))) {
+    throw new RangeError('a signature has 64 bytes, its public key 32')
+  }
+  const extended = message !== undefined || meta !== undefined || authored !== undefined || signature !== undefined
   const extra = extended
     ? 1 +
       (message ? varUintSize(message.length) + message.length : 0) +
       (meta ? varUintSize(meta.length) + meta.length : 0) +
-      (authored ? varUintSize(authored.wall) + varUintSize(authored.logical) : 0)
+      (authored ? varUintSize(authored.wall) + varUintSize(authored.logical) : 0) +
+      (signature ? SIGNATURE_BYTES + (signature.publicKey ? PUBLIC_KEY_BYTES : 0) : 0)
     : 0
   const size =
     extra +
@@ -136,7 +149,7 @@ export function encodeRecord(record: LogRecord): Uint8Array {
     delta.length +
     4
   const out = new Uint8Array(size)
-  out[0] = extended ? RECORD_VERSION : PLAIN_RECORD_VERSION
+  out[0] = signature ? RECORD_VERSION : extended ? PROVENANCE_RECORD_VERSION : PLAIN_RECORD_VERSION
   let offset = putVarUint(out, 1, name.length)
   out.set(name, offset)
   offset = putVarUint(out, offset + name.length, seq)
@@ -151,7 +164,12 @@ export function encodeRecord(record: LogRecord): Uint8Array {
   out.set(delta, offset)
   offset += delta.length
   if (extended) {
-    out[offset++] = (message ? FLAG_MESSAGE : 0) | (meta ? FLAG_META : 0) | (authored ? FLAG_AUTHORED : 0)
+    out[offset++] =
+      (message ? FLAG_MESSAGE : 0) |
+      (meta ? FLAG_META : 0) |
+      (authored ? FLAG_AUTHORED : 0) |
+      (signature ? FLAG_SIGNATURE : 0) |
+      (signature?.publicKey ? FLAG_PUBLIC_KEY : 0)
     for (const field of [message, meta]) {
       if (!field) continue
       offset = putVarUint(out, offset, field.length)
@@ -161,6 +179,14 @@ export function encodeRecord(record: LogRecord): Uint8Array {
     if (authored) {
       offset = putVarUint(out, offset, authored.wall)
       offset = putVarUint(out, offset, authored.logical)
+    }
+    if (signature) {
+      out.set(signature.signature, offset)
+      offset += SIGNATURE_BYTES
+      if (signature.publicKey) {
+        out.set(signature.publicKey, offset)
+        offset += PUBLIC_KEY_BYTES
+      }
     }
   }
   new DataView(out.buffer, out.byteOffset, out.byteLength).setUint32(offset, checksum(out.subarray(0, offset)))
@@ -181,7 +207,8 @@ export function decodeRecord(bytes: Uint8Array): StoredRecord {
   try {
     const decoder = new Decoder(body)
     const version = decoder.readUint8()
-    if (version !== PLAIN_RECORD_VERSION && version !== RECORD_VERSION) throw new DecodeError(`log record: unsupported format version ${version}`)
+    if (version !== PLAIN_RECORD_VERSION && version !== PROVENANCE_RECORD_VERSION && version !== RECORD_VERSION)
+      throw new DecodeError(`log record: unsupported format version ${version}`)
     const name = decoder.readString()
     const seq = decoder.readVarUint()
     const hlc = readHlc(decoder)
@@ -193,16 +220,25 @@ export function decodeRecord(bytes: Uint8Array): StoredRecord {
     let message: string | undefined
     let metaJson: string | undefined
     let authored: HlcTimestamp | undefined
-    if (version === RECORD_VERSION) {
+    let signature: RecordSignature | undefined
+    if (version !== PLAIN_RECORD_VERSION) {
       const flags = decoder.readUint8()
-      if (flags & ~(FLAG_MESSAGE | FLAG_META | FLAG_AUTHORED)) throw new DecodeError(`log record: unknown flags ${flags}`)
+      const known = FLAG_MESSAGE | FLAG_META | FLAG_AUTHORED | (version === RECORD_VERSION ? FLAG_SIGNATURE | FLAG_PUBLIC_KEY : 0)
+      if (flags & ~known) throw new DecodeError(`log record: unknown flags ${flags}`)
+      if (version === RECORD_VERSION && !(flags & FLAG_SIGNATURE)) throw new DecodeError('log record: a version 3 record is signed')
+      if (flags & FLAG_PUBLIC_KEY && !(flags & FLAG_SIGNATURE)) throw new DecodeError('log record: a public key without a signature')
       if (flags & FLAG_MESSAGE) message = decoder.readString()
       if (flags & FLAG_META) metaJson = decoder.readString()
       if (flags & FLAG_AUTHORED) authored = readHlc(decoder)
+      if (flags & FLAG_SIGNATURE) {
+        const sig = decoder.readRaw(SIGNATURE_BYTES).slice()
+        signature = flags & FLAG_PUBLIC_KEY ? { signature: sig, publicKey: decoder.readRaw(PUBLIC_KEY_BYTES).slice() } : { signature: sig }
+      }
     }
     decoder.end('log record')
     const record: StoredRecord = { name, seq, hlc, agent, kind: kindByte === 1 ? 'state' : 'delta', prevHash, delta, hash: sha256(bytes), size: bytes.length }
-    return message === undefined && metaJson === undefined && authored === undefined ? record : { ...record, message, metaJson, authored }
+    if (message === undefined && metaJson === undefined && authored === undefined && signature === undefined) return record
+    return signature === undefined ? { ...record, message, metaJson, authored } : { ...record, message, metaJson, authored, signature }
   } catch (error) {
     throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `log record: ${(error as Error).message}`, { cause: error })
   }

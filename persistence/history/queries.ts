@@ -5,6 +5,7 @@
  * a name holds now (persistence/history/blame.ts). Read-only; every result
  * is bounded (QUERY_LIMITS).
  */
+import { signatureOf } from '../signing.ts'
 import { ConcordError, ErrorCodes } from '../../crdt/errors.ts'
 import type { ReplicaType } from '../../crdt/replica.ts'
 import type { StoreContext } from '../context.ts'
@@ -126,7 +127,7 @@ export class Queries {
       const made = (record.authored ?? record.hlc).wall
       if (query.since !== undefined && made < query.since) continue
       if (query.until !== undefined && made > query.until) continue
-      entries.push(toHistoryEntry({ ...record }))
+      entries.push(toHistoryEntry({ ...record }, signatureOf(this.context.signatures, record, meta.type)))
     }
     return next === undefined ? { entries } : { entries, cursor: `${position.reverse ? 'r' : 'f'}${next}` }
   }

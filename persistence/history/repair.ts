@@ -148,6 +148,7 @@ export async function repairName(context: StoreContext, names: Names, name: stri
           message: record.message,
           metaJson: record.metaJson,
           authored: record.authored,
+          signature: record.signature,
           now,
         })
     },

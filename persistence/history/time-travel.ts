@@ -4,6 +4,7 @@
  * forward change back to a past value), `changes` (catch-up then live
  * records), `verify` (hash chain, checkpoints and live state against a replay).
  */
+import { signatureOf } from '../signing.ts'
 import { bytesEqual } from '../../crdt/codec.ts'
 import { ConcordError, ErrorCodes, isConcordError } from '../../crdt/errors.ts'
 import type { EncodedProvenance } from '../../crdt/provenance.ts'
@@ -50,7 +51,7 @@ export class TimeTravel {
       if (record.name !== name || record.seq !== entry.seq) {
         throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `"${name}": record under seq ${entry.seq} is misplaced`)
       }
-      out.push(toHistoryEntry({ ...record }))
+      out.push(toHistoryEntry({ ...record }, signatureOf(this.context.signatures, record, meta.type)))
       if (out.length >= limit) break
     }
     return out
@@ -233,6 +234,7 @@ export class TimeTravel {
       hash = cp.hash
     }
     let records = 0
+    const signatures = { verified: 0, unbound: 0, unsigned: 0 }
     try {
       for await (const entry of logEntries(this.context, meta, { from, to: meta.lastSeq, signal: options.signal })) {
         const keySeq = entry.seq
@@ -248,6 +250,10 @@ export class TimeTravel {
           seq = keySeq
           hash = record.hash
           records++
+          const signature = signatureOf(this.context.signatures, record, meta.type)
+          if (signature === undefined) signatures.unsigned++
+          else if (signature.status === 'invalid') problems.push(`record ${keySeq}: its signature does not verify as author "${record.agent}"'s`)
+          else signatures[signature.status]++
         } catch (error) {
           problems.push(`record ${keySeq}: ${(error as Error).message}`)
           break
@@ -267,6 +273,15 @@ export class TimeTravel {
     }
     const loss = (await readLosses(this.context.storage).catch(() => [])).find((l) => l.name === name)
     if (loss) problems.push(lossProblem(loss))
-    return { name, ok: problems.length === 0, firstSeq: meta.firstSeq, lastSeq: meta.lastSeq, records, checkpoints: meta.checkpoints.length, problems }
+    return {
+      name,
+      ok: problems.length === 0,
+      firstSeq: meta.firstSeq,
+      lastSeq: meta.lastSeq,
+      records,
+      checkpoints: meta.checkpoints.length,
+      problems,
+      signatures,
+    }
   }
 }

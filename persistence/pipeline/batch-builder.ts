@@ -8,7 +8,9 @@ import type { HlcTimestamp } from '../../crdt/hlc.ts'
 import { sha256 } from '../format/checksum.ts'
 import { logKey, TAIL_MARKER, tailKey } from '../format/keys.ts'
 import type { NameMeta } from '../format/name-meta.ts'
-import { encodeRecord, type RecordKind } from '../format/record.ts'
+import { encodeRecord, type LogRecord, type RecordKind } from '../format/record.ts'
+
+type RecordSignature = NonNullable<LogRecord['signature']>
 import type { NameState } from './name-state.ts'
 import type { StorageKey, StorageOperation } from '../storage/storage.ts'
 
@@ -26,6 +28,7 @@ export interface CommittedRecord {
   readonly message?: string | undefined
   readonly metaJson?: string | undefined
   readonly authored?: HlcTimestamp | undefined
+  readonly signature?: RecordSignature | undefined
 }
 
 /** Input of {@link BatchBuilder.append}. */
@@ -41,6 +44,8 @@ export interface AppendInput {
   readonly metaJson?: string | undefined
   /** When its author made it, for a change made elsewhere (record format 2). */
   readonly authored?: HlcTimestamp | undefined
+  /** The author's signature (record format 3). */
+  readonly signature?: RecordSignature | undefined
   /** Wall time of the write (ms), recorded as the name's last touch. */
   readonly now: number
 }
@@ -85,7 +90,7 @@ export class BatchBuilder {
     const meta = this.meta(state)
     const seq = meta.lastSeq + 1
     const kind = input.kind ?? 'delta'
-    const { message, metaJson, authored } = input
+    const { message, metaJson, authored, signature } = input
     const bytes = encodeRecord({
       name: meta.name,
       seq,
@@ -97,6 +102,7 @@ export class BatchBuilder {
       message,
       metaJson,
       authored,
+      signature,
     })
     const hash = sha256(bytes)
     this.ops.push({ type: 'put', key: logKey(meta.name, seq), value: bytes })
@@ -120,6 +126,7 @@ export class BatchBuilder {
       message,
       metaJson,
       authored,
+      signature,
     }
     this.records.push(record)
     return record

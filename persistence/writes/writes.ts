@@ -28,6 +28,8 @@ import type { BatchBuilder, CommittedRecord, NameState, Unit } from '../pipeline
 import type { ApplyResult } from '../store-types.ts'
 import { afterWrite, recordLimit } from './checkpoints.ts'
 import type { EncodedProvenance } from '../../crdt/provenance.ts'
+import type { RecordSignature } from '../../crdt/signature.ts'
+import { bytesEqual } from '../../crdt/codec.ts'
 import { LocalMerge } from './local-merge.ts'
 import { rollBack } from './rollback.ts'
 
@@ -43,6 +45,8 @@ export interface LogItem {
   readonly metaJson?: string | undefined
   /** When its author made it, for a change made elsewhere. */
   readonly authored?: HlcTimestamp | undefined
+  /** Its author's signature, for a remote change that came signed and is logged as it came. */
+  readonly signature?: RecordSignature | undefined
 }
 
 /** What an `atomic` block needs to take its changes back if it throws. */
@@ -170,7 +174,7 @@ export class Writes {
    */
   async commit(
     entries: readonly NameEntry[],
-    deltas: ReadonlyArray<{ readonly name: string; readonly delta: Uint8Array }>,
+    deltas: ReadonlyArray<{ readonly name: string; readonly delta: Uint8Array; readonly signature?: RecordSignature | undefined }>,
     options: { readonly origin?: unknown; readonly applied?: () => void } & EncodedProvenance,
   ): Promise<ApplyResult[]> {
     const { context } = this
@@ -189,7 +193,10 @@ export class Writes {
           const applied = entry.whileApplying(() => prepared[i].apply(options.origin))
           // Local changes made by listeners while it applied joined the unit before it.
           if (applied !== null) {
-            ;(assembled as LogItem[]).push({ entry, delta: applied, hlc: context.clock.now(), agent })
+            // A signature goes with the bytes it signed: not with a merge of them and updates that waited.
+            const { signature, delta } = deltas[i]
+            const signed = signature !== undefined && (applied === delta || bytesEqual(applied, delta))
+            ;(assembled as LogItem[]).push({ entry, delta: applied, hlc: context.clock.now(), agent, ...(signed ? { signature } : {}) })
             remote++
           }
           changed.push(applied !== null || assembled.length > before)
@@ -223,6 +230,7 @@ export class Writes {
             ...(item.message !== undefined ? { message: item.message } : {}),
             ...(item.metaJson !== undefined ? { metaJson: item.metaJson } : {}),
             authored: item.authored ?? item.hlc,
+            ...(item.signature !== undefined ? { signature: item.signature } : {}),
           })),
         })
       }
@@ -322,22 +330,31 @@ export class Writes {
     const now = context.now()
     const records: CommittedRecord[] = []
     const repaired = new Map<NameEntry, Uint8Array>()
+    const signing = signingOf(context, items)
     for (const item of items) {
       const { entry } = item
       const since = entry.repairSince
       if (since !== undefined && !repaired.has(entry)) {
         repaired.set(entry, since)
         const beyond = entry.replica.deltaSince(since)
-        if (beyond) records.push(b.append(entry.state, { delta: checkedDelta(entry, beyond), hlc: item.hlc, agent: context.agentId, kind: 'state', now }))
+        if (beyond) {
+          const delta = checkedDelta(entry, beyond)
+          const state = { delta, hlc: item.hlc, agent: context.agentId, kind: 'state' as const, now }
+          records.push(b.append(entry.state, signing ? { ...state, ...signing.stamp(entry, item.hlc, delta) } : state))
+        }
       }
+      const delta = checkedDelta(entry, item.delta)
+      const own = signing !== undefined && item.signature === undefined && item.agent === signing.agent
       records.push(
         b.append(entry.state, {
-          delta: checkedDelta(entry, item.delta),
+          delta,
           hlc: item.hlc,
           agent: item.agent,
           message: item.message,
           authored: item.authored,
           metaJson: item.metaJson,
+          signature: item.signature,
+          ...(own ? signing.stamp(entry, item.hlc, delta) : {}),
           now,
         }),
       )
@@ -399,6 +416,7 @@ export class Writes {
           ...(r.message !== undefined ? { message: r.message } : {}),
           ...(r.metaJson !== undefined ? { metaJson: r.metaJson } : {}),
           authored: r.authored ?? r.hlc,
+          ...(r.signature !== undefined ? { signature: r.signature } : {}),
         })),
         ...(announced ? { announced } : {}),
       })
@@ -409,6 +427,28 @@ export class Writes {
   private reportFailure(entries: readonly NameEntry[], error: unknown): void {
     const failure = isConcordError(error) ? error : new ConcordError(ErrorCodes.STORAGE_ERROR, String(error))
     for (const entry of entries) this.context.events.emit('error', { name: entry.name, error: failure })
+  }
+}
+
+/**
+ * How the records of a unit of this store's own changes are signed, or
+ * undefined when the store does not sign them (no key, or another author).
+ * Every record of the unit is logged, sent and signed with the provenance
+ * of its first change (its author, message, meta, and its time as
+ * `authored`), which is what a receiver logs for each of them.
+ */
+function signingOf(context: StoreContext, items: readonly LogItem[]) {
+  const first = items[0]
+  if (first === undefined || first.signature !== undefined || first.authored !== undefined || !context.signatures.signs(first.agent)) return undefined
+  const { agent, message, metaJson } = first
+  const authored = first.hlc
+  return {
+    agent,
+    stamp(entry: NameEntry, hlc: HlcTimestamp, delta: Uint8Array) {
+      const signature = context.signatures.sign({ name: entry.name, type: entry.type, agent, authored, message, metaJson }, delta)
+      const same = hlc.wall === authored.wall && hlc.logical === authored.logical
+      return { agent, message, metaJson, authored: same ? undefined : authored, signature }
+    },
   }
 }
 

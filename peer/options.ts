@@ -11,7 +11,9 @@ import type { CheckpointPolicy, Durability, ReplicaCreator, Retention, Schema } 
 import type { Storage } from '../persistence/storage/storage.ts'
 import type { SessionOptions } from '../sync/session.ts'
 import { checkIdentities } from './identity-check.ts'
+import { peerSignatureOptions } from './signing-options.ts'
 import type { PeerLibp2pOptions } from './libp2p-options.ts'
+import type { SigningKey } from './signing-options.ts'
 
 /** Who may do what with a name: `(agentId, name) => 'none' | 'read' | 'write'`. */
 export type AccessFunction = (agentId: AgentId, name: string) => Access
@@ -126,6 +128,29 @@ export interface PeerOptions {
   readonly sync?: SyncTuning | undefined
   /** Aborts `createPeer` while it opens the store. */
   readonly signal?: AbortSignal | undefined
+  /**
+   * The Ed25519 key this peer signs the provenance of its own records with
+   * (README, "History": signed provenance): a libp2p `PrivateKey` of type
+   * Ed25519, or its 32-byte seed. Default: `libp2p.privateKey` when it is
+   * given and Ed25519; otherwise records are unsigned. An `id` that is an
+   * Ed25519 PeerId (`12D3KooW...`) must be this key's.
+   */
+  readonly signingKey?: SigningKey | undefined
+  /**
+   * Public keys of authors, `{ authorId: PeerId }` (the PeerId of an Ed25519
+   * key, `12D3KooW...`; `libp2p.identities` count too): a change that claims
+   * a listed author must be signed by that key, or it is refused
+   * (`CONCORD_BAD_SIGNATURE`). An author id that is itself an Ed25519 PeerId
+   * needs no entry.
+   */
+  readonly authorKeys?: Readonly<Record<string, string>> | undefined
+  /**
+   * Refuse remote changes whose claimed author nothing proves: unsigned, or
+   * signed by a key no rule above binds to the author (default false).
+   * Anti-entropy answers name no author (they are logged under the peer
+   * that sent them) and are taken either way.
+   */
+  readonly requireSignatures?: boolean | undefined
 }
 
 /**
@@ -181,6 +206,7 @@ export type SyncTuning = Pick<
   | 'requestRate'
   | 'presence'
   | 'provenance'
+  | 'signatures'
   | 'reconcile'
 >
 
@@ -235,5 +261,6 @@ export function validatePeerOptions<T extends PeerSetup>(options: T): T & { read
     throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'createPeer: auth must be an object { token, accept, acceptDialed, legacyBearer, trustClaimedIds }')
   }
   checkIdentities(options)
+  peerSignatureOptions(options)
   return { ...options, agentId }
 }

@@ -31,6 +31,7 @@ import type { YWebsocketStats } from './y-websocket-route.ts'
 import { flushWithAcks, type FlushOptions } from './flush.ts'
 import { addStats, emptyStats } from './session-stats.ts'
 import { checkChangeOptions, type ChangeOptions } from './provenance.ts'
+import { peerSignatureOptions } from './signing-options.ts'
 import { Presence, type PresenceStats } from './presence.ts'
 import { sessionStatus, type PeerStatus, type SessionTimes } from './status.ts'
 
@@ -107,6 +108,7 @@ export function peerStoreOptions(options: ResolvedPeerSetup): StoreOptions {
     waitingBudget: options.waitingBudget,
     now: options.now,
     signal: options.signal,
+    signatures: peerSignatureOptions(options),
   }
 }
 

@@ -82,7 +82,11 @@ export class StoreSyncHost implements SyncHost {
   constructor(private readonly options: StoreSyncHostOptions) {
     this.gate = new HeavyApplyGate(options.heavyApplyBytes)
     const announce = ({ records, origin }: { records: readonly CommittedUnitRecord[]; origin?: unknown }): void => {
-      const entries: DeltaEntry[] = records.map((record) => ({ name: record.name, replicaType: record.type, delta: record.delta }))
+      const entries: DeltaEntry[] = records.map((record) =>
+        record.signature === undefined
+          ? { name: record.name, replicaType: record.type, delta: record.delta }
+          : { name: record.name, replicaType: record.type, delta: record.delta, signature: record.signature },
+      )
       // The unit's provenance: that of its changes (a `state` record a write logs first is this peer's).
       const change = records.find((record) => record.kind === 'delta') ?? records[0]
       const provenance = change && { agent: change.agent, message: change.message, metaJson: change.metaJson, authored: change.authored }
@@ -212,8 +216,15 @@ export class StoreSyncHost implements SyncHost {
    * anti-entropy answer bundles many). Likewise, entries of a type this peer
    * cannot hold (`prepareType`) are left out, as a names filter would.
    */
-  applyRemote(entries: readonly DeltaEntry[], origin: unknown, applied?: () => void, provenance?: EncodedProvenance): Promise<HostApplyResult> {
-    return this.gate.run(entries, () => this.applyNow(entries, origin, applied, provenance))
+  applyRemote(
+    entries: readonly DeltaEntry[],
+    origin: unknown,
+    applied?: () => void,
+    provenance?: EncodedProvenance & { readonly signable?: boolean },
+  ): Promise<HostApplyResult> {
+    // A remote that cannot carry signatures claiming an author whose key is known: the claim is not believed.
+    const believed = provenance?.signable === false && this.options.store.authorKeyOf(provenance.agent ?? '') !== undefined ? undefined : provenance
+    return this.gate.run(entries, () => this.applyNow(entries, origin, applied, believed))
   }
 
   /** How many remote commits were heavy enough to wait their turn. */
@@ -223,11 +234,13 @@ export class StoreSyncHost implements SyncHost {
 
   private async applyNow(entries: readonly DeltaEntry[], origin: unknown, applied?: () => void, claimed?: EncodedProvenance): Promise<HostApplyResult> {
     // The log records who made the change: the author its provenance names, else the remote peer of the session it came through.
-    const provenance: ChangeProvenance & { authored?: HlcTimestamp } = {
+    const provenance: ChangeProvenance & { authored?: HlcTimestamp; claimed?: boolean } = {
       agent: claimed?.agent ?? (origin as { remoteAgentId?: string } | undefined)?.remoteAgentId,
       message: claimed?.message,
       meta: metaOf(claimed?.metaJson),
       authored: claimed?.authored,
+      // Named by the sender (PROVENANCE): the store checks the author's signature (persistence/signing.ts).
+      claimed: claimed !== undefined,
     }
     let applying = entries.filter((entry) => !this.unreadable.has(entry.name))
     if (this.options.prepareType) applying = await this.holdable(applying)
@@ -268,7 +281,7 @@ export class StoreSyncHost implements SyncHost {
   private commitThroughStore(
     entries: readonly DeltaEntry[],
     origin: unknown,
-    provenance: ChangeProvenance & { authored?: HlcTimestamp },
+    provenance: ChangeProvenance & { authored?: HlcTimestamp; claimed?: boolean },
     applied: (() => void) | undefined,
   ): Promise<ApplyResultOfStore[]> {
     if (entries.length === 0) {
@@ -276,7 +289,7 @@ export class StoreSyncHost implements SyncHost {
       return Promise.resolve([])
     }
     return this.options.store.commit(
-      entries.map((entry) => ({ name: entry.name, delta: entry.delta, type: entry.replicaType })),
+      entries.map((entry) => ({ name: entry.name, delta: entry.delta, type: entry.replicaType, signature: entry.signature })),
       { origin, applied, ...provenance },
     )
   }

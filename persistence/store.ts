@@ -383,6 +383,15 @@ export class Store {
   }
 
   /**
+   * The public key bound to an author id (this store's own key, the
+   * `signatures.authorKey` given, or the key an Ed25519 PeerId id names),
+   * or undefined when none is known (persistence/signing.ts).
+   */
+  authorKeyOf(agent: string): Uint8Array | undefined {
+    return this.context.signatures.boundKey(agent)
+  }
+
+  /**
    * Checks the signatures of a commit's deltas before any is applied
    * (persistence/signing.ts): each must verify as the change's author's,
    * and when the caller `claimed` the author on a sender's word, an author

@@ -66,6 +66,7 @@ const lists = {
     'test/history/provenance.test.ts',
     'test/history/provenance-sync.test.ts',
     'test/history/signatures.test.ts',
+    'test/history/signatures-sync.test.ts',
     'test/history/queries.test.ts',
     'test/history/restore.test.ts',
     'test/history/selective-revert.test.ts',

@@ -77,11 +77,13 @@ export interface AdmissionStats {
   typeMismatch: number
   overLimit: number
   invalid: number
+  /** Units refused because a signature did not verify, was not the claimed author's, or was missing (`CONCORD_BAD_SIGNATURE`). */
+  badSignatures: number
 }
 
 /** Fresh admission counters. */
 export function newAdmissionStats(): AdmissionStats {
-  return { authenticated: 0, credentialsRefused: 0, admitted: 0, forbidden: 0, typeMismatch: 0, overLimit: 0, invalid: 0 }
+  return { authenticated: 0, credentialsRefused: 0, admitted: 0, forbidden: 0, typeMismatch: 0, overLimit: 0, invalid: 0, badSignatures: 0 }
 }
 
 /** Error codes of a unit refused by validation in the store (not applied), rather than failing to persist. */
@@ -92,7 +94,8 @@ export function isRefusedApply(code: string | undefined): boolean {
     code === ErrorCodes.FORBIDDEN ||
     code === ErrorCodes.INVALID_ARGUMENT ||
     code === ErrorCodes.LIMIT_EXCEEDED ||
-    code === ErrorCodes.PROTOCOL_ERROR
+    code === ErrorCodes.PROTOCOL_ERROR ||
+    code === ErrorCodes.BAD_SIGNATURE
   )
 }
 
@@ -216,16 +219,25 @@ export class Admission {
    * Admits a unit from `peer`: {@link checkWrite}, its claimed provenance
    * within bounds (`CONCORD_INVALID_ARGUMENT`), then the host validates,
    * applies and persists it all or none (`origin` goes with the commit it
-   * makes). Resolves with the names that changed, or with the refusal when
+   * makes; `signable`: whether the remote can carry signatures, see
+   * `SyncHost.applyRemote`). Resolves with the names that changed, or with the refusal when
    * nothing was applied (refused before, or by validation). Rejects only when
    * a valid unit could not be persisted (a storage failure, a closed store).
    * `applied` is the host's (see `SyncHost.applyRemote`).
    */
-  async admit(peer: AgentId, entries: readonly DeltaEntry[], origin: unknown, applied?: () => void, provenance?: ProvenanceMessage): Promise<Admitted> {
+  async admit(
+    peer: AgentId,
+    entries: readonly DeltaEntry[],
+    origin: unknown,
+    applied?: () => void,
+    provenance?: ProvenanceMessage,
+    signable = true,
+  ): Promise<Admitted> {
     if (entries.length === 0) return { changed: [] }
     const refusal = this.checkWrite(peer, entries)
     if (refusal) return { refused: refusal }
     let claimed: EncodedProvenance | undefined
+    let signed = entries
     if (provenance) {
       try {
         claimed = provenanceOf(provenance)
@@ -233,9 +245,19 @@ export class Admission {
         this.stats.invalid++
         return { refused: { name: entries[0].name, code: ErrorCodes.INVALID_ARGUMENT, message: `provenance: ${(error as Error).message}` } }
       }
+      const signatures = provenance.signatures
+      if (signatures !== undefined) {
+        // One signature (or none) per entry, in order; the host checks them against the author before applying.
+        if (signatures.length !== entries.length) {
+          this.stats.badSignatures++
+          const message = `provenance: ${signatures.length} signatures for a commit of ${entries.length} entries`
+          return { refused: { name: entries[0].name, code: ErrorCodes.BAD_SIGNATURE, message } }
+        }
+        signed = entries.map((entry, i) => (signatures[i] === undefined ? entry : { ...entry, signature: signatures[i] }))
+      }
     }
     try {
-      const result = await this.host.applyRemote(entries, origin, applied, claimed)
+      const result = await this.host.applyRemote(signed, origin, applied, claimed && (signable ? claimed : { ...claimed, signable }))
       this.stats.admitted++
       return { changed: result.changed }
     } catch (error) {
@@ -282,6 +304,7 @@ export class Admission {
     if (code === ErrorCodes.FORBIDDEN) this.stats.forbidden++
     else if (code === ErrorCodes.TYPE_MISMATCH) this.stats.typeMismatch++
     else if (code === ErrorCodes.LIMIT_EXCEEDED) this.stats.overLimit++
+    else if (code === ErrorCodes.BAD_SIGNATURE) this.stats.badSignatures++
     else this.stats.invalid++
   }
 }

@@ -83,9 +83,17 @@ export interface SyncHost {
    * acknowledges it only once the promise resolves. A host that never calls
    * it is waited for. `provenance`: who made the commit and why as the
    * remote claimed it (checked against the bounds); the sending peer's when
-   * absent.
+   * absent. Its `signable` is false when the remote cannot carry
+   * signatures (it did not announce `signatures`): a claim of an author
+   * whose key is known is then not believed, rather than refused (the
+   * commit is the sending peer's), so older relays still sync.
    */
-  applyRemote(entries: readonly DeltaEntry[], origin: unknown, applied?: () => void, provenance?: EncodedProvenance): Promise<HostApplyResult>
+  applyRemote(
+    entries: readonly DeltaEntry[],
+    origin: unknown,
+    applied?: () => void,
+    provenance?: EncodedProvenance & { readonly signable?: boolean },
+  ): Promise<HostApplyResult>
   /** Announces every local commit (including applied remote ones). */
   subscribe(listener: (commit: LocalCommit) => void): Unsubscribe
   /**

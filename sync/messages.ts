@@ -14,6 +14,7 @@ import { ConcordError, DecodeError, ErrorCodes } from '../crdt/errors.ts'
 import type { ReplicaType } from '../crdt/replica.ts'
 import { KNOWN_TYPES, isKnownType } from '../crdt/catalog.ts'
 import { PROVENANCE_LIMITS } from '../crdt/provenance.ts'
+import { readSignature, type RecordSignature, writeSignature } from '../crdt/signature.ts'
 import { PROOF_BYTES } from './credentials.ts'
 import { MAX_NAME_LENGTH, isAllNames, isValidName, type NameFilter } from './names.ts'
 import { readPresenceEntries, writePresenceEntries, type PresenceEntry } from './presence.ts'
@@ -111,6 +112,12 @@ export interface DeltaEntry {
   readonly name: string
   readonly replicaType: ReplicaType
   readonly delta: Uint8Array
+  /**
+   * Its author's signature (crdt/signature.ts). Not part of DELTA or
+   * TRANSACTION: it travels in the PROVENANCE before them, to a remote that
+   * announced `signatures`.
+   */
+  readonly signature?: RecordSignature | undefined
 }
 
 /** A delta of one name. */
@@ -226,6 +233,12 @@ export interface ProvenanceMessage {
   readonly metaJson?: string | undefined
   /** When the author made it (its HLC there). */
   readonly authored?: { readonly wall: number; readonly logical: number } | undefined
+  /**
+   * The author's signature of each entry of the commit, in order (flag bit
+   * 3; only to a remote that announced `signatures`): undefined for an
+   * entry that is not signed.
+   */
+  readonly signatures?: ReadonlyArray<RecordSignature | undefined> | undefined
 }
 
 /** A message type this version does not know: ignored. */
@@ -430,10 +443,22 @@ export function writeMessage(encoder: Encoder, message: Message): void {
       return
     case 'provenance':
       encoder.writeUint8(MessageType.provenance).writeVarUint(message.seq).writeString(message.agent)
-      encoder.writeUint8((message.message !== undefined ? 1 : 0) | (message.metaJson !== undefined ? 2 : 0) | (message.authored !== undefined ? 4 : 0))
+      encoder.writeUint8(
+        (message.message !== undefined ? 1 : 0) |
+          (message.metaJson !== undefined ? 2 : 0) |
+          (message.authored !== undefined ? 4 : 0) |
+          (message.signatures !== undefined ? 8 : 0),
+      )
       if (message.message !== undefined) encoder.writeString(message.message)
       if (message.metaJson !== undefined) encoder.writeString(message.metaJson)
       if (message.authored !== undefined) encoder.writeVarUint(message.authored.wall).writeVarUint(message.authored.logical)
+      if (message.signatures !== undefined) {
+        encoder.writeVarUint(message.signatures.length)
+        for (const signature of message.signatures) {
+          encoder.writeUint8(signature === undefined ? 0 : signature.publicKey === undefined ? 1 : 3)
+          if (signature !== undefined) writeSignature(encoder, signature)
+        }
+      }
       return
     case 'ranges':
       encoder.writeUint8(MessageType.ranges)
@@ -557,11 +582,21 @@ export function readMessage(decoder: Decoder): DecodedMessage {
       const seq = readPositive(decoder, 'provenance: seq')
       const agent = readLimitedString(decoder, 4 * PROVENANCE_LIMITS.maxAgent, 'provenance: agent')
       const flags = decoder.readUint8()
-      if (flags & ~7) throw new DecodeError(`provenance: unknown flags ${flags}`)
+      if (flags & ~15) throw new DecodeError(`provenance: unknown flags ${flags}`)
       const message = flags & 1 ? readLimitedString(decoder, 4 * PROVENANCE_LIMITS.maxMessage, 'provenance: message') : undefined
       const metaJson = flags & 2 ? readLimitedString(decoder, PROVENANCE_LIMITS.maxMetaBytes, 'provenance: meta') : undefined
       const authored = flags & 4 ? { wall: decoder.readVarUint(), logical: decoder.readVarUint() } : undefined
-      return { type: 'provenance', seq, agent, message, metaJson, authored }
+      if (!(flags & 8)) return { type: 'provenance', seq, agent, message, metaJson, authored }
+      // One byte at least per entry, checked against the bytes that remain before anything is allocated.
+      const count = decoder.readCount(1)
+      if (count > WIRE_LIMITS.maxEntries) throw new DecodeError(`provenance: ${count} signatures, over ${WIRE_LIMITS.maxEntries}`)
+      const signatures: Array<RecordSignature | undefined> = []
+      for (let i = 0; i < count; i++) {
+        const form = decoder.readUint8()
+        if (form !== 0 && form !== 1 && form !== 3) throw new DecodeError(`provenance: unknown signature form ${form}`)
+        signatures.push(form === 0 ? undefined : readSignature(decoder, form === 3))
+      }
+      return { type: 'provenance', seq, agent, message, metaJson, authored, signatures }
     }
     case MessageType.ranges:
       return readRanges(decoder)

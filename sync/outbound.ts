@@ -7,6 +7,10 @@
  */
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import type { EncodedProvenance } from '../crdt/provenance.ts'
+import type { RecordSignature } from '../crdt/signature.ts'
+
+/** The provenance of a commit as sent: with its entries' signatures, to a remote that takes them. */
+export type OutgoingProvenance = EncodedProvenance & { readonly signatures?: ReadonlyArray<RecordSignature | undefined> | undefined }
 import { MIN_FRAME_BYTES, splitIntoChunks } from './chunking.ts'
 import { encodeMessage, type DeltaEntry, type HelloMessage, type Message } from './messages.ts'
 import type { SessionStats, SyncChannel } from './session-types.ts'
@@ -24,7 +28,7 @@ export function commitBytes(entries: readonly DeltaEntry[]): number {
 /** An item of the data queue: a commit to send, a DONE, or a whenAcked mark. */
 export type DataItem =
   /** `answer`: part of an anti-entropy answer (see `ANSWER_BUNDLE_BYTES`). */
-  | { readonly kind: 'commit'; readonly entries: readonly DeltaEntry[]; readonly answer?: boolean; readonly provenance?: EncodedProvenance | undefined }
+  | { readonly kind: 'commit'; readonly entries: readonly DeltaEntry[]; readonly answer?: boolean; readonly provenance?: OutgoingProvenance | undefined }
   | { readonly kind: 'done' }
   | { readonly kind: 'mark'; readonly resolve: () => void }
 
@@ -165,7 +169,7 @@ export class Outbox {
    * Queues a live commit. Returns false if the queue overflowed: it was then
    * dropped (marks kept) and live sending stopped, for a resync instead.
    */
-  queueCommit(entries: readonly DeltaEntry[], provenance?: EncodedProvenance): boolean {
+  queueCommit(entries: readonly DeltaEntry[], provenance?: OutgoingProvenance): boolean {
     this.data.push({ kind: 'commit', entries, provenance })
     this.queued++
     if (this.queued > this.context.maxQueued) {
@@ -309,8 +313,8 @@ export class Outbox {
       const frames = this.framesOf(encodeMessage(message), frameLimit)
       if (item.kind === 'commit' && item.provenance) {
         // Who made it, right before it (sync/provenance.ts).
-        const { agent, message: why, metaJson, authored } = item.provenance
-        const claim = encodeMessage({ type: 'provenance', seq, agent: agent ?? this.context.agentId, message: why, metaJson, authored })
+        const { agent, message: why, metaJson, authored, signatures } = item.provenance
+        const claim = encodeMessage({ type: 'provenance', seq, agent: agent ?? this.context.agentId, message: why, metaJson, authored, signatures })
         return [...this.framesOf(claim, frameLimit), ...frames]
       }
       return frames

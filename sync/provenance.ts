@@ -4,10 +4,13 @@
  * commit and why, so that a change keeps its author and message through
  * every relay (sync/PROTOCOL.md "Provenance"). A peer that does not announce
  * it gets none, and logs a commit it receives under the sending peer.
- * Anti-entropy answers (merged state, not changes) carry none.
+ * Anti-entropy answers (merged state, not changes) carry none. The
+ * `signatures` extension (value `varUint` 1) says the sender takes the
+ * authors' signatures of each entry in PROVENANCE (flag bit 3).
  */
 import { Decoder, Encoder } from '../crdt/codec.ts'
 import { type EncodedProvenance, checkEncodedProvenance } from '../crdt/provenance.ts'
+import { checkSignatureShape } from '../crdt/signature.ts'
 import type { ProvenanceMessage } from './messages.ts'
 
 /** Key of the extension. */
@@ -37,5 +40,27 @@ export function takesProvenance(extensions: ReadonlyArray<{ readonly key: string
  * `CONCORD_INVALID_ARGUMENT` when out of them.
  */
 export function provenanceOf(message: ProvenanceMessage): EncodedProvenance {
+  for (const signature of message.signatures ?? []) if (signature !== undefined) checkSignatureShape(signature)
   return checkEncodedProvenance({ agent: message.agent, message: message.message, metaJson: message.metaJson, authored: message.authored })
+}
+
+/** Key of the extension that announces signatures in PROVENANCE (flag bit 3). */
+export const SIGNATURES_EXTENSION = 'signatures'
+/** The format of the signatures this code speaks (crdt/signature.ts, version 1). */
+export const SIGNATURES_FORMAT = 1
+
+/** The HELLO extension that announces signatures. */
+export function signaturesExtension(): { readonly key: string; readonly value: Uint8Array } {
+  return { key: SIGNATURES_EXTENSION, value: new Encoder(2).writeVarUint(SIGNATURES_FORMAT).finish() }
+}
+
+/** Whether a HELLO's extensions announce signatures this code speaks. */
+export function takesSignatures(extensions: ReadonlyArray<{ readonly key: string; readonly value: Uint8Array }>): boolean {
+  const extension = extensions.find((candidate) => candidate.key === SIGNATURES_EXTENSION)
+  if (!extension) return false
+  try {
+    return new Decoder(extension.value).readVarUint() === SIGNATURES_FORMAT
+  } catch {
+    return false
+  }
 }

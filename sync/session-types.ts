@@ -137,6 +137,14 @@ export interface SessionOptions {
    */
   readonly provenance?: boolean | undefined
   /**
+   * Take and send the authors' signatures with provenance: announce the
+   * `signatures` HELLO extension and send each entry's signature in the
+   * PROVENANCE of a commit to a remote that announced it (default true
+   * when `provenance` is on; false speaks as a peer from before
+   * signatures).
+   */
+  readonly signatures?: boolean | undefined
+  /**
    * Reconcile by ranges (sync/reconcile.ts) with a remote that announces it
    * too: announce the `reconcile` HELLO extension and resync with RANGES and
    * WANT instead of VERSIONS (default true; false: VERSIONS always, as a

@@ -30,7 +30,7 @@ import { AntiEntropy, MAX_RESYNC_RETRIES } from './anti-entropy.ts'
 import { MIN_FRAME_BYTES } from './chunking.ts'
 import { newNonce } from './credentials.ts'
 import { reconcileExtension, takesReconcile, windowBytesExtension, windowBytesOf } from './extensions.ts'
-import { provenanceExtension, takesProvenance } from './provenance.ts'
+import { provenanceExtension, signaturesExtension, takesProvenance, takesSignatures } from './provenance.ts'
 import { Handshake, PROOF_VERSION, type HandshakeIo } from './handshake.ts'
 import type { HostedName, LocalCommit, SyncHost } from './host.ts'
 import { InboundLedger } from './inbound.ts'
@@ -216,6 +216,7 @@ export class SyncSession {
         windowBytesExtension(this.intake.windowBytes),
         ...(this.options.presence ? [presenceExtension()] : []),
         ...(this.takesProvenance ? [provenanceExtension()] : []),
+        ...(this.takesSignatures ? [signaturesExtension()] : []),
         ...(this.options.reconcile !== false ? [reconcileExtension()] : []),
       ]),
     )
@@ -554,6 +555,10 @@ export class SyncSession {
     return this.options.provenance !== false
   }
 
+  private get takesSignatures(): boolean {
+    return this.takesProvenance && this.options.signatures !== false
+  }
+
   /**
    * Handles a remote commit: the next message is taken as soon as this one
    * is applied and its write queued (the host's `applied`), or once it
@@ -598,7 +603,9 @@ export class SyncSession {
   /** Admits a remote commit and, once durable or refused, records and acknowledges it. Never rejects. */
   private async settleCommit(seq: number, entries: readonly DeltaEntry[], applied: () => void, provenance?: ProvenanceMessage): Promise<void> {
     try {
-      const admitted = await this.admission.admit(this.handshake.remote!.agentId, entries, this, applied, provenance)
+      const remote = this.handshake.remote!
+      const signable = this.takesSignatures && takesSignatures(remote.extensions)
+      const admitted = await this.admission.admit(remote.agentId, entries, this, applied, provenance, signable)
       if ('refused' in admitted && this.stateValue !== 'closed') {
         const { name, code, message } = admitted.refused
         if (code === ErrorCodes.DECODE_ERROR) this.malformed(`undecodable delta for "${name}"`)
@@ -697,14 +704,20 @@ export class SyncSession {
       commit.entries.filter((entry) => matchesFilter(remote.filter, entry.name)),
     )
     if (entries.length === 0) return
-    // The author goes along when it is not this peer's own plain change (the remote assumes that).
+    // The author goes along when it is not this peer's own plain change (the remote assumes that), or signed it.
     const claimed = commit.provenance
+    const signatures =
+      this.takesSignatures && takesSignatures(remote.extensions) && entries.some((entry) => entry.signature !== undefined)
+        ? entries.map((entry) => entry.signature)
+        : undefined
     const provenance =
       claimed &&
       this.takesProvenance &&
       takesProvenance(remote.extensions) &&
-      (claimed.agent !== this.options.agentId || claimed.message !== undefined || claimed.metaJson !== undefined)
-        ? claimed
+      (claimed.agent !== this.options.agentId || claimed.message !== undefined || claimed.metaJson !== undefined || signatures !== undefined)
+        ? signatures
+          ? { ...claimed, signatures }
+          : claimed
         : undefined
     if (!this.outbox.queueCommit(entries, provenance)) {
       // Too far behind: the queue was dropped; resync from the remote's versions instead.

@@ -158,7 +158,7 @@ export function registerReadCommands(program: Command, ctx: CliContext): void {
       .option('--since <time>', 'only records at or after this time (ISO 8601, or ms since the epoch)')
       .option('--until <time>', 'only records at or before this time (ISO 8601, or ms since the epoch)')
       .option('--cursor <cursor>', 'go on from where the previous page stopped (the "next" it printed)')
-      .description('list the log records of a name: seq, time, author, message, kind, size, hash (and meta with --json)'),
+      .description('list the log records of a name: seq, time, author, message, signature, kind, size, hash (and meta with --json)'),
   ).action(
     action(
       ctx,
@@ -194,6 +194,8 @@ export function registerReadCommands(program: Command, ctx: CliContext): void {
             agent: r.agent,
             message: r.message ?? null,
             meta: r.meta ?? null,
+            // verified (by the author's known key), unbound (verifies; nothing here binds its key to the author), invalid; null: unsigned.
+            signature: r.signature ?? null,
             kind: r.kind,
             size: r.size,
             hash: r.hash,
@@ -202,8 +204,17 @@ export function registerReadCommands(program: Command, ctx: CliContext): void {
             rows.length === 0
               ? `"${name}": no records match`
               : table(
-                  ['SEQ', 'TIME', 'AGENT', 'MESSAGE', 'KIND', 'SIZE', 'HASH'],
-                  rows.map((r) => [String(r.seq), r.time, r.agent, clipText(r.message ?? '', 48), r.kind, formatBytes(r.size), r.hash.slice(0, 16)]),
+                  ['SEQ', 'TIME', 'AGENT', 'MESSAGE', 'SIG', 'KIND', 'SIZE', 'HASH'],
+                  rows.map((r) => [
+                    String(r.seq),
+                    r.time,
+                    r.agent,
+                    clipText(r.message ?? '', 48),
+                    r.signature === null ? 'unsigned' : r.signature.status === 'invalid' ? 'INVALID' : r.signature.status,
+                    r.kind,
+                    formatBytes(r.size),
+                    r.hash.slice(0, 16),
+                  ]),
                 ),
           )
           // The next page's cursor on stderr, so that stdout stays one JSON array.

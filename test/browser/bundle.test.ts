@@ -38,6 +38,7 @@ test('concord-crdt/browser bundles for the browser with no Node built-in, module
   // The package's `browser` field swaps the Node-only modules below the peer for the browser's.
   for (const [node, browser] of [
     ['persistence/format/digest.ts', 'persistence/browser/digest.ts'],
+    ['persistence/format/ed25519.ts', 'persistence/browser/ed25519.ts'],
     ['persistence/lifecycle/archive-files.ts', 'persistence/browser/archive-files.ts'],
     ['persistence/lifecycle/seal-files.ts', 'persistence/browser/seal-files.ts'],
     ['persistence/storage/level/open-level-storage.ts', 'persistence/browser/open-level-storage.ts'],

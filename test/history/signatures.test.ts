@@ -20,6 +20,7 @@ import { logKey } from '../../persistence/format/keys.ts'
 import { decodeRecord, encodeRecord } from '../../persistence/format/record.ts'
 import { openStore } from '../../persistence/index.ts'
 import { openLevelStorage } from '../../persistence/storage/level/open-level-storage.ts'
+import { cli, cliJson } from '../cli/helpers.ts'
 import { tempDir, typeText } from '../persistence/helpers.ts'
 
 const hasCode = (code: string) => (error: unknown) => isConcordError(error) && error.code === code
@@ -105,6 +106,19 @@ describe('signatures in the store', () => {
       assert.ok(tampered.problems.includes(`record 3: its signature does not verify as author "alice"'s`), tampered.problems.join('; '))
       assert.equal((await store.history('doc'))[2].signature?.status, 'invalid')
       await store.close()
+      // The CLI: a SIG column and `signature` in --json (it knows no key: alice's own are unbound there); verify fails.
+      const listed = await cliJson<Array<{ signature: { status: string } | null }>>(['history', 'doc', '--dir', dir])
+      assert.deepEqual(
+        listed.json.map((r) => r.signature?.status ?? null),
+        ['unbound', null, 'invalid'],
+      )
+      const table = await cli(['history', 'doc', '--dir', dir])
+      assert.match(table.stdout, /SIG/)
+      assert.match(table.stdout, /unsigned/)
+      assert.match(table.stdout, /INVALID/)
+      const verified = await cli(['verify', 'doc', '--dir', dir])
+      assert.notEqual(verified.code, 0, verified.stdout + verified.stderr)
+      assert.match(verified.stdout + verified.stderr, /signature does not verify/)
     } finally {
       await remove()
     }

@@ -262,3 +262,32 @@ test('names: filters by exact name and prefix', () => {
   assert.ok(!matchesFilter(filter, 'p'))
   assert.ok(!matchesFilter({ names: [], prefixes: [] }, 'a'))
 })
+
+test('PROVENANCE with signatures (flag bit 3): round-trips; a count the bytes cannot hold, an unknown form or a short signature is a decode error', () => {
+  const signature = new Uint8Array(64).fill(7)
+  const publicKey = new Uint8Array(32).fill(9)
+  const message = {
+    type: 'provenance' as const,
+    seq: 3,
+    agent: 'A',
+    message: 'why',
+    metaJson: undefined,
+    authored: { wall: 5, logical: 1 },
+    signatures: [{ signature }, undefined, { signature, publicKey }],
+  }
+  assert.deepEqual(decodeMessage(encodeMessage(message)), message)
+  const plain = encodeMessage({ type: 'provenance', seq: 3, agent: 'A' })
+  // seq 3, agent 'A', flags 8, then the list.
+  const head = [...plain.subarray(0, plain.length - 1), 8]
+  for (const tail of [
+    [200, 1],
+    [1, 2],
+    [1, 1, 1, 2, 3],
+  ]) {
+    assert.throws(
+      () => decodeMessage(Uint8Array.from([...head, ...tail])),
+      (e) => isConcordError(e, ErrorCodes.DECODE_ERROR),
+      `tail ${tail}`,
+    )
+  }
+})

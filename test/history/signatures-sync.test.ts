@@ -1,0 +1,216 @@
+/**
+ * Signed provenance on the wire (issue 16, "Trust"): real peers (LevelDB
+ * folders, WebSocket on 127.0.0.1). A change signed at A and relayed by hub
+ * H verifies at B, which knows A's key; a relay that rewrites the author,
+ * the message or the bytes is refused at B (`CONCORD_BAD_SIGNATURE`,
+ * counted, the session goes on), as is a peer that claims another's author
+ * id; peers from before the `signatures` extension still sync both ways.
+ */
+import assert from 'node:assert/strict'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import { generateKeyPair } from '@libp2p/crypto/keys'
+import { peerIdFromPrivateKey } from '@libp2p/peer-id'
+import * as Y from 'yjs'
+import { logKey } from '../../persistence/format/keys.ts'
+import { decodeRecord } from '../../persistence/format/record.ts'
+import { createPeer, type Peer, type PeerOptions } from '../../peer/index.ts'
+import type { DecodedMessage } from '../../sync/messages.ts'
+import { provenanceExtension, signaturesExtension } from '../../sync/provenance.ts'
+import { tempDir } from '../helpers/temp-dir.ts'
+import { until } from '../helpers/wait.ts'
+import { rawClient } from '../peer/helpers/raw-concord-client.ts'
+
+async function withPeers(specs: ReadonlyArray<{ id: string } & Partial<PeerOptions>>, fn: (peers: Peer[]) => Promise<void>): Promise<void> {
+  const dir = await tempDir('concord-signatures-')
+  const peers: Peer[] = []
+  try {
+    for (const spec of specs) peers.push(await createPeer({ dir: join(dir.path, spec.id), ...spec }))
+    await fn(peers)
+  } finally {
+    for (const peer of peers.reverse()) await peer.close()
+    await dir.remove()
+  }
+}
+
+/** An Ed25519 libp2p key and its PeerId. */
+async function keyPair() {
+  const key = await generateKeyPair('Ed25519')
+  return { key, peerId: peerIdFromPrivateKey(key).toString() }
+}
+
+const signatures = async (peer: Peer, name: string) =>
+  (await peer.history(name)).map((h) => [h.agent, h.message ?? null, h.signature?.status ?? 'unsigned', h.signature?.signer ?? null])
+
+const rejects = (messages: readonly DecodedMessage[]) => messages.filter((m) => m.type === 'reject') as Array<DecodedMessage & { code: string; seq: number }>
+
+test('a change signed at A and relayed by hub H verifies at B; H relays the signature it cannot bind', async () => {
+  const alice = await keyPair()
+  await withPeers([{ id: 'hub' }, { id: 'A', signingKey: alice.key }, { id: 'B', authorKeys: { A: alice.peerId } }], async ([hub, a, b]) => {
+    const { url } = await hub.listen()
+    await a.connect(url)
+    await b.connect(url)
+    const tasks = await a.counter('tasks')
+    const seen = await a.set('seen')
+    await a.transact(() => tasks.increment(3), { message: 'three tasks found', meta: { tool: 'planner' } })
+    // Two names in one unit: each record is signed with the unit's provenance.
+    await a.transact(
+      () => {
+        tasks.increment(1)
+        seen.add('x')
+      },
+      { message: 'both' },
+    )
+    tasks.increment(1) // a plain change: signed too, so it travels with its PROVENANCE
+    const atB = await b.counter('tasks')
+    await until(() => atB.value() === 5, 'B has every change')
+    await until(async () => (await b.history('tasks')).length === 3 && (await b.history('seen')).length === 1, 'logged on B')
+    const verified = (message: string | null) => ['A', message, 'verified', alice.peerId]
+    assert.deepEqual(await signatures(a, 'tasks'), [verified('three tasks found'), verified('both'), verified(null)])
+    assert.deepEqual(await signatures(b, 'tasks'), [verified('three tasks found'), verified('both'), verified(null)], 'on B, two hops away')
+    assert.deepEqual(await signatures(b, 'seen'), [verified('both')])
+    // The hub knows no key of A's: the signatures verify with the key they carry, which nothing binds to A there.
+    await until(async () => (await hub.history('tasks')).length === 3, 'logged on H')
+    assert.deepEqual(
+      (await hub.history('tasks')).map((h) => h.signature?.status),
+      ['unbound', 'unbound', 'unbound'],
+    )
+    const report = await b.store.verify('tasks')
+    assert.deepEqual(report.problems, [])
+    assert.deepEqual(report.signatures, { verified: 3, unbound: 0, unsigned: 0 })
+    assert.equal(b.stats().admission.badSignatures, 0)
+  })
+})
+
+test('a relay that rewrites the author, the message or the bytes of a signed change is refused at B; the genuine one is taken', async () => {
+  const alice = await keyPair()
+  await withPeers(
+    [
+      { id: 'A', signingKey: alice.key },
+      { id: 'B', authorKeys: { A: alice.peerId } },
+    ],
+    async ([a, b]) => {
+      const notes = await a.yjs('notes')
+      await a.transact(() => notes.doc.getText('t').insert(0, 'ship it'), { message: 'approved' })
+      await a.flush()
+      const record = decodeRecord((await a.store.storage.get(logKey('notes', 1)))!)
+      assert.ok(record.signature, 'A signed its record')
+      const { url } = await b.listen()
+      const hub = await rawClient(url, true, { peer: 'hub', extensions: [provenanceExtension(), signaturesExtension()] })
+      try {
+        const entry = (delta: Uint8Array) => ({ name: 'notes', replicaType: 'yjs' as const, delta })
+        const claim = { agent: 'A', message: 'approved', authored: record.hlc, signatures: [record.signature] }
+        const other = new Y.Doc()
+        other.getText('t').insert(0, 'delete everything')
+        const forged = [
+          { ...claim, message: 'rejected' },
+          { ...claim, agent: 'carol' },
+          { ...claim, authored: { wall: record.hlc.wall - 60_000, logical: 0 } },
+          claim, // with other bytes below
+          { ...claim, signatures: undefined }, // stripped
+        ]
+        let seq = 0
+        for (const [i, provenance] of forged.entries()) {
+          seq++
+          await hub.send({ type: 'provenance', seq, ...provenance })
+          await hub.send({ type: 'delta', seq, entry: entry(i === 3 ? Y.encodeStateAsUpdate(other) : record.delta) })
+        }
+        await until(() => rejects(hub.received).length === forged.length, 'every forgery refused')
+        assert.deepEqual(
+          rejects(hub.received).map((r) => r.code),
+          forged.map(() => 'CONCORD_BAD_SIGNATURE'),
+        )
+        assert.deepEqual(await b.names(), [], 'nothing applied, no name created')
+        assert.equal(b.stats().admission.badSignatures, forged.length)
+        // The session goes on: the genuine change is taken and verifies.
+        seq++
+        await hub.send({ type: 'provenance', seq, ...claim })
+        await hub.send({ type: 'delta', seq, entry: entry(record.delta) })
+        await until(async () => (await b.names()).length === 1, 'the genuine change applies')
+        assert.deepEqual(await signatures(b, 'notes'), [['A', 'approved', 'verified', alice.peerId]])
+        assert.equal((await b.yjs('notes')).doc.getText('t').toString(), 'ship it')
+      } finally {
+        hub.ws.close()
+      }
+    },
+  )
+})
+
+test('a peer that claims another author id is refused; its own changes still sync under its own id', async () => {
+  const alice = await keyPair()
+  const eve = await keyPair()
+  await withPeers(
+    [
+      { id: 'B', authorKeys: { A: alice.peerId } },
+      { id: 'E', signingKey: eve.key },
+    ],
+    async ([b, e]) => {
+      const { url } = await b.listen()
+      await e.connect(url)
+      const board = await e.set('board')
+      await e.transact(() => board.add('mine'), { message: 'by eve' })
+      await until(async () => (await b.history('board').catch(() => [])).some((h) => h.message === 'by eve'), 'E’s own change reaches B')
+      await e.transact(() => board.add('fake approval'), { agent: 'A', message: 'approved by A' })
+      await until(() => b.stats().admission.badSignatures === 1, 'the claim is refused')
+      await until(() => e.stats().totals.rejectedByRemote === 1, 'E is told (REJECT)')
+      const history = await b.history('board')
+      assert.ok(
+        history.every((h) => h.agent !== 'A'),
+        'nothing is logged as A on B',
+      )
+      assert.deepEqual(
+        history.filter((h) => h.message === 'by eve').map((h) => [h.agent, h.signature?.status]),
+        [['E', 'unbound']],
+      )
+    },
+  )
+})
+
+test('peers from before the signatures extension still sync both ways', async () => {
+  const alice = await keyPair()
+  const bob = await keyPair()
+  await withPeers(
+    [
+      { id: 'hub', sync: { signatures: false } },
+      { id: 'A', signingKey: alice.key, authorKeys: { B: bob.peerId } },
+      { id: 'B', signingKey: bob.key, authorKeys: { A: alice.peerId } },
+    ],
+    async ([hub, a, b]) => {
+      const { url } = await hub.listen()
+      await a.connect(url)
+      await b.connect(url)
+      const atA = await a.set('plan')
+      await a.transact(() => atA.add('from A'), { message: 'A writes' })
+      const atB = await b.set('plan')
+      await until(() => (atB.value() as string[]).includes('from A'), 'A’s change reaches B through the old hub')
+      await b.transact(() => atB.add('from B'), { message: 'B writes' })
+      await until(() => (atA.value() as string[]).includes('from B'), 'B’s change reaches A through the old hub')
+      await until(async () => (await hub.history('plan')).length === 2, 'logged on the hub')
+      // The old hub takes provenance but no signature was sent to it.
+      assert.deepEqual(
+        (await hub.history('plan')).map((h) => [h.agent, h.message, h.signature]),
+        [
+          ['A', 'A writes', undefined],
+          ['B', 'B writes', undefined],
+        ],
+      )
+      // Its unsigned claims of authors whose keys they know are not believed: logged under the hub that sent them, not refused.
+      await until(async () => (await b.history('plan')).length === 2 && (await a.history('plan')).length === 2, 'logged on A and B')
+      assert.deepEqual(
+        (await b.history('plan')).map((h) => [h.agent, h.signature?.status ?? 'unsigned']),
+        [
+          ['hub', 'unsigned'],
+          ['B', 'verified'],
+        ],
+      )
+      assert.deepEqual(
+        (await a.history('plan')).map((h) => [h.agent, h.signature?.status ?? 'unsigned']),
+        [
+          ['A', 'verified'],
+          ['hub', 'unsigned'],
+        ],
+      )
+      assert.equal(a.stats().admission.badSignatures + b.stats().admission.badSignatures, 0)
+    },
+  )
+})

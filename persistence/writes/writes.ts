@@ -47,6 +47,8 @@ export interface LogItem {
   readonly authored?: HlcTimestamp | undefined
   /** Its author's signature, for a remote change that came signed and is logged as it came. */
   readonly signature?: RecordSignature | undefined
+  /** A remote delta (`commit`): never signed by this store, whoever it is logged under. */
+  readonly remote?: true | undefined
 }
 
 /** What an `atomic` block needs to take its changes back if it throws. */
@@ -196,7 +198,7 @@ export class Writes {
             // A signature goes with the bytes it signed: not with a merge of them and updates that waited.
             const { signature, delta } = deltas[i]
             const signed = signature !== undefined && (applied === delta || bytesEqual(applied, delta))
-            ;(assembled as LogItem[]).push({ entry, delta: applied, hlc: context.clock.now(), agent, ...(signed ? { signature } : {}) })
+            ;(assembled as LogItem[]).push({ entry, delta: applied, hlc: context.clock.now(), agent, remote: true, ...(signed ? { signature } : {}) })
             remote++
           }
           changed.push(applied !== null || assembled.length > before)
@@ -344,7 +346,7 @@ export class Writes {
         }
       }
       const delta = checkedDelta(entry, item.delta)
-      const own = signing !== undefined && item.signature === undefined && item.agent === signing.agent
+      const own = signing !== undefined && !item.remote && item.signature === undefined && item.agent === signing.agent
       records.push(
         b.append(entry.state, {
           delta,
@@ -439,7 +441,8 @@ export class Writes {
  */
 function signingOf(context: StoreContext, items: readonly LogItem[]) {
   const first = items[0]
-  if (first === undefined || first.signature !== undefined || first.authored !== undefined || !context.signatures.signs(first.agent)) return undefined
+  if (first === undefined || first.remote || first.signature !== undefined || first.authored !== undefined || !context.signatures.signs(first.agent))
+    return undefined
   const { agent, message, metaJson } = first
   const authored = first.hlc
   return {

@@ -5,7 +5,11 @@
  * Publishing. Every unit committed locally (by this agent) is published once
  * on the group's topic; units committed within one turn of the event loop
  * go in one message (numbered `(run, seq)`), so gossipsub's per-message
- * cost (signature, id, IHAVE) is paid once for them. The sessions of libp2p peers
+ * cost (signature, id, IHAVE) is paid once for them. A unit with provenance
+ * a gossip message cannot carry (made for another author, with a message or
+ * meta, or signed) is not published: the sessions carry it with its
+ * PROVENANCE, so a receiver logs it under its author (a gossip unit is
+ * logged under its publisher). The sessions of libp2p peers
  * that gossipsub reaches directly (known subscribers of the topic) skip the
  * live commits gossip carries ({@link carriesTo}); every other session (a
  * WebSocket peer, a libp2p peer whose subscription is not known yet) sends
@@ -72,6 +76,8 @@ export interface GossipStats {
   bytesOut: number
   /** Local units not published (too large, or not readable by every subscriber): sessions carried them. */
   notPublished: number
+  /** Local units left to the sessions because they carry provenance gossip cannot (another author, a message or meta, a signature). */
+  withProvenance: number
   /** Messages received, and their bytes. */
   received: number
   bytesIn: number
@@ -128,6 +134,7 @@ export class GossipFanout {
     messagesOut: 0,
     bytesOut: 0,
     notPublished: 0,
+    withProvenance: 0,
     received: 0,
     bytesIn: 0,
     applied: 0,
@@ -218,9 +225,20 @@ export class GossipFanout {
     const known = this.decided.get(commit)
     if (known !== undefined) return known
     let result: ReadonlySet<string> | null = null
-    if (!this.stopped && commit.origin === undefined) result = this.publish(commit.entries)
+    if (!this.stopped && commit.origin === undefined) {
+      // Gossip carries no provenance (a unit is logged under its publisher): a unit with any goes by the sessions, which carry it.
+      if (this.plainOwn(commit)) result = this.publish(commit.entries)
+      else this.stats.withProvenance++
+    }
     this.decided.set(commit, result)
     return result
+  }
+
+  /** Whether a local commit is the publisher's own change with nothing gossip would lose: no other author, message, meta or signature. */
+  private plainOwn(commit: LocalCommit): boolean {
+    const provenance = commit.provenance
+    if (commit.entries.some((entry) => entry.signature !== undefined)) return false
+    return provenance === undefined || (provenance.agent === this.options.agent && provenance.message === undefined && provenance.metaJson === undefined)
   }
 
   private publish(entries: readonly DeltaEntry[]): ReadonlySet<string> | null {

@@ -205,3 +205,36 @@ test('gossipsub: a partition of five peers into two groups (libp2p block) with w
     await Promise.all(nodes.map((n) => n.peer.close().catch(() => undefined)))
   }
 })
+
+test('gossipsub: a unit with provenance (another author, a message, a signature) is not published on gossip: the sessions carry it, with its author and signature', async () => {
+  const dir = await tempDir('concord-libp2p-gossip-provenance-')
+  const nodes: Node[] = []
+  try {
+    const signing = await generateKeyPair('Ed25519')
+    const signer = peerIdFromPrivateKey(signing).toString()
+    nodes.push(await startNode('g-0', join(dir.path, 'g-0'), {}, { signingKey: signing }))
+    for (let i = 1; i < 3; i++) {
+      nodes.push(await startNode(`g-${i}`, join(dir.path, `g-${i}`), { bootstrap: nodes.map((n) => n.address) }, { authorKeys: { 'g-0': signer } }))
+    }
+    await until(() => meshReady(nodes), 'full mesh with gossip subscriptions', 20_000)
+    const [writer, , reader] = nodes.map((n) => n.peer)
+    const notes = await writer.set<string>('notes')
+    const before = writer.stats().gossip!
+    await writer.transact(() => notes.add('for ana'), { agent: 'ana', message: 'made for ana' })
+    await writer.transact(() => notes.add('signed'), { message: 'why' })
+    await until(async () => (await reader.history('notes').catch(() => [])).length === 2, 'both reach the reader')
+    assert.deepEqual(
+      (await reader.history('notes')).map((h) => [h.agent, h.message, h.signature?.status ?? 'unsigned']),
+      [
+        ['ana', 'made for ana', 'unsigned'],
+        ['g-0', 'why', 'verified'],
+      ],
+    )
+    const after = writer.stats().gossip!
+    assert.equal(after.withProvenance - before.withProvenance, 2, 'neither was published on gossip')
+    assert.equal(after.published, before.published)
+  } finally {
+    await Promise.all(nodes.map((n) => n.peer.close().catch(() => undefined)))
+    await dir.remove()
+  }
+})

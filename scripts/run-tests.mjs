@@ -68,6 +68,7 @@ const lists = {
     'test/history/signatures.test.ts',
     'test/history/signatures-sync.test.ts',
     'test/history/queries.test.ts',
+    'test/history/queries-types.test.ts',
     'test/history/restore.test.ts',
     'test/history/selective-revert.test.ts',
     // sync/ and transports/

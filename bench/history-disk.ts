@@ -10,6 +10,10 @@
  * transactions) logged one record per edit (async mode, merging off: the
  * record count of a sync-mode peer) and merged as an async peer logs it
  * (the default); 100,000 counter increments, one record each.
+ *
+ * `--signed`: the same records signed (issue 16, "Trust": record format 3,
+ * the store's own Ed25519 key) beside unsigned ones, full history only, one
+ * record per change: `npx tsx bench/history-disk.ts --signed`.
  */
 import { readdirSync, statSync } from 'node:fs'
 import { ClassicLevel } from 'classic-level'
@@ -81,7 +85,7 @@ const counter: Workload = {
   },
 }
 
-async function measure(workload: Workload, retention: Retention | 'archive-all'): Promise<{ db: number; archive: number; records: number }> {
+async function measure(workload: Workload, retention: Retention | 'archive-all', signed = false): Promise<{ db: number; archive: number; records: number }> {
   const root = await mkdtemp(join(tmpdir(), 'concord-history-disk-'))
   const dir = join(root, 'db')
   try {
@@ -95,6 +99,7 @@ async function measure(workload: Workload, retention: Retention | 'archive-all')
       retention: policy,
       now: () => clock.now,
       ...(workload.merge ? {} : { deltaMerger: () => undefined }),
+      ...(signed ? { signatures: { key: new Uint8Array(32).fill(7) } } : {}),
     })
     const name = await workload.run(store)
     await store.checkpoint(name)
@@ -113,6 +118,24 @@ async function measure(workload: Workload, retention: Retention | 'archive-all')
   } finally {
     await rm(root, { recursive: true, force: true })
   }
+}
+
+if (process.argv.includes('--signed')) {
+  for (const workload of [counter, b4(false)]) {
+    const started = performance.now()
+    const plain = await measure(workload, 'full')
+    const plainMs = performance.now() - started
+    const signedStarted = performance.now()
+    const signed = await measure(workload, 'full', true)
+    const signedMs = performance.now() - signedStarted
+    console.log(`${workload.label}: ${signed.records} records, full history`)
+    console.log(`  unsigned: LevelDB ${mib(plain.db)} (${(plainMs / 1000).toFixed(1)} s for the run)`)
+    console.log(`  signed:   LevelDB ${mib(signed.db)} (${(signedMs / 1000).toFixed(1)} s for the run)`)
+    console.log(
+      `  signed / unsigned: ${(signed.db / plain.db).toFixed(2)}x disk, ${(signedMs / plainMs).toFixed(2)}x time; ${((signed.db - plain.db) / signed.records).toFixed(1)} bytes more per record`,
+    )
+  }
+  process.exit(0)
 }
 
 for (const workload of [b4(false), b4(true), counter]) {

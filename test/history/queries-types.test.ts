@@ -16,20 +16,24 @@ import { until } from '../helpers/wait.ts'
 
 type Agent = 'ana' | 'bo' | 'cy'
 type Step =
-  | { readonly name: 'tags'; readonly agent: Agent; readonly add?: readonly string[]; readonly remove?: readonly string[] }
+  | { readonly name: 'tags'; readonly agent: Agent; readonly add?: string; readonly remove?: string }
   | { readonly name: 'status'; readonly agent: Agent; readonly value: string }
   | { readonly name: 'budget'; readonly agent: Agent; readonly amount: number }
 
+/** One mutation per step (a record each). */
 const script: readonly Step[] = [
-  { name: 'tags', agent: 'ana', add: ['alpha', 'beta'] },
+  { name: 'tags', agent: 'ana', add: 'alpha' },
+  { name: 'tags', agent: 'ana', add: 'beta' },
   { name: 'status', agent: 'ana', value: 'draft' },
   { name: 'budget', agent: 'ana', amount: 5 },
-  { name: 'tags', agent: 'bo', remove: ['alpha'], add: ['gamma'] },
+  { name: 'tags', agent: 'bo', remove: 'alpha' },
+  { name: 'tags', agent: 'bo', add: 'gamma' },
   { name: 'budget', agent: 'bo', amount: -2 },
   { name: 'status', agent: 'bo', value: 'review' },
-  { name: 'tags', agent: 'cy', add: ['delta'], remove: ['beta'] },
+  { name: 'tags', agent: 'cy', add: 'delta' },
+  { name: 'tags', agent: 'cy', remove: 'beta' },
   { name: 'budget', agent: 'cy', amount: 1 },
-  { name: 'tags', agent: 'ana', add: ['alpha'] },
+  { name: 'tags', agent: 'ana', add: 'alpha' },
   { name: 'status', agent: 'cy', value: 'done' },
   { name: 'budget', agent: 'bo', amount: -1 },
 ]
@@ -48,13 +52,13 @@ function expectations() {
     seqs.set(step.name, seq)
     if (step.name === 'tags') {
       const next = new Set(tags.at(-1))
-      for (const element of step.remove ?? []) {
-        next.delete(element)
-        owners.delete(element)
+      if (step.remove !== undefined) {
+        next.delete(step.remove)
+        owners.delete(step.remove)
       }
-      for (const element of step.add ?? []) {
-        next.add(element)
-        owners.set(element, { agent: step.agent, seq })
+      if (step.add !== undefined) {
+        next.add(step.add)
+        owners.set(step.add, { agent: step.agent, seq })
       }
       tags.push(next)
     } else if (step.name === 'status') {
@@ -90,10 +94,7 @@ test('diff and blame of a set, a register and a PN-counter match the session’s
       const peer = agents.get(step.agent)!
       if (step.name === 'tags') {
         const set = await peer.set<string>('tags')
-        await peer.transact(() => {
-          for (const element of step.remove ?? []) set.delete(element)
-          for (const element of step.add ?? []) set.add(element)
-        })
+        await peer.transact(() => (step.remove !== undefined ? set.delete(step.remove) : set.add(step.add!)))
       } else if (step.name === 'status') {
         const register = await peer.register<string>('status')
         await peer.transact(() => register.set(step.value))

@@ -42,6 +42,14 @@ async function keyPair() {
 const signatures = async (peer: Peer, name: string) =>
   (await peer.history(name)).map((h) => [h.agent, h.message ?? null, h.signature?.status ?? 'unsigned', h.signature?.signer ?? null])
 
+/**
+ * Until `peer` has finished its first anti-entropy with each of `remotes`:
+ * they answered it, so from then on their commits reach it live (with their
+ * PROVENANCE) rather than in an answer (merged state, logged under the sender).
+ */
+const untilSynced = (peer: Peer, ...remotes: string[]) =>
+  until(() => remotes.every((id) => peer.status().sessions.some((s) => s.agentId === id && s.synced)), `${peer.id} synced with ${remotes.join(', ')}`)
+
 const rejects = (messages: readonly DecodedMessage[]) => messages.filter((m) => m.type === 'reject') as Array<DecodedMessage & { code: string; seq: number }>
 
 test('a change signed at A and relayed by hub H verifies at B; H relays the signature it cannot bind', async () => {
@@ -50,6 +58,8 @@ test('a change signed at A and relayed by hub H verifies at B; H relays the sign
     const { url } = await hub.listen()
     await a.connect(url)
     await b.connect(url)
+    await untilSynced(hub, 'A', 'B')
+    await untilSynced(b, 'hub')
     const tasks = await a.counter('tasks')
     const seen = await a.set('seen')
     await a.transact(() => tasks.increment(3), { message: 'three tasks found', meta: { tool: 'planner' } })
@@ -147,6 +157,7 @@ test('a peer that claims another author id is refused; its own changes still syn
     async ([b, e]) => {
       const { url } = await b.listen()
       await e.connect(url)
+      await untilSynced(b, 'E')
       const board = await e.set('board')
       await e.transact(() => board.add('mine'), { message: 'by eve' })
       await until(async () => (await b.history('board').catch(() => [])).some((h) => h.message === 'by eve'), 'E’s own change reaches B')
@@ -179,6 +190,9 @@ test('peers from before the signatures extension still sync both ways', async ()
       const { url } = await hub.listen()
       await a.connect(url)
       await b.connect(url)
+      await untilSynced(hub, 'A', 'B')
+      await untilSynced(a, 'hub')
+      await untilSynced(b, 'hub')
       const atA = await a.set('plan')
       await a.transact(() => atA.add('from A'), { message: 'A writes' })
       const atB = await b.set('plan')

@@ -228,3 +228,54 @@ test('peers from before the signatures extension still sync both ways', async ()
     },
   )
 })
+
+test('the signing key: libp2p.privateKey by default, checked at createPeer; an id that is the key’s PeerId needs no authorKeys; requireSignatures refuses claims nothing proves', async () => {
+  const own = await keyPair()
+  const other = await keyPair()
+  const dir = await tempDir('concord-signatures-options-')
+  try {
+    // Bad keys and bindings are refused before anything opens.
+    for (const options of [
+      { id: 'x', signingKey: new Uint8Array(31) },
+      { id: 'x', signingKey: { type: 'secp256k1', raw: new Uint8Array(32) } },
+      { id: 'x', authorKeys: { ana: 'not-a-peer-id' } },
+      { id: own.peerId, signingKey: other.key },
+    ] as const) {
+      await assert.rejects(
+        createPeer(options as PeerOptions),
+        (e: unknown) => (e as { code?: string }).code === 'CONCORD_INVALID_ARGUMENT',
+        JSON.stringify(Object.keys(options)),
+      )
+    }
+    await withPeers(
+      [
+        // Signs with its libp2p key (no signingKey), and its id is that key's PeerId: self-certifying.
+        { id: own.peerId, libp2p: { privateKey: own.key } },
+        { id: 'strict', requireSignatures: true },
+        { id: 'plain' },
+      ],
+      async ([signer, strict, plain]) => {
+        const { url } = await strict.listen()
+        await signer.connect(url)
+        await plain.connect(url)
+        await untilSynced(strict, own.peerId, 'plain')
+        const log = await signer.set('log')
+        await signer.transact(() => log.add('signed by the libp2p key'), { message: 'self-certified' })
+        await until(async () => (await strict.history('log').catch(() => [])).length === 1, 'the strict peer takes it')
+        assert.deepEqual(
+          (await strict.history('log')).map((h) => [h.agent, h.signature]),
+          [[own.peerId, { status: 'verified', signer: own.peerId }]],
+          'verified with no authorKeys: the id names the key',
+        )
+        // An unsigned claim, from a peer that could carry signatures: refused under requireSignatures.
+        const atPlain = await plain.set('log')
+        await until(() => (atPlain.value() as string[]).length === 1, 'plain has the log')
+        await plain.transact(() => atPlain.add('unsigned'), { message: 'no key' })
+        await until(() => strict.stats().admission.badSignatures === 1, 'refused: nothing proves the author')
+        assert.equal((await strict.history('log')).length, 1)
+      },
+    )
+  } finally {
+    await dir.remove()
+  }
+})

@@ -32,6 +32,15 @@ async function withPeers(specs: ReadonlyArray<{ agentId: string } & Partial<Peer
   }
 }
 
+/**
+ * Until `peer` has finished its first anti-entropy with each of `remotes`: a
+ * change made before the remote's first answer travels in that answer (merged
+ * state, logged under the sender, without provenance); from then on commits
+ * reach it live with their PROVENANCE.
+ */
+const untilSynced = (peer: Peer, ...remotes: string[]) =>
+  until(() => remotes.every((id) => peer.status().sessions.some((s) => s.agentId === id && s.synced)), `${peer.agentId} synced with ${remotes.join(', ')}`)
+
 const authors = async (peer: Peer, name: string) => (await peer.history(name)).map((h) => [h.agent, h.message ?? null, h.meta ?? null])
 
 test('a change made at A, relayed by hub H to B, shows author A with its message and meta on H and B', () =>
@@ -39,6 +48,9 @@ test('a change made at A, relayed by hub H to B, shows author A with its message
     const { url } = await hub.listen()
     await a.connect(url)
     await b.connect(url)
+    await untilSynced(hub, 'A', 'B')
+    await untilSynced(a, 'hub')
+    await untilSynced(b, 'hub')
     const counter = await a.counter('tasks')
     await a.transact(() => counter.increment(3), { message: 'three tasks found', meta: { tool: 'planner', session: 's-1' } })
     await a.transact(() => counter.increment(1), { agent: 'ana', message: 'one more, for ana' })

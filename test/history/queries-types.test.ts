@@ -79,7 +79,7 @@ test('diff and blame of a set, a register and a PN-counter match the session’s
   const dir = await tempDir('concord-queries-types-')
   const peers: Peer[] = []
   try {
-    const hub = await createPeer({ id: 'hub', dir: join(dir.path, 'hub') })
+    const hub = await createPeer({ agentId: 'hub', dir: join(dir.path, 'hub') })
     peers.push(hub)
     const { url } = await hub.listen()
     const agents = new Map<Agent, Peer>()

@@ -21,11 +21,11 @@ import { tempDir } from '../helpers/temp-dir.ts'
 import { until } from '../helpers/wait.ts'
 import { rawClient } from '../peer/helpers/raw-concord-client.ts'
 
-async function withPeers(specs: ReadonlyArray<{ id: string } & Partial<PeerOptions>>, fn: (peers: Peer[]) => Promise<void>): Promise<void> {
+async function withPeers(specs: ReadonlyArray<{ agentId: string } & Partial<PeerOptions>>, fn: (peers: Peer[]) => Promise<void>): Promise<void> {
   const dir = await tempDir('concord-signatures-')
   const peers: Peer[] = []
   try {
-    for (const spec of specs) peers.push(await createPeer({ dir: join(dir.path, spec.id), ...spec }))
+    for (const spec of specs) peers.push(await createPeer({ dir: join(dir.path, spec.agentId), ...spec }))
     await fn(peers)
   } finally {
     for (const peer of peers.reverse()) await peer.close()
@@ -48,13 +48,13 @@ const signatures = async (peer: Peer, name: string) =>
  * PROVENANCE) rather than in an answer (merged state, logged under the sender).
  */
 const untilSynced = (peer: Peer, ...remotes: string[]) =>
-  until(() => remotes.every((id) => peer.status().sessions.some((s) => s.agentId === id && s.synced)), `${peer.id} synced with ${remotes.join(', ')}`)
+  until(() => remotes.every((id) => peer.status().sessions.some((s) => s.agentId === id && s.synced)), `${peer.agentId} synced with ${remotes.join(', ')}`)
 
 const rejects = (messages: readonly DecodedMessage[]) => messages.filter((m) => m.type === 'reject') as Array<DecodedMessage & { code: string; seq: number }>
 
 test('a change signed at A and relayed by hub H verifies at B; H relays the signature it cannot bind', async () => {
   const alice = await keyPair()
-  await withPeers([{ id: 'hub' }, { id: 'A', signingKey: alice.key }, { id: 'B', authorKeys: { A: alice.peerId } }], async ([hub, a, b]) => {
+  await withPeers([{ agentId: 'hub' }, { agentId: 'A', signingKey: alice.key }, { agentId: 'B', authorKeys: { A: alice.peerId } }], async ([hub, a, b]) => {
     const { url } = await hub.listen()
     await a.connect(url)
     await b.connect(url)
@@ -96,8 +96,8 @@ test('a relay that rewrites the author, the message or the bytes of a signed cha
   const alice = await keyPair()
   await withPeers(
     [
-      { id: 'A', signingKey: alice.key },
-      { id: 'B', authorKeys: { A: alice.peerId } },
+      { agentId: 'A', signingKey: alice.key },
+      { agentId: 'B', authorKeys: { A: alice.peerId } },
     ],
     async ([a, b]) => {
       const notes = await a.yjs('notes')
@@ -151,8 +151,8 @@ test('a peer that claims another author id is refused; its own changes still syn
   const eve = await keyPair()
   await withPeers(
     [
-      { id: 'B', authorKeys: { A: alice.peerId } },
-      { id: 'E', signingKey: eve.key },
+      { agentId: 'B', authorKeys: { A: alice.peerId } },
+      { agentId: 'E', signingKey: eve.key },
     ],
     async ([b, e]) => {
       const { url } = await b.listen()
@@ -182,9 +182,9 @@ test('peers from before the signatures extension still sync both ways', async ()
   const bob = await keyPair()
   await withPeers(
     [
-      { id: 'hub', sync: { signatures: false } },
-      { id: 'A', signingKey: alice.key, authorKeys: { B: bob.peerId } },
-      { id: 'B', signingKey: bob.key, authorKeys: { A: alice.peerId } },
+      { agentId: 'hub', sync: { signatures: false } },
+      { agentId: 'A', signingKey: alice.key, authorKeys: { B: bob.peerId } },
+      { agentId: 'B', signingKey: bob.key, authorKeys: { A: alice.peerId } },
     ],
     async ([hub, a, b]) => {
       const { url } = await hub.listen()
@@ -236,10 +236,10 @@ test('the signing key: libp2p.privateKey by default, checked at createPeer; an i
   try {
     // Bad keys and bindings are refused before anything opens.
     for (const options of [
-      { id: 'x', signingKey: new Uint8Array(31) },
-      { id: 'x', signingKey: { type: 'secp256k1', raw: new Uint8Array(32) } },
-      { id: 'x', authorKeys: { ana: 'not-a-peer-id' } },
-      { id: own.peerId, signingKey: other.key },
+      { agentId: 'x', signingKey: new Uint8Array(31) },
+      { agentId: 'x', signingKey: { type: 'secp256k1', raw: new Uint8Array(32) } },
+      { agentId: 'x', authorKeys: { ana: 'not-a-peer-id' } },
+      { agentId: own.peerId, signingKey: other.key },
     ] as const) {
       await assert.rejects(
         createPeer(options as PeerOptions),
@@ -250,9 +250,9 @@ test('the signing key: libp2p.privateKey by default, checked at createPeer; an i
     await withPeers(
       [
         // Signs with its libp2p key (no signingKey), and its id is that key's PeerId: self-certifying.
-        { id: own.peerId, libp2p: { privateKey: own.key } },
-        { id: 'strict', requireSignatures: true },
-        { id: 'plain' },
+        { agentId: own.peerId, libp2p: { privateKey: own.key } },
+        { agentId: 'strict', requireSignatures: true },
+        { agentId: 'plain' },
       ],
       async ([signer, strict, plain]) => {
         const { url } = await strict.listen()

@@ -6,8 +6,8 @@
  * document the inserted and deleted spans (jsdiff's word diff; past
  * {@link MAX_EDIT_LENGTH} edits, one replaced span between the common
  * prefix and suffix). Computed from the two values (the states come from
- * `at`); the store will compute it from its records once they carry
- * provenance (issue 16). Bounded: at most {@link QUERY_LIMITS.maxItems}
+ * `at`); `queries.ts` adds the records in between with their authors.
+ * Bounded: at most {@link QUERY_LIMITS.maxItems}
  * operations, each text cut at 2,000 characters, with `truncated` said.
  */
 import { diffWordsWithSpace } from 'diff'

@@ -49,6 +49,16 @@ export class NameEntry {
     this.retention = init.retention
     this.dirtyAt = init.dirtySince
     this.state.digester = () => this.digest()
+    // Any change of the replica makes the digest computed before stale.
+    init.replica.events.on('change', () => this.forgetDigest())
+  }
+
+  /** The digest computed since the replica last changed (see {@link digest}). */
+  private digestMemo: Uint8Array | undefined
+
+  /** The replica's state was set without a change event (a rollback, an undo): the next {@link digest} is computed anew. */
+  forgetDigest(): void {
+    this.digestMemo = undefined
   }
 
   private digestCaughtUp = false
@@ -64,9 +74,14 @@ export class NameEntry {
     return true
   }
 
-  /** The state digest of the replica now (crdt/state-digest.ts). */
+  /**
+   * The state digest of the replica now (crdt/state-digest.ts), kept until
+   * the replica changes: a reconciliation over 100,000 names, many of them
+   * still in memory, asks each for it (a SHA-256 over its whole state).
+   */
   digest(): Uint8Array {
-    return replicaDigest(this.name, this.replica)
+    this.digestMemo ??= replicaDigest(this.name, this.replica)
+    return this.digestMemo
   }
 
   /** The type of the name. */
@@ -190,6 +205,7 @@ export class NameEntry {
       return fn()
     } finally {
       this.applyingNow--
+      this.forgetDigest()
     }
   }
 }

@@ -85,6 +85,7 @@ function settle(context: StoreContext, writes: Writes, entry: NameEntry, error: 
   try {
     if (replica.reset !== undefined) replica.reset(logged.snapshot())
     else writes.silently(entry, () => replica.restore(logged))
+    entry.forgetDigest()
   } catch (cause) {
     context.events.emit('error', {
       name,

@@ -476,6 +476,8 @@ function undoBlock(block: BlockUndo): void {
     // A compensating change: the replica holds structs the log lacks, logged with the next change.
     if (!exact) entry.beyondLog(before)
   }
+  // The states were set back without change events: digests computed meanwhile are stale.
+  for (const [entry] of block.records) entry.forgetDigest()
 }
 
 /**

@@ -163,3 +163,36 @@ it('pageNames: pages in key order with a prefix, a cursor and a filter, archived
     await remove()
   }
 })
+
+it("a hydrated name's digest, kept between changes, follows every change, an undone atomic block included", async () => {
+  const { dir, remove } = await tempDir()
+  try {
+    let store = await openStore({ dir, agentId: 'a', sweepMs: 0 })
+    const counter = (await store.open('c', 'pncounter')) as PNCounterReplica
+    counter.increment(1)
+    await store.flush()
+    const first = store.digestOf('c')!
+    assert.deepEqual(store.digestOf('c'), first, 'the same while nothing changes')
+    counter.increment(2)
+    const second = store.digestOf('c')!
+    assert.notDeepEqual(second, first, 'a change makes a new digest')
+    await assert.rejects(
+      store.atomic(() => {
+        counter.increment(5)
+        assert.notDeepEqual(store.digestOf('c'), second)
+        throw new Error('undo it')
+      }),
+      /undo it/,
+    )
+    assert.equal(counter.value(), 3)
+    assert.deepEqual(store.digestOf('c'), second, 'the undone block leaves the digest as it was')
+    await store.flush()
+    await store.close()
+    store = await openStore({ dir, agentId: 'a', sweepMs: 0 })
+    await store.listNames()
+    assert.deepEqual(store.digestOf('c'), second, 'the stored digest is the one the live replica gave')
+    await store.close()
+  } finally {
+    await remove()
+  }
+})

@@ -15,7 +15,7 @@
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import { bytesEqual } from '../crdt/codec.ts'
 import type { HlcTimestamp } from '../crdt/hlc.ts'
-import { peerIdOfPublicKey, publicKeyOfPeerId, type RecordSignature, signedBytes } from '../crdt/signature.ts'
+import { peerIdOfPublicKey, publicKeyOfPeerId, type RecordSignature, type SignedFields, signedBytes } from '../crdt/signature.ts'
 import { sha256 } from './format/checksum.ts'
 import { ed25519PublicKey, ed25519Sign, ed25519Verify } from './format/ed25519.ts'
 
@@ -44,14 +44,7 @@ export interface SignatureInfo {
 }
 
 /** What a record's signature covers, but the delta's hash. */
-export interface RecordFields {
-  readonly name: string
-  readonly type: string
-  readonly agent: string
-  readonly authored: HlcTimestamp
-  readonly message?: string | undefined
-  readonly metaJson?: string | undefined
-}
+export type RecordFields = Omit<SignedFields, 'deltaHash'>
 
 /** @internal see the module comment. */
 export class Signatures {

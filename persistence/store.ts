@@ -62,19 +62,7 @@ import { Writes } from './writes/writes.ts'
 
 export type { Loss } from './lifecycle/seal.ts'
 export type { NameLease } from './names/owner.ts'
-export type {
-  ApplyResult,
-  ChangeProvenance,
-  CommittedUnitRecord,
-  DurabilityStatus,
-  GcReport,
-  HistoryEntry,
-  NameInfo,
-  NamePage,
-  NamePageOptions,
-  StoreEvents,
-  VerifyReport,
-} from './store-types.ts'
+export type * from './store-types.ts'
 
 /**
  * Throws `CONCORD_INVALID_ARGUMENT` unless `name` is a non-empty string of

@@ -351,7 +351,12 @@ export class Names {
     return this.digests.get(name)
   }
 
-  /** Every stored name that is not archived, with its type, in no particular order; hydrates nothing. */
+  /**
+   * Every stored name that is not archived, with its type, in no particular
+   * order; hydrates nothing. A name whose first write is under way is
+   * listed: its change was applied and announced (a sync answer must cover
+   * it); one only opened in memory, with nothing to write yet, is not.
+   */
   async list(options: SignalOptions = {}): Promise<Array<{ readonly name: string; readonly type: ReplicaType }>> {
     const index =
       this.index ??
@@ -359,7 +364,7 @@ export class Names {
         this.indexing = undefined
       })))
     const out = new Map(index)
-    for (const entry of this.cache.allLive()) if (!entry.state.unborn) out.set(entry.name, entry.type)
+    for (const entry of this.cache.allLive()) if (!entry.state.unborn || entry.state.pending > 0) out.set(entry.name, entry.type)
     return [...out].map(([name, type]) => ({ name, type }))
   }
 

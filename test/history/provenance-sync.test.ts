@@ -16,7 +16,7 @@ import { createPeer, type Peer, type PeerOptions } from '../../peer/index.ts'
 import { openStore } from '../../persistence/index.ts'
 import { provenanceExtension } from '../../sync/provenance.ts'
 import { tempDir } from '../helpers/temp-dir.ts'
-import { until } from '../helpers/wait.ts'
+import { until, untilSynced } from '../helpers/wait.ts'
 import { rawClient } from '../peer/helpers/raw-concord-client.ts'
 import { yClient } from '../peer/helpers/y-websocket-clients.ts'
 
@@ -38,9 +38,6 @@ async function withPeers(specs: ReadonlyArray<{ agentId: string } & Partial<Peer
  * state, logged under the sender, without provenance); from then on commits
  * reach it live with their PROVENANCE.
  */
-const untilSynced = (peer: Peer, ...remotes: string[]) =>
-  until(() => remotes.every((id) => peer.status().sessions.some((s) => s.agentId === id && s.synced)), `${peer.agentId} synced with ${remotes.join(', ')}`)
-
 const authors = async (peer: Peer, name: string) => (await peer.history(name)).map((h) => [h.agent, h.message ?? null, h.meta ?? null])
 
 test('a change made at A, relayed by hub H to B, shows author A with its message and meta on H and B', () =>

@@ -18,7 +18,7 @@ import { createPeer, type Peer, type PeerOptions } from '../../peer/index.ts'
 import type { DecodedMessage } from '../../sync/messages.ts'
 import { provenanceExtension, signaturesExtension } from '../../sync/provenance.ts'
 import { tempDir } from '../helpers/temp-dir.ts'
-import { until } from '../helpers/wait.ts'
+import { until, untilSynced } from '../helpers/wait.ts'
 import { rawClient } from '../peer/helpers/raw-concord-client.ts'
 
 async function withPeers(specs: ReadonlyArray<{ agentId: string } & Partial<PeerOptions>>, fn: (peers: Peer[]) => Promise<void>): Promise<void> {
@@ -47,9 +47,6 @@ const signatures = async (peer: Peer, name: string) =>
  * they answered it, so from then on their commits reach it live (with their
  * PROVENANCE) rather than in an answer (merged state, logged under the sender).
  */
-const untilSynced = (peer: Peer, ...remotes: string[]) =>
-  until(() => remotes.every((id) => peer.status().sessions.some((s) => s.agentId === id && s.synced)), `${peer.agentId} synced with ${remotes.join(', ')}`)
-
 const rejects = (messages: readonly DecodedMessage[]) => messages.filter((m) => m.type === 'reject') as Array<DecodedMessage & { code: string; seq: number }>
 
 test('a change signed at A and relayed by hub H verifies at B; H relays the signature it cannot bind', async () => {

@@ -12,7 +12,7 @@ import { createPeer, type Peer } from '../../peer/index.ts'
 import { openLevelStorage } from '../../persistence/storage/level/open-level-storage.ts'
 import type { RangeOptions, SignalOptions, Storage, StorageKey, StorageOperation, WriteOptions } from '../../persistence/storage/storage.ts'
 import type { DecodedMessage } from '../../sync/messages.ts'
-import { until } from '../helpers/wait.ts'
+import { until, untilSynced } from '../helpers/wait.ts'
 import { rawClient } from './helpers/raw-concord-client.ts'
 
 /** A storage whose `sync` batches are written at once but resolve only when released (a held fsync). */
@@ -145,3 +145,38 @@ test('a DONE that covers commits still being written is acknowledged only once t
     await storage.close()
   }
 })
+
+for (const reconcile of [true, false]) {
+  test(`a peer that connects while the hub still writes a name new to it gets that name in its first sync (${reconcile ? 'reconciliation' : 'VERSIONS'})`, async () => {
+    // The hub announces a remote commit before it is durable; a session that opens meanwhile is not yet live
+    // (the commit is not forwarded on it), so its first answer must hold the name although it is not stored yet.
+    const storage = new HeldSyncStorage(await openLevelStorage())
+    const sync = { reconcile }
+    const peers: Peer[] = []
+    const hub = await createPeer({ agentId: 'hub', storage, durability: { mode: 'sync' }, sync })
+    peers.push(hub)
+    try {
+      const { url } = await hub.listen()
+      const writer = await createPeer({ agentId: 'writer', sync })
+      peers.push(writer)
+      await writer.connect(url)
+      await untilSynced(writer, 'hub')
+      storage.holding = true
+      ;(await writer.counter('fresh')).increment(5)
+      await until(() => storage.held.length >= 1 && hub.status().sessions[0].commitsIn >= 1, 'the hub applied the new name and waits for its fsync')
+      const reader = await createPeer({ agentId: 'reader', sync, names: { names: ['fresh'] } })
+      peers.push(reader)
+      await reader.connect(url)
+      await untilSynced(reader, 'hub')
+      assert.equal((await reader.counter('fresh')).value(), 5, "the hub's first answer holds the name whose first write is under way")
+      assert.ok(storage.held.length >= 1, 'the write was still held')
+      storage.release()
+      ;(await writer.counter('fresh')).increment()
+      await until(async () => (await reader.counter('fresh')).value() === 6, 'live commits follow')
+    } finally {
+      storage.release()
+      for (const peer of peers.reverse()) await peer.close()
+      await storage.close()
+    }
+  })
+}

@@ -10,6 +10,7 @@ import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { createPeer, type Peer } from '../../peer/index.ts'
 import { tempDir } from '../helpers/temp-dir.ts'
+import { until } from '../helpers/wait.ts'
 
 const NAMES = 300
 const CHANGED = 5
@@ -19,14 +20,6 @@ const nameOf = (i: number): string => `task/${String(i).padStart(4, '0')}`
 
 function syncedOnBoth(...peers: Peer[]): Promise<void> {
   return Promise.all(peers.map((peer) => new Promise<void>((resolve) => peer.once('peer-synced', () => resolve())))).then(() => undefined)
-}
-
-async function until(done: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 30_000
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 5))
-  }
 }
 
 /** Hydrations on both stores for a reconnect after `CHANGED` of `NAMES` counters changed on `a`. */
@@ -47,7 +40,7 @@ async function reconnectHydrations(reconcile: boolean): Promise<{ hydrations: nu
     await synced
     assert.equal((await b.store.listNames()).length, NAMES)
     b.disconnect(url)
-    await until(() => a.connectedPeers.length === 0 && b.connectedPeers.length === 0, 'the sessions to close')
+    await until(() => a.connectedPeers.length === 0 && b.connectedPeers.length === 0, 'the sessions to close', 30_000)
     const changed = Array.from({ length: CHANGED }, (_, i) => nameOf(i * 61))
     for (const name of changed) (await a.counter(name)).increment(10)
     await a.flush()
@@ -104,7 +97,7 @@ for (const [listener, dialer] of [
         assert.equal((await peer.store.listNames()).length, 100)
       }
       b.disconnect(url)
-      await until(() => a.connectedPeers.length === 0 && b.connectedPeers.length === 0, 'the sessions to close')
+      await until(() => a.connectedPeers.length === 0 && b.connectedPeers.length === 0, 'the sessions to close', 30_000)
       ;(await a.counter(nameOf(10))).increment(5)
       ;(await b.counter(nameOf(90))).increment(7)
       ;(await b.counter('task/new')).increment()

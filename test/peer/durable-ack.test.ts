@@ -10,52 +10,10 @@ import test from 'node:test'
 import * as Y from 'yjs'
 import { createPeer, type Peer } from '../../peer/index.ts'
 import { openLevelStorage } from '../../persistence/storage/level/open-level-storage.ts'
-import type { RangeOptions, SignalOptions, Storage, StorageKey, StorageOperation, WriteOptions } from '../../persistence/storage/storage.ts'
 import type { DecodedMessage } from '../../sync/messages.ts'
+import { HeldSyncStorage } from '../helpers/held-storage.ts'
 import { until, untilSynced } from '../helpers/wait.ts'
 import { rawClient } from './helpers/raw-concord-client.ts'
-
-/** A storage whose `sync` batches are written at once but resolve only when released (a held fsync). */
-class HeldSyncStorage implements Storage {
-  readonly kind = 'held-sync'
-  holding = false
-  /** Sync batches written and not yet resolved. */
-  readonly held: Array<() => void> = []
-  /** Sync batches resolved (durable), in order. */
-  durableBatches = 0
-
-  constructor(private readonly inner: Storage) {}
-
-  get closed(): boolean {
-    return this.inner.closed
-  }
-  get(key: StorageKey, options?: SignalOptions): Promise<Uint8Array | undefined> {
-    return this.inner.get(key, options)
-  }
-  async batch(operations: readonly StorageOperation[], options?: WriteOptions): Promise<void> {
-    await this.inner.batch(operations, options)
-    if (!options?.sync) return
-    if (this.holding) await new Promise<void>((resolve) => this.held.push(resolve))
-    this.durableBatches++
-  }
-  flush(options?: SignalOptions): Promise<void> {
-    return this.inner.flush(options)
-  }
-  iterate(range: RangeOptions): AsyncIterable<{ key: StorageKey; value: Uint8Array }> {
-    return this.inner.iterate(range)
-  }
-  keys(range: RangeOptions): AsyncIterable<StorageKey> {
-    return this.inner.keys(range)
-  }
-  close(): Promise<void> {
-    return this.inner.close()
-  }
-  /** Lets every held fsync complete, and stops holding. */
-  release(): void {
-    this.holding = false
-    for (const resolve of this.held.splice(0)) resolve()
-  }
-}
 
 /** The Yjs updates of typing `text` into a fresh document, one per character. */
 function typing(text: string): Uint8Array[] {

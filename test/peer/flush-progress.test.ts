@@ -2,52 +2,8 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createPeer, FlushTimeoutError, type FlushProgress, type Peer } from '../../peer/index.ts'
 import { ErrorCodes, isConcordError } from '../../crdt/errors.ts'
-import { openLevelStorage, type LevelStorage } from '../../persistence/storage/level/index.ts'
-import type { RangeOptions, SignalOptions, Storage, StorageKey, StorageOperation, WriteOptions } from '../../persistence/storage/storage.ts'
-
-/** A memory storage whose writes can be held (a peer that stops persisting, so it never acknowledges). */
-class GatedStorage implements Storage {
-  readonly kind = 'gated-memory'
-  private gate: Promise<void> | undefined
-  private release: (() => void) | undefined
-
-  constructor(private readonly inner: LevelStorage) {}
-
-  hold(): void {
-    this.gate ??= new Promise((resolve) => {
-      this.release = resolve
-    })
-  }
-
-  open(): void {
-    this.release?.()
-    this.gate = undefined
-  }
-
-  get closed(): boolean {
-    return this.inner.closed
-  }
-  get(key: StorageKey, options?: SignalOptions) {
-    return this.inner.get(key, options)
-  }
-  async batch(operations: readonly StorageOperation[], options?: WriteOptions) {
-    await this.gate
-    return this.inner.batch(operations, options)
-  }
-  async flush(options?: SignalOptions) {
-    await this.gate
-    return this.inner.flush(options)
-  }
-  iterate(range: RangeOptions) {
-    return this.inner.iterate(range)
-  }
-  keys(range: RangeOptions) {
-    return this.inner.keys(range)
-  }
-  close() {
-    return this.inner.close()
-  }
-}
+import { openLevelStorage } from '../../persistence/storage/level/index.ts'
+import { GatedStorage } from '../helpers/held-storage.ts'
 
 async function withPeers(fn: (track: (peer: Peer) => Peer) => Promise<void>): Promise<void> {
   const peers: Peer[] = []
@@ -110,7 +66,7 @@ test('flush({ acks, onProgress }) reports each acknowledgement; a timeout says w
 
     // acks: 1 is met by alice alone; once stuck persists again, acks: 2 resolves.
     await writer.flush({ acks: 1, timeoutMs: 10_000 })
-    stuckStorage.open()
+    stuckStorage.release()
     const last: FlushProgress[] = []
     await writer.flush({ acks: 2, timeoutMs: 10_000, onProgress: (p) => last.push(p) })
     assert.deepEqual(last.at(-1)?.acked.slice().sort(), ['alice', 'stuck'])

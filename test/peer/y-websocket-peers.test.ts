@@ -16,7 +16,7 @@ import * as Y from 'yjs'
 import { Encoder } from '../../crdt/codec.ts'
 import { createPeer, type Peer, type PeerOptions } from '../../peer/index.ts'
 import { openLevelStorage } from '../../persistence/storage/level/index.ts'
-import type { Storage, StorageOperation, WriteOptions } from '../../persistence/storage/storage.ts'
+import { GatedStorage } from '../helpers/held-storage.ts'
 import { tempDir } from '../helpers/temp-dir.ts'
 import { until } from '../helpers/wait.ts'
 import { rawUpgrade, yClient, type WireLog } from './helpers/y-websocket-clients.ts'
@@ -175,55 +175,6 @@ test('y-websocket clients of a peer without credentials: each has its own agent 
     for (const c of [one, two, named]) c.provider.destroy()
     await until(() => hub.peer.stats().yWebsocket!.rooms === 0, 'the room is released with its last client')
   }))
-
-/** A LevelDB storage whose durable writes (sync batches, flushes) can be held back. */
-class GatedStorage implements Storage {
-  private gate: Promise<void> | undefined
-  private open: (() => void) | undefined
-  held = 0
-  constructor(private readonly inner: Storage) {}
-  get kind() {
-    return `gated:${this.inner.kind}`
-  }
-  get closed() {
-    return this.inner.closed
-  }
-  hold(): void {
-    this.gate = new Promise((resolve) => {
-      this.open = resolve
-    })
-  }
-  release(): void {
-    this.open?.()
-    this.gate = undefined
-  }
-  get(...args: Parameters<Storage['get']>) {
-    return this.inner.get(...args)
-  }
-  iterate(...args: Parameters<Storage['iterate']>) {
-    return this.inner.iterate(...args)
-  }
-  keys(...args: Parameters<Storage['keys']>) {
-    return this.inner.keys(...args)
-  }
-  close() {
-    return this.inner.close()
-  }
-  async batch(operations: readonly StorageOperation[], options?: WriteOptions): Promise<void> {
-    if (this.gate) {
-      this.held++
-      await this.gate
-    }
-    return this.inner.batch(operations, options)
-  }
-  async flush(options?: Parameters<Storage['flush']>[0]): Promise<void> {
-    if (this.gate) {
-      this.held++
-      await this.gate
-    }
-    return this.inner.flush(options)
-  }
-}
 
 test("y-websocket clients are sent the hub's own changes only once durable: a change waiting for its write reaches them once logged", async () => {
   const dir = await tempDir('concord-yws-durable-')

@@ -29,13 +29,13 @@ export class NodeSet {
 }
 
 /**
- * Polls `predicate` until it holds; rejects after `deadlineMs` with `what`.
+ * Polls `predicate` until it holds; rejects after `deadlineMs` with `what` (and `explain()`, the state at that moment).
  * A deadline, not a timing assertion: it only turns a hang into a failure.
  */
-export async function waitFor(what: string, predicate: () => boolean, deadlineMs = 20_000): Promise<void> {
+export async function waitFor(what: string, predicate: () => boolean, deadlineMs = 20_000, explain?: () => string): Promise<void> {
   const end = Date.now() + deadlineMs
   while (!predicate()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${explain ? ` (${explain()})` : ''}`)
     await new Promise((resolve) => setTimeout(resolve, 20))
   }
 }

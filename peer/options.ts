@@ -197,6 +197,7 @@ export type SyncTuning = Pick<
   | 'maxQueuedCommits'
   | 'maxMalformed'
   | 'ackEvery'
+  | 'ackDelayMs'
   | 'rateLimit'
   | 'now'
   | 'maxHelloBytes'

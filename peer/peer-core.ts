@@ -80,6 +80,20 @@ export interface PeerStats {
 }
 
 const TICK_MS = 500
+/**
+ * ACKs coalesced over this many ms (SessionOptions.ackDelayMs) when the peer
+ * runs on real timers: a client receiving a steady stream of small commits
+ * sends one ACK per 20 ms instead of one per commit (issue 19: the ACKs were
+ * a socket write per commit at the receiver and a read at the hub).
+ */
+const ACK_DELAY_MS = 20
+
+/** `setTimeout` that keeps no process alive (a browser's timer handle is a number); returns its cancel. */
+function runLater(fn: () => void, ms: number): () => void {
+  const handle = setTimeout(fn, ms)
+  ;(handle as { unref?: () => void }).unref?.()
+  return () => clearTimeout(handle)
+}
 
 /** How the peer attaches a session: credentials, host, tuning and channel binding (libp2p). */
 interface AttachOptions {
@@ -150,6 +164,8 @@ export class PeerCore {
   private readonly sessionTimes = new WeakMap<SyncSession, SessionTimes>()
   private readonly finishedTotals: SessionStats = emptyStats()
   private readonly ticker: ReturnType<typeof setInterval> | undefined
+  /** Whether the peer runs on real timers (`tickMs` > 0), not a simulation's virtual time. */
+  private readonly realTimers: boolean
   private closing: Promise<void> | undefined
 
   constructor(
@@ -186,6 +202,7 @@ export class PeerCore {
       }
     })
     const tickMs = options.tickMs ?? TICK_MS
+    this.realTimers = tickMs > 0
     if (tickMs > 0) {
       this.ticker = setInterval(() => this.tick(), tickMs)
       // Node keeps no process alive for it; a browser's timer handle is a number.
@@ -323,6 +340,8 @@ export class PeerCore {
   /** Attaches with a given host and session tuning (the libp2p link's sessions). */
   protected attachWith(connection: Connection, options: AttachOptions): SyncSession {
     const session = attachSession(connection, options.host, {
+      // Timers of real time only: a simulation (tickMs 0) drives time itself.
+      ...(this.realTimers ? { ackDelayMs: ACK_DELAY_MS, setTimer: runLater } : {}),
       ...this.options.sync,
       ...options.sync,
       agentId: toAgentId(this.agentId),

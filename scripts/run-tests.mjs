@@ -78,6 +78,7 @@ const lists = {
     'test/transports/limits.test.ts',
     'test/sync/messages.test.ts',
     'test/sync/session.test.ts',
+    'test/sync/coalesced-acks.test.ts',
     'test/sync/convergence.test.ts',
     'test/sync/rate-limit.test.ts',
     'test/sync/answer-order.test.ts',

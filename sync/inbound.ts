@@ -45,8 +45,13 @@ export class InboundLedger {
 
   constructor(
     /** Acknowledge at least every this many commits. */
-    private readonly ackEvery: number,
+    readonly ackEvery: number,
   ) {}
+
+  /** Commits acknowledgeable and not yet acknowledged. */
+  get ackBacklog(): number {
+    return this.ackValue - this.lastAckSent
+  }
 
   /** Whether commit `seq` was received before. */
   isDuplicate(seq: number): boolean {
@@ -102,15 +107,15 @@ export class InboundLedger {
     return Math.max(this.applied, this.covered)
   }
 
-  /**
-   * The ACK due now, if any (recorded as sent): always when `force`d,
-   * otherwise on progress once the inbox is empty or every `ackEvery` commits.
-   */
   /** The last ACK sent (0: none yet); a keepalive repeats it. */
   get lastAck(): number {
     return this.lastAckSent
   }
 
+  /**
+   * The ACK due now, if any (recorded as sent): always when `force`d,
+   * otherwise on progress once the inbox is empty or every `ackEvery` commits.
+   */
   nextAck(force: boolean): number | undefined {
     const value = this.ackValue
     if (value <= this.lastAckSent && !force) return undefined

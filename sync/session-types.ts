@@ -90,6 +90,22 @@ export interface SessionOptions {
   readonly maxMalformed?: number | undefined
   /** Acknowledge at least every this many commits (default 32). */
   readonly ackEvery?: number | undefined
+  /**
+   * Coalesce ACKs (needs {@link setTimer}): a commit that settles is
+   * acknowledged up to this many ms later, with every commit that settles
+   * meanwhile; at once after `ackEvery` commits, and with the next commit
+   * this side sends if that comes sooner. A receiver of a steady stream of
+   * small commits then sends one ACK per `ackDelayMs`, not one per commit
+   * (each costs a socket write here and a read there). Nothing is
+   * acknowledged before it is durable either way. Default 0: once the
+   * receive queue is empty.
+   */
+  readonly ackDelayMs?: number | undefined
+  /**
+   * Runs `fn` once after `ms` of real time unless the function it returns is
+   * called first (the session has no timers of its own); used by `ackDelayMs`.
+   */
+  readonly setTimer?: ((fn: () => void, ms: number) => () => void) | undefined
   /** {@link SyncSession.tick}: close if the handshake is not done within this (default 10 s). */
   readonly handshakeTimeoutMs?: number | undefined
   /**

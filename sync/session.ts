@@ -381,6 +381,8 @@ export class SyncSession {
     if (this.stateValue === 'closed') return
     this.stateValue = 'closed'
     this.closing = true
+    this.ackDeferred?.cancel()
+    this.ackDeferred = undefined
     this.unsubscribe?.()
     this.unsubscribe = undefined
     this.reconciler?.close()
@@ -619,6 +621,18 @@ export class SyncSession {
     }
     if (this.stateValue === 'closed') return
     this.ledger.markReceived(seq)
+    const { ackDelayMs = 0, setTimer } = this.options
+    if (ackDelayMs > 0 && setTimer !== undefined) {
+      // Coalesced: the commits that settle within ackDelayMs get one ACK, sent with the commit that settles
+      // after it (no wakeup of its own while commits keep coming), with our next commit, or by the timer.
+      const now = this.now()
+      if (this.ackDeferred === undefined) {
+        this.ackDeferred = { since: now, cancel: setTimer(() => this.deferredAck(), ackDelayMs) }
+        if (this.ledger.ackBacklog < this.ledger.ackEvery) return
+      } else if (now - this.ackDeferred.since < ackDelayMs && this.ledger.ackBacklog < this.ledger.ackEvery) return
+      this.deferredAck()
+      return
+    }
     // Commits made durable by one write settle together: one ACK for them.
     if (!this.ackQueued) {
       this.ackQueued = true
@@ -652,6 +666,15 @@ export class SyncSession {
 
   /** An ACK check is queued (see {@link settleCommit}). */
   private ackQueued = false
+  /** A coalesced ACK is due within `ackDelayMs` of `since` (see {@link settleCommit}); `cancel` stops its timer. */
+  private ackDeferred: { readonly since: number; readonly cancel: () => void } | undefined
+
+  /** Sends the coalesced ACK now (if the receive queue lets it, see {@link InboundLedger.nextAck}). */
+  private deferredAck(): void {
+    this.ackDeferred?.cancel()
+    this.ackDeferred = undefined
+    this.maybeAck(false)
+  }
 
   private refuseWrite(seq: number, name: string, code: string, message: string): void {
     this.stat.refusedWrites++
@@ -719,6 +742,8 @@ export class SyncSession {
           ? { ...claimed, signatures }
           : claimed
         : undefined
+    // A coalesced ACK goes along (in the same socket write, on a transport that corks a turn's frames).
+    if (this.ackDeferred !== undefined) this.deferredAck()
     if (!this.outbox.queueCommit(entries, provenance)) {
       // Too far behind: the queue was dropped; resync from the remote's versions instead.
       this.stat.overflows++

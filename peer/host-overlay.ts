@@ -19,5 +19,6 @@ export function overlayHost(base: SyncHost, overrides: Partial<SyncHost>): SyncH
     ...((overrides.hold ?? base.hold) ? { hold: overrides.hold ?? ((names: readonly string[]) => base.hold!(names)) } : {}),
     ...((overrides.yieldTurn ?? base.yieldTurn) ? { yieldTurn: overrides.yieldTurn ?? (() => base.yieldTurn!()) } : {}),
     ...((overrides.digest ?? base.digest) ? { digest: overrides.digest ?? ((name: string) => base.digest!(name)) } : {}),
+    ...((overrides.items ?? base.items) ? { items: overrides.items ?? (() => base.items!()) } : {}),
   }
 }

@@ -241,6 +241,14 @@ export class Libp2pLink {
             await fanout.idle()
             return base.list()
           },
+          ...(base.items
+            ? {
+                items: async () => {
+                  await fanout.idle()
+                  return base.items!()
+                },
+              }
+            : {}),
           // Live commits that gossip carries to this remote are not sent twice.
           subscribe: (listener) =>
             base.subscribe((commit) => {

@@ -25,6 +25,8 @@ import {
   type AgentId,
   type PresentedCredentials,
   type SyncHost,
+  ItemIndex,
+  type ItemSet,
 } from '../sync/index.ts'
 import type { DeltaEntry } from '../sync/messages.ts'
 import { overlayHost } from './host-overlay.ts'
@@ -78,6 +80,8 @@ export class StoreSyncHost implements SyncHost {
   private readonly unsupported = new Set<string>()
   /** Heavy remote commits take turns, after a macrotask each, so that other sessions' small ones go first. */
   private readonly gate: HeavyApplyGate
+  /** The item set of every listed name for reconciliations, kept as names change (sync/item-index.ts). */
+  readonly itemIndex: ItemIndex
 
   constructor(private readonly options: StoreSyncHostOptions) {
     this.gate = new HeavyApplyGate(options.heavyApplyBytes)
@@ -99,15 +103,46 @@ export class StoreSyncHost implements SyncHost {
     const offCommitted = options.store.events.on('committed', (unit) => {
       if (!unit.announced) announce(unit)
     })
+    const { store } = options
+    this.itemIndex = new ItemIndex({
+      list: () => this.list(),
+      listedType: (name) => (this.unreadable.has(name) ? undefined : store.listedType(name)),
+      volatile: () => store.hydratedNames(),
+      digest: (name) => this.digest(name),
+      version: (name) => this.version(name),
+      deltaSince: (name, version) => this.deltaSince(name, version),
+      hold: (names) => this.hold(names),
+      yieldTurn: () => this.yieldTurn(),
+    })
+    const touch = ({ name }: { name: string }): void => this.itemIndex.touch(name)
+    const touchRecords = ({ records }: { records: readonly CommittedUnitRecord[] }): void => {
+      for (const record of records) this.itemIndex.touch(record.name)
+    }
+    // Names leaving memory or storage, and every event that may change a name's state while it is not in memory.
+    const offIndex = [
+      store.watchNames((name) => this.itemIndex.touch(name)),
+      store.events.on('applied', touchRecords),
+      store.events.on('committed', touchRecords),
+      ...(['truncated', 'repaired', 'rolledBack', 'lost', 'expired', 'archived', 'rehydrated', 'migrated'] as const).map((event) =>
+        store.events.on(event, touch),
+      ),
+    ]
     this.offCommitted = () => {
       offApplied()
       offCommitted()
+      for (const off of offIndex) off()
     }
+  }
+
+  /** The item set of every listed name now (sync/item-index.ts), for reconciliations. */
+  items(): Promise<ItemSet> {
+    return this.itemIndex.snapshot()
   }
 
   /** Takes a name back into sync after its data was repaired (`Store.repair`). */
   readable(name: string): void {
     this.unreadable.delete(name)
+    this.itemIndex.touch(name)
   }
 
   /** Stops announcing commits. */
@@ -141,7 +176,7 @@ export class StoreSyncHost implements SyncHost {
       }
     }
     for (const [name, replica] of lease.replicas) {
-      this.unreadable.delete(name)
+      if (this.unreadable.delete(name)) this.itemIndex.touch(name)
       const held = this.leased.get(name)
       if (held) held.holds++
       else this.leased.set(name, { replica, holds: 1 })
@@ -161,6 +196,7 @@ export class StoreSyncHost implements SyncHost {
   private markUnreadable(name: string, error: ConcordError): void {
     if (this.unreadable.has(name)) return
     this.unreadable.add(name)
+    this.itemIndex.touch(name)
     this.options.onUnreadable?.(name, error)
   }
 
@@ -168,7 +204,7 @@ export class StoreSyncHost implements SyncHost {
   private async hydrate(name: string, type: ReplicaType): Promise<Replica | undefined> {
     try {
       const replica = await this.options.store.open(name, type)
-      this.unreadable.delete(name)
+      if (this.unreadable.delete(name)) this.itemIndex.touch(name)
       return replica
     } catch (error) {
       if (!isConcordError(error, ErrorCodes.CORRUPT_RECORD)) throw error

@@ -18,7 +18,7 @@
  */
 import { isWellFormed } from '../crdt/codec.ts'
 import type { WaitingStats } from '../crdt/documents/waiting-room.ts'
-import type { Emitter } from '../crdt/emitter.ts'
+import type { Emitter, Unsubscribe } from '../crdt/emitter.ts'
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import { type EncodedProvenance, encodeProvenance } from '../crdt/provenance.ts'
 import { checkSignatureShape, type RecordSignature } from '../crdt/signature.ts'
@@ -271,6 +271,26 @@ export class Store {
   async listNames(options: SignalOptions = {}): Promise<Array<{ readonly name: string; readonly type: ReplicaType }>> {
     this.context.checkOpen()
     return this.owner.list(options)
+  }
+
+  /** The type of `name` if {@link listNames} lists it now, known without reading storage once it listed the names; else undefined. */
+  listedType(name: string): ReplicaType | undefined {
+    return this.owner.listedType(name)
+  }
+
+  /** The names held in memory now (the cache), whose digest may change with the next change. */
+  hydratedNames(): string[] {
+    return Array.from(this.owner.held(), (entry) => entry.name)
+  }
+
+  /**
+   * Calls `listener` with a name when it leaves memory or stops being
+   * stored (deleted, expired, archived): with {@link hydratedNames}, what a
+   * reader needs to keep an index of names and digests up to date
+   * (sync/item-index.ts) without listing every name again.
+   */
+  watchNames(listener: (name: string) => void): Unsubscribe {
+    return this.owner.watch(listener)
   }
 
   /** The type of `name` as far as the store knows without reading storage (hydrated, or listed since it opened). */

@@ -88,6 +88,7 @@ const lists = {
     'test/sync/handshake.test.ts',
     'test/sync/admission.test.ts',
     'test/sync/reconcile.test.ts',
+    'test/sync/item-index.test.ts',
     'test/sync/resync-timeout.test.ts',
     // transports/libp2p
     'test/transports/libp2p-codec.test.ts',

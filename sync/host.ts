@@ -9,6 +9,7 @@ import type { ReplicaType } from '../crdt/replica.ts'
 import type { PresentedCredentials } from './credentials.ts'
 import type { DeltaEntry } from './messages.ts'
 import type { AgentId } from '../crdt/agent-id.ts'
+import type { ItemSet } from './reconcile.ts'
 
 /** What a remote peer may do with one name. */
 export type Access = 'none' | 'read' | 'write'
@@ -123,6 +124,13 @@ export interface SyncHost {
    * {@link deltaSince}.
    */
   digest?(name: string): Uint8Array | undefined
+  /**
+   * Optional: the sorted item set (name, type, state digest) of every name
+   * {@link list} would list, as a host that keeps one as its names change
+   * answers it (sync/item-index.ts `ItemIndex.snapshot`): a reconciliation
+   * then filters it instead of listing, reading and sorting every name.
+   */
+  items?(): Promise<ItemSet>
   /**
    * Optional: lets other work run (a macrotask). A session calls it between
    * slices of an expensive answer, so one peer's anti-entropy never holds

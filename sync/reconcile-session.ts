@@ -23,7 +23,8 @@ import type { ReplicaType } from '../crdt/replica.ts'
 import type { HostedName, SyncHost } from './host.ts'
 import type { Message, VersionEntry, WantMessage } from './messages.ts'
 import type { NameFilter } from './names.ts'
-import { answerRanges, collectItems, openingRanges, settled, type ItemSet } from './reconcile.ts'
+import { collectItems } from './item-index.ts'
+import { answerRanges, openingRanges, settled, type ItemSet } from './reconcile.ts'
 import type { Range, RangesMessage } from './reconcile-codec.ts'
 
 /** Rounds of one reconciliation at most; beyond, the initiator falls back to VERSIONS. */
@@ -116,7 +117,7 @@ export class Reconciler {
     const id = this.nextId++
     this.buildingCount++
     const unasked = this.track()
-    collectItems(this.context.host, this.context.filter, this.context.mayRead, SLICE_NAMES).then(
+    collectItems(this.context.host, this.context.filter, this.context.mayRead).then(
       (set) => {
         this.buildingCount--
         if (id !== this.nextId - 1) {
@@ -159,7 +160,7 @@ export class Reconciler {
     const wanted = new Set<string>([...message.entries.map((entry) => entry.name), ...message.lacking, ...unasked.push, ...unasked.changed])
     const names: HostedName[] = []
     for (const name of wanted) {
-      const type: ReplicaType | undefined = set.get(name)?.type ?? this.context.host.typeOf(name)
+      const type: ReplicaType | undefined = set.typeOf(name) ?? this.context.host.typeOf(name)
       if (type) names.push({ name, type })
     }
     return names
@@ -184,7 +185,7 @@ export class Reconciler {
       const state: Responding = { unasked, id: message.id, set: undefined as unknown as ItemSet, lacking: new Set(), rounds: 0 }
       this.responding = state
       try {
-        ;(state as { set: ItemSet }).set = await collectItems(this.context.host, this.context.remoteFilter(), this.context.mayRead, SLICE_NAMES)
+        ;(state as { set: ItemSet }).set = await collectItems(this.context.host, this.context.remoteFilter(), this.context.mayRead)
       } catch (error) {
         this.endResponding()
         this.context.fail(`could not list names: ${(error as Error)?.message ?? String(error)}`)
@@ -240,7 +241,7 @@ export class Reconciler {
       const release = host.hold ? await host.hold(slice) : undefined
       try {
         for (const name of slice) {
-          const type = initiating.set.get(name)?.type
+          const type = initiating.set.typeOf(name)
           if (!type) continue
           try {
             entries.push({ name, replicaType: type, version: host.version(name) })
@@ -261,12 +262,12 @@ export class Reconciler {
     const entries: VersionEntry[] = []
     for (let start = 0; start < names.length; start += SLICE_NAMES) {
       if (start > 0 && host.yieldTurn) await host.yieldTurn()
-      const slice = names.slice(start, start + SLICE_NAMES).filter((name) => set.get(name))
+      const slice = names.slice(start, start + SLICE_NAMES).filter((name) => set.indexOf(name) >= 0)
       const release = host.hold ? await host.hold(slice) : undefined
       try {
         for (const name of slice) {
           try {
-            entries.push({ name, replicaType: set.get(name)!.type, version: host.version(name) })
+            entries.push({ name, replicaType: set.typeOf(name)!, version: host.version(name) })
           } catch {
             // gone or unreadable here since: nothing to ask for
           }

@@ -7,13 +7,10 @@
  * entry per name. See sync/PROTOCOL.md "Reconciliation".
  *
  * This module is the pure part: the item set, fingerprints, and one side's
- * answer to a RANGES message. sync/reconcile-session.ts runs it in a session.
+ * answer to a RANGES message. sync/item-index.ts builds and keeps item sets;
+ * sync/reconcile-session.ts runs a reconciliation in a session.
  */
-import { stateDigest } from '../crdt/state-digest.ts'
-import { ErrorCodes, isConcordError } from '../crdt/errors.ts'
 import type { ReplicaType } from '../crdt/replica.ts'
-import type { SyncHost } from './host.ts'
-import { matchesFilter, type NameFilter } from './names.ts'
 import { HASH_BYTES, MAX_LIST_ITEMS, MAX_RANGES, type Range, type RangeItem } from './reconcile-codec.ts'
 
 /** A range with more items than this on the side that would split it goes as its items instead. */
@@ -35,27 +32,82 @@ export function compareNames(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0
 }
 
-/** The items of one side, sorted by name. */
+/**
+ * The items of one side, sorted by name, immutable: names, types and the
+ * two hash words in columns. Range fingerprints are O(1) from prefix XORs
+ * (built on the first fingerprint), so every round of a reconciliation
+ * over 100,000 names costs its ranges, not its names.
+ */
 export class ItemSet {
-  private readonly byName = new Map<string, Item>()
+  readonly names: readonly string[]
+  readonly types: readonly ReplicaType[]
+  readonly h0: Uint32Array
+  readonly h1: Uint32Array
+  private prefix0: Uint32Array | undefined
+  private prefix1: Uint32Array | undefined
+  private materialized: readonly Item[] | undefined
 
-  constructor(readonly items: readonly Item[]) {
-    for (const item of items) this.byName.set(item.name, item)
+  /** A set of `items`, which must be sorted by name ({@link compareNames}) without duplicates. */
+  constructor(items: readonly Item[])
+  constructor(names: readonly string[], types: readonly ReplicaType[], h0: Uint32Array, h1: Uint32Array)
+  constructor(itemsOrNames: readonly Item[] | readonly string[], types?: readonly ReplicaType[], h0?: Uint32Array, h1?: Uint32Array) {
+    if (types && h0 && h1) {
+      this.names = itemsOrNames as readonly string[]
+      this.types = types
+      this.h0 = h0
+      this.h1 = h1
+      return
+    }
+    const items = itemsOrNames as readonly Item[]
+    this.names = items.map((item) => item.name)
+    this.types = items.map((item) => item.type)
+    this.h0 = Uint32Array.from(items, (item) => item.h0)
+    this.h1 = Uint32Array.from(items, (item) => item.h1)
+    this.materialized = items
+  }
+
+  /** How many items the set holds. */
+  get size(): number {
+    return this.names.length
+  }
+
+  /** The items as objects, in order (built on first use: tests and small sets). */
+  get items(): readonly Item[] {
+    this.materialized ??= this.names.map((_, i) => this.at(i))
+    return this.materialized
+  }
+
+  /** The item at `index`. */
+  at(index: number): Item {
+    return { name: this.names[index], type: this.types[index], h0: this.h0[index], h1: this.h1[index] }
+  }
+
+  /** Index of `name`, or -1. */
+  indexOf(name: string): number {
+    const i = this.lowerIndex(name)
+    return i < this.names.length && this.names[i] === name ? i : -1
   }
 
   /** The item of `name`, if the set holds it. */
   get(name: string): Item | undefined {
-    return this.byName.get(name)
+    const i = this.indexOf(name)
+    return i < 0 ? undefined : this.at(i)
+  }
+
+  /** The type of `name`, if the set holds it. */
+  typeOf(name: string): ReplicaType | undefined {
+    const i = this.indexOf(name)
+    return i < 0 ? undefined : this.types[i]
   }
 
   /** Index of the first item at or after `bound` (`null`: infinity). */
   lowerIndex(bound: string | null): number {
-    if (bound === null) return this.items.length
+    if (bound === null) return this.names.length
     let lo = 0
-    let hi = this.items.length
+    let hi = this.names.length
     while (lo < hi) {
       const mid = (lo + hi) >>> 1
-      if (this.items[mid].name < bound) lo = mid + 1
+      if (this.names[mid] < bound) lo = mid + 1
       else hi = mid
     }
     return lo
@@ -63,14 +115,45 @@ export class ItemSet {
 
   /** The fingerprint of items `from..to-1`: XOR of their hashes, mixed with their count. */
   fingerprint(from: number, to: number): Uint8Array {
-    let x0 = 0
-    let x1 = 0
-    for (let i = from; i < to; i++) {
-      x0 ^= this.items[i].h0
-      x1 ^= this.items[i].h1
+    if (!this.prefix0 || !this.prefix1) {
+      const n = this.names.length
+      const p0 = new Uint32Array(n + 1)
+      const p1 = new Uint32Array(n + 1)
+      for (let i = 0; i < n; i++) {
+        p0[i + 1] = p0[i] ^ this.h0[i]
+        p1[i + 1] = p1[i] ^ this.h1[i]
+      }
+      this.prefix0 = p0
+      this.prefix1 = p1
     }
+    const x0 = this.prefix0[to] ^ this.prefix0[from]
+    const x1 = this.prefix1[to] ^ this.prefix1[from]
     const count = to - from
     return wordsToBytes((x0 ^ Math.imul(count, 0x9e3779b1)) >>> 0, (x1 ^ Math.imul(count + 1, 0x85ebca6b)) >>> 0)
+  }
+
+  /** The first {@link HASH_BYTES} bytes of the digest of the item at `index`. */
+  hashAt(index: number): Uint8Array {
+    return wordsToBytes(this.h0[index], this.h1[index])
+  }
+
+  /** Whether the item at `index` has the hash `hash`. */
+  sameHashAt(index: number, hash: Uint8Array): boolean {
+    const view = new DataView(hash.buffer, hash.byteOffset, hash.byteLength)
+    return view.getUint32(0, true) === this.h0[index] && view.getUint32(4, true) === this.h1[index]
+  }
+
+  /** The items whose name `keep` accepts (this set itself when it accepts every one). */
+  filter(keep: (name: string) => boolean): ItemSet {
+    const kept: number[] = []
+    for (let i = 0; i < this.names.length; i++) if (keep(this.names[i])) kept.push(i)
+    if (kept.length === this.names.length) return this
+    return new ItemSet(
+      kept.map((i) => this.names[i]),
+      kept.map((i) => this.types[i]),
+      Uint32Array.from(kept, (i) => this.h0[i]),
+      Uint32Array.from(kept, (i) => this.h1[i]),
+    )
   }
 }
 
@@ -88,67 +171,10 @@ export function itemOf(name: string, type: ReplicaType, digest: Uint8Array): Ite
   return { name, type, h0: view.getUint32(0, true), h1: view.getUint32(4, true) }
 }
 
-function hashOf(item: Item): Uint8Array {
-  return wordsToBytes(item.h0, item.h1)
-}
-
-function sameHash(item: Item, hash: Uint8Array): boolean {
-  const view = new DataView(hash.buffer, hash.byteOffset, hash.byteLength)
-  return view.getUint32(0, true) === item.h0 && view.getUint32(4, true) === item.h1
-}
-
 function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
   if (a.length !== b.length) return false
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
   return true
-}
-
-/** Whether `error` says the host cannot read a name (gone, damaged, not held): the name is left out. */
-function unreadable(error: unknown): boolean {
-  return isConcordError(error, ErrorCodes.NOT_FOUND) || isConcordError(error, ErrorCodes.CORRUPT_RECORD)
-}
-
-/** The digest of a readable (held) name: the host's, or computed from its version. */
-function digestOfHeld(host: SyncHost, name: string, type: ReplicaType): Uint8Array {
-  const known = host.digest?.(name)
-  if (known) return known
-  const version = host.version(name)
-  return stateDigest(name, type, version, host.deltaSince(name, version))
-}
-
-/**
- * The item set of the local names within `filter` that the remote may read
- * (`readable`): a name's digest from the host where it knows it without
- * loading the name (`SyncHost.digest`), else read from the name, held in
- * slices of `sliceNames` with a turn between them.
- */
-export async function collectItems(host: SyncHost, filter: NameFilter, readable: (name: string) => boolean, sliceNames: number): Promise<ItemSet> {
-  const items: Item[] = []
-  const unknown: Array<{ name: string; type: ReplicaType }> = []
-  for (const { name, type } of await host.list()) {
-    if (!matchesFilter(filter, name) || !readable(name)) continue
-    const digest = host.digest?.(name)
-    if (digest) items.push(itemOf(name, type, digest))
-    else unknown.push({ name, type })
-  }
-  for (let start = 0; start < unknown.length; start += sliceNames) {
-    if (host.yieldTurn) await host.yieldTurn()
-    const slice = unknown.slice(start, start + sliceNames)
-    const release = host.hold ? await host.hold(slice.map((info) => info.name)) : undefined
-    try {
-      for (const { name, type } of slice) {
-        try {
-          items.push(itemOf(name, type, digestOfHeld(host, name, type)))
-        } catch (error) {
-          if (!unreadable(error)) throw error
-        }
-      }
-    } finally {
-      release?.()
-    }
-  }
-  items.sort((a, b) => compareNames(a.name, b.name))
-  return new ItemSet(items)
 }
 
 /** What a side learned from one RANGES message, besides its reply. */
@@ -204,15 +230,15 @@ export function answerRanges(set: ItemSet, ranges: readonly Range[], role: 'init
       for (const item of range.items) theirs.set(item.name, item.hash)
       const mismatched: RangeItem[] = []
       for (let i = from; i < upper; i++) {
-        const item = set.items[i]
-        const hash = theirs.get(item.name)
-        if (!hash) weOnly.push(item.name)
-        else if (!sameHash(item, hash)) {
-          differ.push(item.name)
-          mismatched.push({ name: item.name, hash: hashOf(item) })
+        const name = set.names[i]
+        const hash = theirs.get(name)
+        if (!hash) weOnly.push(name)
+        else if (!set.sameHashAt(i, hash)) {
+          differ.push(name)
+          mismatched.push({ name, hash: set.hashAt(i) })
         }
       }
-      for (const item of range.items) if (!set.get(item.name)) theyOnly.push(item.name)
+      for (const item of range.items) if (set.indexOf(item.name) < 0) theyOnly.push(item.name)
       // A responder tells the initiator which of its names differ here (it knows the rest now); an initiator has learned it all.
       if (role === 'responder' && mismatched.length > 0) {
         push({ mode: 'differ', items: mismatched, upper: range.upper })
@@ -234,7 +260,7 @@ export function answerRanges(set: ItemSet, ranges: readonly Range[], role: 'init
     }
     if (count <= LIST_THRESHOLD) {
       const items: RangeItem[] = []
-      for (let i = from; i < upper; i++) items.push({ name: set.items[i].name, hash: hashOf(set.items[i]) })
+      for (let i = from; i < upper; i++) items.push({ name: set.names[i], hash: set.hashAt(i) })
       push({ mode: 'all', items, upper: range.upper })
       listed += items.length
       continue
@@ -242,7 +268,7 @@ export function answerRanges(set: ItemSet, ranges: readonly Range[], role: 'init
     const size = Math.ceil(count / BRANCHES)
     for (let start = from; start < upper; start += size) {
       const end = Math.min(upper, start + size)
-      push({ mode: 'fingerprint', fingerprint: set.fingerprint(start, end), upper: end < upper ? set.items[end].name : range.upper })
+      push({ mode: 'fingerprint', fingerprint: set.fingerprint(start, end), upper: end < upper ? set.names[end] : range.upper })
     }
   }
   return { reply, differ, theyOnly, weOnly }
@@ -255,9 +281,9 @@ export function settled(ranges: readonly Range[]): boolean {
 
 /** The first message of a reconciliation: the whole set as one fingerprint, or its items when few. */
 export function openingRanges(set: ItemSet): Range[] {
-  const count = set.items.length
+  const count = set.size
   if (count <= LIST_THRESHOLD) {
-    return [{ mode: 'all', items: set.items.map((item) => ({ name: item.name, hash: hashOf(item) })), upper: null }]
+    return [{ mode: 'all', items: set.names.map((name, i) => ({ name, hash: set.hashAt(i) })), upper: null }]
   }
   return [{ mode: 'fingerprint', fingerprint: set.fingerprint(0, count), upper: null }]
 }

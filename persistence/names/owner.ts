@@ -12,6 +12,7 @@
  */
 import { ConcordError, ErrorCodes, TypeMismatchError } from '../../crdt/errors.ts'
 import type { Replica, ReplicaType } from '../../crdt/replica.ts'
+import type { Unsubscribe } from '../../crdt/emitter.ts'
 import type { StoreContext } from '../context.ts'
 import { decodeArchiveMarker, type ArchiveMarker } from '../format/archive.ts'
 import { ARCHIVE_PREFIX, archiveKey, logKey, logPrefix, META_PREFIX, metaKey, parseSeqKey, TAIL_PREFIX } from '../format/keys.ts'
@@ -54,6 +55,8 @@ export class Names {
   private readonly removedWhileIndexing = new Set<string>()
   /** State digests of stored names that are not hydrated, where known (FORMAT.md "Name metadata"); kept with the index. */
   private readonly digests = new Map<string, Uint8Array>()
+  /** Listeners of {@link watch}. */
+  private readonly watchers = new Set<(name: string) => void>()
   /** Stored names hydrated (read from storage into memory) since the store opened. */
   private hydrationCount = 0
   /** Serves names hydrated one after another in name order from range scans. */
@@ -76,15 +79,68 @@ export class Names {
       Math.max(1, context.options.cacheSize ?? 1000),
       (entry) => this.catchUp(entry),
       (entry) => {
-        if (entry.state.unborn) return
-        this.index?.set(entry.name, entry.type)
-        // Evicted once durable and idle: the replica is the stored state (whose digest the metadata may hold).
-        const digest = currentDigest(entry.state.meta) ?? digestOrUndefined(entry)
-        if (digest) this.digests.set(entry.name, digest)
-        else this.digests.delete(entry.name)
+        if (!entry.state.unborn) {
+          this.index?.set(entry.name, entry.type)
+          // Evicted once durable and idle: the replica is the stored state (whose digest the metadata may hold).
+          const digest = currentDigest(entry.state.meta) ?? digestOrUndefined(entry)
+          if (digest) this.digests.set(entry.name, digest)
+          else this.digests.delete(entry.name)
+        }
+        this.noteChanged(entry.name)
       },
     )
-    context.committer.events.on('durable', () => this.cache.evictIfNeeded())
+    context.committer.events.on('durable', ({ names }) => {
+      for (const { name } of names) this.refreshEvicted(name)
+      this.cache.evictIfNeeded()
+    })
+  }
+
+  /**
+   * Calls `listener` with a name whenever it leaves memory (its digest and
+   * listing are then those {@link digestOf} and {@link listedType} answer
+   * until it is hydrated again) or stops being stored (deleted, expired,
+   * archived). With the names held in memory ({@link held}), that covers
+   * every change to what {@link list} and {@link digestOf} answer.
+   */
+  watch(listener: (name: string) => void): Unsubscribe {
+    this.watchers.add(listener)
+    return () => {
+      this.watchers.delete(listener)
+    }
+  }
+
+  private noteChanged(name: string): void {
+    for (const listener of this.watchers) listener(name)
+  }
+
+  /**
+   * The type of `name` if {@link list} lists it now (a stored name, or one
+   * in memory and stored), else undefined; known without reading storage
+   * once the index is loaded.
+   */
+  listedType(name: string): ReplicaType | undefined {
+    const live = this.cache.live(name)
+    // As list() answers: a name only opened in memory is not listed, one whose first write is under way is.
+    if (live && (!live.state.unborn || live.state.pending > 0)) return live.type
+    return this.index?.get(name)
+  }
+
+  /**
+   * A name evicted but still reachable (the application holds its replica)
+   * whose change became durable: what {@link digestOf} answers once it is
+   * collected is its digest now, not the one noted when it was evicted
+   * (which would be an older state's: a reconciliation would take the name
+   * for unchanged by a peer holding that state).
+   */
+  private refreshEvicted(name: string): void {
+    if (this.cache.busy(name)) return
+    const entry = this.cache.live(name)
+    if (!entry || entry.state.unborn) return
+    this.index?.set(name, entry.type)
+    const digest = currentDigest(entry.state.meta) ?? digestOrUndefined(entry)
+    if (digest) this.digests.set(name, digest)
+    else this.digests.delete(name)
+    this.noteChanged(name)
   }
 
   // ------------------------------------------------------------ hydrated entries
@@ -146,7 +202,10 @@ export class Names {
    */
   forgetUnstored(entries: Iterable<NameEntry>): void {
     for (const entry of entries) {
-      if (entry.state.unborn && entry.state.pending === 0 && entry.state.meta.lastSeq === 0) this.cache.detach(entry.name)
+      if (entry.state.unborn && entry.state.pending === 0 && entry.state.meta.lastSeq === 0) {
+        this.cache.detach(entry.name)
+        this.noteChanged(entry.name)
+      }
     }
   }
 
@@ -162,6 +221,7 @@ export class Names {
     this.digests.delete(name)
     this.archived.delete(name)
     if (this.indexing) this.removedWhileIndexing.add(name)
+    this.noteChanged(name)
   }
 
   /** `name` was archived (after {@link remove}): it has a marker now. */

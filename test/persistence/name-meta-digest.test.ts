@@ -2,7 +2,8 @@
  * Name metadata format 3 (persistence/format/name-meta.ts): the state
  * digest round-trips; formats 1 and 2 (no digest) still decode; a store
  * writes the digest with metadata it stores once a name is idle, and reads
- * it back without hydrating the name.
+ * it back without hydrating the name; a name changed after it left the
+ * cache (its replica still held) is not answered with its older digest.
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
@@ -11,6 +12,10 @@ import { sealWithChecksum, ZERO_HASH } from '../../persistence/format/checksum.t
 import { currentDigest, decodeMeta, encodeMeta, newMeta } from '../../persistence/format/name-meta.ts'
 import { openStore } from '../../persistence/index.ts'
 import { tempDir } from '../helpers/temp-dir.ts'
+
+const run = promisify(execFile)
+import { execFile } from 'node:child_process'
+import { promisify } from 'node:util'
 
 test('metadata format 3 carries the state digest; formats 2 and 1 decode without one', () => {
   const meta = { ...newMeta('task/1', 'pncounter', 0, 1000), lastSeq: 4, digest: { seq: 4, bytes: new Uint8Array(16).fill(7) } }
@@ -64,6 +69,22 @@ test('a store keeps the digest in the metadata of idle names and reads it withou
     for (let i = 0; i < 20; i++) assert.deepEqual(store.digestOf(`n${i}`), digests.get(`n${i}`), `n${i} after reopening`)
     assert.equal(store.hydrations, before, 'reading digests hydrated nothing')
     await store.close()
+  } finally {
+    await dir.remove()
+  }
+})
+
+test('a replica changed after its name left the cache (the application still held it): once it is collected, the store does not answer the digest of the state it had when it left', async () => {
+  const dir = await tempDir('concord-digest-evicted-')
+  try {
+    const { stdout } = await run(process.execPath, ['--expose-gc', '--import', 'tsx', 'test/persistence/fixtures/digest-after-eviction.ts', dir.path])
+    const got = JSON.parse(stdout.trim().split('\n').pop()!) as Record<string, unknown>
+    assert.equal(got.left, true, "'held' left the cache")
+    assert.equal(got.collected, true, 'the replica was collected')
+    assert.equal(got.value, 3)
+    assert.ok(got.before)
+    assert.notEqual(got.answered, got.before, 'not the digest of the state it had when it left the cache')
+    if (got.answered !== null) assert.equal(got.answered, got.truth)
   } finally {
     await dir.remove()
   }

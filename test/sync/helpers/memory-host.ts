@@ -14,6 +14,8 @@ import type { ORMapReplica } from '../../../crdt/types/index.ts'
 import { provesSecret, type PresentedCredentials } from '../../../sync/credentials.ts'
 import type { Access, HostApplyResult, LocalCommit, HostedName, SyncHost } from '../../../sync/host.ts'
 import type { DeltaEntry } from '../../../sync/messages.ts'
+import { ItemIndex } from '../../../sync/item-index.ts'
+import type { ItemSet } from '../../../sync/reconcile.ts'
 import type { AgentId } from '../../../crdt/agent-id.ts'
 import type { Prng } from '../../../transports/memory/prng.ts'
 
@@ -92,6 +94,8 @@ export interface MemoryHostOptions {
   readonly access?: (peer: AgentId, name: string) => Access
   /** Called before a remote commit is "persisted" (tests use it to delay or fail). */
   readonly persist?: (entries: readonly DeltaEntry[]) => Promise<void>
+  /** false: no item index (`items`), reconciliations list and read every name as a host without one does. */
+  readonly itemIndex?: boolean
 }
 
 /** An in-memory host: replicas by name, local commits announced to sessions. */
@@ -101,11 +105,23 @@ export class MemoryHost implements SyncHost {
   private batch: DeltaEntry[] | undefined
   /** Remote commits applied (for assertions). */
   applied = 0
+  /** The item set reconciliations read (sync/item-index.ts), kept as names change; `itemIndex: false` leaves it out. */
+  readonly itemIndex: ItemIndex = new ItemIndex({
+    list: () => this.list(),
+    listedType: (name) => this.replicas.get(name)?.type,
+    version: (name) => this.version(name),
+    deltaSince: (name, version) => this.deltaSince(name, version),
+  })
 
   constructor(
     readonly id: string,
     private readonly options: MemoryHostOptions = {},
-  ) {}
+  ) {
+    if (options.itemIndex === false) this.items = undefined
+  }
+
+  /** The item set of every name now (see {@link itemIndex}). */
+  items: (() => Promise<ItemSet>) | undefined = () => this.itemIndex.snapshot()
 
   /** Opens (creating if needed) a name as `type`. */
   open(name: string, type: ReplicaType): Replica {
@@ -121,12 +137,19 @@ export class MemoryHost implements SyncHost {
 
   private adopt(name: string, replica: Replica): void {
     this.replicas.set(name, replica)
+    this.itemIndex.touch(name)
     replica.events.on('change', (event) => {
+      this.itemIndex.touch(name)
       if (!event.local) return
       const entry: DeltaEntry = { name, replicaType: replica.type, delta: event.delta }
       if (this.batch) this.batch.push(entry)
       else this.commits.emit('commit', { entries: [entry] })
     })
+  }
+
+  /** Forgets `name` (as a store's delete does): no longer listed. */
+  drop(name: string): void {
+    if (this.replicas.delete(name)) this.itemIndex.touch(name)
   }
 
   /** Runs `fn`; the local changes it makes are one commit. */

@@ -16,6 +16,11 @@
  *   and the fdatasyncs the kernel saw per group commit (bench/peers/w4.ts:
  *   strace -f -c of the same writer, 2,000 updates less 1,000).
  *
+ * - `peers/w2-automerge`: first sync of 1,000 small Automerge documents
+ *   (10,000 with `--full`) into an empty agent, time and bytes both ways,
+ *   against automerge-repo (NodeFS storage, WebSocket), separate processes
+ *   (bench/peers/w2.ts).
+ *
  * - `peers/w3`: cold start (open a store of small Yjs documents and read
  *   every one, time and peak RSS) and its disk bytes, against y-leveldb
  *   (bench/peers/w3.ts); 1,000 documents, 10,000 with `--full`.
@@ -26,6 +31,7 @@
  */
 import type { Benchmark, Measurement } from './harness.ts'
 import { median, runW1, type W1Contender, type W1Load, type W1Result } from './peers/w1.ts'
+import { runW2, type W2Contender, type W2Result } from './peers/w2.ts'
 import { runW3 } from './peers/w3.ts'
 import { countSyncs, type SyncCount, w4Rates } from './peers/w4.ts'
 
@@ -162,6 +168,47 @@ const w3: Benchmark = {
   },
 }
 
+const W2_DOCS = FULL ? 10_000 : 1000
+
+const w2: Benchmark = {
+  name: 'peers/w2-automerge',
+  async run(): Promise<Measurement[]> {
+    const runs = new Map<W2Contender, W2Result[]>([
+      ['concord', []],
+      ['automerge-repo', []],
+    ])
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const kind of round % 2 === 0 ? (['concord', 'automerge-repo'] as const) : (['automerge-repo', 'concord'] as const)) {
+        runs.get(kind)!.push(await runW2(kind, W2_DOCS))
+      }
+    }
+    const of = (kind: W2Contender, key: keyof W2Result) => median(runs.get(kind)!.map((r) => r[key]))
+    const bytes = (kind: W2Contender) => of(kind, 'bytesUp') + of(kind, 'bytesDown')
+    const cpu = (kind: W2Contender) => `client CPU ${(of(kind, 'clientCpuMs') / 1000).toFixed(1)} s, hub CPU ${(of(kind, 'hubCpuMs') / 1000).toFixed(1)} s`
+    const label = `${W2_DOCS} small Automerge documents (11 changes each) into an empty agent`
+    return [
+      {
+        name: `W2 first sync, ${label}: time`,
+        value: of('concord', 'ms'),
+        unit: 'ms',
+        better: 'lower',
+        baseline: { label: 'automerge-repo 2.5.6 (NodeFS, WebSocket; finds every URL)', value: of('automerge-repo', 'ms') },
+        target: '<= 1',
+        note: `separate processes, median of ${ROUNDS}; Concord ${cpu('concord')} (client in sync durability); automerge-repo ${cpu('automerge-repo')}`,
+      },
+      {
+        name: `W2 first sync, ${label}: bytes on the wire both ways`,
+        value: bytes('concord'),
+        unit: 'bytes',
+        better: 'lower',
+        baseline: { label: 'automerge-repo 2.5.6', value: bytes('automerge-repo') },
+        target: '<= 1',
+        note: `counted by a TCP proxy (WebSocket framing included); up/down Concord ${of('concord', 'bytesUp')}/${of('concord', 'bytesDown')}, automerge-repo ${of('automerge-repo', 'bytesUp')}/${of('automerge-repo', 'bytesDown')}`,
+      },
+    ]
+  },
+}
+
 const W4_UPDATES = 2000
 
 const w4: Benchmark = {
@@ -214,4 +261,5 @@ export const benchmarks: Benchmark[] = [
   ...(FULL ? [w1Benchmark({ clients: 32, count: 250, intervalMs: 40, warmup: 10 })] : []),
   w4,
   w3,
+  w2,
 ]

@@ -252,6 +252,21 @@ export class PeerCore {
   }
 
   /**
+   * Opens many names at once (creating the new ones), each as `type`: as
+   * {@link open} for each, but the new names are stored together in one
+   * batch (`Store.openMany`), which is how to create thousands of names
+   * quickly. Resolves with the replicas in the order asked.
+   */
+  async openMany(names: ReadonlyArray<{ readonly name: string; readonly type: ReplicaType }>, options?: NameOptions): Promise<Replica[]> {
+    this.checkOpen()
+    for (const type of new Set(names.map((info) => info.type))) {
+      const unsupported = await this.prepareType(type)
+      if (unsupported !== undefined) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, unsupported)
+    }
+    return this.store.openMany(names, options)
+  }
+
+  /**
    * Runs `fn`, whose changes to several names are committed locally as one
    * atomic unit and shipped as one unit: a receiving peer persists and
    * applies all of them or none. Resolves once durable here, with the

@@ -254,6 +254,29 @@ export class Store {
     return entry.replica
   }
 
+  /**
+   * Opens (creating those that are new) many names at once: as
+   * {@link open} for each, but the new ones are stored together, in one
+   * batch, rather than one batch and one wait each (issue 15: creating
+   * 100,000 names). Resolves with the replicas in the order asked, once the
+   * new names are stored per the durability mode; rejects as {@link open}
+   * would for the first name that fails (the others stay open, the new ones
+   * unstored until they change). A name may appear once.
+   */
+  async openMany(names: ReadonlyArray<{ readonly name: string; readonly type: ReplicaType }>, options: NameOptions = {}): Promise<Replica[]> {
+    this.context.checkOpen()
+    throwIfAborted(options.signal)
+    const seen = new Set<string>()
+    for (const { name } of names) {
+      checkName(name)
+      if (seen.has(name)) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `openMany: "${name}" is asked for twice`)
+      seen.add(name)
+    }
+    const entries = await Promise.all(names.map(({ name, type }) => this.owner.entry(name, type, options, true)))
+    await this.owner.storeMany(entries)
+    return entries.map((entry) => entry.replica)
+  }
+
   /** The type of a stored name, or undefined if it does not exist (archived names included). */
   async typeOf(name: string, options?: SignalOptions): Promise<ReplicaType | undefined> {
     this.context.checkOpen()

@@ -121,6 +121,23 @@ export async function storeCreated(context: StoreContext, entry: NameEntry): Pro
   })
 }
 
+/**
+ * Stores names created in memory and not written yet (their metadata alone)
+ * in one unit, so one batch: what `openMany` promises for each, as
+ * {@link storeCreated} does for one.
+ */
+export async function storeCreatedMany(context: StoreContext, entries: readonly NameEntry[]): Promise<void> {
+  const unborn = entries.filter((entry) => entry.state.unborn)
+  if (unborn.length === 0) return
+  await context.committer.enqueue({
+    sync: unborn.some((entry) => entry.durability.mode !== 'async'),
+    states: unborn.map((entry) => entry.state),
+    build: (b) => {
+      for (const { state } of unborn) if (state.unborn) b.setMeta(state, b.meta(state))
+    },
+  })
+}
+
 /** Deletes a torn tail (every key from its first damaged record on) and reports it. */
 async function truncate(context: StoreContext, state: NameState, seq: number, hash: Uint8Array, torn: TornTail): Promise<void> {
   const name = state.meta.name

@@ -22,7 +22,7 @@ import type { NameOptions } from '../options.ts'
 import type { SignalOptions, StorageKey } from '../storage/storage.ts'
 import { NameCache } from './cache.ts'
 import type { NameEntry } from './entry.ts'
-import { loadEntry, storeCreated, type NameHooks } from './hydration.ts'
+import { loadEntry, storeCreated, storeCreatedMany, type NameHooks } from './hydration.ts'
 import { ReadAhead } from './read-ahead.ts'
 
 export type { NameHooks } from './hydration.ts'
@@ -137,7 +137,8 @@ export class Names {
     const entry = this.cache.live(name)
     if (!entry || entry.state.unborn) return
     this.index?.set(name, entry.type)
-    const digest = currentDigest(entry.state.meta) ?? digestOrUndefined(entry)
+    // The metadata's digest when current; else unknown (not computed here: a reader that needs it holds the name).
+    const digest = currentDigest(entry.state.meta)
     if (digest) this.digests.set(name, digest)
     else this.digests.delete(name)
     this.noteChanged(name)
@@ -194,6 +195,11 @@ export class Names {
   /** Stores a name `entry` created in memory (its metadata alone) unless a batch stored it already. */
   store(entry: NameEntry): Promise<void> {
     return storeCreated(this.context, entry)
+  }
+
+  /** Stores the names of `entries` created in memory and not stored yet, in one batch. */
+  storeMany(entries: readonly NameEntry[]): Promise<void> {
+    return storeCreatedMany(this.context, entries)
   }
 
   /**

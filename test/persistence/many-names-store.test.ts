@@ -196,3 +196,40 @@ it("a hydrated name's digest, kept between changes, follows every change, an und
     await remove()
   }
 })
+
+it('openMany opens existing names and creates new ones, storing the new ones in one batch; bad requests are refused before anything is created', async () => {
+  const storage = await FaultStorage.create()
+  const store = await openStore({ storage, agentId: 'a', sweepMs: 0, durability: { mode: 'async', rpoMs: 20 } })
+  await increment(store, 'old/1', 5)
+  await store.flush()
+  const batchesBefore = storage.batchCount
+  const asked = [
+    { name: 'old/1', type: 'pncounter' as const },
+    ...Array.from({ length: 300 }, (_, i) => ({ name: `new/${String(i).padStart(3, '0')}`, type: 'pncounter' as const })),
+  ]
+  const replicas = (await store.openMany(asked)) as PNCounterReplica[]
+  assert.equal(replicas.length, 301)
+  assert.equal(replicas[0].value(), 5, 'an existing name opens with its state')
+  assert.equal(storage.batchCount - batchesBefore, 1, 'the 300 new names were stored in one batch')
+  assert.equal((await store.openMany([{ name: 'old/1', type: 'pncounter' }]))[0], replicas[0], 'the same replica as open gives')
+  await assert.rejects(
+    store.openMany([
+      { name: 'dup', type: 'pncounter' },
+      { name: 'dup', type: 'pncounter' },
+    ]),
+    (error) => isConcordError(error, 'CONCORD_INVALID_ARGUMENT'),
+  )
+  await assert.rejects(store.openMany([{ name: 'old/1', type: 'orset' }]), (error) => isConcordError(error, 'CONCORD_TYPE_MISMATCH'))
+  await assert.rejects(store.openMany([{ name: '', type: 'pncounter' }]), (error) => isConcordError(error, 'CONCORD_INVALID_ARGUMENT'))
+  assert.equal(store.knownType('dup'), undefined, 'a refused request created nothing')
+  replicas[8].increment(2) // new/007
+  await store.close()
+  // Stored without a change, and with one: both there after a reopen.
+  const again = await openStore({ storage, agentId: 'a', sweepMs: 0 })
+  const names = new Set((await again.listNames()).map((info) => info.name))
+  assert.equal(names.size, 301)
+  assert.equal(((await again.open('new/007', 'pncounter')) as PNCounterReplica).value(), 2)
+  assert.equal(((await again.open('new/299', 'pncounter')) as PNCounterReplica).value(), 0)
+  await again.close()
+  await storage.close()
+})

@@ -109,6 +109,7 @@ export class StoreSyncHost implements SyncHost {
       listedType: (name) => (this.unreadable.has(name) ? undefined : store.listedType(name)),
       volatile: () => store.hydratedNames(),
       digest: (name) => this.digest(name),
+      knownDigest: (name) => (this.leased.has(name) ? undefined : store.knownDigestOf(name)),
       version: (name) => this.version(name),
       deltaSince: (name, version) => this.deltaSince(name, version),
       hold: (names) => this.hold(names),

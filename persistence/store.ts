@@ -335,6 +335,11 @@ export class Store {
     return this.owner.digestOf(name)
   }
 
+  /** {@link digestOf} where it is known without computing a digest, else undefined. */
+  knownDigestOf(name: string): Uint8Array | undefined {
+    return this.owner.knownDigestOf(name)
+  }
+
   /** The replica of `name` if it is hydrated (no storage read), else undefined. */
   hydratedReplica(name: string): Replica | undefined {
     return this.owner.live(name)?.replica

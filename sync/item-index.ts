@@ -32,6 +32,8 @@ export interface ItemSource {
   volatile?(): Iterable<string>
   /** The state digest of `name` where known without reading it; undefined: it is held and computed. */
   digest?(name: string): Uint8Array | undefined
+  /** The state digest of `name` where known without computing one (merges between snapshots take only those); default {@link digest}. */
+  knownDigest?(name: string): Uint8Array | undefined
   version(name: string): Uint8Array
   deltaSince(name: string, version: Uint8Array | null): Uint8Array | null
   hold?(names: readonly string[]): MaybePromise<() => void>
@@ -232,7 +234,7 @@ export class ItemIndex {
     }
   }
 
-  /** Merges the touched names whose digest the source knows without reading (and those gone); the rest wait for the next snapshot. */
+  /** Merges the touched names whose digest the source knows without reading or computing (and those gone); the rest wait for the next snapshot. */
   private mergeKnown(): void {
     const current = this.current!
     const volatile = new Set(this.source.volatile?.() ?? [])
@@ -249,7 +251,7 @@ export class ItemIndex {
         changes.set(name, null)
         continue
       }
-      const digest = this.source.digest?.(name)
+      const digest = this.source.knownDigest ? this.source.knownDigest(name) : this.source.digest?.(name)
       if (digest) changes.set(name, itemOf(name, type, digest))
     }
     for (const name of changes.keys()) this.touched.delete(name)

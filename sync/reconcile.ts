@@ -139,8 +139,7 @@ export class ItemSet {
 
   /** Whether the item at `index` has the hash `hash`. */
   sameHashAt(index: number, hash: Uint8Array): boolean {
-    const view = new DataView(hash.buffer, hash.byteOffset, hash.byteLength)
-    return view.getUint32(0, true) === this.h0[index] && view.getUint32(4, true) === this.h1[index]
+    return wordAt(hash, 0) === this.h0[index] && wordAt(hash, 4) === this.h1[index]
   }
 
   /** The items whose name `keep` accepts (this set itself when it accepts every one). */
@@ -167,8 +166,12 @@ function wordsToBytes(w0: number, w1: number): Uint8Array {
 
 /** An item from a name, its type and its state digest. */
 export function itemOf(name: string, type: ReplicaType, digest: Uint8Array): Item {
-  const view = new DataView(digest.buffer, digest.byteOffset, digest.byteLength)
-  return { name, type, h0: view.getUint32(0, true), h1: view.getUint32(4, true) }
+  return { name, type, h0: wordAt(digest, 0), h1: wordAt(digest, 4) }
+}
+
+/** The little-endian 32-bit word of `bytes` at `at`. */
+function wordAt(bytes: Uint8Array, at: number): number {
+  return (bytes[at] | (bytes[at + 1] << 8) | (bytes[at + 2] << 16) | (bytes[at + 3] << 24)) >>> 0
 }
 
 function equalBytes(a: Uint8Array, b: Uint8Array): boolean {

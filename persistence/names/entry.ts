@@ -84,6 +84,11 @@ export class NameEntry {
     return this.digestMemo
   }
 
+  /** The digest of the replica now if {@link digest} computed it since the replica last changed, else undefined (nothing is computed). */
+  computedDigest(): Uint8Array | undefined {
+    return this.digestMemo
+  }
+
   /** The type of the name. */
   get type(): Replica['type'] {
     return this.state.meta.type

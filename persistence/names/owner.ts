@@ -417,6 +417,13 @@ export class Names {
     return this.digests.get(name)
   }
 
+  /** {@link digestOf} where it costs no digest computation (a name in memory whose digest was computed since it changed, or one not in memory), else undefined. */
+  knownDigestOf(name: string): Uint8Array | undefined {
+    const live = this.cache.live(name)
+    if (live) return live.computedDigest()
+    return this.digests.get(name)
+  }
+
   /**
    * Every stored name that is not archived, with its type, in no particular
    * order; hydrates nothing. A name whose first write is under way is

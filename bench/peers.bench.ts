@@ -194,7 +194,7 @@ const w2: Benchmark = {
         better: 'lower',
         baseline: { label: 'automerge-repo 2.5.6 (NodeFS, WebSocket; finds every URL)', value: of('automerge-repo', 'ms') },
         target: '<= 1',
-        note: `separate processes, median of ${ROUNDS}; Concord ${cpu('concord')} (client in sync durability); automerge-repo ${cpu('automerge-repo')}`,
+        note: `separate processes, median of ${ROUNDS}; Concord ${cpu('concord')} (client in sync durability); automerge-repo ${cpu('automerge-repo')}, ${of('automerge-repo', 'retries')} finds retried after "unavailable"`,
       },
       {
         name: `W2 first sync, ${label}: bytes on the wire both ways`,
@@ -204,6 +204,15 @@ const w2: Benchmark = {
         baseline: { label: 'automerge-repo 2.5.6', value: bytes('automerge-repo') },
         target: '<= 1',
         note: `counted by a TCP proxy (WebSocket framing included); up/down Concord ${of('concord', 'bytesUp')}/${of('concord', 'bytesDown')}, automerge-repo ${of('automerge-repo', 'bytesUp')}/${of('automerge-repo', 'bytesDown')}`,
+      },
+      {
+        name: `W2 catch-up after 10 of the ${W2_DOCS} documents changed on the hub: time until the client holds every change`,
+        value: of('concord', 'catchupMs'),
+        unit: 'ms',
+        better: 'lower',
+        baseline: { label: 'automerge-repo 2.5.6 (finds every URL again)', value: of('automerge-repo', 'catchupMs') },
+        target: '<= 1',
+        note: `bytes both ways ${of('concord', 'catchupBytes')} vs ${of('automerge-repo', 'catchupBytes')} (${(of('concord', 'catchupBytes') / of('automerge-repo', 'catchupBytes')).toFixed(2)}x); the client a new process on its folder`,
       },
     ]
   },

@@ -1,5 +1,5 @@
 /**
- * `node --import tsx bench/peers/w2-child.ts <concord|automerge-repo> <hub|client> <dir> <docs> [port]`:
+ * `node --import tsx bench/peers/w2-child.ts <concord|automerge-repo> <hub|client|catchup> <dir> <docs> [port]`:
  * W2's two sides, each in a process of its own.
  *
  * - `hub`: builds `docs` small Automerge documents in `<dir>/<kind>-hub` (see
@@ -12,6 +12,9 @@
  *   takes every document: Concord syncs the hub's names (one anti-entropy);
  *   automerge-repo finds each URL. Prints `{ ms, cpuMs, docs }`: from the
  *   start of the connection until every document is held, and its CPU time.
+ * - `catchup`: the same client folder again, after the hub changed
+ *   {@link CHANGED} documents (SIGUSR1 to the hub; it prints `{ changed }`):
+ *   until the client holds every change.
  */
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -48,6 +51,14 @@ function typeInto(change: (fn: (doc: Task) => void) => void, i: number): void {
 
 const now = () => Number(process.hrtime.bigint()) / 1e6
 
+/** Documents the hub changes (on SIGUSR1) before the client catches up. */
+const CHANGED = 10
+const changeOne = (doc: Task) => {
+  doc.notes += 'changed while you were away; '
+}
+/** Whether `doc` holds the change of {@link changeOne}. */
+const caughtUp = (doc: Task | undefined) => doc?.notes.includes('changed while you were away') ?? false
+
 async function concordHub(): Promise<void> {
   const peer = await createPeer({ agentId: 'hub', dir: join(dir, 'concord-hub'), durability: { mode: 'async', rpoMs: 100 } })
   for (let i = 0; i < docs; i++) {
@@ -56,10 +67,15 @@ async function concordHub(): Promise<void> {
   }
   await peer.flush()
   const { port } = await peer.listen({ port: 0, host: '127.0.0.1' })
+  process.on('SIGUSR1', async () => {
+    for (let i = 0; i < CHANGED; i++) ((await peer.open(name(i), 'automerge')) as unknown as { change(fn: (doc: Task) => void): boolean }).change(changeOne)
+    await peer.flush()
+    console.log(JSON.stringify({ changed: CHANGED }))
+  })
   console.log(JSON.stringify({ port }))
 }
 
-async function concordClient(port: number): Promise<void> {
+async function concordClient(port: number, catchup: boolean): Promise<void> {
   const peer = await createPeer({
     agentId: 'client',
     dir: join(dir, 'concord-client'),
@@ -75,6 +91,12 @@ async function concordClient(port: number): Promise<void> {
   const held = (await peer.names()).length
   const sample = (await peer.open(name(docs - 1), 'automerge')) as unknown as { doc: Task }
   if (!sample.doc.notes.includes('step 9')) throw new Error(`the last document is incomplete: ${JSON.stringify(sample.doc)}`)
+  if (catchup) {
+    for (let i = 0; i < CHANGED; i++) {
+      const doc = ((await peer.open(name(i), 'automerge')) as unknown as { doc: Task }).doc
+      if (!caughtUp(doc)) throw new Error(`document ${i} missed the hub's change: ${JSON.stringify(doc)}`)
+    }
+  }
   console.log(JSON.stringify({ ms, cpuMs: (used.user + used.system) / 1000, docs: held }))
   await peer.close()
 }
@@ -95,10 +117,15 @@ async function repoHub(): Promise<void> {
   }
   await repo.flush()
   await writeFile(join(dir, 'urls.json'), JSON.stringify(urls))
+  process.on('SIGUSR1', async () => {
+    for (let i = 0; i < CHANGED; i++) (await repo.find<Task>(urls[i] as never)).change(changeOne)
+    await repo.flush()
+    console.log(JSON.stringify({ changed: CHANGED }))
+  })
   console.log(JSON.stringify({ port: (wss.address() as { port: number }).port }))
 }
 
-async function repoClient(port: number): Promise<void> {
+async function repoClient(port: number, catchup: boolean): Promise<void> {
   const urls = JSON.parse(await readFile(join(dir, 'urls.json'), 'utf8')) as string[]
   const start = now()
   const cpu = process.cpuUsage()
@@ -108,12 +135,29 @@ async function repoClient(port: number): Promise<void> {
   })
   // A find with no peer yet answers "unavailable" at once: wait for the hub first, as an application would.
   while (repo.peers.length === 0) await new Promise((resolve) => setTimeout(resolve, 1))
-  const handles: DocHandle<Task>[] = await Promise.all(urls.map((url) => repo.find<Task>(url as never)))
+  // Under load a find was seen to end "unavailable" now and then although the hub holds every document
+  // (automerge-repo 2.5.6): such a handle is asked for again, as an application would, until it is ready.
+  let retries = 0
+  const find = async (url: string): Promise<DocHandle<Task>> => {
+    const handle = await repo.find<Task>(url as never, { allowableStates: ['ready', 'unavailable'] })
+    for (let attempt = 1; !handle.isReady(); attempt++) {
+      if (attempt > 600) throw new Error(`${url} stayed unavailable`)
+      if (attempt % 50 === 1) {
+        retries++
+        handle.request()
+      }
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+    return handle
+  }
+  const handles: DocHandle<Task>[] = await Promise.all(urls.map(find))
+  // Back after a disconnection, each document is loaded from storage and synced with the hub: caught up once the changed ones hold the change.
+  if (catchup) while (!handles.slice(0, CHANGED).every((handle) => caughtUp(handle.doc()))) await new Promise((resolve) => setTimeout(resolve, 1))
   const ms = now() - start
   const used = process.cpuUsage(cpu)
   const last = handles.at(-1)!.doc()
   if (!last?.notes.includes('step 9')) throw new Error(`the last document is incomplete: ${JSON.stringify(last)}`)
-  console.log(JSON.stringify({ ms, cpuMs: (used.user + used.system) / 1000, docs: handles.length }))
+  console.log(JSON.stringify({ ms, cpuMs: (used.user + used.system) / 1000, docs: handles.length, retries }))
   await repo.flush()
   await repo.shutdown()
   process.exit(0)
@@ -127,4 +171,4 @@ if (role === 'hub') {
     const used = process.cpuUsage(serving)
     console.log(JSON.stringify({ hubCpuMs: (used.user + used.system) / 1000 }))
   })
-} else await (kind === 'concord' ? concordClient(Number(portText)) : repoClient(Number(portText)))
+} else await (kind === 'concord' ? concordClient(Number(portText), role === 'catchup') : repoClient(Number(portText), role === 'catchup'))

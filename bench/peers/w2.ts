@@ -5,7 +5,9 @@
  * every document by URL). Each side runs in a process of its own
  * (bench/peers/w2-child.ts); the client reaches its hub through a TCP proxy
  * here that counts the bytes both ways, so both contenders are measured at
- * the same place (WebSocket framing included).
+ * the same place (WebSocket framing included). Then the hub changes 10 of
+ * the documents and the client comes back (a new process on its folder):
+ * the catch-up's time and bytes.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
@@ -30,6 +32,11 @@ export interface W2Result {
   readonly bytesUp: number
   readonly bytesDown: number
   readonly docs: number
+  /** automerge-repo: finds that ended "unavailable" and were retried (first sync and catch-up). */
+  readonly retries: number
+  /** Back after 10 documents changed on the hub: time until the client holds every change, and the bytes both ways. */
+  readonly catchupMs: number
+  readonly catchupBytes: number
 }
 
 /** A TCP proxy to `port` on 127.0.0.1 that counts what passes. */
@@ -72,15 +79,25 @@ function startHub(kind: W2Contender, dir: string, docs: number): Promise<{ child
   })
 }
 
-function runClient(kind: W2Contender, dir: string, docs: number, port: number): Promise<{ ms: number; cpuMs: number; docs: number }> {
+function runClient(
+  kind: W2Contender,
+  phase: 'client' | 'catchup',
+  dir: string,
+  docs: number,
+  port: number,
+): Promise<{ ms: number; cpuMs: number; docs: number; retries?: number }> {
   return new Promise((resolve, reject) => {
     execFile(
       process.execPath,
-      ['--import', TSX, CHILD, kind, 'client', dir, String(docs), String(port)],
-      { maxBuffer: 1 << 20, timeout: 15 * 60_000 },
+      ['--import', TSX, CHILD, kind, phase, dir, String(docs), String(port)],
+      { maxBuffer: 1 << 28, timeout: 15 * 60_000 },
       (error, stdout, stderr) => {
-        if (error) reject(new Error(`w2 ${kind} client: ${error.message}\n${stderr}`))
-        else resolve(JSON.parse(stdout.trim().split('\n').at(-1)!) as { ms: number; cpuMs: number; docs: number })
+        if (error) reject(new Error(`w2 ${kind} ${phase}: ${error.message}\n${stderr}`))
+        else {
+          const noise = stdout.trim().split('\n').length - 1
+          if (noise > 0) process.stderr.write(`w2 ${kind} ${phase}: ${noise} other lines on stdout, the first: ${stdout.split('\n')[0].slice(0, 200)}\n`)
+          resolve(JSON.parse(stdout.trim().split('\n').at(-1)!) as { ms: number; cpuMs: number; docs: number; retries?: number })
+        }
       },
     )
   })
@@ -95,12 +112,31 @@ export async function runW2(kind: W2Contender, docs: number): Promise<W2Result> 
     const started = await startHub(kind, dir, docs)
     hub = started.child
     proxy = await countingProxy(started.port)
-    const result = await runClient(kind, dir, docs, proxy.port)
-    hub.kill('SIGUSR2')
-    const deadline = Date.now() + 10_000
-    while (started.lines().length < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
-    const hubCpuMs = (JSON.parse(started.lines()[1] ?? '{"hubCpuMs":null}') as { hubCpuMs: number }).hubCpuMs
-    return { ms: result.ms, clientCpuMs: result.cpuMs, hubCpuMs, bytesUp: proxy.up(), bytesDown: proxy.down(), docs: result.docs }
+    const result = await runClient(kind, 'client', dir, docs, proxy.port)
+    const [bytesUp, bytesDown] = [proxy.up(), proxy.down()]
+    // The hub's CPU over the first sync, then the catch-up after it changed documents.
+    const hubLine = async (count: number, signal: NodeJS.Signals): Promise<Record<string, number>> => {
+      hub!.kill(signal)
+      const deadline = Date.now() + 60_000
+      while (started.lines().length < count && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
+      const line = started.lines()[count - 1]
+      if (!line) throw new Error(`w2 ${kind} hub did not answer ${signal}`)
+      return JSON.parse(line) as Record<string, number>
+    }
+    const { hubCpuMs } = await hubLine(2, 'SIGUSR2')
+    await hubLine(3, 'SIGUSR1')
+    const catchup = await runClient(kind, 'catchup', dir, docs, proxy.port)
+    return {
+      ms: result.ms,
+      clientCpuMs: result.cpuMs,
+      hubCpuMs,
+      bytesUp,
+      bytesDown,
+      docs: result.docs,
+      retries: (result.retries ?? 0) + (catchup.retries ?? 0),
+      catchupMs: catchup.ms,
+      catchupBytes: proxy.up() + proxy.down() - bytesUp - bytesDown,
+    }
   } finally {
     proxy?.server.close()
     if (hub && hub.exitCode === null) {

@@ -8,7 +8,9 @@
  *   Concord's hub serving stock y-websocket clients, each against the
  *   y-websocket server (`@y/websocket-server` with y-leveldb, which never
  *   fsyncs) and its stock clients; the Concord hub in async durability
- *   against the same in sync durability.
+ *   against the same in sync durability; Concord clients with `mergeLocal:
+ *   'all'` (local changes made while a write is in flight go as one record
+ *   and one commit) against y-websocket.
  *
  * - `peers/w4`: one writer awaiting each of 2,000 small Yjs updates until
  *   durable (a fresh process each, as an agent starts), store in `sync` mode
@@ -37,7 +39,7 @@ import { countSyncs, type SyncCount, w4Rates } from './peers/w4.ts'
 
 const FULL = process.env.CONCORD_BENCH_FULL === '1'
 const ROUNDS = Number(process.env.CONCORD_BENCH_PEERS_ROUNDS ?? (FULL ? 3 : 1))
-const CONTENDERS: W1Contender[] = ['concord', 'y-websocket', 'concord-hub-yws-clients', 'concord-async']
+const CONTENDERS: W1Contender[] = ['concord', 'y-websocket', 'concord-hub-yws-clients', 'concord-async', 'concord-merged']
 
 /** Medians of `ROUNDS` interleaved runs of every contender (the order rotates each round). */
 async function interleaved(load: W1Load): Promise<Map<W1Contender, W1Result>> {
@@ -71,6 +73,7 @@ function w1Rows(load: W1Load, results: Map<W1Contender, W1Result>): Measurement[
   const yws = results.get('y-websocket')!
   const bridged = results.get('concord-hub-yws-clients')!
   const async = results.get('concord-async')!
+  const merged = results.get('concord-merged')!
   const label = `${load.clients} clients x ${load.count} chars at ${load.intervalMs} ms`
   const ywsLabel = 'y-websocket server + stock clients'
   const usage = (r: W1Result) =>
@@ -117,6 +120,15 @@ function w1Rows(load: W1Load, results: Map<W1Contender, W1Result>): Measurement[
       baseline: { label: 'Concord sync hub', value: concord.p50 },
       target: '<= 1',
       note: `p99 ${async.p99.toFixed(1)} ms (sync ${concord.p99.toFixed(1)} ms)`,
+    },
+    {
+      name: `W1 ${label}: p50, Concord clients with mergeLocal 'all' (sync hub)`,
+      value: merged.p50,
+      unit: 'ms',
+      better: 'lower',
+      baseline: { label: ywsLabel, value: yws.p50 },
+      target: '<= 1',
+      note: `p99 ${merged.p99.toFixed(1)} ms (y-websocket ${yws.p99.toFixed(1)} ms); ${usage(merged)}`,
     },
   ]
 }

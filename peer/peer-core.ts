@@ -112,6 +112,7 @@ export function peerStoreOptions(options: ResolvedPeerSetup): StoreOptions {
     createReplica: options.createReplica,
     agentId: options.agentId,
     durability: options.durability,
+    mergeLocal: options.mergeLocal,
     checkpoint: options.checkpoint,
     retention: options.retention,
     cacheSize: options.cacheSize,

@@ -98,6 +98,19 @@ export interface StoreOptions {
   /** Default durability of every name (default `{ mode: 'sync' }`). */
   readonly durability?: Durability | undefined
   /**
+   * Which local changes merge while they wait in the commit queue (see
+   * `deltaMerger`): those of `async` names (default `'async'`), or of every
+   * name (`'all'`): a change of a `sync` name made while a batch is being
+   * written and fsynced then joins the waiting unit of the changes made
+   * meanwhile, and they are logged and sent as one record. Each change is
+   * still fsynced in the batch it would have been in alone, so nothing is
+   * acknowledged earlier or later; only changes of this store's agent
+   * without a message or meta merge (an `atomic` block, a remote commit or a
+   * change with provenance ends the run). A busy writer then sends one
+   * commit per fsync instead of one per change (issue 19).
+   */
+  readonly mergeLocal?: 'async' | 'all' | undefined
+  /**
    * Signed provenance (persistence/signing.ts): the key that signs this
    * store's own records, the keys of other authors, and whether remote
    * changes must prove their author (default: no key, nothing required).

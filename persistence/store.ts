@@ -79,6 +79,9 @@ function checkName(name: unknown): asserts name is string {
 export async function openStore(options: StoreOptions): Promise<Store> {
   throwIfAborted(options.signal)
   checkRetention(options.retention)
+  if (options.mergeLocal !== undefined && options.mergeLocal !== 'async' && options.mergeLocal !== 'all') {
+    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, "openStore: mergeLocal must be 'async' or 'all'")
+  }
   // A wasm trap in Automerge reloads its module instead of leaving every document dead.
   installAutomergeReloader()
   const ownsStorage = options.storage === undefined

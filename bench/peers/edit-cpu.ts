@@ -19,13 +19,16 @@ import { tempDir } from '../../test/helpers/temp-dir.ts'
 import { monotonicMs, spawnContender, type ContenderProcess } from './child.ts'
 import type { ClientRole, HubRole } from './main.ts'
 
-type Contender = 'concord' | 'concord-async' | 'y-websocket'
+type Contender = 'concord' | 'concord-async' | 'concord-merged' | 'y-websocket'
 
 /** CPU per edit, µs, of one run. */
 interface EditCpu {
   readonly writerUs: number
   readonly readerUs: number
   readonly hubUs: number
+  /** The hub store's batches and fsyncs per edit (Concord). */
+  readonly hubBatches?: number | undefined
+  readonly hubFsyncs?: number | undefined
 }
 
 async function runOnce(contender: Contender, count: number, intervalMs: number, readers: number, profDir?: string): Promise<EditCpu> {
@@ -44,14 +47,20 @@ async function runOnce(contender: Contender, count: number, intervalMs: number, 
       const role: ClientRole =
         contender === 'y-websocket'
           ? { kind: 'yws-client', url: urls.yjsUrl, room: 'w1', seed: i + 1 }
-          : { kind: 'concord-client', url: urls.concordUrl!, room: 'w1', seed: i + 1 }
+          : {
+              kind: 'concord-client',
+              url: urls.concordUrl!,
+              room: 'w1',
+              seed: i + 1,
+              ...(contender === 'concord-merged' ? { mergeLocal: 'all' as const } : {}),
+            }
       const child = spawnContender(role, { execArgv: execArgv(i === 0 ? 'writer' : `reader-${i}`) })
       processes.push(child)
       return child
     })
     const ids = await Promise.all(clients.map((child) => child.request<{ clientId: number }>({ start: true }, 120_000)))
     await hub.request({ observe: 'w1' })
-    const hubAtStart = await hub.request<{ cpuMs: number }>({ usage: true })
+    const hubAtStart = await hub.request<{ cpuMs: number; durability?: { batches: number; fsyncs: number } }>({ usage: true })
     const at = monotonicMs() + 300
     if (profDir) console.log(`${contender}: typing starts at ${at.toFixed(0)} ms (monotonic)`)
     const typed = await Promise.all(
@@ -59,13 +68,16 @@ async function runOnce(contender: Contender, count: number, intervalMs: number, 
     )
     const expect = Object.fromEntries(ids.map(({ clientId }, i) => [clientId, typed[i].nextClock]))
     const received = await Promise.all(clients.map((child) => child.request<{ cpuMs: number; length: number }>({ await: { expect } }, 600_000)))
-    const hubUsage = await hub.request<{ cpuMs: number }>({ usage: true })
+    const hubUsage = await hub.request<{ cpuMs: number; durability?: { batches: number; fsyncs: number } }>({ usage: true })
+    if (process.env.CONCORD_EDIT_CPU_DEBUG) console.log(JSON.stringify({ start: hubAtStart.durability, end: hubUsage.durability }))
     for (const r of received) if (r.length !== count) throw new Error(`${contender}: a client holds ${r.length} characters, not ${count}`)
     const readerCpu = received.slice(1).reduce((sum, r) => sum + r.cpuMs, 0) / readers
     return {
       writerUs: (1000 * received[0].cpuMs) / count,
       readerUs: (1000 * readerCpu) / count,
       hubUs: (1000 * (hubUsage.cpuMs - hubAtStart.cpuMs)) / count,
+      hubBatches: hubUsage.durability && hubAtStart.durability ? (hubUsage.durability.batches - hubAtStart.durability.batches) / count : undefined,
+      hubFsyncs: hubUsage.durability && hubAtStart.durability ? (hubUsage.durability.fsyncs - hubAtStart.durability.fsyncs) / count : undefined,
     }
   } finally {
     await Promise.all(processes.slice(1).map((child) => child.close()))
@@ -85,7 +97,10 @@ const results = new Map<Contender, EditCpu>()
 for (const contender of contenders) results.set(contender, await runOnce(contender, count, intervalMs, readers, profDir))
 const fmt = (us: number) => `${us.toFixed(0)} µs`
 console.log(`${count} edits at ${intervalMs} ms, ${readers} reader(s): CPU per edit (process user + system)`)
-for (const [contender, r] of results) console.log(`  ${contender.padEnd(12)} writer ${fmt(r.writerUs)}  reader ${fmt(r.readerUs)}  hub ${fmt(r.hubUs)}`)
+for (const [contender, r] of results) {
+  const store = r.hubBatches === undefined ? '' : `  (hub store: ${r.hubBatches.toFixed(2)} batches, ${r.hubFsyncs!.toFixed(2)} fsyncs per edit)`
+  console.log(`  ${contender.padEnd(13)} writer ${fmt(r.writerUs)}  reader ${fmt(r.readerUs)}  hub ${fmt(r.hubUs)}${store}`)
+}
 const concord = results.get('concord')
 const yws = results.get('y-websocket')
 if (concord && yws) {

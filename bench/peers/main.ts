@@ -26,7 +26,7 @@ import { monotonicMs, processUsage, serveRequests } from './child.ts'
 export type HubRole = { kind: 'concord-hub'; dir: string; durability: 'sync' | 'async' } | { kind: 'yws-hub'; dir: string }
 
 /** A client role: `url` is the Concord URL or the y-websocket base URL (the room is appended). */
-export type ClientRole = { kind: 'concord-client' | 'yws-client'; url: string; room: string; seed: number }
+export type ClientRole = { kind: 'concord-client' | 'yws-client'; url: string; room: string; seed: number; mergeLocal?: 'all' }
 
 export type Role = HubRole | ClientRole
 
@@ -75,7 +75,7 @@ async function concordHub(role: Extract<HubRole, { kind: 'concord-hub' }>): Prom
       const { url, port } = await peer.listen()
       return { concordUrl: url, yjsUrl: `ws://127.0.0.1:${port}/yjs` }
     }
-    if (message.usage) return processUsage()
+    if (message.usage) return { ...processUsage(), durability: peer?.store.durability() }
     if (message.close) await peer?.close()
     return undefined
   })
@@ -144,7 +144,7 @@ async function client(role: ClientRole): Promise<void> {
   serveRequests(async (message) => {
     if (message.start) {
       if (role.kind === 'concord-client') {
-        peer = await createPeer({ agentId: `client-${role.seed}` })
+        peer = await createPeer({ agentId: `client-${role.seed}`, ...(role.mergeLocal ? { mergeLocal: role.mergeLocal } : {}) })
         await peer.connect(role.url)
         doc = (await peer.yjs(role.room)).doc
         watch(doc)

@@ -1,5 +1,6 @@
 /**
- * Local changes of `async` names, merged: a change joins the unit of the
+ * Local changes of `async` names (of every name with `mergeLocal: 'all'`;
+ * a unit takes names of one durability mode), merged: a change joins the unit of the
  * previous one while that unit still waits last in the pipeline (a
  * joinable unit, persistence/pipeline/committer.ts), and the unit logs one
  * record per name whose delta is the type's merge of the deltas
@@ -36,6 +37,8 @@ interface MergingUnit {
   readonly runs: Map<NameEntry, LocalRun>
   /** Time of the unit's first change: its records' HLC (earlier than anything queued after the unit). */
   readonly hlc: HlcTimestamp
+  /** Whether the unit waits for an fsync (its names' mode: a unit takes names of one mode only). */
+  readonly sync: boolean
   bytes: number
   /** Set once taken into a batch (built). */
   taken: boolean
@@ -60,9 +63,9 @@ export class LocalMerge {
     private readonly sink: MergeSink,
   ) {}
 
-  /** Whether local changes of `entry` are merged (an async name whose type has a merge). */
+  /** Whether local changes of `entry` are merged (an async name, or any with `mergeLocal: 'all'`, whose type has a merge). */
   merges(entry: NameEntry): boolean {
-    return entry.durability.mode === 'async' && this.context.mergerOf(entry.type) !== undefined
+    return (entry.durability.mode === 'async' || this.context.options.mergeLocal === 'all') && this.context.mergerOf(entry.type) !== undefined
   }
 
   /** Ends the merging unit: it takes no more changes, and its runs are closed into deltas now. */
@@ -85,7 +88,7 @@ export class LocalMerge {
   add(entry: NameEntry, event: ChangeEvent): void {
     const { committer } = this.context
     const open = this.merging
-    if (open !== undefined) {
+    if (open !== undefined && open.sync === (entry.durability.mode === 'sync')) {
       if (open.runs.has(entry)) {
         // Made while the unit's run of this name was open: the run holds it
         // (the unit is still last and waiting, else it would have ended).
@@ -111,14 +114,16 @@ export class LocalMerge {
     }
     const delta = event.delta
     const deltas = new Map([[entry, [delta]]])
+    const sync = entry.durability.mode === 'sync'
     const merging: MergingUnit = {
       deltas,
       runs: new Map(),
       hlc: this.context.clock.now(),
+      sync,
       bytes: delta.length,
       taken: false,
       unit: {
-        sync: false,
+        sync,
         states: [entry.state],
         changes: true,
         joinable: true,

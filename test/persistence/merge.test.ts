@@ -3,8 +3,9 @@
  * together are logged as one record (the type's merge of their deltas) and
  * announced by one `committed` event; everything the log offers still holds
  * on merged records (replay on open, hash chain and verify, history, at,
- * revert). Sync mode, captures and remote commits keep one record per
- * change, and nothing queued after a unit is ever ordered before it.
+ * revert). Sync mode (unless `mergeLocal: 'all'`), captures and remote
+ * commits keep one record per change, and nothing queued after a unit is
+ * ever ordered before it.
  */
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
@@ -189,6 +190,62 @@ describe('merged local changes (async mode)', () => {
       await store.flush()
       assert.equal(store.committedSeq('doc'), 20)
     })
+  })
+
+  it("mergeLocal 'all': sync-mode changes made while a batch is fsynced join one record, each durable in its batch; provenance and remote commits end the run", async () => {
+    await withStore({ durability: { mode: 'sync' }, mergeLocal: 'all' }, async (store, dir) => {
+      const seen = units(store)
+      const doc = (await store.open('doc', 'yjs')) as YjsReplica
+      // The first change goes alone into a batch (fsynced); the 19 made while it is written wait together.
+      typeChars(doc, 20)
+      await store.flush()
+      assert.equal(store.committedSeq('doc'), 2)
+      assert.deepEqual(
+        seen.map((unit) => unit.records.length),
+        [1, 1],
+        'one committed event per record',
+      )
+      assert.deepEqual(store.durability().mode, 'sync')
+      // A change with a message (its own unit) and a remote commit are never merged into a run.
+      const other = createReplica('yjs', { agentId: agentId('other') }) as YjsReplica
+      const remote: Uint8Array[] = []
+      other.doc.on('update', (u: Uint8Array) => remote.push(u))
+      other.doc.getText('t').insert(0, 'R')
+      typeChars(doc, 3, 'a')
+      const why = store.atomic(() => typeChars(doc, 1, 'm'), { message: 'why' })
+      typeChars(doc, 2, 'b')
+      const applied = store.applyRemote('doc', remote[0], { agent: 'other' })
+      typeChars(doc, 2, 'c')
+      await Promise.all([why, applied])
+      await store.flush()
+      const history = await store.history('doc')
+      assert.deepEqual(
+        history.slice(2).map((r) => [r.agent, r.message]),
+        [
+          ['me', undefined],
+          ['me', 'why'],
+          ['me', undefined],
+          ['other', undefined],
+          ['me', undefined],
+        ],
+      )
+      const replay = new Y.Doc()
+      const lengths = history.map((r) => {
+        Y.applyUpdate(replay, r.delta)
+        return replay.getText('t').toString().length
+      })
+      assert.deepEqual(lengths, [1, 20, 23, 24, 26, 27, 29], 'each record holds exactly the changes of its run, in the order they were made')
+      assert.deepEqual((await store.verify('doc')).problems, [], 'the hash chain holds')
+      const text = textOf(doc)
+      await store.close()
+      const again = await openStore({ dir, agentId: 'me', sweepMs: 0 })
+      assert.equal(textOf(await again.open('doc', 'yjs')), text)
+      await again.close()
+    })
+    await assert.rejects(
+      openStore({ agentId: 'me', mergeLocal: 'sometimes' as never }),
+      (e: unknown) => (e as { code?: string }).code === 'CONCORD_INVALID_ARGUMENT',
+    )
   })
 
   it('a checkpoint due while changes wait is taken at an exact seq; recovery from it and the merged tail is exact', async () => {

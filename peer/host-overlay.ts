@@ -20,5 +20,8 @@ export function overlayHost(base: SyncHost, overrides: Partial<SyncHost>): SyncH
     ...((overrides.yieldTurn ?? base.yieldTurn) ? { yieldTurn: overrides.yieldTurn ?? (() => base.yieldTurn!()) } : {}),
     ...((overrides.digest ?? base.digest) ? { digest: overrides.digest ?? ((name: string) => base.digest!(name)) } : {}),
     ...((overrides.items ?? base.items) ? { items: overrides.items ?? (() => base.items!()) } : {}),
+    ...((overrides.recordsSince ?? base.recordsSince)
+      ? { recordsSince: overrides.recordsSince ?? ((name, since, lack, limits) => base.recordsSince!(name, since, lack, limits)) }
+      : {}),
   }
 }

@@ -210,6 +210,7 @@ export type SyncTuning = Pick<
   | 'presence'
   | 'provenance'
   | 'signatures'
+  | 'answerRecords'
   | 'reconcile'
 >
 

@@ -22,6 +22,7 @@ import {
   type HostApplyResult,
   type LocalCommit,
   type HostedName,
+  type HostRecordRun,
   type AgentId,
   type PresentedCredentials,
   type SyncHost,
@@ -242,6 +243,32 @@ export class StoreSyncHost implements SyncHost {
   deltaSince(name: string, version: Uint8Array | null): Uint8Array | null {
     const replica = this.replica(name)
     return replica.deltaSince(version ?? this.emptyVersion(replica))
+  }
+
+  /**
+   * The logged changes of `name` a replica at `since` lacks, from the
+   * store's log (`Store.recordsSince`), with their provenance; undefined
+   * when the store cannot tell them (the answer sends `lack`).
+   */
+  async recordsSince(
+    name: string,
+    since: Uint8Array | null,
+    lack: Uint8Array,
+    limits: { readonly maxBytes: number; readonly maxRecords: number },
+  ): Promise<HostRecordRun | undefined> {
+    const type = this.options.store.knownType(name)
+    if (type === undefined || this.unreadable.has(name)) return undefined
+    const run = await this.options.store.recordsSince(name, since ?? this.options.store.emptyVersion(type), lack, limits).catch(() => undefined)
+    if (!run) return undefined
+    return {
+      records: run.records.map((record) => ({
+        delta: record.delta,
+        provenance: { agent: record.agent, message: record.message, metaJson: record.metaJson, authored: record.authored },
+        signature: record.signature,
+        logged: record.hlc,
+      })),
+      residual: run.residual,
+    }
   }
 
   /**

@@ -32,6 +32,7 @@ import { decodeStoreInfo, encodeStoreInfo, UNCLAIMED } from './format/store-info
 import { repairName, type RepairReport } from './history/repair.ts'
 import type { BlameReport } from './history/blame.ts'
 import { type DiffReport, type HistoryPage, type HistoryQuery, MAX_HISTORY_SCAN, Queries } from './history/queries.ts'
+import { type RecordRun, type RecordRunLimits, recordsSince } from './history/answer-records.ts'
 import { type RestorePoint, type RestoreReport, restoreTo } from './history/restore.ts'
 import { type RevertSelection, revertAgent } from './history/selective-revert.ts'
 import { TimeTravel } from './history/time-travel.ts'
@@ -619,6 +620,21 @@ export class Store {
    */
   blame(name: string, options: { field?: string; limit?: number } & SignalOptions = {}): Promise<BlameReport> {
     return this.queries.blame(name, options)
+  }
+
+  /**
+   * The records of `name` that a replica at `since` lacks, oldest first,
+   * given `lack` (what it lacks: `deltaSince(since)` of the current state),
+   * for an anti-entropy answer made of records (sync/PROTOCOL.md); undefined
+   * when they cannot be told or exceed `limits` (the answer is then merged
+   * state). Changes applied here and not yet logged are written first.
+   */
+  async recordsSince(name: string, since: Uint8Array, lack: Uint8Array, limits: RecordRunLimits): Promise<RecordRun | undefined> {
+    this.context.checkOpen()
+    const type = this.owner.knownType(name)
+    if (type === undefined) return undefined
+    if (this.owner.live(name) !== undefined && this.settledSeq(name) === undefined) await this.context.committer.written()
+    return recordsSince(this.context, this.owner, name, type, since, lack, limits)
   }
 
   /**

@@ -29,6 +29,7 @@ const lists = {
     'test/crdt/native-semantics.test.ts',
     'test/crdt/causal.test.ts',
     'test/crdt/merge-deltas.test.ts',
+    'test/crdt/record-selection.test.ts',
     // every wire and storage decoder, fuzzed in a 128 MiB child
     'test/fuzz/decoders.test.ts',
     'test/crdt/messages.test.ts',
@@ -67,6 +68,7 @@ const lists = {
     'test/history/provenance-sync.test.ts',
     'test/history/signatures.test.ts',
     'test/history/signatures-sync.test.ts',
+    'test/history/answer-records.test.ts',
     'test/history/queries.test.ts',
     'test/history/queries-types.test.ts',
     'test/history/restore.test.ts',

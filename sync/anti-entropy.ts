@@ -6,10 +6,10 @@
  */
 import { ErrorCodes, isConcordError } from '../crdt/errors.ts'
 import type { ReplicaType } from '../crdt/replica.ts'
-import type { HostedName, SyncHost } from './host.ts'
+import type { HostRecord, HostedName, SyncHost } from './host.ts'
 import { WIRE_LIMITS, encodeMessage, type DeltaEntry, type VersionEntry } from './messages.ts'
 import { matchesFilter, type NameFilter } from './names.ts'
-import type { Outbox } from './outbound.ts'
+import type { Outbox, OutgoingProvenance } from './outbound.ts'
 import type { Reconciler } from './reconcile-session.ts'
 import type { SessionStats } from './session-types.ts'
 
@@ -83,6 +83,40 @@ export async function listVersions(host: SyncHost, filter: NameFilter, readable:
   return entries
 }
 
+/**
+ * Bounds of the records one answer carries (sync/PROTOCOL.md "Answers made
+ * of records"): at most this many delta bytes of records over every name,
+ * {@link ANSWER_MAX_RECORDS} records (each is a commit of the remote's
+ * window and queue) and {@link ANSWER_RECORD_NAMES} names whose log is read;
+ * beyond, names are answered with merged state.
+ */
+export const ANSWER_RECORD_BYTES = 8 * 1024 * 1024
+/** See {@link ANSWER_RECORD_BYTES}. */
+export const ANSWER_MAX_RECORDS = 1024
+/** See {@link ANSWER_RECORD_BYTES}. */
+export const ANSWER_RECORD_NAMES = 256
+/**
+ * A name's records go instead of its merged state only while their deltas
+ * are at most this many times the state's bytes, plus
+ * {@link RECORD_SLACK_BYTES} (small changes cost more as records than
+ * merged, and that is their point).
+ */
+export const RECORD_FACTOR = 4
+/** See {@link RECORD_FACTOR}. */
+export const RECORD_SLACK_BYTES = 64 * 1024
+
+/** A commit of an answer made of records: one logged change with its provenance. */
+export interface AnswerCommit {
+  readonly entries: readonly DeltaEntry[]
+  readonly provenance?: OutgoingProvenance | undefined
+}
+
+/** An answer: the records that carry what the remote lacks (when it takes them), then merged state in bundles. */
+export interface Answer {
+  readonly records: readonly AnswerCommit[]
+  readonly bundles: readonly (readonly DeltaEntry[])[]
+}
+
 /** What {@link answerBundles} needs to know about the remote. */
 export interface AnswerContext {
   /** The names the remote asked for. */
@@ -90,8 +124,16 @@ export interface AnswerContext {
   /** Whether the remote may read a name (the admission's rule). */
   readonly mayRead: (name: string) => boolean
   readonly host: SyncHost
+  /** Counts what an answer carried: commits of records, names of merged state. */
+  readonly answered?: (records: number, merged: number) => void
   /** Called for a remote version that does not decode (the name is skipped). */
   readonly malformed: (why: string) => void
+  /**
+   * Set when the remote takes answers made of records (it announced
+   * `answer-records` with `provenance`): this side's agent id (whose plain
+   * changes need no PROVENANCE) and whether the remote takes signatures.
+   */
+  readonly records?: { readonly agentId: string; readonly signatures: boolean } | undefined
 }
 
 /** One name of an answer: the remote's version of it (`null`: it lacks the name). */
@@ -154,12 +196,111 @@ function bundle(deltas: readonly DeltaEntry[]): DeltaEntry[][] {
  * bundles of up to {@link ANSWER_BUNDLE_BYTES} delta bytes, in list order.
  */
 export function answerBundles(names: Iterable<HostedName>, entries: readonly VersionEntry[], context: AnswerContext): DeltaEntry[][] {
-  const deltas: DeltaEntry[] = []
+  return bundle(lackedNames(names, entries, context).map((lacked) => lacked.entry))
+}
+
+/** A name the remote lacks something of: the delta, and the remote's version it was computed from. */
+interface Lacked {
+  readonly entry: DeltaEntry
+  readonly since: Uint8Array | null
+}
+
+function lackedNames(names: Iterable<HostedName>, entries: readonly VersionEntry[], context: AnswerContext): Lacked[] {
+  const lacked: Lacked[] = []
   for (const wanted of wantedNames(names, entries, context)) {
     const delta = deltaOf(wanted, context)
-    if (delta) deltas.push({ name: wanted.name, replicaType: wanted.type, delta })
+    if (delta) lacked.push({ entry: { name: wanted.name, replicaType: wanted.type, delta }, since: wanted.since })
   }
-  return bundle(deltas)
+  return lacked
+}
+
+/** A record of an answer, with the name it belongs to. */
+interface NamedRecord {
+  readonly entry: DeltaEntry
+  readonly record: HostRecord
+}
+
+/** Whether `b` was logged right after `a` by one clock (the next tick: the records of one commit). */
+function loggedNext(a: HostRecord['logged'], b: HostRecord['logged']): boolean {
+  return (b.wall === a.wall && b.logical === a.logical + 1) || (b.logical === 0 && b.wall > a.wall && b.wall - a.wall <= 5)
+}
+
+/** Whether `next` joins the commit of `first` and `last` (its latest record): same author, message and meta, logged right after, and one authored time when signed. */
+function sameCommit(first: HostRecord, last: HostRecord, next: HostRecord): boolean {
+  const a = first.provenance
+  const b = next.provenance
+  if (a.agent !== b.agent || a.message !== b.message || a.metaJson !== b.metaJson || !loggedNext(last.logged, next.logged)) return false
+  if (first.signature === undefined && next.signature === undefined) return true
+  return a.authored?.wall === b.authored?.wall && a.authored?.logical === b.authored?.logical
+}
+
+/**
+ * The commits that carry `records` (each name's oldest first): in the
+ * order they were logged here, the records of one commit (one author,
+ * message and meta, logged one after another) together again, with the
+ * PROVENANCE a live commit of them has: none for this side's own plain
+ * unsigned change; the signatures to a remote that takes them.
+ */
+function recordCommits(records: readonly NamedRecord[], remote: { readonly agentId: string; readonly signatures: boolean }): AnswerCommit[] {
+  const byTime = [...records].sort((x, y) => x.record.logged.wall - y.record.logged.wall || x.record.logged.logical - y.record.logged.logical)
+  const groups: NamedRecord[][] = []
+  for (const item of byTime) {
+    const group = groups.at(-1)
+    if (group && group.length < WIRE_LIMITS.maxEntries && sameCommit(group[0].record, group.at(-1)!.record, item.record)) group.push(item)
+    else groups.push([item])
+  }
+  return groups.map((group) => {
+    const signatures = remote.signatures && group.some(({ record }) => record.signature !== undefined) ? group.map(({ record }) => record.signature) : undefined
+    const entries = group.map(({ entry, record }, at) =>
+      signatures?.[at] === undefined
+        ? { name: entry.name, replicaType: entry.replicaType, delta: record.delta }
+        : { name: entry.name, replicaType: entry.replicaType, delta: record.delta, signature: signatures[at] },
+    )
+    const provenance = group[0].record.provenance
+    const { agent, message, metaJson } = provenance
+    // This peer's own plain change needs none (the remote logs it under this peer), as live.
+    if (signatures === undefined && message === undefined && metaJson === undefined && (agent === undefined || agent === remote.agentId)) return { entries }
+    return { entries, provenance: signatures === undefined ? provenance : { ...provenance, signatures } }
+  })
+}
+
+/**
+ * The answer for `lacked`: for each name, when the remote takes records and
+ * the host tells them within the bounds ({@link ANSWER_RECORD_BYTES},
+ * {@link RECORD_FACTOR}), the logged changes it lacks, as the commits they
+ * were (see {@link recordCommits}) with their provenance, and what they
+ * cannot carry (a residual) as merged state; else the name's merged state.
+ * Merged state goes in bundles, after the records.
+ */
+async function withRecords(lacked: readonly Lacked[], context: AnswerContext): Promise<Answer> {
+  const { host, records: remote } = context
+  if (!remote || !host.recordsSince) return { records: [], bundles: bundle(lacked.map((item) => item.entry)) }
+  const taken: NamedRecord[] = []
+  const merged: DeltaEntry[] = []
+  let bytes = ANSWER_RECORD_BYTES
+  let count = ANSWER_MAX_RECORDS
+  let names = 0
+  for (const { entry, since } of lacked) {
+    let run: Awaited<ReturnType<NonNullable<SyncHost['recordsSince']>>>
+    if (names < ANSWER_RECORD_NAMES && count > 0 && bytes > 0) {
+      names++
+      const maxBytes = Math.min(bytes, RECORD_FACTOR * entry.delta.length + RECORD_SLACK_BYTES)
+      run = await host.recordsSince(entry.name, since, entry.delta, { maxBytes, maxRecords: count }).catch(() => undefined)
+    }
+    if (!run) {
+      merged.push(entry)
+      continue
+    }
+    for (const record of run.records) {
+      taken.push({ entry, record })
+      bytes -= record.delta.length
+      count--
+    }
+    if (run.residual) merged.push({ name: entry.name, replicaType: entry.replicaType, delta: run.residual })
+  }
+  const commits = recordCommits(taken, remote)
+  context.answered?.(commits.length, merged.length)
+  return { records: commits, bundles: bundle(merged) }
 }
 
 /**
@@ -171,9 +312,9 @@ export function answerBundles(names: Iterable<HostedName>, entries: readonly Ver
  * computed again at the end, all of them in one turn (held together), so
  * a multi-name commit is never half in the answer.
  */
-export async function answerInSlices(names: readonly HostedName[], entries: readonly VersionEntry[], context: AnswerContext): Promise<DeltaEntry[][]> {
+export async function answerInSlices(names: readonly HostedName[], entries: readonly VersionEntry[], context: AnswerContext): Promise<Answer> {
   const { host } = context
-  if (!host.yieldTurn && !host.hold) return answerBundles(names, entries, context)
+  if (!host.yieldTurn && !host.hold) return withRecords(lackedNames(names, entries, context), context)
   const wanted = wantedNames(names, entries, context)
   const deltas: Array<DeltaEntry | null> = []
   const index = new Map<string, number>()
@@ -219,7 +360,9 @@ export async function answerInSlices(names: readonly HostedName[], entries: read
   } finally {
     off()
   }
-  return bundle(deltas.filter((entry): entry is DeltaEntry => entry !== null))
+  const lacked: Lacked[] = []
+  for (const [at, entry] of deltas.entries()) if (entry) lacked.push({ entry, since: wanted[at].since })
+  return withRecords(lacked, context)
 }
 
 /** What an {@link AntiEntropy} needs of its session. */
@@ -357,8 +500,8 @@ export class AntiEntropy {
     const marks = this.context.outbox.beginAnswer()
     const names = only ? [...only] : [...(await this.context.host.list())]
     if (closed()) return
-    const bundles = await answerInSlices(names, entries, remote)
+    const answer = await answerInSlices(names, entries, remote)
     if (closed()) return
-    this.context.outbox.queueAnswer(bundles, marks)
+    this.context.outbox.queueAnswer(answer, marks)
   }
 }

@@ -8,6 +8,7 @@ import type { Unsubscribe } from '../crdt/emitter.ts'
 import type { ReplicaType } from '../crdt/replica.ts'
 import type { PresentedCredentials } from './credentials.ts'
 import type { DeltaEntry } from './messages.ts'
+import type { RecordSignature } from '../crdt/signature.ts'
 import type { AgentId } from '../crdt/agent-id.ts'
 import type { ItemSet } from './reconcile.ts'
 
@@ -41,6 +42,24 @@ export interface LocalCommit {
    * provenance (sync/provenance.ts), so relays keep the author.
    */
   readonly provenance?: EncodedProvenance | undefined
+}
+
+/** One logged change of a name, as {@link SyncHost.recordsSince} gives it. */
+export interface HostRecord {
+  readonly delta: Uint8Array
+  /** Who made it and why (its author, `authored` time, message, meta). */
+  readonly provenance: EncodedProvenance
+  /** Its author's signature, when signed. */
+  readonly signature?: RecordSignature | undefined
+  /** When it was logged here (the host's clock: records of one commit have consecutive times). */
+  readonly logged: { readonly wall: number; readonly logical: number }
+}
+
+/** The logged changes a remote lacks of one name, oldest first, and the merged state still to send after them. */
+export interface HostRecordRun {
+  readonly records: readonly HostRecord[]
+  /** What of the name's state the records cannot carry (a Yjs delete set), to send as merged state after them. */
+  readonly residual?: Uint8Array | undefined
 }
 
 /** Outcome of {@link SyncHost.applyRemote}. */
@@ -131,6 +150,22 @@ export interface SyncHost {
    * then filters it instead of listing, reading and sorting every name.
    */
   items?(): Promise<ItemSet>
+  /**
+   * Optional: the logged changes of `name` that a replica at `since`
+   * (`null`: an empty one) lacks, given `lack` (what it lacks:
+   * {@link deltaSince}), so that an anti-entropy answer carries them with
+   * their provenance (sync/PROTOCOL.md "Answers made of records"); at most
+   * `maxBytes` of deltas and `maxRecords` records. Resolves undefined when
+   * the host cannot tell them (trimmed from its log, a type whose records
+   * cannot be selected by version, over the limits): the answer then sends
+   * `lack`. Never rejects for a name it cannot read (undefined).
+   */
+  recordsSince?(
+    name: string,
+    since: Uint8Array | null,
+    lack: Uint8Array,
+    limits: { readonly maxBytes: number; readonly maxRecords: number },
+  ): Promise<HostRecordRun | undefined>
   /**
    * Optional: lets other work run (a macrotask). A session calls it between
    * slices of an expensive answer, so one peer's anti-entropy never holds

@@ -45,9 +45,9 @@ export { provesSecret, secretsEqual, constantTimeEqual, handshakeProof, NONCE_BY
 export type { PresentedCredentials, ProofInput } from './credentials.ts'
 export { ALL_NAMES, MAX_NAME_LENGTH, isAllNames, matchesFilter, isValidName } from './names.ts'
 export type { NameFilter } from './names.ts'
-export type { SyncHost, Access, HostedName, LocalCommit, HostApplyResult, MaybePromise } from './host.ts'
 export { ItemIndex, type ItemSource } from './item-index.ts'
 export type { ItemSet } from './reconcile.ts'
+export type { SyncHost, Access, HostedName, LocalCommit, HostApplyResult, HostRecord, HostRecordRun, MaybePromise } from './host.ts'
 export { Admission, DEFAULT_MAX_UNIT_BYTES, isRefusedApply, newAdmissionStats } from './admission.ts'
 export type {
   AdmissionHost,

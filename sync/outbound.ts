@@ -82,7 +82,7 @@ export class Outbox {
   private pumping = false
   private readonly waiters: Array<{ target: number; resolve: () => void }> = []
   /** Answer bundles of several names sent and not yet acknowledged, by seq (resent without a name the remote rejects). */
-  private readonly bundles = new Map<number, readonly DeltaEntry[]>()
+  private readonly bundles = new Map<number, { readonly entries: readonly DeltaEntry[]; readonly provenance?: OutgoingProvenance | undefined }>()
   /** Settles the pending {@link whenAcked} promises with an error. */
   private readonly rejecters = new Set<(error: Error) => void>()
 
@@ -153,12 +153,24 @@ export class Outbox {
   }
 
   /**
-   * Queues an answer: its bundles, then DONE, then the marks of
+   * Queues an answer: its records (each a commit with its provenance), its bundles, then DONE, then the marks of
    * {@link beginAnswer}, all ahead of the live commits queued while it was
    * computed; then lets data flow again.
    */
-  queueAnswer(bundles: readonly (readonly DeltaEntry[])[], marks: DataItem[]): void {
-    const answer: DataItem[] = bundles.map((entries) => ({ kind: 'commit', entries, answer: true }))
+  queueAnswer(
+    {
+      records,
+      bundles,
+    }: {
+      readonly records: ReadonlyArray<{ readonly entries: readonly DeltaEntry[]; readonly provenance?: OutgoingProvenance | undefined }>
+      readonly bundles: readonly (readonly DeltaEntry[])[]
+    },
+    marks: DataItem[],
+  ): void {
+    const answer: DataItem[] = [
+      ...records.map(({ entries, provenance }): DataItem => ({ kind: 'commit', entries, provenance, answer: true })),
+      ...bundles.map((entries): DataItem => ({ kind: 'commit', entries, answer: true })),
+    ]
     this.data = [...answer, { kind: 'done' }, ...marks, ...this.data]
     this.queued += answer.length
     this.answering = Math.max(0, this.answering - 1)
@@ -189,18 +201,22 @@ export class Outbox {
   }
 
   /**
-   * The remote refused an answer bundle because of one name (its access
-   * rules, filter or a delta it cannot decode): the other names of the
-   * bundle are sent again without it, so one refused name never holds back
-   * the others.
+   * The remote refused an answer bundle (or a commit of records of several
+   * names) because of one name (its access rules, filter or a delta it
+   * cannot decode): the other names are sent again without it, so one
+   * refused name never holds back the others.
    */
   bundleRejected(seq: number, name: string): void {
-    const entries = this.bundles.get(seq)
-    if (!entries) return
+    const bundled = this.bundles.get(seq)
+    if (!bundled) return
     this.bundles.delete(seq)
-    const rest = entries.filter((entry) => entry.name !== name)
-    if (rest.length === 0 || !this.live) return
-    this.data.unshift({ kind: 'commit', entries: rest, answer: true })
+    const kept = bundled.entries.map((entry, at) => ({ entry, at })).filter(({ entry }) => entry.name !== name)
+    if (kept.length === 0 || !this.live) return
+    const rest = kept.map(({ entry }) => entry)
+    // A commit of records keeps its provenance, with the signatures of the entries kept.
+    const signatures = bundled.provenance?.signatures
+    const provenance = bundled.provenance && (signatures ? { ...bundled.provenance, signatures: kept.map(({ at }) => signatures[at]) } : bundled.provenance)
+    this.data.unshift({ kind: 'commit', entries: rest, answer: true, provenance })
     this.queued++
     this.pump()
   }
@@ -307,7 +323,7 @@ export class Outbox {
       this.inflight.push({ seq, bytes })
       this.inflightBytes += bytes
       this.context.stats.commitsOut++
-      if (item.kind === 'commit' && item.answer && item.entries.length > 1) this.bundles.set(seq, item.entries)
+      if (item.kind === 'commit' && item.answer && item.entries.length > 1) this.bundles.set(seq, { entries: item.entries, provenance: item.provenance })
       const message: Message = item.entries.length === 1 ? { type: 'delta', seq, entry: item.entries[0] } : { type: 'transaction', seq, entries: item.entries }
       const frameLimit = this.frameLimit()
       const frames = this.framesOf(encodeMessage(message), frameLimit)

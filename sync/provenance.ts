@@ -64,3 +64,30 @@ export function takesSignatures(extensions: ReadonlyArray<{ readonly key: string
     return false
   }
 }
+
+/**
+ * Key of the extension that announces anti-entropy answers made of records
+ * (value `varUint` 1): the sender of the HELLO takes, in the answer to its
+ * VERSIONS or WANT, the logged changes it lacks as commits with their
+ * PROVENANCE, as live ones come (sync/PROTOCOL.md "Answers made of
+ * records"). Announced only with `provenance`.
+ */
+export const ANSWER_RECORDS_EXTENSION = 'answer-records'
+/** The format of answers made of records this code speaks. */
+export const ANSWER_RECORDS_FORMAT = 1
+
+/** The HELLO extension that announces answers made of records. */
+export function answerRecordsExtension(): { readonly key: string; readonly value: Uint8Array } {
+  return { key: ANSWER_RECORDS_EXTENSION, value: new Encoder(2).writeVarUint(ANSWER_RECORDS_FORMAT).finish() }
+}
+
+/** Whether a HELLO's extensions announce answers made of records (with provenance, which carries them). */
+export function takesAnswerRecords(extensions: ReadonlyArray<{ readonly key: string; readonly value: Uint8Array }>): boolean {
+  const extension = extensions.find((candidate) => candidate.key === ANSWER_RECORDS_EXTENSION)
+  if (!extension || !takesProvenance(extensions)) return false
+  try {
+    return new Decoder(extension.value).readVarUint() === ANSWER_RECORDS_FORMAT
+  } catch {
+    return false
+  }
+}

@@ -161,6 +161,15 @@ export interface SessionOptions {
    */
   readonly signatures?: boolean | undefined
   /**
+   * Take and send anti-entropy answers made of records (sync/PROTOCOL.md
+   * "Answers made of records"): announce the `answer-records` HELLO
+   * extension, and answer a remote that announced it with the logged
+   * changes it lacks, each with its provenance, where the host can tell
+   * them (default true when `provenance` is on; false answers with merged
+   * state only, as a peer from before it).
+   */
+  readonly answerRecords?: boolean | undefined
+  /**
    * Reconcile by ranges (sync/reconcile.ts) with a remote that announces it
    * too: announce the `reconcile` HELLO extension and resync with RANGES and
    * WANT instead of VERSIONS (default true; false: VERSIONS always, as a
@@ -215,6 +224,10 @@ export interface SessionStats {
   presenceIn: number
   presenceOut: number
   presenceDropped: number
+  /** Commits of logged changes sent in anti-entropy answers (with their provenance). */
+  answerRecords: number
+  /** Names sent as merged state in anti-entropy answers (a fallback, or a residual after records). */
+  answerMerged: number
 }
 
 /** Events of a {@link SyncSession}. */
@@ -270,5 +283,7 @@ export function newSessionStats(): SessionStats {
     presenceIn: 0,
     presenceOut: 0,
     presenceDropped: 0,
+    answerRecords: 0,
+    answerMerged: 0,
   }
 }

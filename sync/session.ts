@@ -30,7 +30,7 @@ import { AntiEntropy, MAX_RESYNC_RETRIES } from './anti-entropy.ts'
 import { MIN_FRAME_BYTES } from './chunking.ts'
 import { newNonce } from './credentials.ts'
 import { reconcileExtension, takesReconcile, windowBytesExtension, windowBytesOf } from './extensions.ts'
-import { provenanceExtension, signaturesExtension, takesProvenance, takesSignatures } from './provenance.ts'
+import { answerRecordsExtension, provenanceExtension, signaturesExtension, takesAnswerRecords, takesProvenance, takesSignatures } from './provenance.ts'
 import { Handshake, PROOF_VERSION, type HandshakeIo } from './handshake.ts'
 import type { HostedName, LocalCommit, SyncHost } from './host.ts'
 import { InboundLedger } from './inbound.ts'
@@ -217,6 +217,7 @@ export class SyncSession {
         ...(this.options.presence ? [presenceExtension()] : []),
         ...(this.takesProvenance ? [provenanceExtension()] : []),
         ...(this.takesSignatures ? [signaturesExtension()] : []),
+        ...(this.takesAnswerRecords ? [answerRecordsExtension()] : []),
         ...(this.options.reconcile !== false ? [reconcileExtension()] : []),
       ]),
     )
@@ -547,6 +548,14 @@ export class SyncSession {
         mayRead: (name) => this.admission.mayRead(remote.agentId, name),
         host: this.host,
         malformed: (why) => this.malformed(why),
+        records:
+          this.takesAnswerRecords && takesAnswerRecords(remote.extensions)
+            ? { agentId: this.options.agentId, signatures: this.takesSignatures && takesSignatures(remote.extensions) }
+            : undefined,
+        answered: (records, merged) => {
+          this.stat.answerRecords += records
+          this.stat.answerMerged += merged
+        },
       },
       () => this.stateValue === 'closed',
       only,
@@ -555,6 +564,11 @@ export class SyncSession {
 
   private get takesProvenance(): boolean {
     return this.options.provenance !== false
+  }
+
+  /** Whether this side takes (and sends) anti-entropy answers made of records: with provenance, unless `answerRecords: false`. */
+  private get takesAnswerRecords(): boolean {
+    return this.takesProvenance && this.options.answerRecords !== false
   }
 
   private get takesSignatures(): boolean {

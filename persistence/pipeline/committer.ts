@@ -244,6 +244,11 @@ export class Committer {
     await this.enqueue({ sync: true, states: [], build: () => undefined })
   }
 
+  /** Resolves once everything queued so far is written (not necessarily fsynced). */
+  async written(): Promise<void> {
+    await this.enqueue({ sync: false, states: [], build: () => undefined })
+  }
+
   /** Resolves once the queue is empty (nothing in flight). */
   async idle(): Promise<void> {
     while (this.running) await this.running

@@ -16,7 +16,7 @@ import { createPeer, type Peer, type PeerOptions } from '../../peer/index.ts'
 import { openStore } from '../../persistence/index.ts'
 import { provenanceExtension } from '../../sync/provenance.ts'
 import { tempDir } from '../helpers/temp-dir.ts'
-import { until, untilSynced } from '../helpers/wait.ts'
+import { until } from '../helpers/wait.ts'
 import { rawClient } from '../peer/helpers/raw-concord-client.ts'
 import { yClient } from '../peer/helpers/y-websocket-clients.ts'
 
@@ -32,48 +32,43 @@ async function withPeers(specs: ReadonlyArray<{ agentId: string } & Partial<Peer
   }
 }
 
-/**
- * Until `peer` has finished its first anti-entropy with each of `remotes`: a
- * change made before the remote's first answer travels in that answer (merged
- * state, logged under the sender, without provenance); from then on commits
- * reach it live with their PROVENANCE.
- */
 const authors = async (peer: Peer, name: string) => (await peer.history(name)).map((h) => [h.agent, h.message ?? null, h.meta ?? null])
 
-test('a change made at A, relayed by hub H to B, shows author A with its message and meta on H and B', () =>
-  withPeers([{ agentId: 'hub' }, { agentId: 'A' }, { agentId: 'B' }], async ([hub, a, b]) => {
-    const { url } = await hub.listen()
-    await a.connect(url)
-    await b.connect(url)
-    await untilSynced(hub, 'A', 'B')
-    await untilSynced(a, 'hub')
-    await untilSynced(b, 'hub')
-    const counter = await a.counter('tasks')
-    await a.transact(() => counter.increment(3), { message: 'three tasks found', meta: { tool: 'planner', session: 's-1' } })
-    await a.transact(() => counter.increment(1), { agent: 'ana', message: 'one more, for ana' })
-    counter.increment(1) // a plain change of A's own
-    const atB = await b.counter('tasks')
-    await until(() => atB.value() === 5, 'B has every change')
-    await until(async () => (await hub.history('tasks')).length === 3 && (await b.history('tasks')).length === 3, 'logged on H and B')
-    const expected = [
-      ['A', 'three tasks found', { session: 's-1', tool: 'planner' }],
-      ['ana', 'one more, for ana', null],
-      ['A', null, null],
-    ]
-    assert.deepEqual(await authors(a, 'tasks'), expected)
-    assert.deepEqual(await authors(hub, 'tasks'), expected, 'on the hub: the author, not the relay')
-    assert.deepEqual(await authors(b, 'tasks'), expected, 'on B, two hops away')
-    // When: the author's time travels too (each log stamps its own time as hlc; authored is when A made it).
-    const made = (await a.history('tasks')).map((h) => h.hlc)
-    for (const peer of [hub, b]) {
-      const there = await peer.history('tasks')
-      assert.deepEqual(
-        there.slice(0, 2).map((h) => h.authored),
-        made.slice(0, 2),
-        `authored times on ${peer.agentId}`,
-      )
-    }
-  }))
+// A change made before the hub's first answer from A travels in it, as the logged record with its provenance
+// (sync/PROTOCOL.md "Answers made of records"); one made after it, live. Either way it keeps its author.
+for (const when of ['right after A connects', 'before A connects'] as const)
+  test(`a change made at A ${when}, relayed by hub H to B, shows author A with its message and meta on H and B`, () =>
+    withPeers([{ agentId: 'hub' }, { agentId: 'A' }, { agentId: 'B' }], async ([hub, a, b]) => {
+      const { url } = await hub.listen()
+      await b.connect(url)
+      if (when === 'right after A connects') await a.connect(url)
+      const counter = await a.counter('tasks')
+      await a.transact(() => counter.increment(3), { message: 'three tasks found', meta: { tool: 'planner', session: 's-1' } })
+      await a.transact(() => counter.increment(1), { agent: 'ana', message: 'one more, for ana' })
+      counter.increment(1) // a plain change of A's own
+      if (when === 'before A connects') await a.connect(url)
+      const atB = await b.counter('tasks')
+      await until(() => atB.value() === 5, 'B has every change')
+      await until(async () => (await hub.history('tasks')).length === 3 && (await b.history('tasks')).length === 3, 'logged on H and B')
+      const expected = [
+        ['A', 'three tasks found', { session: 's-1', tool: 'planner' }],
+        ['ana', 'one more, for ana', null],
+        ['A', null, null],
+      ]
+      assert.deepEqual(await authors(a, 'tasks'), expected)
+      assert.deepEqual(await authors(hub, 'tasks'), expected, 'on the hub: the author, not the relay')
+      assert.deepEqual(await authors(b, 'tasks'), expected, 'on B, two hops away')
+      // When: the author's time travels too (each log stamps its own time as hlc; authored is when A made it).
+      const made = (await a.history('tasks')).map((h) => h.hlc)
+      for (const peer of [hub, b]) {
+        const there = await peer.history('tasks')
+        assert.deepEqual(
+          there.slice(0, 2).map((h) => h.authored),
+          made.slice(0, 2),
+          `authored times on ${peer.agentId}`,
+        )
+      }
+    }))
 
 test('a peer from before the provenance extension still syncs both ways; its changes are logged under it, ours reach it', () =>
   withPeers([{ agentId: 'hub' }, { agentId: 'old', sync: { provenance: false } }, { agentId: 'B' }], async ([hub, old, b]) => {

@@ -1,0 +1,118 @@
+/**
+ * Which logged changes a remote lacks, told by its version: what lets an
+ * anti-entropy answer be made of the changes themselves (with their
+ * author, message and signature) instead of merged state
+ * (sync/PROTOCOL.md "Answers made of records").
+ *
+ * A {@link RecordSelector} answers two questions about a name, for one
+ * remote version `since` and `lack` (the delta a replica at `since` lacks,
+ * `deltaSince(since)`):
+ * - `lacks(delta)`: whether a replica at `since` lacks something of one
+ *   logged delta (`true`), holds all of it (`false`: the remote got at
+ *   least that far), or the version cannot tell (`'unknown'`: a Yjs update
+ *   that only deletes, since a state vector records no deletions);
+ * - `covers(deltas)`: whether those deltas together bring all of `lack`,
+ *   and what of `lack` must still go as merged state (`residual`: a Yjs
+ *   document's delete set, which no version lets one select).
+ * `covers` is exact (never true when something of `lack` would be
+ * missing); `lacks` only chooses what to try.
+ *
+ * Native types: a scratch replica holding the delta (or deltas) is asked
+ * (`deltaSince(since)` for `lacks`; `applyDelta(lack)` changes nothing for
+ * `covers`). Yjs: the structs' ids against the state vector. Automerge has
+ * no selector (its answers stay merged state).
+ */
+import * as Y from 'yjs'
+import type { Replica, ReplicaType } from './replica.ts'
+import { nativeTypes } from './types/native-type.ts'
+
+/** See the module comment. */
+export interface RecordSelector {
+  lacks(delta: Uint8Array): boolean | 'unknown'
+  covers(deltas: readonly Uint8Array[]): { readonly covered: boolean; readonly residual?: Uint8Array | undefined }
+}
+
+/**
+ * The selector of `type` for a remote at `since` that lacks `lack`, or
+ * undefined for a type whose records cannot be selected by version.
+ * `scratch` makes an empty replica of the type.
+ */
+export function recordSelector(type: ReplicaType, since: Uint8Array, lack: Uint8Array, scratch: () => Replica): RecordSelector | undefined {
+  if (nativeTypes.get(type)) return nativeSelector(since, lack, scratch)
+  if (type === 'yjs') return yjsSelector(since, lack)
+  return undefined
+}
+
+function nativeSelector(since: Uint8Array, lack: Uint8Array, scratch: () => Replica): RecordSelector {
+  return {
+    lacks(delta) {
+      const replica = scratch()
+      replica.applyDelta(delta)
+      return replica.deltaSince(since) !== null
+    },
+    covers(deltas) {
+      const replica = scratch()
+      for (const delta of deltas) replica.applyDelta(delta)
+      return { covered: !replica.applyDelta(lack) }
+    },
+  }
+}
+
+/** Per client, the clock ranges `[from, to)` of an update's structs (skips left out). */
+function structRanges(update: Uint8Array): Map<number, Array<[number, number]>> {
+  const ranges = new Map<number, Array<[number, number]>>()
+  for (const struct of Y.decodeUpdate(update).structs) {
+    if (struct instanceof Y.Skip) continue
+    const { client, clock } = struct.id
+    let list = ranges.get(client)
+    if (!list) ranges.set(client, (list = []))
+    list.push([clock, clock + struct.length])
+  }
+  return ranges
+}
+
+function hasDeletions(update: Uint8Array): boolean {
+  return Y.decodeUpdate(update).ds.clients.size > 0
+}
+
+function yjsSelector(since: Uint8Array, lack: Uint8Array): RecordSelector {
+  const known = Y.decodeStateVector(since)
+  const needed = structRanges(lack)
+  return {
+    lacks(delta) {
+      const { to } = Y.parseUpdateMeta(delta)
+      for (const [client, clock] of to) if (clock > (known.get(client) ?? 0)) return true
+      return hasDeletions(delta) ? 'unknown' : false
+    },
+    covers(deltas) {
+      const have = new Map<number, Array<[number, number]>>()
+      for (const delta of deltas) {
+        for (const [client, list] of structRanges(delta)) {
+          const into = have.get(client)
+          if (into) into.push(...list)
+          else have.set(client, [...list])
+        }
+      }
+      for (const [client, list] of needed) {
+        const held = (have.get(client) ?? []).sort((a, b) => a[0] - b[0])
+        for (const [from, to] of list) if (!within(held, from, to)) return { covered: false }
+      }
+      // The delete set: every deletion of the document, which no version selects; a remote that has them takes it as no change.
+      const clocks = new Map<number, number>()
+      for (const [client, list] of needed) clocks.set(client, Math.max(...list.map(([, to]) => to)))
+      const residual = Y.diffUpdate(lack, Y.encodeStateVector(clocks))
+      return { covered: true, residual: residual.length === 2 && residual[0] === 0 && residual[1] === 0 ? undefined : residual }
+    },
+  }
+}
+
+/** Whether `[from, to)` lies within the union of `held` (sorted by start). */
+function within(held: ReadonlyArray<readonly [number, number]>, from: number, to: number): boolean {
+  let reach = from
+  for (const [start, end] of held) {
+    if (start > reach) break
+    if (end > reach) reach = end
+    if (reach >= to) return true
+  }
+  return reach >= to
+}

@@ -1,0 +1,222 @@
+/**
+ * Anti-entropy answers made of records (issue 16; sync/PROTOCOL.md "Answers
+ * made of records"): real peers (LevelDB folders, WebSocket on 127.0.0.1).
+ * Changes an agent made while disconnected reach the hub by resync, not
+ * live, and keep their author, message, meta and signature there and on a
+ * peer behind the hub; a peer without the `answer-records` extension still
+ * converges both ways (merged state, as before); a relay whose answer
+ * carries a record it tampered with is refused and nothing of it applies.
+ */
+import assert from 'node:assert/strict'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import { generateKeyPair } from '@libp2p/crypto/keys'
+import { peerIdFromPrivateKey } from '@libp2p/peer-id'
+import { encodeRecord, decodeRecord } from '../../persistence/format/record.ts'
+import { logKey } from '../../persistence/format/keys.ts'
+import { createPeer, type Peer, type PeerOptions } from '../../peer/index.ts'
+import { tempDir } from '../helpers/temp-dir.ts'
+import { until } from '../helpers/wait.ts'
+
+async function withPeers(specs: ReadonlyArray<{ agentId: string } & Partial<PeerOptions>>, fn: (peers: Peer[]) => Promise<void>): Promise<void> {
+  const dir = await tempDir('concord-answer-records-')
+  const peers: Peer[] = []
+  try {
+    for (const spec of specs) peers.push(await createPeer({ dir: join(dir.path, spec.agentId), ...spec }))
+    await fn(peers)
+  } finally {
+    for (const peer of peers.reverse()) await peer.close()
+    await dir.remove()
+  }
+}
+
+/** An Ed25519 libp2p key and its PeerId. */
+async function keyPair() {
+  const key = await generateKeyPair('Ed25519')
+  return { key, peerId: peerIdFromPrivateKey(key).toString() }
+}
+
+const untilSynced = (peer: Peer, ...remotes: string[]) =>
+  until(() => remotes.every((id) => peer.status().sessions.some((s) => s.agentId === id && s.synced)), `${peer.agentId} synced with ${remotes.join(', ')}`)
+
+const untilGone = (peer: Peer, remote: string) => until(() => !peer.status().sessions.some((s) => s.agentId === remote), `${peer.agentId} lost ${remote}`)
+
+const provenance = async (peer: Peer, name: string) =>
+  (await peer.history(name)).map((h) => [h.agent, h.message ?? null, h.meta ?? null, h.signature?.status ?? 'unsigned'])
+
+test('changes an agent made while disconnected reach the hub by resync with their author, message and signature, and a peer behind it too', async () => {
+  const alice = await keyPair()
+  await withPeers(
+    [
+      { agentId: 'hub', authorKeys: { A: alice.peerId } },
+      { agentId: 'A', signingKey: alice.key },
+      { agentId: 'B', authorKeys: { A: alice.peerId } },
+    ],
+    async ([hub, a, b]) => {
+      const { url } = await hub.listen()
+      await a.connect(url)
+      await b.connect(url)
+      await untilSynced(hub, 'A', 'B')
+      await untilSynced(a, 'hub')
+      await untilSynced(b, 'hub')
+      const tasks = await a.counter('tasks')
+      await a.transact(() => tasks.increment(1), { message: 'online' })
+      const atB = await b.counter('tasks')
+      await until(() => atB.value() === 1, 'the live change reaches B')
+
+      a.disconnect(url)
+      await untilGone(hub, 'A')
+      // Offline: a counter the hub holds, a document it has never seen (made, then trimmed), one change made for another agent.
+      await a.transact(() => tasks.increment(2), { message: 'two more', meta: { tool: 'planner' } })
+      const notes = await a.yjs('notes')
+      await a.transact(() => notes.doc.getText('t').insert(0, 'draft of the plan'), { message: 'draft' })
+      await a.transact(() => notes.doc.getText('t').delete(0, 9), { message: 'trim' })
+      await a.transact(() => tasks.increment(4), { agent: 'ana', message: 'for ana' })
+      await a.flush()
+      assert.equal(atB.value(), 1, 'nothing travelled while A was away')
+
+      await a.connect(url)
+      const notesAtB = await b.yjs('notes')
+      await until(() => atB.value() === 7 && notesAtB.doc.getText('t').toString() === 'the plan', 'the resync reaches B through the hub')
+      const expectedTasks = [
+        ['A', 'online', null, 'verified'],
+        ['A', 'two more', { tool: 'planner' }, 'verified'],
+        // A holds no key of ana's: a change it made for her is unsigned.
+        ['ana', 'for ana', null, 'unsigned'],
+      ]
+      const expectedNotes = [
+        ['A', 'draft', null, 'verified'],
+        ['A', 'trim', null, 'verified'],
+      ]
+      for (const peer of [hub, b]) {
+        await until(
+          async () => (await peer.history('tasks')).length === 3 && (await peer.history('notes').catch(() => [])).length === 2,
+          `logged on ${peer.agentId}`,
+        )
+        assert.deepEqual(await provenance(peer, 'tasks'), expectedTasks, `tasks on ${peer.agentId}`)
+        assert.deepEqual(await provenance(peer, 'notes'), expectedNotes, `notes on ${peer.agentId}`)
+        const report = await peer.store.verify('tasks')
+        assert.deepEqual(report.problems, [])
+        assert.deepEqual(report.signatures, { verified: 2, unbound: 0, unsigned: 1 })
+      }
+      // The author's time travels too.
+      const made = (await a.history('tasks')).map((h) => h.hlc)
+      assert.deepEqual(
+        (await hub.history('tasks')).slice(1).map((h) => h.authored),
+        made.slice(1),
+      )
+      assert.ok(a.stats().totals.answerRecords >= 4, 'A answered with records')
+      assert.equal(hub.stats().admission.badSignatures + b.stats().admission.badSignatures, 0)
+    },
+  )
+})
+
+test('a peer without answer records still converges both ways: its answers, and those it is sent, are merged state', () =>
+  withPeers([{ agentId: 'hub' }, { agentId: 'old', sync: { answerRecords: false } }], async ([hub, old]) => {
+    const { url } = await hub.listen()
+    await old.connect(url)
+    await untilSynced(hub, 'old')
+    await untilSynced(old, 'hub')
+    const atOld = await old.set('seen')
+    const atHub = await hub.set('seen')
+    await old.transact(() => atOld.add('first'), { message: 'live' })
+    await until(() => (atHub.value() as string[]).includes('first'), 'the live change reaches the hub')
+    old.disconnect(url)
+    await untilGone(hub, 'old')
+    await old.transact(() => atOld.add('from old'), { message: 'made offline at old' })
+    await hub.transact(() => atHub.add('from hub'), { message: 'made at the hub meanwhile' })
+    await old.connect(url)
+    const all = '["first","from hub","from old"]'
+    await until(
+      () => JSON.stringify([...(atOld.value() as string[])].sort()) === all && JSON.stringify([...(atHub.value() as string[])].sort()) === all,
+      'both converge',
+    )
+    await until(async () => (await hub.history('seen')).length === 3 && (await old.history('seen')).length === 3, 'logged on both')
+    // Merged state both ways: logged under the peer that sent it, without its message.
+    assert.deepEqual(
+      (await hub.history('seen')).map((h) => [h.agent, h.message ?? null]),
+      [
+        ['old', 'live'],
+        ['hub', 'made at the hub meanwhile'],
+        ['old', null],
+      ],
+    )
+    assert.deepEqual(
+      (await old.history('seen')).map((h) => [h.agent, h.message ?? null]),
+      [
+        ['old', 'live'],
+        ['old', 'made offline at old'],
+        ['hub', null],
+      ],
+    )
+    assert.equal(hub.stats().totals.answerRecords + old.stats().totals.answerRecords, 0)
+    assert.equal(hub.stats().totals.unexpected ?? 0, 0)
+    assert.equal(old.stats().totals.unexpected ?? 0, 0)
+  }))
+
+test('a relay whose answer carries a record it tampered with is refused and nothing of it applies; the author’s own copy is then taken', async () => {
+  const alice = await keyPair()
+  await withPeers([{ agentId: 'relay' }, { agentId: 'A', signingKey: alice.key }, { agentId: 'B', authorKeys: { A: alice.peerId } }], async ([relay, a, b]) => {
+    const { url } = await relay.listen()
+    await a.connect(url)
+    await untilSynced(a, 'relay')
+    const board = await a.set('board')
+    await a.transact(() => board.add('ship it'), { message: 'approved' })
+    await until(async () => (await relay.history('board').catch(() => [])).length === 1, 'the relay logged it')
+    a.disconnect(url)
+    await untilGone(relay, 'A')
+    // The relay rewrites the message of the record it holds (checksum and all: only the signature tells).
+    const key = logKey('board', 1)
+    const record = decodeRecord((await relay.store.storage.get(key))!)
+    assert.ok(record.signature, 'the relay keeps A’s signature')
+    await relay.store.storage.batch([{ type: 'put', key, value: encodeRecord({ ...record, message: 'rejected' }) }], { sync: true })
+    assert.equal((await relay.history('board'))[0].message, 'rejected')
+
+    await b.connect(url)
+    await until(() => b.stats().admission.badSignatures >= 1, 'B refuses the tampered record')
+    await untilSynced(b, 'relay')
+    assert.deepEqual(await b.names(), [], 'nothing applied, no name created')
+    assert.ok(relay.stats().totals.answerRecords >= 1, 'it came in an answer')
+
+    // The author's own copy is taken, and verifies.
+    const { url: atB } = await b.listen()
+    await a.connect(atB)
+    await until(async () => (await b.history('board').catch(() => [])).length === 1, 'A’s record reaches B')
+    assert.deepEqual(await provenance(b, 'board'), [['A', 'approved', null, 'verified']])
+  })
+})
+
+test('a transaction of several names made before connecting travels in the answer as one commit, with its provenance, through a relay', () =>
+  withPeers([{ agentId: 'relay' }, { agentId: 'A' }, { agentId: 'C' }], async ([relay, a, c]) => {
+    const { url } = await relay.listen()
+    await c.connect(url)
+    await untilSynced(c, 'relay')
+    const counter = await a.counter('count')
+    const log = await a.set<string>('log')
+    await a.transact(
+      () => {
+        counter.increment()
+        log.add('one')
+        counter.increment(2)
+        log.add('two')
+      },
+      { message: 'both names', meta: { step: 1 } },
+    )
+    await a.flush()
+    await a.connect(url)
+    const far = await c.counter('count')
+    const farLog = await c.set<string>('log')
+    await until(() => far.value() === 3 && farLog.size === 2, 'the transaction reaches C through the relay')
+    await until(async () => (await c.history('count')).length === 2 && (await c.history('log')).length === 2, 'logged on C')
+    for (const peer of [relay, c]) {
+      assert.deepEqual(
+        [...(await provenance(peer, 'count')), ...(await provenance(peer, 'log'))].map(([agent, message, meta]) => [agent, message, meta]),
+        Array(4).fill(['A', 'both names', { step: 1 }]),
+        `on ${peer.agentId}`,
+      )
+    }
+    // One commit per hop: A's answer to the relay, and the relay's to C (live or in an answer).
+    assert.equal(a.stats().totals.commitsOut, 1)
+    assert.equal(a.stats().totals.answerRecords, 1)
+    assert.equal(c.stats().totals.commitsIn, 1)
+  }))

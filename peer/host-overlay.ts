@@ -23,5 +23,6 @@ export function overlayHost(base: SyncHost, overrides: Partial<SyncHost>): SyncH
     ...((overrides.recordsSince ?? base.recordsSince)
       ? { recordsSince: overrides.recordsSince ?? ((name, since, lack, limits) => base.recordsSince!(name, since, lack, limits)) }
       : {}),
+    ...((overrides.logClock ?? base.logClock) ? { logClock: overrides.logClock ?? (() => base.logClock!()) } : {}),
   }
 }

@@ -254,7 +254,7 @@ export class StoreSyncHost implements SyncHost {
     name: string,
     since: Uint8Array | null,
     lack: Uint8Array,
-    limits: { readonly maxBytes: number; readonly maxRecords: number },
+    limits: { readonly maxBytes: number; readonly maxRecords: number; readonly until?: HlcTimestamp | undefined },
   ): Promise<HostRecordRun | undefined> {
     const type = this.options.store.knownType(name)
     if (type === undefined || this.unreadable.has(name)) return undefined
@@ -269,6 +269,11 @@ export class StoreSyncHost implements SyncHost {
       })),
       residual: run.residual,
     }
+  }
+
+  /** The store's clock now (every change applied before has an earlier record time). */
+  logClock(): HlcTimestamp {
+    return this.options.store.clockNow()
   }
 
   /**

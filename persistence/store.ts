@@ -622,12 +622,18 @@ export class Store {
     return this.queries.blame(name, options)
   }
 
+  /** The store's HLC now (a tick of it): every record logged before has an earlier time, every one logged after a later one. */
+  clockNow(): HlcTimestamp {
+    return this.context.clock.now()
+  }
+
   /**
    * The records of `name` that a replica at `since` lacks, oldest first,
    * given `lack` (what it lacks: `deltaSince(since)` of the current state),
    * for an anti-entropy answer made of records (sync/PROTOCOL.md); undefined
    * when they cannot be told or exceed `limits` (the answer is then merged
-   * state). Changes applied here and not yet logged are written first.
+   * state). Changes applied here and not yet logged are written first;
+   * with `until`, records logged after it are left out.
    */
   async recordsSince(name: string, since: Uint8Array, lack: Uint8Array, limits: RecordRunLimits): Promise<RecordRun | undefined> {
     this.context.checkOpen()

@@ -133,7 +133,14 @@ export interface AnswerContext {
    * `answer-records` with `provenance`): this side's agent id (whose plain
    * changes need no PROVENANCE) and whether the remote takes signatures.
    */
-  readonly records?: { readonly agentId: string; readonly signatures: boolean } | undefined
+  readonly records?:
+    | {
+        readonly agentId: string
+        readonly signatures: boolean
+        /** Whether the remote refused records of this name before (it is then answered with merged state). */
+        readonly refused?: ((name: string) => boolean) | undefined
+      }
+    | undefined
 }
 
 /** One name of an answer: the remote's version of it (`null`: it lacks the name). */
@@ -220,34 +227,39 @@ interface NamedRecord {
   readonly record: HostRecord
 }
 
-/** Whether `b` was logged right after `a` by one clock (the next tick: the records of one commit). */
-function loggedNext(a: HostRecord['logged'], b: HostRecord['logged']): boolean {
-  return (b.wall === a.wall && b.logical === a.logical + 1) || (b.logical === 0 && b.wall > a.wall && b.wall - a.wall <= 5)
-}
-
-/** Whether `next` joins the commit of `first` and `last` (its latest record): same author, message and meta, logged right after, and one authored time when signed. */
-function sameCommit(first: HostRecord, last: HostRecord, next: HostRecord): boolean {
+/** Whether `next` may join the commit of `first`: same author, message and meta, and one authored time when signed (a signature covers it). */
+function sameCommit(first: HostRecord, next: HostRecord): boolean {
   const a = first.provenance
   const b = next.provenance
-  if (a.agent !== b.agent || a.message !== b.message || a.metaJson !== b.metaJson || !loggedNext(last.logged, next.logged)) return false
+  if (a.agent !== b.agent || a.message !== b.message || a.metaJson !== b.metaJson) return false
   if (first.signature === undefined && next.signature === undefined) return true
   return a.authored?.wall === b.authored?.wall && a.authored?.logical === b.authored?.logical
 }
 
 /**
  * The commits that carry `records` (each name's oldest first): in the
- * order they were logged here, the records of one commit (one author,
- * message and meta, logged one after another) together again, with the
- * PROVENANCE a live commit of them has: none for this side's own plain
- * unsigned change; the signatures to a remote that takes them.
+ * order they were logged here (one clock stamps every name's records, and
+ * the records of one commit one after another), each run of records of one
+ * provenance together, so that the records of a commit of several names
+ * travel as one commit again (a run may hold several commits of one
+ * author: more atomic, never less), with the PROVENANCE a live commit of
+ * them has: none for this side's own plain unsigned change; the signatures
+ * to a remote that takes them. A run is cut at {@link ANSWER_BUNDLE_BYTES}.
  */
 function recordCommits(records: readonly NamedRecord[], remote: { readonly agentId: string; readonly signatures: boolean }): AnswerCommit[] {
   const byTime = [...records].sort((x, y) => x.record.logged.wall - y.record.logged.wall || x.record.logged.logical - y.record.logged.logical)
   const groups: NamedRecord[][] = []
+  let bytes = 0
   for (const item of byTime) {
     const group = groups.at(-1)
-    if (group && group.length < WIRE_LIMITS.maxEntries && sameCommit(group[0].record, group.at(-1)!.record, item.record)) group.push(item)
-    else groups.push([item])
+    const size = item.record.delta.length
+    if (group && group.length < WIRE_LIMITS.maxEntries && bytes + size <= ANSWER_BUNDLE_BYTES && sameCommit(group[0].record, item.record)) {
+      group.push(item)
+      bytes += size
+    } else {
+      groups.push([item])
+      bytes = size
+    }
   }
   return groups.map((group) => {
     const signatures = remote.signatures && group.some(({ record }) => record.signature !== undefined) ? group.map(({ record }) => record.signature) : undefined
@@ -265,32 +277,40 @@ function recordCommits(records: readonly NamedRecord[], remote: { readonly agent
 }
 
 /**
- * The answer for `lacked`: for each name, when the remote takes records and
- * the host tells them within the bounds ({@link ANSWER_RECORD_BYTES},
- * {@link RECORD_FACTOR}), the logged changes it lacks, as the commits they
- * were (see {@link recordCommits}) with their provenance, and what they
- * cannot carry (a residual) as merged state; else the name's merged state.
- * Merged state goes in bundles, after the records.
+ * The answer for `lacked`. When the remote takes records and the host tells,
+ * within the bounds ({@link ANSWER_RECORD_BYTES}, {@link RECORD_FACTOR}),
+ * the logged changes it lacks of every name: those, as the commits they
+ * were (see {@link recordCommits}) with their provenance, then what they
+ * cannot carry (a Yjs delete set) as merged state. All or none: when one
+ * name's records cannot be told, every name goes as merged state (a name
+ * sent as merged state beside records of another could show half of a
+ * commit of both on a receiver that stops in the middle). Names whose
+ * records the remote refused before (`records.refused`) go as merged state
+ * beside the records of the others.
  */
 async function withRecords(lacked: readonly Lacked[], context: AnswerContext): Promise<Answer> {
   const { host, records: remote } = context
-  if (!remote || !host.recordsSince) return { records: [], bundles: bundle(lacked.map((item) => item.entry)) }
+  // One instant for every name's records, taken now that the deltas are computed (before any await).
+  const until = remote && host.logClock?.()
+  const allMerged = (): Answer => {
+    context.answered?.(0, lacked.length)
+    return { records: [], bundles: bundle(lacked.map((item) => item.entry)) }
+  }
+  if (!remote || !host.recordsSince || lacked.length === 0) return allMerged()
   const taken: NamedRecord[] = []
   const merged: DeltaEntry[] = []
   let bytes = ANSWER_RECORD_BYTES
   let count = ANSWER_MAX_RECORDS
   let names = 0
   for (const { entry, since } of lacked) {
-    let run: Awaited<ReturnType<NonNullable<SyncHost['recordsSince']>>>
-    if (names < ANSWER_RECORD_NAMES && count > 0 && bytes > 0) {
-      names++
-      const maxBytes = Math.min(bytes, RECORD_FACTOR * entry.delta.length + RECORD_SLACK_BYTES)
-      run = await host.recordsSince(entry.name, since, entry.delta, { maxBytes, maxRecords: count }).catch(() => undefined)
-    }
-    if (!run) {
+    if (remote.refused?.(entry.name)) {
       merged.push(entry)
       continue
     }
+    if (++names > ANSWER_RECORD_NAMES || count <= 0 || bytes <= 0) return allMerged()
+    const maxBytes = Math.min(bytes, RECORD_FACTOR * entry.delta.length + RECORD_SLACK_BYTES)
+    const run = await host.recordsSince(entry.name, since, entry.delta, { maxBytes, maxRecords: count, until }).catch(() => undefined)
+    if (!run) return allMerged()
     for (const record of run.records) {
       taken.push({ entry, record })
       bytes -= record.delta.length
@@ -388,6 +408,9 @@ export interface AntiEntropyContext {
  */
 export const MAX_RESYNC_RETRIES = 3
 
+/** Names whose refused records a session remembers (beyond, it forgets them all and may try records again). */
+export const MAX_REFUSED_RECORDS = 4096
+
 /**
  * The anti-entropy state of one session: when our last VERSIONS went out,
  * whether its answer (DONE) is still due, and whether the first one came.
@@ -481,6 +504,33 @@ export class AntiEntropy {
     return this.buildingCount > 0 || (this.context.reconciler?.()?.building ?? false)
   }
 
+  /** Names whose records the remote refused (answered with merged state from then on). */
+  private readonly refusedRecords = new Set<string>()
+  /** The remote's versions of the names the last answer gave records of (what a merged state sent after a refusal starts from). */
+  private readonly remoteVersions = new Map<string, Uint8Array>()
+
+  /**
+   * The remote refused a commit of records of `name` (a signature it does
+   * not take, say): it is sent the name's merged state now, as a live
+   * commit, and every later answer gives it merged state (logged there
+   * under this peer: what this peer holds, vouched for by no author).
+   */
+  recordsRefused(name: string): void {
+    if (this.refusedRecords.has(name)) return
+    if (this.refusedRecords.size >= MAX_REFUSED_RECORDS) this.refusedRecords.clear()
+    this.refusedRecords.add(name)
+    const { host, outbox } = this.context
+    const type = host.typeOf(name)
+    if (type === undefined) return
+    const since = this.remoteVersions.get(name) ?? null
+    withHeld(host, [name], () => host.deltaSince(name, since)).then(
+      (delta) => {
+        if (delta && outbox.live) outbox.queueCommit([{ name, replicaType: type, delta }])
+      },
+      () => undefined, // unreadable here, or a version that does not decode: the next resync answers it
+    )
+  }
+
   /** Records a DONE (the answer to our VERSIONS); true the first time (the session is then synced). */
   done(): boolean {
     this.pendingSince = undefined
@@ -500,7 +550,12 @@ export class AntiEntropy {
     const marks = this.context.outbox.beginAnswer()
     const names = only ? [...only] : [...(await this.context.host.list())]
     if (closed()) return
-    const answer = await answerInSlices(names, entries, remote)
+    const records = remote.records && { ...remote.records, refused: (name: string) => this.refusedRecords.has(name) }
+    const answer = await answerInSlices(names, entries, { ...remote, records })
+    // The remote's versions of the names answered with records: where a merged state starts from if it refuses them.
+    const recorded = new Set(answer.records.flatMap((commit) => commit.entries.map((entry) => entry.name)))
+    this.remoteVersions.clear()
+    for (const entry of entries) if (recorded.has(entry.name)) this.remoteVersions.set(entry.name, entry.version)
     if (closed()) return
     this.context.outbox.queueAnswer(answer, marks)
   }

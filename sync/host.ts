@@ -155,7 +155,8 @@ export interface SyncHost {
    * (`null`: an empty one) lacks, given `lack` (what it lacks:
    * {@link deltaSince}), so that an anti-entropy answer carries them with
    * their provenance (sync/PROTOCOL.md "Answers made of records"); at most
-   * `maxBytes` of deltas and `maxRecords` records. Resolves undefined when
+   * `maxBytes` of deltas and `maxRecords` records, logged up to `until`
+   * (see {@link logClock}). Resolves undefined when
    * the host cannot tell them (trimmed from its log, a type whose records
    * cannot be selected by version, over the limits): the answer then sends
    * `lack`. Never rejects for a name it cannot read (undefined).
@@ -164,8 +165,17 @@ export interface SyncHost {
     name: string,
     since: Uint8Array | null,
     lack: Uint8Array,
-    limits: { readonly maxBytes: number; readonly maxRecords: number },
+    limits: { readonly maxBytes: number; readonly maxRecords: number; readonly until?: HostRecord['logged'] | undefined },
   ): Promise<HostRecordRun | undefined>
+  /**
+   * Optional, with {@link recordsSince}: the host's log clock now (records
+   * logged later have a later time, and every change applied before the
+   * call an earlier one). An answer reads the records logged up to this
+   * time (`until`), taken once its deltas are computed, so that the records
+   * of every name stop at one instant and a commit of several names is in
+   * it whole or not at all.
+   */
+  logClock?(): HostRecord['logged']
   /**
    * Optional: lets other work run (a macrotask). A session calls it between
    * slices of an expensive answer, so one peer's anti-entropy never holds

@@ -28,7 +28,14 @@ export function commitBytes(entries: readonly DeltaEntry[]): number {
 /** An item of the data queue: a commit to send, a DONE, or a whenAcked mark. */
 export type DataItem =
   /** `answer`: part of an anti-entropy answer (see `ANSWER_BUNDLE_BYTES`). */
-  | { readonly kind: 'commit'; readonly entries: readonly DeltaEntry[]; readonly answer?: boolean; readonly provenance?: OutgoingProvenance | undefined }
+  | {
+      readonly kind: 'commit'
+      readonly entries: readonly DeltaEntry[]
+      readonly answer?: boolean
+      readonly provenance?: OutgoingProvenance | undefined
+      /** Part of an answer made of records (sync/PROTOCOL.md "Answers made of records"). */
+      readonly records?: boolean
+    }
   | { readonly kind: 'done' }
   | { readonly kind: 'mark'; readonly resolve: () => void }
 
@@ -82,7 +89,10 @@ export class Outbox {
   private pumping = false
   private readonly waiters: Array<{ target: number; resolve: () => void }> = []
   /** Answer bundles of several names sent and not yet acknowledged, by seq (resent without a name the remote rejects). */
-  private readonly bundles = new Map<number, { readonly entries: readonly DeltaEntry[]; readonly provenance?: OutgoingProvenance | undefined }>()
+  private readonly bundles = new Map<
+    number,
+    { readonly entries: readonly DeltaEntry[]; readonly provenance?: OutgoingProvenance | undefined; readonly records?: boolean | undefined }
+  >()
   /** Settles the pending {@link whenAcked} promises with an error. */
   private readonly rejecters = new Set<(error: Error) => void>()
 
@@ -168,7 +178,7 @@ export class Outbox {
     marks: DataItem[],
   ): void {
     const answer: DataItem[] = [
-      ...records.map(({ entries, provenance }): DataItem => ({ kind: 'commit', entries, provenance, answer: true })),
+      ...records.map(({ entries, provenance }): DataItem => ({ kind: 'commit', entries, provenance, answer: true, records: true })),
       ...bundles.map((entries): DataItem => ({ kind: 'commit', entries, answer: true })),
     ]
     this.data = [...answer, { kind: 'done' }, ...marks, ...this.data]
@@ -204,21 +214,24 @@ export class Outbox {
    * The remote refused an answer bundle (or a commit of records of several
    * names) because of one name (its access rules, filter or a delta it
    * cannot decode): the other names are sent again without it, so one
-   * refused name never holds back the others.
+   * refused name never holds back the others. Returns `records` when it
+   * was a commit of records (the name is then sent as merged state).
    */
-  bundleRejected(seq: number, name: string): void {
+  bundleRejected(seq: number, name: string): 'records' | undefined {
     const bundled = this.bundles.get(seq)
-    if (!bundled) return
+    if (!bundled) return undefined
     this.bundles.delete(seq)
+    const refused = bundled.records ? 'records' : undefined
     const kept = bundled.entries.map((entry, at) => ({ entry, at })).filter(({ entry }) => entry.name !== name)
-    if (kept.length === 0 || !this.live) return
+    if (kept.length === 0 || !this.live) return refused
     const rest = kept.map(({ entry }) => entry)
     // A commit of records keeps its provenance, with the signatures of the entries kept.
     const signatures = bundled.provenance?.signatures
     const provenance = bundled.provenance && (signatures ? { ...bundled.provenance, signatures: kept.map(({ at }) => signatures[at]) } : bundled.provenance)
-    this.data.unshift({ kind: 'commit', entries: rest, answer: true, provenance })
+    this.data.unshift({ kind: 'commit', entries: rest, answer: true, provenance, records: bundled.records })
     this.queued++
     this.pump()
+    return refused
   }
 
   /**
@@ -323,7 +336,9 @@ export class Outbox {
       this.inflight.push({ seq, bytes })
       this.inflightBytes += bytes
       this.context.stats.commitsOut++
-      if (item.kind === 'commit' && item.answer && item.entries.length > 1) this.bundles.set(seq, { entries: item.entries, provenance: item.provenance })
+      if (item.kind === 'commit' && item.answer && (item.entries.length > 1 || item.records)) {
+        this.bundles.set(seq, { entries: item.entries, provenance: item.provenance, records: item.records })
+      }
       const message: Message = item.entries.length === 1 ? { type: 'delta', seq, entry: item.entries[0] } : { type: 'transaction', seq, entries: item.entries }
       const frameLimit = this.frameLimit()
       const frames = this.framesOf(encodeMessage(message), frameLimit)

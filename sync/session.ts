@@ -445,7 +445,7 @@ export class SyncSession {
       case 'reject':
         this.stat.rejectedByRemote++
         this.events.emit('rejected', { seq: message.seq, name: message.name, code: message.code, message: message.message })
-        this.outbox.bundleRejected(message.seq, message.name)
+        if (this.outbox.bundleRejected(message.seq, message.name) === 'records') this.antiEntropy.recordsRefused(message.name)
         return
       case 'chunk':
         this.stat.unexpected++

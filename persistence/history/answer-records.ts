@@ -14,7 +14,7 @@
  * covers, when the records the remote lacks are no longer in the log
  * (trimmed by retention), or for a type whose records cannot be selected.
  */
-import type { HlcTimestamp } from '../../crdt/hlc.ts'
+import { compareHlc, type HlcTimestamp } from '../../crdt/hlc.ts'
 import { recordSelector } from '../../crdt/record-selection.ts'
 import type { ReplicaType } from '../../crdt/replica.ts'
 import type { RecordSignature } from '../../crdt/signature.ts'
@@ -52,6 +52,8 @@ export interface RecordRunLimits extends SignalOptions {
   readonly maxBytes: number
   /** Most records taken. */
   readonly maxRecords: number
+  /** Leave out the records logged after this time (an answer's instant, so that every name's records stop at it). */
+  readonly until?: HlcTimestamp | undefined
 }
 
 /** Times the run is checked against what the remote lacks before it is given up. */
@@ -88,6 +90,7 @@ export async function recordsSince(
   try {
     for await (const entry of logEntries(context, meta, { from: 1, to: meta.lastSeq, reverse: true, signal: limits.signal })) {
       const record = decodeRecord(entry.value)
+      if (limits.until !== undefined && compareHlc(record.hlc, limits.until) > 0) continue
       scanned += record.delta.length
       if (scanned > limits.maxBytes * 4) return undefined
       const lacks = selector.lacks(record.delta)

@@ -82,6 +82,18 @@ export interface Replica {
   prepareDelta?(delta: Uint8Array, options?: PrepareOptions): PreparedDelta
   /** The whole state, encoded (version byte first). */
   snapshot(): Uint8Array
+  /**
+   * Optional (a document that holds updates waiting for a dependency: Yjs).
+   * What the last remote delta applied (`applyDelta`, a prepared `apply`)
+   * did with waiting updates: `held`, the copy it keeps of that delta when
+   * the delta waits; `released`, the waiting updates it let in with it, in
+   * the order applied (each the copy that was `held`). What that apply
+   * returned is the merge of its delta and `released`; applying the delta
+   * then each of these, in order, gives the same state, so a holder may log
+   * them one by one, each as it came (an author's signature covers those
+   * bytes, not a merge).
+   */
+  lastApply?(): { readonly held?: Uint8Array | undefined; readonly released: readonly Uint8Array[] }
   /** Optional: the bounds its `applyDelta` and snapshot loading enforce (documents); `maxBytes` per delta or snapshot. */
   readonly limits?: { readonly maxBytes: number }
   /** The value as plain JSON-able data. */

@@ -87,15 +87,17 @@ export class StoreSyncHost implements SyncHost {
   constructor(private readonly options: StoreSyncHostOptions) {
     this.gate = new HeavyApplyGate(options.heavyApplyBytes)
     const announce = ({ records, origin }: { records: readonly CommittedUnitRecord[]; origin?: unknown }): void => {
-      const entries: DeltaEntry[] = records.map((record) =>
-        record.signature === undefined
-          ? { name: record.name, replicaType: record.type, delta: record.delta }
-          : { name: record.name, replicaType: record.type, delta: record.delta, signature: record.signature },
-      )
-      // The unit's provenance: that of its changes (a `state` record a write logs first is this peer's).
-      const change = records.find((record) => record.kind === 'delta') ?? records[0]
-      const provenance = change && { agent: change.agent, message: change.message, metaJson: change.metaJson, authored: change.authored }
-      if (entries.length > 0) this.commits.emit('commit', { entries, origin, provenance })
+      for (const run of provenanceRuns(records)) {
+        const entries: DeltaEntry[] = run.map((record) =>
+          record.signature === undefined
+            ? { name: record.name, replicaType: record.type, delta: record.delta }
+            : { name: record.name, replicaType: record.type, delta: record.delta, signature: record.signature },
+        )
+        // The commit's provenance: that of its changes (a `state` record a write logs first is this peer's).
+        const change = run.find((record) => record.kind === 'delta') ?? run[0]
+        const provenance = change && { agent: change.agent, message: change.message, metaJson: change.metaJson, authored: change.authored }
+        if (entries.length > 0) this.commits.emit('commit', { entries, origin, provenance })
+      }
     }
     // A remote commit is relayed once applied (its sender keeps it until acknowledged, which waits
     // for durability); this peer's own changes only once durable (a change lost here in a crash
@@ -399,6 +401,40 @@ export class StoreSyncHost implements SyncHost {
     }
     return version
   }
+}
+
+/**
+ * A unit's records as the commits they go out as: one, unless some of its
+ * changes name another author or message (updates that waited for a
+ * dependency, logged as they came when a delta let them in): each run of
+ * changes of one provenance is then its own commit, so that each keeps its
+ * author and its signatures verify. A `state` record goes with the changes
+ * after it.
+ */
+function provenanceRuns(records: readonly CommittedUnitRecord[]): CommittedUnitRecord[][] {
+  if (records.length <= 1) return [records as CommittedUnitRecord[]]
+  const runs: CommittedUnitRecord[][] = []
+  let current: CommittedUnitRecord[] = []
+  let first: CommittedUnitRecord | undefined
+  for (const record of records) {
+    if (record.kind === 'delta') {
+      if (first !== undefined && !sameProvenance(first, record)) {
+        runs.push(current)
+        current = []
+      }
+      first = record
+    }
+    current.push(record)
+  }
+  if (current.length > 0) runs.push(current)
+  return runs
+}
+
+/** Whether two records may share a commit's PROVENANCE: one author, message and meta; signed both or neither, and then one authored time (a signature covers it). */
+function sameProvenance(a: CommittedUnitRecord, b: CommittedUnitRecord): boolean {
+  if (a.agent !== b.agent || a.message !== b.message || a.metaJson !== b.metaJson) return false
+  if (a.signature === undefined || b.signature === undefined) return a.signature === b.signature
+  return a.authored?.wall === b.authored?.wall && a.authored?.logical === b.authored?.logical
 }
 
 /** The error of reading a name that is neither held nor hydrated. */

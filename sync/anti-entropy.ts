@@ -227,12 +227,12 @@ interface NamedRecord {
   readonly record: HostRecord
 }
 
-/** Whether `next` may join the commit of `first`: same author, message and meta, and one authored time when signed (a signature covers it). */
+/** Whether `next` may join the commit of `first`: same author, message and meta; signed both or neither, and then one authored time (a signature covers it). */
 function sameCommit(first: HostRecord, next: HostRecord): boolean {
   const a = first.provenance
   const b = next.provenance
   if (a.agent !== b.agent || a.message !== b.message || a.metaJson !== b.metaJson) return false
-  if (first.signature === undefined && next.signature === undefined) return true
+  if (first.signature === undefined || next.signature === undefined) return first.signature === next.signature
   return a.authored?.wall === b.authored?.wall && a.authored?.logical === b.authored?.logical
 }
 

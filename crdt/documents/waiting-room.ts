@@ -238,20 +238,21 @@ export class WaitingRoom<K, C = unknown> {
 
   /**
    * Parks `bytes` until every requirement is met (`[key, threshold]`: the
-   * document's state of `key` must reach `threshold`). Returns false, and
-   * counts a drop, when a budget is full.
+   * document's state of `key` must reach `threshold`). Returns the copy it
+   * holds (what {@link next} gives back when it is let in), or undefined,
+   * counting a drop, when a budget is full.
    */
-  hold(bytes: Uint8Array, origin: unknown, requirements: Iterable<readonly [K, number]>, context: C): boolean {
+  hold(bytes: Uint8Array, origin: unknown, requirements: Iterable<readonly [K, number]>, context: C): Uint8Array | undefined {
     const size = bytes.length
     const key = this.budget?.keyOf(origin) ?? 'other'
     if (this.count + 1 > this.limits.maxWaitingUpdates || this.heldBytes + size > this.limits.maxWaitingBytes) {
       this.dropped++
       this.budget?.countDropped()
-      return false
+      return undefined
     }
     if (this.budget !== undefined && !this.budget.take(key, size)) {
       this.dropped++
-      return false
+      return undefined
     }
     // A copy: the bytes may be a view into a larger received frame.
     // (The origin is not kept: a closed session must not stay referenced by what it sent.)
@@ -269,7 +270,7 @@ export class WaitingRoom<K, C = unknown> {
     holding.bytes += size
     this.holdings.set(key, holding)
     if (update.unmet === 0) this.ready.push(update)
-    return true
+    return update.bytes
   }
 
   /** Keys with waiting requirements (to know which states to look at). */

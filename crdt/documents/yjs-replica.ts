@@ -194,6 +194,9 @@ class YjsUndoRecord implements UndoRecord {
 }
 
 /** A Y.Doc behind the replica interface. */
+/** What a remote delta did with waiting updates when it neither waited nor let any in. */
+const NOTHING_WAITED: { readonly held?: Uint8Array; readonly released: readonly Uint8Array[] } = { released: [] }
+
 export class YjsReplica implements Replica {
   readonly type = 'yjs' as const
   readonly agentId: AgentId
@@ -281,6 +284,8 @@ export class YjsReplica implements Replica {
   private applyingClients: number[] | undefined
   /** Waiting updates applied with the current delta. */
   private released: Uint8Array[] = []
+  /** What the last remote delta did with waiting updates (see {@link lastApply}). */
+  private last: { readonly held?: Uint8Array | undefined; readonly released: readonly Uint8Array[] } = NOTHING_WAITED
   private readonly applyInTransaction = (transaction: Y.Transaction): Y.Transaction => {
     const doc = this.doc
     applyUpdate(doc, this.applying!, transaction.origin)
@@ -435,10 +440,12 @@ export class YjsReplica implements Replica {
   private integrate(delta: Uint8Array, origin: unknown, dependencies: YjsDependencies): Uint8Array | null {
     this.checkNoTransaction()
     const doc = this.doc
+    this.last = NOTHING_WAITED
     const unmet = dependencies.unmet()
     if (unmet !== undefined) {
       // Not integrable yet: held outside Yjs (bounded; dropped and counted when full).
-      this.waiting.hold(delta, origin, unmet, dependencies.clients())
+      const held = this.waiting.hold(delta, origin, unmet, dependencies.clients())
+      if (held) this.last = { held, released: [] }
       return null
     }
     // The local run's changes so far are encoded before this delta touches the store.
@@ -470,10 +477,16 @@ export class YjsReplica implements Replica {
       this.unresolvable++
     }
     if (!changedBy(transaction)) return null
-    // The change carries the waiting updates this delta completed: a store logs what it carries.
+    if (released.length > 0) this.last = { released }
+    // The change carries the waiting updates this delta completed: a store logs what it carries (or, for signed ones, each as it came: releasedByLastApply).
     const event = released.length > 0 ? mergeYjsDeltas([delta, ...released]) : delta
     this.events.emit('change', { delta: event, local: false, origin })
     return event
+  }
+
+  /** What the last remote delta did with waiting updates: held (a copy of it), or let in (see Replica.lastApply). */
+  lastApply(): { readonly held?: Uint8Array | undefined; readonly released: readonly Uint8Array[] } {
+    return this.last
   }
 
   /** Updates waiting for a missing dependency: held now, dropped over budget, released since creation. */

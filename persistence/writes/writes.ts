@@ -49,6 +49,14 @@ export interface LogItem {
   readonly signature?: RecordSignature | undefined
   /** A remote delta (`commit`): never signed by this store, whoever it is logged under. */
   readonly remote?: true | undefined
+  /** Its provenance is its own, not the unit's (an update that waited for a dependency, logged as it came when let in). */
+  readonly own?: true | undefined
+}
+
+/** Who sent a document update that may wait for a dependency, kept (weakly, by its bytes) until it is let in. */
+interface HeldProvenance extends EncodedProvenance {
+  readonly agent: string
+  readonly signature?: RecordSignature | undefined
 }
 
 /** What an `atomic` block needs to take its changes back if it throws. */
@@ -59,6 +67,8 @@ interface BlockUndo {
 
 /** @internal the store's write path. */
 export class Writes {
+  /** Who sent each document update that may be waiting for a dependency (by its bytes; forgotten with them). */
+  private readonly held = new WeakMap<Uint8Array, HeldProvenance>()
   /** The unit being assembled, if any: local changes made meanwhile join it. */
   private assembling: LogItem[] | undefined
   private readonly merge: LocalMerge
@@ -193,13 +203,36 @@ export class Writes {
         for (const [i, entry] of entries.entries()) {
           const before = assembled.length
           const applied = entry.whileApplying(() => prepared[i].apply(options.origin))
+          const { signature, delta } = deltas[i]
           // Local changes made by listeners while it applied joined the unit before it.
           if (applied !== null) {
-            // A signature goes with the bytes it signed: not with a merge of them and updates that waited.
-            const { signature, delta } = deltas[i]
-            const signed = signature !== undefined && (applied === delta || bytesEqual(applied, delta))
-            ;(assembled as LogItem[]).push({ entry, delta: applied, hlc: context.clock.now(), agent, remote: true, ...(signed ? { signature } : {}) })
+            const released = applied === delta || bytesEqual(applied, delta) ? [] : (entry.replica.lastApply?.().released ?? [])
+            if (released.length > 0) {
+              // It let in updates that waited for it: each is logged as it came, with who sent it and its signature
+              // (a signature goes with the bytes it signed, not with their merge), after this delta.
+              ;(assembled as LogItem[]).push({ entry, delta, hlc: context.clock.now(), agent, remote: true, ...(signature ? { signature } : {}) })
+              for (const bytes of released) {
+                const held = this.held.get(bytes)
+                ;(assembled as LogItem[]).push({
+                  entry,
+                  delta: bytes,
+                  hlc: context.clock.now(),
+                  agent: held?.agent ?? agent,
+                  remote: true,
+                  own: true,
+                  ...(held ? { message: held.message, metaJson: held.metaJson, authored: held.authored, signature: held.signature } : {}),
+                })
+                remote++
+              }
+            } else {
+              const signed = signature !== undefined && (applied === delta || bytesEqual(applied, delta))
+              ;(assembled as LogItem[]).push({ entry, delta: applied, hlc: context.clock.now(), agent, remote: true, ...(signed ? { signature } : {}) })
+            }
             remote++
+          } else {
+            // It waits for a dependency: who sent it is kept with the copy the replica holds, until it is let in.
+            const held = entry.replica.lastApply?.().held
+            if (held) this.held.set(held, { agent, message: options.message, metaJson: options.metaJson, authored: options.authored, signature })
           }
           changed.push(applied !== null || assembled.length > before)
         }
@@ -211,7 +244,7 @@ export class Writes {
     }
     const { message, metaJson, authored } = options
     const plain = message === undefined && metaJson === undefined && authored === undefined
-    const stamped = items.map((item) => (item.agent === agent && plain ? item : { ...item, agent, message, metaJson, authored }))
+    const stamped = items.map((item) => (item.own || (item.agent === agent && plain) ? item : { ...item, agent, message, metaJson, authored }))
     // A name this commit creates is stored in the commit's batch, with its first records.
     const created = entries.filter((entry) => entry.state.unborn)
     let records: CommittedRecord[] = []

@@ -276,3 +276,57 @@ test('the signing key: libp2p.privateKey by default, checked at createPeer; an i
     await dir.remove()
   }
 })
+
+test('a signed Yjs update that waited at the hub for the one it depends on keeps its bytes and signature there: the hub relays both verifiable', async () => {
+  const alice = await keyPair()
+  await withPeers([{ agentId: 'A', signingKey: alice.key }, { agentId: 'hub' }, { agentId: 'B', authorKeys: { A: alice.peerId } }], async ([a, hub, b]) => {
+    const notes = await a.yjs('notes')
+    await a.transact(() => notes.doc.getText('t').insert(0, 'ship'), { message: 'first' })
+    await a.transact(() => notes.doc.getText('t').insert(4, ' it'), { message: 'second' })
+    await a.flush()
+    const [first, second] = [1, 2].map(async (seq) => decodeRecord((await a.store.storage.get(logKey('notes', seq)))!))
+    const records = [await first, await second]
+    assert.ok(
+      records.every((record) => record.signature),
+      'A signed both',
+    )
+    const { url } = await hub.listen()
+    await b.connect(url)
+    await untilSynced(b, 'hub')
+    const relay = await rawClient(url, true, { peer: 'relay', extensions: [provenanceExtension(), signaturesExtension()] })
+    try {
+      // The second first: it waits at the hub for the structs of the first, which then lets it in.
+      for (const [i, record] of [records[1], records[0]].entries()) {
+        await relay.send({
+          type: 'provenance',
+          seq: i + 1,
+          agent: 'A',
+          message: record.message,
+          authored: record.authored ?? record.hlc,
+          signatures: [record.signature],
+        })
+        await relay.send({ type: 'delta', seq: i + 1, entry: { name: 'notes', replicaType: 'yjs', delta: record.delta } })
+      }
+      const atB = await b.yjs('notes')
+      await until(() => atB.doc.getText('t').toString() === 'ship it', 'B has both updates')
+      await until(async () => (await b.history('notes')).length === 2, 'logged on B')
+      assert.deepEqual(await signatures(b, 'notes'), [
+        ['A', 'first', 'verified', alice.peerId],
+        ['A', 'second', 'verified', alice.peerId],
+      ])
+      // On the hub: each logged as it came (the first, then the one it let in), signature and all.
+      assert.deepEqual(await signatures(hub, 'notes'), [
+        ['A', 'first', 'unbound', alice.peerId],
+        ['A', 'second', 'unbound', alice.peerId],
+      ])
+      assert.deepEqual(
+        (await hub.history('notes')).map((h) => Buffer.from(h.delta).toString('hex')),
+        records.map((record) => Buffer.from(record.delta).toString('hex')),
+      )
+      assert.equal(b.stats().admission.badSignatures, 0)
+      assert.deepEqual((await hub.store.verify('notes')).problems, [])
+    } finally {
+      relay.ws.close()
+    }
+  })
+})

@@ -17,6 +17,7 @@ import { openStore, type Store } from '../persistence/store.ts'
 // Internal to persistence/ (not in its index): the key and codec of the store info record.
 import { STORE_INFO_KEY } from '../persistence/format/keys.ts'
 import { decodeStoreInfo, UNCLAIMED } from '../persistence/format/store-info.ts'
+import { folderKey } from './author-keys.ts'
 import { CliError, ExitCodes } from './exit-codes.ts'
 
 /** A store opened by the CLI, and how to close it. */
@@ -35,6 +36,12 @@ export interface OpenFolderOptions {
   readonly agentId?: string
   /** TTL (ms) of names that have none of their own (`expire --ttl`). */
   readonly ttlMs?: number
+  /**
+   * Author ids bound to keys (`--author-key`, cli/author-keys.ts), besides
+   * the owner's key in `<dir>/libp2p-key`: what `history` and `verify` check
+   * signatures against.
+   */
+  readonly authorKeys?: ReadonlyMap<string, Uint8Array>
 }
 
 /** An agent id for what the CLI writes in an unclaimed folder during one run. */
@@ -88,7 +95,19 @@ export async function openFolder(dir: string, options: OpenFolderOptions = {}): 
       throw new CliError(ExitCodes.USAGE, `${dir} belongs to agent "${owner}", not "${options.agentId}": leave out --id, or use another folder`)
     }
     const claimFor = owner ?? options.agentId
-    const store = await openStore({ storage, dir, agentId: claimFor ?? cliRunId(), claim: claimFor !== undefined, sweepMs: 0, ttlMs: options.ttlMs })
+    const keys = new Map<string, Uint8Array>()
+    const ownKey = owner !== undefined ? await folderKey(dir) : undefined
+    if (owner !== undefined && ownKey !== undefined) keys.set(owner, ownKey)
+    for (const [id, key] of options.authorKeys ?? []) keys.set(id, key)
+    const store = await openStore({
+      storage,
+      dir,
+      agentId: claimFor ?? cliRunId(),
+      claim: claimFor !== undefined,
+      sweepMs: 0,
+      ttlMs: options.ttlMs,
+      ...(keys.size > 0 ? { signatures: { authorKey: (agent: string) => keys.get(agent) } } : {}),
+    })
     return {
       store,
       agentId: claimFor,

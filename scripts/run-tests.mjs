@@ -129,6 +129,7 @@ const lists = {
     // cli/ and demos/
     'test/peer/peer-disconnect.test.ts',
     'test/cli/cli.test.ts',
+    'test/cli/author-keys.test.ts',
     'test/cli/import-kill.test.ts',
     'test/cli/serve.test.ts',
     'test/cli/serve-attacks.test.ts',

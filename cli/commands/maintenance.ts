@@ -12,6 +12,7 @@ import { lossProblem } from '../../persistence/lifecycle/seal.ts'
 import type { VerifyReport } from '../../persistence/store.ts'
 import { action, folderOptions, parseInteger, type CliContext, type FolderOptions } from '../context.ts'
 import { CliError, ExitCodes } from '../exit-codes.ts'
+import { collectValues, parseAuthorKeys } from '../author-keys.ts'
 import { withFolder } from '../open-store.ts'
 import { table } from '../output.ts'
 import { nameInfo, repairHint } from './read.ts'
@@ -22,68 +23,81 @@ export function registerMaintenanceCommands(program: Command, ctx: CliContext): 
     program
       .command('verify')
       .argument('[name]', 'one name (default: every live name)')
-      .description('check checksums, seqs, the hash chain, checkpoints, and that replaying the log gives the live state (exit 5 if anything is wrong)'),
+      .option(
+        '--author-key <id=peerId>',
+        'bind an author id to an Ed25519 PeerId to check its signatures with (repeatable; the folder owner is bound to <dir>/libp2p-key when there is one)',
+        collectValues,
+        [] as string[],
+      )
+      .description(
+        'check checksums, seqs, the hash chain, signatures, checkpoints, and that replaying the log gives the live state (exit 5 if anything is wrong)',
+      ),
   ).action(
-    action(ctx, 'verify', async (out, name: string | undefined, options: FolderOptions) => {
-      return withFolder(options.dir, async ({ store }) => {
-        const all = await store.names()
-        const lostWhole = name !== undefined && !all.some((n) => n.name === name) && (await store.recordedLosses()).some((l) => l.name === name)
-        const targets = name === undefined ? all.filter((n) => !n.archived) : lostWhole ? [] : [await nameInfo(store, name)]
-        const skipped = name === undefined ? all.filter((n) => n.archived).map((n) => n.name) : []
-        const reports: VerifyReport[] = []
-        const progress = out.progress(targets.length, 'verify')
-        try {
-          for (const target of targets) {
-            if (target.archived) {
-              reports.push({
-                name: target.name,
-                ok: false,
-                firstSeq: 0,
-                lastSeq: target.lastSeq,
-                records: target.records,
-                checkpoints: target.checkpoints,
-                problems: ['archived: restore it first'],
-              })
-            } else {
-              reports.push(await store.verify(target.name))
+    action(ctx, 'verify', async (out, name: string | undefined, options: FolderOptions & { authorKey: string[] }) => {
+      const authorKeys = parseAuthorKeys(options.authorKey)
+      return withFolder(
+        options.dir,
+        async ({ store }) => {
+          const all = await store.names()
+          const lostWhole = name !== undefined && !all.some((n) => n.name === name) && (await store.recordedLosses()).some((l) => l.name === name)
+          const targets = name === undefined ? all.filter((n) => !n.archived) : lostWhole ? [] : [await nameInfo(store, name)]
+          const skipped = name === undefined ? all.filter((n) => n.archived).map((n) => n.name) : []
+          const reports: VerifyReport[] = []
+          const progress = out.progress(targets.length, 'verify')
+          try {
+            for (const target of targets) {
+              if (target.archived) {
+                reports.push({
+                  name: target.name,
+                  ok: false,
+                  firstSeq: 0,
+                  lastSeq: target.lastSeq,
+                  records: target.records,
+                  checkpoints: target.checkpoints,
+                  problems: ['archived: restore it first'],
+                })
+              } else {
+                reports.push(await store.verify(target.name))
+              }
+              progress.tick(target.name)
             }
-            progress.tick(target.name)
+          } finally {
+            progress.stop()
           }
-        } finally {
-          progress.stop()
-        }
-        // Names lost whole since the last clean close (persistence/lifecycle/seal.ts) are listed nowhere else.
-        for (const loss of await store.recordedLosses()) {
-          if ((name === undefined || name === loss.name) && !reports.some((r) => r.name === loss.name)) {
-            reports.push({ name: loss.name, ok: false, firstSeq: 0, lastSeq: 0, records: 0, checkpoints: 0, problems: [lossProblem(loss)] })
+          // Names lost whole since the last clean close (persistence/lifecycle/seal.ts) are listed nowhere else.
+          for (const loss of await store.recordedLosses()) {
+            if ((name === undefined || name === loss.name) && !reports.some((r) => r.name === loss.name)) {
+              reports.push({ name: loss.name, ok: false, firstSeq: 0, lastSeq: 0, records: 0, checkpoints: 0, problems: [lossProblem(loss)] })
+            }
           }
-        }
-        const ok = reports.every((report) => report.ok)
-        // Archived names are restored, not repaired; every other failure is what repair fixes.
-        const repairable = reports.filter((r) => !r.ok && !r.problems.every((p) => p.startsWith('archived')))
-        const hint =
-          repairable.length > 0
-            ? repairHint(
-                options.dir,
-                repairable.map((r) => r.name),
-              )
-            : undefined
-        out.result({ ok, reports, skipped, ...(hint ? { hint } : {}) }, () =>
-          [
-            reports.length === 0
-              ? 'no names to verify'
-              : table(
-                  ['NAME', 'RESULT', 'RECORDS', 'SEQS', 'CHECKPOINTS'],
-                  reports.map((r) => [r.name, r.ok ? 'ok' : 'FAILED', String(r.records), `${r.firstSeq}..${r.lastSeq}`, String(r.checkpoints)]),
-                ),
-            ...reports.filter((r) => !r.ok).flatMap((r) => r.problems.map((problem) => `${r.name}: ${problem}`)),
-            ...(skipped.length > 0 ? [`skipped (archived): ${skipped.join(', ')}`] : []),
-            ok ? `verified ${reports.length} name(s): ok` : `verification FAILED for ${reports.filter((r) => !r.ok).length} name(s)`,
-            ...(hint ? [hint] : []),
-          ].join('\n'),
-        )
-        return ok ? ExitCodes.OK : ExitCodes.VERIFY_FAILED
-      })
+          const ok = reports.every((report) => report.ok)
+          // Archived names are restored, not repaired; every other failure is what repair fixes.
+          const repairable = reports.filter((r) => !r.ok && !r.problems.every((p) => p.startsWith('archived')))
+          const hint =
+            repairable.length > 0
+              ? repairHint(
+                  options.dir,
+                  repairable.map((r) => r.name),
+                )
+              : undefined
+          out.result({ ok, reports, skipped, ...(hint ? { hint } : {}) }, () =>
+            [
+              reports.length === 0
+                ? 'no names to verify'
+                : table(
+                    ['NAME', 'RESULT', 'RECORDS', 'SEQS', 'CHECKPOINTS'],
+                    reports.map((r) => [r.name, r.ok ? 'ok' : 'FAILED', String(r.records), `${r.firstSeq}..${r.lastSeq}`, String(r.checkpoints)]),
+                  ),
+              ...reports.filter((r) => !r.ok).flatMap((r) => r.problems.map((problem) => `${r.name}: ${problem}`)),
+              ...(skipped.length > 0 ? [`skipped (archived): ${skipped.join(', ')}`] : []),
+              ok ? `verified ${reports.length} name(s): ok` : `verification FAILED for ${reports.filter((r) => !r.ok).length} name(s)`,
+              ...(hint ? [hint] : []),
+            ].join('\n'),
+          )
+          return ok ? ExitCodes.OK : ExitCodes.VERIFY_FAILED
+        },
+        { authorKeys },
+      )
     }),
   )
 

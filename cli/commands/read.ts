@@ -8,6 +8,7 @@ import { type HistoryPage, MAX_HISTORY_PAGE } from '../../persistence/history/qu
 import type { NameInfo, Store } from '../../persistence/store.ts'
 import { action, folderOptions, parseInteger, type CliContext, type FolderOptions } from '../context.ts'
 import { CliError, ExitCodes, messageOf } from '../exit-codes.ts'
+import { collectValues, parseAuthorKeys } from '../author-keys.ts'
 import { withFolder } from '../open-store.ts'
 import { formatBytes, formatTime, table, type Output } from '../output.ts'
 
@@ -158,6 +159,12 @@ export function registerReadCommands(program: Command, ctx: CliContext): void {
       .option('--since <time>', 'only records at or after this time (ISO 8601, or ms since the epoch)')
       .option('--until <time>', 'only records at or before this time (ISO 8601, or ms since the epoch)')
       .option('--cursor <cursor>', 'go on from where the previous page stopped (the "next" it printed)')
+      .option(
+        '--author-key <id=peerId>',
+        'bind an author id to an Ed25519 PeerId to check its signatures with (repeatable; the folder owner is bound to <dir>/libp2p-key when there is one)',
+        collectValues,
+        [] as string[],
+      )
       .description('list the log records of a name: seq, time, author, message, signature, kind, size, hash (and meta with --json)'),
   ).action(
     action(
@@ -166,60 +173,74 @@ export function registerReadCommands(program: Command, ctx: CliContext): void {
       async (
         out,
         name: string,
-        options: FolderOptions & { from?: string; limit: string; reverse?: boolean; agent?: string; since?: string; until?: string; cursor?: string },
+        options: FolderOptions & {
+          from?: string
+          limit: string
+          reverse?: boolean
+          agent?: string
+          since?: string
+          until?: string
+          cursor?: string
+          authorKey: string[]
+        },
       ) => {
+        const authorKeys = parseAuthorKeys(options.authorKey)
         const from = options.from === undefined ? undefined : parseInteger(options.from, '--from', 1)
         const limit = parseInteger(options.limit, '--limit', 1)
         const since = options.since === undefined ? undefined : parseTime(options.since, '--since')
         const until = options.until === undefined ? undefined : parseTime(options.until, '--until')
-        await withFolder(options.dir, async ({ store }) => {
-          await nameInfo(store, name)
-          const filtered = options.agent !== undefined || since !== undefined || until !== undefined || options.cursor !== undefined
-          const page = filtered
-            ? await store.historyPage(name, {
-                from,
-                limit: Math.min(limit, MAX_HISTORY_PAGE),
-                reverse: options.reverse,
-                agent: options.agent,
-                since,
-                until,
-                cursor: options.cursor,
-              })
-            : await wholePage(store, name, { from, limit, reverse: options.reverse })
-          const rows = page.entries.map((r) => ({
-            seq: r.seq,
-            time: formatTime((r.authored ?? r.hlc).wall),
-            hlc: r.hlc,
-            authored: r.authored ?? null,
-            agent: r.agent,
-            message: r.message ?? null,
-            meta: r.meta ?? null,
-            // verified (by the author's known key), unbound (verifies; nothing here binds its key to the author), invalid; null: unsigned.
-            signature: r.signature ?? null,
-            kind: r.kind,
-            size: r.size,
-            hash: r.hash,
-          }))
-          out.result(rows, () =>
-            rows.length === 0
-              ? `"${name}": no records match`
-              : table(
-                  ['SEQ', 'TIME', 'AGENT', 'MESSAGE', 'SIG', 'KIND', 'SIZE', 'HASH'],
-                  rows.map((r) => [
-                    String(r.seq),
-                    r.time,
-                    r.agent,
-                    clipText(r.message ?? '', 48),
-                    r.signature === null ? 'unsigned' : r.signature.status === 'invalid' ? 'INVALID' : r.signature.status,
-                    r.kind,
-                    formatBytes(r.size),
-                    r.hash.slice(0, 16),
-                  ]),
-                ),
-          )
-          // The next page's cursor on stderr, so that stdout stays one JSON array.
-          if (page.cursor) out.note(`more: --cursor ${page.cursor}`)
-        })
+        await withFolder(
+          options.dir,
+          async ({ store }) => {
+            await nameInfo(store, name)
+            const filtered = options.agent !== undefined || since !== undefined || until !== undefined || options.cursor !== undefined
+            const page = filtered
+              ? await store.historyPage(name, {
+                  from,
+                  limit: Math.min(limit, MAX_HISTORY_PAGE),
+                  reverse: options.reverse,
+                  agent: options.agent,
+                  since,
+                  until,
+                  cursor: options.cursor,
+                })
+              : await wholePage(store, name, { from, limit, reverse: options.reverse })
+            const rows = page.entries.map((r) => ({
+              seq: r.seq,
+              time: formatTime((r.authored ?? r.hlc).wall),
+              hlc: r.hlc,
+              authored: r.authored ?? null,
+              agent: r.agent,
+              message: r.message ?? null,
+              meta: r.meta ?? null,
+              // verified (by the author's known key), unbound (verifies; nothing here binds its key to the author), invalid; null: unsigned.
+              signature: r.signature ?? null,
+              kind: r.kind,
+              size: r.size,
+              hash: r.hash,
+            }))
+            out.result(rows, () =>
+              rows.length === 0
+                ? `"${name}": no records match`
+                : table(
+                    ['SEQ', 'TIME', 'AGENT', 'MESSAGE', 'SIG', 'KIND', 'SIZE', 'HASH'],
+                    rows.map((r) => [
+                      String(r.seq),
+                      r.time,
+                      r.agent,
+                      clipText(r.message ?? '', 48),
+                      r.signature === null ? 'unsigned' : r.signature.status === 'invalid' ? 'INVALID' : r.signature.status,
+                      r.kind,
+                      formatBytes(r.size),
+                      r.hash.slice(0, 16),
+                    ]),
+                  ),
+            )
+            // The next page's cursor on stderr, so that stdout stays one JSON array.
+            if (page.cursor) out.note(`more: --cursor ${page.cursor}`)
+          },
+          { authorKeys },
+        )
       },
     ),
   )

@@ -16,7 +16,7 @@ import { encodeRecord, decodeRecord } from '../../persistence/format/record.ts'
 import { logKey } from '../../persistence/format/keys.ts'
 import { createPeer, type Peer, type PeerOptions } from '../../peer/index.ts'
 import { tempDir } from '../helpers/temp-dir.ts'
-import { until } from '../helpers/wait.ts'
+import { until, untilSynced } from '../helpers/wait.ts'
 
 async function withPeers(specs: ReadonlyArray<{ agentId: string } & Partial<PeerOptions>>, fn: (peers: Peer[]) => Promise<void>): Promise<void> {
   const dir = await tempDir('concord-answer-records-')
@@ -35,9 +35,6 @@ async function keyPair() {
   const key = await generateKeyPair('Ed25519')
   return { key, peerId: peerIdFromPrivateKey(key).toString() }
 }
-
-const untilSynced = (peer: Peer, ...remotes: string[]) =>
-  until(() => remotes.every((id) => peer.status().sessions.some((s) => s.agentId === id && s.synced)), `${peer.agentId} synced with ${remotes.join(', ')}`)
 
 const untilGone = (peer: Peer, remote: string) => until(() => !peer.status().sessions.some((s) => s.agentId === remote), `${peer.agentId} lost ${remote}`)
 

@@ -84,7 +84,9 @@ test('a peer from before the provenance extension still syncs both ways; its cha
     // The old peer sends no PROVENANCE: the hub logs its change under it; the hub's relay to B names the old peer.
     assert.deepEqual((await hub.history('seen'))[0].agent, 'old')
     assert.deepEqual((await b.history('seen'))[0].agent, 'old')
-    // Nothing is sent to the old peer that it would not know: it logs B's change under the hub that sent it.
+    // Nothing is sent to the old peer that it would not know: it logs B's change under the hub that sent it
+    // (a remote change is applied before it is written: its record is read once logged).
+    await until(async () => (await old.history('seen')).length === 2, 'B’s change logged on the old peer')
     const atOld = await old.history('seen')
     assert.deepEqual(
       atOld.map((h) => [h.agent, h.message ?? null]),

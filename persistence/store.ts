@@ -66,6 +66,13 @@ export type { NameLease } from './names/owner.ts'
 export type * from './store-types.ts'
 
 /**
+ * How long {@link Store.recordsSince} waits for changes applied and not yet
+ * logged to be written before it reads the log (sync/PROTOCOL.md "Answers
+ * made of records": an answer never waits long for the disk).
+ */
+export const RECORDS_WRITE_WAIT_MS = 250
+
+/**
  * Throws `CONCORD_INVALID_ARGUMENT` unless `name` is a non-empty string of
  * at most 1024 characters that is well-formed Unicode: a lone surrogate
  * would not survive UTF-8 (`'x\uD800'` and `'x\uDBFF'` would share a key).
@@ -639,8 +646,29 @@ export class Store {
     this.context.checkOpen()
     const type = this.owner.knownType(name)
     if (type === undefined) return undefined
-    if (this.owner.live(name) !== undefined && this.settledSeq(name) === undefined) await this.context.committer.written()
+    if (this.owner.live(name) !== undefined && this.settledSeq(name) === undefined) await this.writtenWithin(RECORDS_WRITE_WAIT_MS)
     return recordsSince(this.context, this.owner, name, type, since, lack, limits)
+  }
+
+  /**
+   * Resolves once what is queued is written, or after `ms` (a write held
+   * up, say by a slow fsync: what is not logged yet is then not read, and
+   * an answer falls back to merged state rather than wait for the disk).
+   */
+  private writtenWithin(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = this.context.timers.setTimeout(resolve, ms)
+      this.context.committer.written().then(
+        () => {
+          this.context.timers.clearTimeout(timer)
+          resolve()
+        },
+        () => {
+          this.context.timers.clearTimeout(timer)
+          resolve()
+        },
+      )
+    })
   }
 
   /**

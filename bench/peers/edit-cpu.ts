@@ -69,7 +69,6 @@ async function runOnce(contender: Contender, count: number, intervalMs: number, 
     const expect = Object.fromEntries(ids.map(({ clientId }, i) => [clientId, typed[i].nextClock]))
     const received = await Promise.all(clients.map((child) => child.request<{ cpuMs: number; length: number }>({ await: { expect } }, 600_000)))
     const hubUsage = await hub.request<{ cpuMs: number; durability?: { batches: number; fsyncs: number } }>({ usage: true })
-    if (process.env.CONCORD_EDIT_CPU_DEBUG) console.log(JSON.stringify({ start: hubAtStart.durability, end: hubUsage.durability }))
     for (const r of received) if (r.length !== count) throw new Error(`${contender}: a client holds ${r.length} characters, not ${count}`)
     const readerCpu = received.slice(1).reduce((sum, r) => sum + r.cpuMs, 0) / readers
     return {

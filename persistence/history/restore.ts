@@ -9,6 +9,8 @@
  * records were deleted by retention is restored from the checkpoint that
  * anchors its log, when the cut is at or after it; otherwise it is listed
  * as `unavailable`. Names created after the time are not in the copy.
+ * The records of one transaction share one HLC (persistence/FORMAT.md), so
+ * a cut takes a transaction whole or not at all.
  *
  * The new folder is unclaimed (FORMAT.md "Store info"): the first peer that
  * opens it owns it. Open it with a new agent id, unless the original

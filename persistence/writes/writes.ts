@@ -170,7 +170,10 @@ export class Writes {
     } finally {
       this.assembling = previous
     }
-    return items
+    // One unit, one time: every record of it carries the HLC of its last change, so a cut by time
+    // (restoreTo, an answer made of records) takes a transaction whole or not at all.
+    const last = items.at(-1)?.hlc
+    return last === undefined ? items : items.map((item) => (item.hlc === last ? item : { ...item, hlc: last }))
   }
 
   // ------------------------------------------------------------ the three assembled units

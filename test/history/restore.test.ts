@@ -117,3 +117,44 @@ test('a store restored at a time holds, name by name, the values observed at tha
     await rm(`${join(root, 'live')}.archive`, { recursive: true, force: true })
   }
 })
+
+test('a restore never splits a transaction: cut at every time in the log, the names a transaction changed are all before the cut or all after', async () => {
+  const { dir: root, remove } = await tempDir('concord-restore-unit-')
+  const dir = join(root, 'live')
+  try {
+    const store = await openStore({ dir, agentId: 'writer', sweepMs: 0 })
+    const names = ['x', 'y', 'z']
+    const counters = await Promise.all(names.map(async (name) => (await store.open(name, 'gcounter')) as GCounterReplica))
+    for (let round = 1; round <= 4; round++) {
+      // Each round one transaction over the three names (two changes of x in it), then one change of y alone.
+      await store.atomic(() => {
+        for (const counter of counters) counter.increment(1)
+        counters[0].increment(1)
+      })
+      counters[1].increment(10)
+      await store.flush()
+    }
+    const times = new Map<string, HlcTimestamp>()
+    for (const name of names) for (const entry of await store.history(name)) times.set(`${entry.hlc.wall}.${entry.hlc.logical}`, entry.hlc)
+    const cuts = [...times.values()].flatMap((hlc) => [hlc, { wall: hlc.wall, logical: Math.max(0, hlc.logical - 1) }])
+    let k = 0
+    for (const at of cuts) {
+      const out = join(root, `cut-${k++}`)
+      await store.restoreTo(out, { at })
+      const restored = await openStore({ dir: out, agentId: 'replay', sweepMs: 0 })
+      try {
+        const value = async (name: string) =>
+          (await restored.names()).some((info) => info.name === name) ? ((await restored.open(name, 'gcounter')).value() as number) : 0
+        const [x, y, z] = [await value('x'), await value('y'), await value('z')]
+        // z counts the transactions in the cut; x has two per transaction; y one per transaction plus 10 per lone change.
+        assert.equal(x, 2 * z, `cut at ${at.wall}.${at.logical}: x=${x} z=${z}`)
+        assert.equal(y % 10, z, `cut at ${at.wall}.${at.logical}: y=${y} z=${z}`)
+      } finally {
+        await restored.close()
+      }
+    }
+    await store.close()
+  } finally {
+    await remove()
+  }
+})

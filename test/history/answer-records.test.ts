@@ -8,33 +8,12 @@
  * carries a record it tampered with is refused and nothing of it applies.
  */
 import assert from 'node:assert/strict'
-import { join } from 'node:path'
 import { test } from 'node:test'
-import { generateKeyPair } from '@libp2p/crypto/keys'
-import { peerIdFromPrivateKey } from '@libp2p/peer-id'
 import { encodeRecord, decodeRecord } from '../../persistence/format/record.ts'
 import { logKey } from '../../persistence/format/keys.ts'
-import { createPeer, type Peer, type PeerOptions } from '../../peer/index.ts'
-import { tempDir } from '../helpers/temp-dir.ts'
+import type { Peer } from '../../peer/index.ts'
 import { until, untilSynced } from '../helpers/wait.ts'
-
-async function withPeers(specs: ReadonlyArray<{ agentId: string } & Partial<PeerOptions>>, fn: (peers: Peer[]) => Promise<void>): Promise<void> {
-  const dir = await tempDir('concord-answer-records-')
-  const peers: Peer[] = []
-  try {
-    for (const spec of specs) peers.push(await createPeer({ dir: join(dir.path, spec.agentId), ...spec }))
-    await fn(peers)
-  } finally {
-    for (const peer of peers.reverse()) await peer.close()
-    await dir.remove()
-  }
-}
-
-/** An Ed25519 libp2p key and its PeerId. */
-async function keyPair() {
-  const key = await generateKeyPair('Ed25519')
-  return { key, peerId: peerIdFromPrivateKey(key).toString() }
-}
+import { withPeers, keyPair } from './helpers.ts'
 
 const untilGone = (peer: Peer, remote: string) => until(() => !peer.status().sessions.some((s) => s.agentId === remote), `${peer.agentId} lost ${remote}`)
 

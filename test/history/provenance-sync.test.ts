@@ -8,29 +8,16 @@
  * a peer behind it; a PROVENANCE out of bounds is refused with its commit.
  */
 import assert from 'node:assert/strict'
-import { join } from 'node:path'
 import { test } from 'node:test'
 import * as Y from 'yjs'
 import type { GCounterReplica } from '../../crdt/types/index.ts'
-import { createPeer, type Peer, type PeerOptions } from '../../peer/index.ts'
+import type { Peer } from '../../peer/index.ts'
 import { openStore } from '../../persistence/index.ts'
 import { provenanceExtension } from '../../sync/provenance.ts'
-import { tempDir } from '../helpers/temp-dir.ts'
 import { until } from '../helpers/wait.ts'
 import { rawClient } from '../peer/helpers/raw-concord-client.ts'
 import { yClient } from '../peer/helpers/y-websocket-clients.ts'
-
-async function withPeers(specs: ReadonlyArray<{ agentId: string } & Partial<PeerOptions>>, fn: (peers: Peer[]) => Promise<void>): Promise<void> {
-  const dir = await tempDir('concord-provenance-')
-  const peers: Peer[] = []
-  try {
-    for (const spec of specs) peers.push(await createPeer({ dir: join(dir.path, spec.agentId), ...spec }))
-    await fn(peers)
-  } finally {
-    for (const peer of peers.reverse()) await peer.close()
-    await dir.remove()
-  }
-}
+import { withPeers } from './helpers.ts'
 
 const authors = async (peer: Peer, name: string) => (await peer.history(name)).map((h) => [h.agent, h.message ?? null, h.meta ?? null])
 

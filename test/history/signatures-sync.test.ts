@@ -7,10 +7,7 @@
  * id; peers from before the `signatures` extension still sync both ways.
  */
 import assert from 'node:assert/strict'
-import { join } from 'node:path'
 import { test } from 'node:test'
-import { generateKeyPair } from '@libp2p/crypto/keys'
-import { peerIdFromPrivateKey } from '@libp2p/peer-id'
 import * as Y from 'yjs'
 import { logKey } from '../../persistence/format/keys.ts'
 import { decodeRecord } from '../../persistence/format/record.ts'
@@ -20,24 +17,7 @@ import { provenanceExtension, signaturesExtension } from '../../sync/provenance.
 import { tempDir } from '../helpers/temp-dir.ts'
 import { until, untilSynced } from '../helpers/wait.ts'
 import { rawClient } from '../peer/helpers/raw-concord-client.ts'
-
-async function withPeers(specs: ReadonlyArray<{ agentId: string } & Partial<PeerOptions>>, fn: (peers: Peer[]) => Promise<void>): Promise<void> {
-  const dir = await tempDir('concord-signatures-')
-  const peers: Peer[] = []
-  try {
-    for (const spec of specs) peers.push(await createPeer({ dir: join(dir.path, spec.agentId), ...spec }))
-    await fn(peers)
-  } finally {
-    for (const peer of peers.reverse()) await peer.close()
-    await dir.remove()
-  }
-}
-
-/** An Ed25519 libp2p key and its PeerId. */
-async function keyPair() {
-  const key = await generateKeyPair('Ed25519')
-  return { key, peerId: peerIdFromPrivateKey(key).toString() }
-}
+import { withPeers, keyPair } from './helpers.ts'
 
 const signatures = async (peer: Peer, name: string) =>
   (await peer.history(name)).map((h) => [h.agent, h.message ?? null, h.signature?.status ?? 'unsigned', h.signature?.signer ?? null])

@@ -1,0 +1,25 @@
+/** Helpers of the history suites that run real peers (LevelDB folders, WebSocket on 127.0.0.1). */
+import { join } from 'node:path'
+import { generateKeyPair } from '@libp2p/crypto/keys'
+import { peerIdFromPrivateKey } from '@libp2p/peer-id'
+import { createPeer, type Peer, type PeerOptions } from '../../peer/index.ts'
+import { tempDir } from '../helpers/temp-dir.ts'
+
+/** Runs `fn` with one peer per spec, each on a LevelDB folder of its own in a temp folder; closes them (last first) and removes it. */
+export async function withPeers(specs: ReadonlyArray<{ agentId: string } & Partial<PeerOptions>>, fn: (peers: Peer[]) => Promise<void>): Promise<void> {
+  const dir = await tempDir('concord-history-peers-')
+  const peers: Peer[] = []
+  try {
+    for (const spec of specs) peers.push(await createPeer({ dir: join(dir.path, spec.agentId), ...spec }))
+    await fn(peers)
+  } finally {
+    for (const peer of peers.reverse()) await peer.close()
+    await dir.remove()
+  }
+}
+
+/** An Ed25519 libp2p key and its PeerId. */
+export async function keyPair() {
+  const key = await generateKeyPair('Ed25519')
+  return { key, peerId: peerIdFromPrivateKey(key).toString() }
+}

@@ -19,10 +19,16 @@
  *
  * Native types: a scratch replica holding the delta (or deltas) is asked
  * (`deltaSince(since)` for `lacks`; `applyDelta(lack)` changes nothing for
- * `covers`). Yjs: the structs' ids against the state vector. Automerge has
- * no selector (its answers stay merged state).
+ * `covers`). Yjs: the structs' ids against the state vector. Automerge:
+ * change hashes (a change is named by its hash; `lack` holds exactly the
+ * changes the remote lacks, so a delta lacks something when it holds one of
+ * them, and a run covers when it holds them all).
  */
+import * as A from '@automerge/automerge'
 import * as Y from 'yjs'
+import { hexOf } from './documents/automerge-clock.ts'
+import { splitAutomergeChunks } from './documents/automerge-guard.ts'
+import { DEFAULT_DOCUMENT_LIMITS } from './documents/options.ts'
 import type { Replica, ReplicaType } from './replica.ts'
 import { nativeTypes } from './types/native-type.ts'
 
@@ -40,7 +46,44 @@ export interface RecordSelector {
 export function recordSelector(type: ReplicaType, since: Uint8Array, lack: Uint8Array, scratch: () => Replica): RecordSelector | undefined {
   if (nativeTypes.get(type)) return nativeSelector(since, lack, scratch)
   if (type === 'yjs') return yjsSelector(since, lack)
+  if (type === 'automerge') return automergeSelector(lack)
   return undefined
+}
+
+/**
+ * The hashes of the changes in Automerge bytes (change chunks, and the
+ * changes a document chunk holds), or undefined when they cannot be read.
+ */
+function automergeHashes(bytes: Uint8Array): Set<string> | undefined {
+  try {
+    const hashes = new Set<string>()
+    for (const chunk of splitAutomergeChunks(bytes, { ...DEFAULT_DOCUMENT_LIMITS, maxBytes: Number.MAX_SAFE_INTEGER })) {
+      if (chunk.hash !== undefined) hashes.add(hexOf(chunk.hash))
+      else for (const change of A.getAllChanges(A.load(chunk.bytes))) hashes.add(A.decodeChange(change).hash)
+    }
+    return hashes
+  } catch {
+    return undefined
+  }
+}
+
+function automergeSelector(lack: Uint8Array): RecordSelector | undefined {
+  const needed = automergeHashes(lack)
+  if (!needed) return undefined
+  return {
+    lacks(delta) {
+      const hashes = automergeHashes(delta)
+      if (!hashes) return 'unknown'
+      for (const hash of hashes) if (needed.has(hash)) return true
+      return false
+    },
+    covers(deltas) {
+      const have = new Set<string>()
+      for (const delta of deltas) for (const hash of automergeHashes(delta) ?? []) have.add(hash)
+      for (const hash of needed) if (!have.has(hash)) return { covered: false }
+      return { covered: true }
+    },
+  }
 }
 
 function nativeSelector(since: Uint8Array, lack: Uint8Array, scratch: () => Replica): RecordSelector {

@@ -1,6 +1,6 @@
 /**
- * crdt/record-selection.ts, over random histories of every native type and
- * of Yjs: agent A logs one delta per change; B holds a prefix of them and
+ * crdt/record-selection.ts, over random histories of every native type,
+ * of Yjs and of Automerge: agent A logs one delta per change; B holds a prefix of them and
  * changes of its own. `covers` is exact: whenever it says a run of A's
  * deltas (and its residual) brings what B lacks, B with them equals B with
  * A's merged state; and the run of every delta B lacks is always enough.
@@ -15,17 +15,20 @@ import { recordSelector } from '../../crdt/record-selection.ts'
 import { createReplica } from '../../crdt/registry.ts'
 import type { Replica, ReplicaType } from '../../crdt/replica.ts'
 import { recordLocal, type RandomOp } from '../../testing/index.ts'
-import { yjsOp } from './documents/document-ops.ts'
+import { automergeOp, opsInitial, yjsOp } from './documents/document-ops.ts'
 import { createNative, nativeOp } from './native-ops.ts'
 
+const isDocument = (type: ReplicaType) => type === 'yjs' || type === 'automerge'
+
 function clone(type: ReplicaType, replica: Replica, id: string): Replica {
-  return type === 'yjs'
-    ? createReplica('yjs', { agentId: id as never, snapshot: replica.snapshot() })
+  return isDocument(type)
+    ? createReplica(type, { agentId: id as never, snapshot: replica.snapshot() })
     : createNative(type as NativeType, id, replica.snapshot())
 }
 
 function fresh(type: ReplicaType, id: string): Replica {
-  return type === 'yjs' ? createReplica('yjs', { agentId: id as never }) : createNative(type as NativeType, id)
+  if (type === 'automerge') return createReplica(type, { agentId: id as never, initial: opsInitial() } as never)
+  return type === 'yjs' ? createReplica(type, { agentId: id as never }) : createNative(type as NativeType, id)
 }
 
 function sameState(a: Replica, b: Replica): boolean {
@@ -35,6 +38,7 @@ function sameState(a: Replica, b: Replica): boolean {
 const cases: Array<{ type: ReplicaType; op: fc.Arbitrary<RandomOp> }> = [
   ...NATIVE_TYPES.map((type) => ({ type, op: nativeOp(type) })),
   { type: 'yjs' as ReplicaType, op: yjsOp as fc.Arbitrary<RandomOp> },
+  { type: 'automerge' as ReplicaType, op: automergeOp as fc.Arbitrary<RandomOp> },
 ]
 
 for (const { type, op } of cases) {

@@ -12,6 +12,7 @@ import { test } from 'node:test'
 import { encodeRecord, decodeRecord } from '../../persistence/format/record.ts'
 import { logKey } from '../../persistence/format/keys.ts'
 import type { Peer } from '../../peer/index.ts'
+import type { AutomergeReplica } from '../../crdt/documents/automerge-replica.ts'
 import { until, untilSynced } from '../helpers/wait.ts'
 import { withPeers, keyPair } from './helpers.ts'
 
@@ -212,3 +213,55 @@ test('a transaction of several names made before connecting travels in the answe
     assert.equal(a.stats().totals.answerRecords, 1)
     assert.equal(c.stats().totals.commitsIn, 1)
   }))
+
+test('Automerge documents changed and created while disconnected reach the hub by resync with their author, message and signature', async () => {
+  const alice = await keyPair()
+  type Plan = { steps: string[]; owner?: string }
+  await withPeers(
+    [
+      { agentId: 'hub', authorKeys: { A: alice.peerId } },
+      { agentId: 'A', signingKey: alice.key },
+      { agentId: 'B', authorKeys: { A: alice.peerId } },
+    ],
+    async ([hub, a, b]) => {
+      const { url } = await hub.listen()
+      await a.connect(url)
+      await b.connect(url)
+      await untilSynced(hub, 'A', 'B')
+      await untilSynced(a, 'hub')
+      await untilSynced(b, 'hub')
+      const plan = (await a.open('plan', 'automerge')) as unknown as AutomergeReplica<Plan>
+      await a.transact(() => plan.change((doc) => void (doc.steps = ['gather'])), { message: 'start' })
+      const planAtB = (await b.open('plan', 'automerge')) as unknown as AutomergeReplica<Plan>
+      await until(() => planAtB.doc.steps?.length === 1, 'the live change reaches B')
+
+      a.disconnect(url)
+      await untilGone(hub, 'A')
+      // Offline: a change to a document the hub holds, and a document it has never seen.
+      await a.transact(() => plan.change((doc) => void doc.steps.push('decide')), { message: 'decided', meta: { tool: 'planner' } })
+      const fresh = (await a.open('fresh', 'automerge')) as unknown as AutomergeReplica<Plan>
+      await a.transact(() => fresh.change((doc) => void (doc.owner = 'A')), { message: 'created offline' })
+      await a.flush()
+
+      await a.connect(url)
+      await until(() => planAtB.doc.steps?.length === 2, 'the resync reaches B through the hub')
+      for (const peer of [hub, b]) {
+        await until(
+          async () => (await peer.history('plan')).length === 2 && (await peer.history('fresh').catch(() => [])).length >= 1,
+          `logged on ${peer.agentId}`,
+        )
+        assert.deepEqual(
+          await provenance(peer, 'plan'),
+          [
+            ['A', 'start', null, 'verified'],
+            ['A', 'decided', { tool: 'planner' }, 'verified'],
+          ],
+          `plan on ${peer.agentId}`,
+        )
+        assert.deepEqual((await provenance(peer, 'fresh')).at(-1), ['A', 'created offline', null, 'verified'], `fresh on ${peer.agentId}`)
+        assert.deepEqual((await peer.store.verify('plan')).problems, [])
+      }
+      assert.equal(hub.stats().admission.badSignatures + b.stats().admission.badSignatures, 0)
+    },
+  )
+})

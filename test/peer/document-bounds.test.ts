@@ -275,6 +275,9 @@ test('Yjs updates waiting for a missing dependency are held within the budget, t
     const connection = await transport.dial(url)
     const session = attachSession(connection, host, { agentId: toPeerId('relay'), maxQueuedCommits: 1000, window: 1000 })
     await new Promise((resolve) => session.events.once('synced', resolve))
+    // Live commits flow once the relay answered the server's own anti-entropy (it holds nothing to answer
+    // with: a commit made before is not sent), and the server is synced with the relay only after that.
+    await until(async () => ((await server.stats()).synced as string[]).includes('relay'), 'the server synced with the relay')
     for (const update of updates.slice(1)) host.push('flood', update)
     await until(
       async () => {

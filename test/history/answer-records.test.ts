@@ -14,7 +14,7 @@ import { logKey } from '../../persistence/format/keys.ts'
 import type { Peer } from '../../peer/index.ts'
 import type { AutomergeReplica } from '../../crdt/documents/automerge-replica.ts'
 import { until, untilSynced } from '../helpers/wait.ts'
-import { withPeers, keyPair } from './helpers.ts'
+import { connectThroughHub, keyPair, withPeers } from './helpers.ts'
 
 const untilGone = (peer: Peer, remote: string) => until(() => !peer.status().sessions.some((s) => s.agentId === remote), `${peer.agentId} lost ${remote}`)
 
@@ -30,12 +30,7 @@ test('changes an agent made while disconnected reach the hub by resync with thei
       { agentId: 'B', authorKeys: { A: alice.peerId } },
     ],
     async ([hub, a, b]) => {
-      const { url } = await hub.listen()
-      await a.connect(url)
-      await b.connect(url)
-      await untilSynced(hub, 'A', 'B')
-      await untilSynced(a, 'hub')
-      await untilSynced(b, 'hub')
+      const url = await connectThroughHub(hub, a, b)
       const tasks = await a.counter('tasks')
       await a.transact(() => tasks.increment(1), { message: 'online' })
       const atB = await b.counter('tasks')
@@ -224,12 +219,7 @@ test('Automerge documents changed and created while disconnected reach the hub b
       { agentId: 'B', authorKeys: { A: alice.peerId } },
     ],
     async ([hub, a, b]) => {
-      const { url } = await hub.listen()
-      await a.connect(url)
-      await b.connect(url)
-      await untilSynced(hub, 'A', 'B')
-      await untilSynced(a, 'hub')
-      await untilSynced(b, 'hub')
+      const url = await connectThroughHub(hub, a, b)
       const plan = (await a.open('plan', 'automerge')) as unknown as AutomergeReplica<Plan>
       await a.transact(() => plan.change((doc) => void (doc.steps = ['gather'])), { message: 'start' })
       const planAtB = (await b.open('plan', 'automerge')) as unknown as AutomergeReplica<Plan>

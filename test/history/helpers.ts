@@ -4,6 +4,7 @@ import { generateKeyPair } from '@libp2p/crypto/keys'
 import { peerIdFromPrivateKey } from '@libp2p/peer-id'
 import { createPeer, type Peer, type PeerOptions } from '../../peer/index.ts'
 import { tempDir } from '../helpers/temp-dir.ts'
+import { untilSynced } from '../helpers/wait.ts'
 
 /** Runs `fn` with one peer per spec, each on a LevelDB folder of its own in a temp folder; closes them (last first) and removes it. */
 export async function withPeers(specs: ReadonlyArray<{ agentId: string } & Partial<PeerOptions>>, fn: (peers: Peer[]) => Promise<void>): Promise<void> {
@@ -22,4 +23,13 @@ export async function withPeers(specs: ReadonlyArray<{ agentId: string } & Parti
 export async function keyPair() {
   const key = await generateKeyPair('Ed25519')
   return { key, peerId: peerIdFromPrivateKey(key).toString() }
+}
+
+/** `hub` listens and every one of `peers` connects to it; resolves with its URL once each pair finished its first anti-entropy. */
+export async function connectThroughHub(hub: Peer, ...peers: Peer[]): Promise<string> {
+  const { url } = await hub.listen()
+  for (const peer of peers) await peer.connect(url)
+  await untilSynced(hub, ...peers.map((peer) => peer.agentId))
+  for (const peer of peers) await untilSynced(peer, hub.agentId)
+  return url
 }

@@ -17,7 +17,7 @@ import { provenanceExtension, signaturesExtension } from '../../sync/provenance.
 import { tempDir } from '../helpers/temp-dir.ts'
 import { until, untilSynced } from '../helpers/wait.ts'
 import { rawClient } from '../peer/helpers/raw-concord-client.ts'
-import { withPeers, keyPair } from './helpers.ts'
+import { connectThroughHub, keyPair, withPeers } from './helpers.ts'
 
 const signatures = async (peer: Peer, name: string) =>
   (await peer.history(name)).map((h) => [h.agent, h.message ?? null, h.signature?.status ?? 'unsigned', h.signature?.signer ?? null])
@@ -164,12 +164,7 @@ test('peers from before the signatures extension still sync both ways', async ()
       { agentId: 'B', signingKey: bob.key, authorKeys: { A: alice.peerId } },
     ],
     async ([hub, a, b]) => {
-      const { url } = await hub.listen()
-      await a.connect(url)
-      await b.connect(url)
-      await untilSynced(hub, 'A', 'B')
-      await untilSynced(a, 'hub')
-      await untilSynced(b, 'hub')
+      const _url = await connectThroughHub(hub, a, b)
       const atA = await a.set('plan')
       await a.transact(() => atA.add('from A'), { message: 'A writes' })
       const atB = await b.set('plan')

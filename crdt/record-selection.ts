@@ -26,8 +26,8 @@
  */
 import * as A from '@automerge/automerge'
 import * as Y from 'yjs'
-import { hexOf } from './documents/automerge-clock.ts'
-import { splitAutomergeChunks } from './documents/automerge-guard.ts'
+import { AutomergeChunkType, splitAutomergeChunks } from './documents/automerge-guard.ts'
+import { changeHashes } from './documents/automerge-waiting.ts'
 import { DEFAULT_DOCUMENT_LIMITS } from './documents/options.ts'
 import type { Replica, ReplicaType } from './replica.ts'
 import { nativeTypes } from './types/native-type.ts'
@@ -56,10 +56,10 @@ export function recordSelector(type: ReplicaType, since: Uint8Array, lack: Uint8
  */
 function automergeHashes(bytes: Uint8Array): Set<string> | undefined {
   try {
-    const hashes = new Set<string>()
-    for (const chunk of splitAutomergeChunks(bytes, { ...DEFAULT_DOCUMENT_LIMITS, maxBytes: Number.MAX_SAFE_INTEGER })) {
-      if (chunk.hash !== undefined) hashes.add(hexOf(chunk.hash))
-      else for (const change of A.getAllChanges(A.load(chunk.bytes))) hashes.add(A.decodeChange(change).hash)
+    const chunks = splitAutomergeChunks(bytes, { ...DEFAULT_DOCUMENT_LIMITS, maxBytes: Number.MAX_SAFE_INTEGER })
+    const hashes = new Set(changeHashes(chunks))
+    for (const chunk of chunks) {
+      if (chunk.type === AutomergeChunkType.document) for (const change of A.getAllChanges(A.load(chunk.bytes))) hashes.add(A.decodeChange(change).hash)
     }
     return hashes
   } catch {
@@ -70,16 +70,22 @@ function automergeHashes(bytes: Uint8Array): Set<string> | undefined {
 function automergeSelector(lack: Uint8Array): RecordSelector | undefined {
   const needed = automergeHashes(lack)
   if (!needed) return undefined
+  // A delta is asked about by `lacks` and again by each `covers` of a growing run: its hashes are read once.
+  const read = new WeakMap<Uint8Array, Set<string> | undefined>()
+  const hashesOf = (delta: Uint8Array): Set<string> | undefined => {
+    if (!read.has(delta)) read.set(delta, automergeHashes(delta))
+    return read.get(delta)
+  }
   return {
     lacks(delta) {
-      const hashes = automergeHashes(delta)
+      const hashes = hashesOf(delta)
       if (!hashes) return 'unknown'
       for (const hash of hashes) if (needed.has(hash)) return true
       return false
     },
     covers(deltas) {
       const have = new Set<string>()
-      for (const delta of deltas) for (const hash of automergeHashes(delta) ?? []) have.add(hash)
+      for (const delta of deltas) for (const hash of hashesOf(delta) ?? []) have.add(hash)
       for (const hash of needed) if (!have.has(hash)) return { covered: false }
       return { covered: true }
     },
@@ -121,6 +127,13 @@ function hasDeletions(update: Uint8Array): boolean {
 function yjsSelector(since: Uint8Array, lack: Uint8Array): RecordSelector {
   const known = Y.decodeStateVector(since)
   const needed = structRanges(lack)
+  // Each `covers` of a growing run reads its deltas again: their ranges are decoded once.
+  const decoded = new WeakMap<Uint8Array, Map<number, Array<[number, number]>>>()
+  const rangesOf = (delta: Uint8Array) => {
+    let ranges = decoded.get(delta)
+    if (!ranges) decoded.set(delta, (ranges = structRanges(delta)))
+    return ranges
+  }
   return {
     lacks(delta) {
       const { to } = Y.parseUpdateMeta(delta)
@@ -130,7 +143,7 @@ function yjsSelector(since: Uint8Array, lack: Uint8Array): RecordSelector {
     covers(deltas) {
       const have = new Map<number, Array<[number, number]>>()
       for (const delta of deltas) {
-        for (const [client, list] of structRanges(delta)) {
+        for (const [client, list] of rangesOf(delta)) {
           const into = have.get(client)
           if (into) into.push(...list)
           else have.set(client, [...list])

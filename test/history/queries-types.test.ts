@@ -84,7 +84,7 @@ test('diff and blame of a set, a register and a PN-counter match the session’s
     const { url } = await hub.listen()
     const agents = new Map<Agent, Peer>()
     for (const id of ['ana', 'bo', 'cy'] as const) {
-      const peer = await createPeer({ id, dir: join(dir.path, id) })
+      const peer = await createPeer({ agentId: id, dir: join(dir.path, id) })
       peers.push(peer)
       await peer.connect(url)
       agents.set(id, peer)

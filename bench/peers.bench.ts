@@ -21,7 +21,9 @@
  * - `peers/w2-automerge`: first sync of 1,000 small Automerge documents
  *   (10,000 with `--full`) into an empty agent, time and bytes both ways,
  *   against automerge-repo (NodeFS storage, WebSocket), separate processes
- *   (bench/peers/w2.ts).
+ *   (bench/peers/w2.ts). `peers/w2-yjs`: the same for small Yjs documents
+ *   against y-websocket clients (one connection per document, y-leveldb on
+ *   the client and the server).
  *
  * - `peers/w3`: cold start (open a store of small Yjs documents and read
  *   every one, time and peak RSS) and its disk bytes, against y-leveldb
@@ -182,53 +184,80 @@ const w3: Benchmark = {
 
 const W2_DOCS = FULL ? 10_000 : 1000
 
-const w2: Benchmark = {
-  name: 'peers/w2-automerge',
-  async run(): Promise<Measurement[]> {
-    const runs = new Map<W2Contender, W2Result[]>([
-      ['concord', []],
-      ['automerge-repo', []],
-    ])
-    for (let round = 0; round < ROUNDS; round++) {
-      for (const kind of round % 2 === 0 ? (['concord', 'automerge-repo'] as const) : (['automerge-repo', 'concord'] as const)) {
-        runs.get(kind)!.push(await runW2(kind, W2_DOCS))
+/** W2 for one document type: Concord against the peer that syncs that type, interleaved, `ROUNDS` each. */
+function w2Benchmark(spec: {
+  readonly name: string
+  readonly concord: W2Contender
+  readonly peer: W2Contender
+  readonly label: string
+  readonly peerLabel: string
+  readonly catchupPeerLabel: string
+}): Benchmark {
+  return {
+    name: spec.name,
+    async run(): Promise<Measurement[]> {
+      const runs = new Map<W2Contender, W2Result[]>([
+        [spec.concord, []],
+        [spec.peer, []],
+      ])
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const kind of round % 2 === 0 ? [spec.concord, spec.peer] : [spec.peer, spec.concord]) runs.get(kind)!.push(await runW2(kind, W2_DOCS))
       }
-    }
-    const of = (kind: W2Contender, key: keyof W2Result) => median(runs.get(kind)!.map((r) => r[key]))
-    const bytes = (kind: W2Contender) => of(kind, 'bytesUp') + of(kind, 'bytesDown')
-    const cpu = (kind: W2Contender) => `client CPU ${(of(kind, 'clientCpuMs') / 1000).toFixed(1)} s, hub CPU ${(of(kind, 'hubCpuMs') / 1000).toFixed(1)} s`
-    const label = `${W2_DOCS} small Automerge documents (11 changes each) into an empty agent`
-    return [
-      {
-        name: `W2 first sync, ${label}: time`,
-        value: of('concord', 'ms'),
-        unit: 'ms',
-        better: 'lower',
-        baseline: { label: 'automerge-repo 2.5.6 (NodeFS, WebSocket; finds every URL)', value: of('automerge-repo', 'ms') },
-        target: '<= 1',
-        note: `separate processes, median of ${ROUNDS}; Concord ${cpu('concord')} (client in sync durability); automerge-repo ${cpu('automerge-repo')}, ${of('automerge-repo', 'retries')} finds retried after "unavailable"`,
-      },
-      {
-        name: `W2 first sync, ${label}: bytes on the wire both ways`,
-        value: bytes('concord'),
-        unit: 'bytes',
-        better: 'lower',
-        baseline: { label: 'automerge-repo 2.5.6', value: bytes('automerge-repo') },
-        target: '<= 1',
-        note: `counted by a TCP proxy (WebSocket framing included); up/down Concord ${of('concord', 'bytesUp')}/${of('concord', 'bytesDown')}, automerge-repo ${of('automerge-repo', 'bytesUp')}/${of('automerge-repo', 'bytesDown')}`,
-      },
-      {
-        name: `W2 catch-up after 10 of the ${W2_DOCS} documents changed on the hub: time until the client holds every change`,
-        value: of('concord', 'catchupMs'),
-        unit: 'ms',
-        better: 'lower',
-        baseline: { label: 'automerge-repo 2.5.6 (finds every URL again)', value: of('automerge-repo', 'catchupMs') },
-        target: '<= 1',
-        note: `bytes both ways ${of('concord', 'catchupBytes')} vs ${of('automerge-repo', 'catchupBytes')} (${(of('concord', 'catchupBytes') / of('automerge-repo', 'catchupBytes')).toFixed(2)}x); the client a new process on its folder`,
-      },
-    ]
-  },
+      const of = (kind: W2Contender, key: keyof W2Result) => median(runs.get(kind)!.map((r) => r[key]))
+      const bytes = (kind: W2Contender) => of(kind, 'bytesUp') + of(kind, 'bytesDown')
+      const cpu = (kind: W2Contender) => `client CPU ${(of(kind, 'clientCpuMs') / 1000).toFixed(1)} s, hub CPU ${(of(kind, 'hubCpuMs') / 1000).toFixed(1)} s`
+      const [concord, peer] = [spec.concord, spec.peer]
+      const retried = peer === 'automerge-repo' ? `, ${of(peer, 'retries')} finds retried after "unavailable"` : ''
+      return [
+        {
+          name: `W2 first sync, ${spec.label}: time`,
+          value: of(concord, 'ms'),
+          unit: 'ms',
+          better: 'lower',
+          baseline: { label: spec.peerLabel, value: of(peer, 'ms') },
+          target: '<= 1',
+          note: `separate processes, median of ${ROUNDS}; Concord ${cpu(concord)} (client in sync durability); ${peer} ${cpu(peer)}${retried}`,
+        },
+        {
+          name: `W2 first sync, ${spec.label}: bytes on the wire both ways`,
+          value: bytes(concord),
+          unit: 'bytes',
+          better: 'lower',
+          baseline: { label: spec.peerLabel, value: bytes(peer) },
+          target: '<= 1',
+          note: `counted by a TCP proxy (WebSocket framing included); up/down Concord ${of(concord, 'bytesUp')}/${of(concord, 'bytesDown')}, ${peer} ${of(peer, 'bytesUp')}/${of(peer, 'bytesDown')}`,
+        },
+        {
+          name: `W2 catch-up after 10 of the ${W2_DOCS} ${spec.concord === 'concord' ? 'Automerge' : 'Yjs'} documents changed on the hub: time until the client holds every change`,
+          value: of(concord, 'catchupMs'),
+          unit: 'ms',
+          better: 'lower',
+          baseline: { label: spec.catchupPeerLabel, value: of(peer, 'catchupMs') },
+          target: '<= 1',
+          note: `bytes both ways ${of(concord, 'catchupBytes')} vs ${of(peer, 'catchupBytes')} (${(of(concord, 'catchupBytes') / of(peer, 'catchupBytes')).toFixed(2)}x); the client a new process on its folder`,
+        },
+      ]
+    },
+  }
 }
+
+const w2 = w2Benchmark({
+  name: 'peers/w2-automerge',
+  concord: 'concord',
+  peer: 'automerge-repo',
+  label: `${W2_DOCS} small Automerge documents (11 changes each) into an empty agent`,
+  peerLabel: 'automerge-repo 2.5.6 (NodeFS, WebSocket; finds every URL)',
+  catchupPeerLabel: 'automerge-repo 2.5.6 (finds every URL again)',
+})
+
+const w2Yjs = w2Benchmark({
+  name: 'peers/w2-yjs',
+  concord: 'concord-yjs',
+  peer: 'y-websocket',
+  label: `${W2_DOCS} small Yjs documents (11 changes each) into an empty agent`,
+  peerLabel: 'y-websocket 3.1.0 clients, one connection per document, y-leveldb on both sides (@y/websocket-server 0.1.1)',
+  catchupPeerLabel: 'y-websocket (each document loaded from y-leveldb, one connection each)',
+})
 
 const W4_UPDATES = 2000
 
@@ -283,4 +312,5 @@ export const benchmarks: Benchmark[] = [
   w4,
   w3,
   w2,
+  w2Yjs,
 ]

@@ -1,6 +1,8 @@
 /**
- * `node --import tsx bench/peers/w2-child.ts <concord|automerge-repo> <hub|client|catchup> <dir> <docs> [port]`:
- * W2's two sides, each in a process of its own.
+ * `node --import tsx bench/peers/w2-child.ts <kind> <hub|client|catchup> <dir> <docs> [port]`:
+ * W2's two sides, each in a process of its own. Kinds: `concord` and
+ * `automerge-repo` hold small Automerge documents; `concord-yjs` and
+ * `y-websocket` the same task as small Yjs documents (a map and a text).
  *
  * - `hub`: builds `docs` small Automerge documents in `<dir>/<kind>-hub` (see
  *   {@link typeInto}), serves them on 127.0.0.1 and prints one JSON line
@@ -10,7 +12,9 @@
  *   started serving.
  * - `client`: an empty agent (`<dir>/<kind>-client`) connects to `port` and
  *   takes every document: Concord syncs the hub's names (one anti-entropy);
- *   automerge-repo finds each URL. Prints `{ ms, cpuMs, docs }`: from the
+ *   automerge-repo finds each URL; a y-websocket client opens one
+ *   `WebsocketProvider` per document (its rooms) and keeps each in its own
+ *   y-leveldb folder, as an agent that comes back would. Prints `{ ms, cpuMs, docs }`: from the
  *   start of the connection until every document is held, and its CPU time.
  * - `catchup`: the same client folder again, after the hub changed
  *   {@link CHANGED} documents (SIGUSR1 to the hub; it prints `{ changed }`):
@@ -21,7 +25,10 @@ import { join } from 'node:path'
 import { Repo, type DocHandle } from '@automerge/automerge-repo'
 import { WebSocketClientAdapter, WebSocketServerAdapter } from '@automerge/automerge-repo-network-websocket'
 import { NodeFSStorageAdapter } from '@automerge/automerge-repo-storage-nodefs'
-import { WebSocketServer } from 'ws'
+import { createServer } from 'node:http'
+import { WebSocket, WebSocketServer } from 'ws'
+import { WebsocketProvider } from 'y-websocket'
+import * as Y from 'yjs'
 import { createPeer } from '../../peer/index.ts'
 
 const [kind, role, dir, docsText, portText] = process.argv.slice(2)
@@ -59,23 +66,59 @@ const changeOne = (doc: Task) => {
 /** Whether `doc` holds the change of {@link changeOne}. */
 const caughtUp = (doc: Task | undefined) => doc?.notes.includes('changed while you were away') ?? false
 
-async function concordHub(): Promise<void> {
+/** The same task as a Yjs document: title and done in a map, the notes a text; one transaction per change as {@link typeInto}. */
+function typeIntoYjs(doc: Y.Doc, i: number): void {
+  doc.transact(() => {
+    doc.getMap('task').set('title', `task ${i}`)
+    doc.getMap('task').set('done', false)
+  })
+  const notes = doc.getText('notes')
+  for (let k = 0; k < 10; k++) notes.insert(notes.length, `step ${k}; `)
+}
+const changeOneYjs = (doc: Y.Doc) => doc.getText('notes').insert(doc.getText('notes').length, 'changed while you were away; ')
+/** A Yjs document read as the task {@link caughtUp} and the completeness check look at. */
+const yjsTask = (doc: Y.Doc): Task => ({
+  title: String(doc.getMap('task').get('title')),
+  done: Boolean(doc.getMap('task').get('done')),
+  notes: doc.getText('notes').toString(),
+})
+
+/** Concord's side of either document type: how a name is opened, typed into, changed and read. */
+interface ConcordDocs {
+  readonly type: 'automerge' | 'yjs'
+  build(replica: unknown, i: number): void
+  change(replica: unknown): void
+  read(replica: unknown): Task
+}
+const concordAutomerge: ConcordDocs = {
+  type: 'automerge',
+  build(replica, i) {
+    typeInto((fn) => (replica as { change(fn: (doc: Task) => void): boolean }).change(fn), i)
+  },
+  change: (replica) => (replica as { change(fn: (doc: Task) => void): boolean }).change(changeOne),
+  read: (replica) => (replica as { doc: Task }).doc,
+}
+const concordYjs: ConcordDocs = {
+  type: 'yjs',
+  build: (replica, i) => typeIntoYjs((replica as { doc: Y.Doc }).doc, i),
+  change: (replica) => changeOneYjs((replica as { doc: Y.Doc }).doc),
+  read: (replica) => yjsTask((replica as { doc: Y.Doc }).doc),
+}
+
+async function concordHub(docsOf: ConcordDocs): Promise<void> {
   const peer = await createPeer({ agentId: 'hub', dir: join(dir, 'concord-hub'), durability: { mode: 'async', rpoMs: 100 } })
-  for (let i = 0; i < docs; i++) {
-    const replica = (await peer.open(name(i), 'automerge')) as unknown as { change(fn: (doc: Task) => void): boolean }
-    typeInto((fn) => replica.change(fn), i)
-  }
+  for (let i = 0; i < docs; i++) docsOf.build(await peer.open(name(i), docsOf.type), i)
   await peer.flush()
   const { port } = await peer.listen({ port: 0, host: '127.0.0.1' })
   process.on('SIGUSR1', async () => {
-    for (let i = 0; i < CHANGED; i++) ((await peer.open(name(i), 'automerge')) as unknown as { change(fn: (doc: Task) => void): boolean }).change(changeOne)
+    for (let i = 0; i < CHANGED; i++) docsOf.change(await peer.open(name(i), docsOf.type))
     await peer.flush()
     console.log(JSON.stringify({ changed: CHANGED }))
   })
   console.log(JSON.stringify({ port }))
 }
 
-async function concordClient(port: number, catchup: boolean): Promise<void> {
+async function concordClient(docsOf: ConcordDocs, port: number, catchup: boolean): Promise<void> {
   const peer = await createPeer({
     agentId: 'client',
     dir: join(dir, 'concord-client'),
@@ -89,11 +132,11 @@ async function concordClient(port: number, catchup: boolean): Promise<void> {
   const ms = now() - start
   const used = process.cpuUsage(cpu)
   const held = (await peer.names()).length
-  const sample = (await peer.open(name(docs - 1), 'automerge')) as unknown as { doc: Task }
-  if (!sample.doc.notes.includes('step 9')) throw new Error(`the last document is incomplete: ${JSON.stringify(sample.doc)}`)
+  const sample = docsOf.read(await peer.open(name(docs - 1), docsOf.type))
+  if (!sample.notes.includes('step 9')) throw new Error(`the last document is incomplete: ${JSON.stringify(sample)}`)
   if (catchup) {
     for (let i = 0; i < CHANGED; i++) {
-      const doc = ((await peer.open(name(i), 'automerge')) as unknown as { doc: Task }).doc
+      const doc = docsOf.read(await peer.open(name(i), docsOf.type))
       if (!caughtUp(doc)) throw new Error(`document ${i} missed the hub's change: ${JSON.stringify(doc)}`)
     }
   }
@@ -163,12 +206,113 @@ async function repoClient(port: number, catchup: boolean): Promise<void> {
   process.exit(0)
 }
 
+/**
+ * The y-websocket server (`@y/websocket-server` 0.1.1) persisting to y-leveldb
+ * as W1's hub does (bench/peers/main.ts); its documents are built first,
+ * each change stored as its own update (full history, as Concord keeps it).
+ */
+async function yWebsocketHub(): Promise<void> {
+  const { setupWSConnection, setPersistence, getYDoc } = await import('@y/websocket-server/utils')
+  const { LeveldbPersistence } = await import('y-leveldb')
+  const ldb = new LeveldbPersistence(join(dir, 'y-websocket-hub'))
+  for (let i = 0; i < docs; i++) {
+    const doc = new Y.Doc()
+    const stored: Promise<unknown>[] = []
+    doc.on('update', (update: Uint8Array) => stored.push(ldb.storeUpdate(name(i), update)))
+    typeIntoYjs(doc, i)
+    await Promise.all(stored)
+    doc.destroy()
+  }
+  setPersistence({
+    provider: ldb,
+    bindState: async (docName: string, ydoc: Y.Doc) => {
+      const persisted = await ldb.getYDoc(docName)
+      Y.applyUpdate(ydoc, Y.encodeStateAsUpdate(persisted))
+      ydoc.on('update', (update: Uint8Array) => {
+        ldb.storeUpdate(docName, update)
+      })
+    },
+    writeState: async () => {},
+  })
+  const server = createServer((_request, response) => response.end('okay'))
+  const wss = new WebSocketServer({ noServer: true })
+  wss.on('connection', setupWSConnection)
+  server.on('upgrade', (request, socket, head) => wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, request)))
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  process.on('SIGUSR1', async () => {
+    // getYDoc binds the stored state (bindState) before the change: the change is stored as one more update.
+    for (let i = 0; i < CHANGED; i++) {
+      const doc = getYDoc(name(i))
+      await doc.whenInitialized
+      changeOneYjs(doc)
+    }
+    await ldb.getYDoc(name(0))
+    console.log(JSON.stringify({ changed: CHANGED }))
+  })
+  console.log(JSON.stringify({ port: (server.address() as { port: number }).port }))
+}
+
+/** A y-websocket agent: one provider per document, each document kept in the agent's y-leveldb folder (loaded first when it comes back). */
+async function yWebsocketClient(port: number, catchup: boolean): Promise<void> {
+  const { LeveldbPersistence } = await import('y-leveldb')
+  const start = now()
+  const cpu = process.cpuUsage()
+  const ldb = new LeveldbPersistence(join(dir, 'y-websocket-client'))
+  const stored: Promise<unknown>[] = []
+  const open = async (i: number): Promise<{ doc: Y.Doc; provider: WebsocketProvider }> => {
+    const doc = catchup ? await ldb.getYDoc(name(i)) : new Y.Doc()
+    doc.on('update', (update: Uint8Array) => stored.push(ldb.storeUpdate(name(i), update)))
+    const provider = new WebsocketProvider(`ws://127.0.0.1:${port}`, name(i), doc, { WebSocketPolyfill: WebSocket as never, disableBc: true })
+    await new Promise<void>((resolve) => {
+      if (provider.synced) resolve()
+      else provider.once('sync', () => resolve())
+    })
+    // The server answers a connection before it loaded the document from y-leveldb (bindState is not awaited):
+    // "synced" can come with an empty document, the content following as an update. Held means the whole task.
+    const held = () => yjsTask(doc).notes.includes('step 9') && (!catchup || i >= CHANGED || caughtUp(yjsTask(doc)))
+    if (!held()) {
+      await new Promise<void>((resolve) => {
+        const check = () => {
+          if (!held()) return
+          doc.off('update', check)
+          resolve()
+        }
+        doc.on('update', check)
+      })
+    }
+    return { doc, provider }
+  }
+  const opened = await Promise.all(Array.from({ length: docs }, (_, i) => open(i)))
+  await Promise.all(stored)
+  const ms = now() - start
+  const used = process.cpuUsage(cpu)
+  const last = yjsTask(opened.at(-1)!.doc)
+  if (!last.notes.includes('step 9')) throw new Error(`the last document is incomplete: ${JSON.stringify(last)}`)
+  console.log(JSON.stringify({ ms, cpuMs: (used.user + used.system) / 1000, docs: opened.length }))
+  for (const { provider } of opened) provider.destroy()
+  await ldb.destroy()
+  process.exit(0)
+}
+
+const hubs: Record<string, () => Promise<void>> = {
+  concord: () => concordHub(concordAutomerge),
+  'concord-yjs': () => concordHub(concordYjs),
+  'automerge-repo': repoHub,
+  'y-websocket': yWebsocketHub,
+}
+const clients: Record<string, (port: number, catchup: boolean) => Promise<void>> = {
+  concord: (port, catchup) => concordClient(concordAutomerge, port, catchup),
+  'concord-yjs': (port, catchup) => concordClient(concordYjs, port, catchup),
+  'automerge-repo': repoClient,
+  'y-websocket': yWebsocketClient,
+}
+if (!hubs[kind]) throw new Error(`w2-child: unknown kind ${kind}`)
 if (role === 'hub') {
-  await (kind === 'concord' ? concordHub() : repoHub())
+  await hubs[kind]()
   // Asked for once the client is done: the hub's CPU time since it started serving.
   const serving = process.cpuUsage()
   process.on('SIGUSR2', () => {
     const used = process.cpuUsage(serving)
     console.log(JSON.stringify({ hubCpuMs: (used.user + used.system) / 1000 }))
   })
-} else await (kind === 'concord' ? concordClient(Number(portText), role === 'catchup') : repoClient(Number(portText), role === 'catchup'))
+} else await clients[kind](Number(portText), role === 'catchup')

@@ -20,7 +20,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
 const CHILD = fileURLToPath(new URL('./w2-child.ts', import.meta.url))
 
-export type W2Contender = 'concord' | 'automerge-repo'
+export type W2Contender = 'concord' | 'automerge-repo' | 'concord-yjs' | 'y-websocket'
 
 /** What one first sync took. */
 export interface W2Result {

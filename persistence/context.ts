@@ -13,6 +13,7 @@ import type { AgentId } from '../crdt/agent-id.ts'
 import type { ReplicaCreator, StoreOptions } from './options.ts'
 import { Committer, realTimers, type FailureHandler, type CommitTimers } from './pipeline/committer.ts'
 import { Signatures } from './signing.ts'
+import { TtlNames } from './lifecycle/ttl-names.ts'
 import type { Storage } from './storage/storage.ts'
 import { toHistoryEntry, type StoreEvents } from './store-types.ts'
 
@@ -39,6 +40,8 @@ export class StoreContext {
   readonly createReplica: ReplicaCreator
   /** What signs this store's records and checks others' (persistence/signing.ts). */
   readonly signatures: Signatures
+  /** The names with a TTL of their own (the sweep's shortcut; kept by every metadata the pipeline writes). */
+  readonly ttlNames = new TtlNames()
   private isClosed = false
   private readonly emptyVersions = new Map<ReplicaType, Uint8Array>()
   private readonly mergers = new Map<ReplicaType, ((deltas: readonly Uint8Array[]) => Uint8Array) | undefined>()
@@ -68,6 +71,7 @@ export class StoreContext {
       if (this.events.listenerCount('commit') === 0) return
       for (const record of records) this.events.emit('commit', toHistoryEntry(record))
     })
+    this.committer.observeMetas((meta) => this.ttlNames.noteWritten(meta))
     this.committer.events.on('durable', ({ names }) => {
       for (const item of names) this.events.emit('durable', item)
     })

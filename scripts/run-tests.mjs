@@ -50,6 +50,7 @@ const lists = {
     'test/persistence/read-ahead.test.ts',
     'test/persistence/name-meta-digest.test.ts',
     'test/persistence/many-names-store.test.ts',
+    'test/persistence/ttl-names.test.ts',
     'test/persistence/power-cut.test.ts',
     'test/persistence/integrity.test.ts',
     'test/persistence/pipeline.test.ts',

@@ -62,6 +62,7 @@ export class Archival {
     })
     owner.remove(name)
     owner.noteArchived(name)
+    context.ttlNames.forget(name)
     context.events.emit('archived', { name, file })
     return file
   }
@@ -98,6 +99,8 @@ export class Archival {
         b.del(archiveKey(name))
       },
     })
+    // Its metadata came back past the pipeline's metadata path: the TTL names are learnt again.
+    context.ttlNames.unknown()
     this.owner.noteRehydrated(name)
     await remove()
     context.events.emit('rehydrated', { name })

@@ -172,6 +172,7 @@ export class Lifecycle {
         for (const op of ops) b.del(op.key)
       },
     })
+    context.ttlNames.forget(name)
     return true
   }
 
@@ -216,6 +217,7 @@ export class Lifecycle {
           for (const op of ops) b.del(op.key)
         },
       })
+      context.ttlNames.forget(meta.name)
       expired.push(meta.name)
       context.events.emit('expired', { name: meta.name })
     }
@@ -340,8 +342,8 @@ export class Lifecycle {
     }
   }
 
-  private async anyNameTtl(signal?: AbortSignal): Promise<boolean> {
-    for await (const meta of this.owner.metas({ signal, written: true })) if (meta.ttlMs > 0) return true
-    return false
+  /** Whether some name has a TTL of its own: one scan of the metadata per store lifetime, then kept by the pipeline (ttl-names.ts). */
+  private anyNameTtl(signal?: AbortSignal): Promise<boolean> {
+    return this.context.ttlNames.any(() => this.owner.metas({ signal, written: true }))
   }
 }

@@ -24,7 +24,7 @@ import { ConcordError, ErrorCodes, isConcordError } from '../../crdt/errors.ts'
 import { BatchBuilder, type CommittedRecord } from './batch-builder.ts'
 import type { NameState } from './name-state.ts'
 import { metaKey, tailKey } from '../format/keys.ts'
-import { encodeMeta } from '../format/name-meta.ts'
+import { encodeMeta, type NameMeta } from '../format/name-meta.ts'
 import type { Storage, StorageOperation } from '../storage/storage.ts'
 import { afterThisTurn } from '../turn.ts'
 
@@ -154,6 +154,7 @@ export class Committer {
   /** Number of batches written, and how many of them were fsynced (statistics). */
   readonly stats = { batches: 0, syncs: 0, units: 0 }
   private readonly writeObservers: WriteObserver[] = []
+  private readonly metaObservers: Array<(meta: NameMeta) => void> = []
   /** When (wall clock, ms) the last fsynced batch was written; undefined: none since the store opened. */
   lastSyncAt: number | undefined
 
@@ -203,6 +204,11 @@ export class Committer {
   /** Tells `observer` of every batch: before it is written, and once it settled (the name owner's read-ahead drops what it touches). */
   observeWrites(observer: WriteObserver): void {
     this.writeObservers.push(observer)
+  }
+
+  /** Tells `observer` of every name metadata a batch wrote (`setMeta`), once the batch is written. */
+  observeMetas(observer: (meta: NameMeta) => void): void {
+    this.metaObservers.push(observer)
   }
 
   /** Queues a unit; resolves with what its `build` returned once written per its mode. */
@@ -376,6 +382,7 @@ export class Committer {
     for (const [state, meta] of touched) {
       state.written(meta, persisted.has(state))
       this.unsynced.add(state)
+      if (this.metaObservers.length > 0 && persisted.has(state)) for (const observer of this.metaObservers) observer(meta)
     }
     if (sync) this.markDurable()
     else this.scheduleFlush()

@@ -49,14 +49,12 @@ export class NameEntry {
     this.retention = init.retention
     this.dirtyAt = init.dirtySince
     this.state.digester = () => this.digest()
-    // Any change of the replica makes the digest computed before stale.
-    init.replica.events.on('change', () => this.forgetDigest())
   }
 
   /** The digest computed since the replica last changed (see {@link digest}). */
   private digestMemo: Uint8Array | undefined
 
-  /** The replica's state was set without a change event (a rollback, an undo): the next {@link digest} is computed anew. */
+  /** The replica changed (the write path's `change` listener calls it first) or its state was set without a change event (a rollback, an undo): the next {@link digest} is computed anew. */
   forgetDigest(): void {
     this.digestMemo = undefined
   }

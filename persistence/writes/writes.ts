@@ -92,7 +92,14 @@ export class Writes {
 
   /** Wires a hydrated entry's replica to the write path: its changes are logged, its mutations guarded. */
   attach(entry: NameEntry): void {
-    entry.attach(entry.replica.events.on('change', (event) => this.onChange(entry, event)))
+    // The one `change` listener a store adds: a Yjs replica encodes a local run's deltas only when read while
+    // its holder is the only listener (yjs-replica.ts), so the digest memo is forgotten here, not by a second one.
+    entry.attach(
+      entry.replica.events.on('change', (event) => {
+        entry.forgetDigest()
+        this.onChange(entry, event)
+      }),
+    )
     entry.replica.guard = () => this.guard(entry)
   }
 

@@ -7,12 +7,11 @@
  * against expectations computed from the session's own script.
  */
 import assert from 'node:assert/strict'
-import { join } from 'node:path'
 import { test } from 'node:test'
-import { createPeer, type Peer } from '../../peer/index.ts'
+import type { Peer } from '../../peer/index.ts'
 import type { Store } from '../../persistence/index.ts'
 import { tempDir } from '../helpers/temp-dir.ts'
-import { until } from '../helpers/wait.ts'
+import { hubAndAgents, untilLoggedEverywhere } from './helpers.ts'
 
 type Agent = 'ana' | 'bo' | 'cy'
 type Step =
@@ -77,18 +76,11 @@ function expectations() {
 
 test('diff and blame of a set, a register and a PN-counter match the session’s script, on the hub and a leaf', async () => {
   const dir = await tempDir('concord-queries-types-')
-  const peers: Peer[] = []
+  let peers: Peer[] = []
   try {
-    const hub = await createPeer({ agentId: 'hub', dir: join(dir.path, 'hub') })
-    peers.push(hub)
-    const { url } = await hub.listen()
-    const agents = new Map<Agent, Peer>()
-    for (const id of ['ana', 'bo', 'cy'] as const) {
-      const peer = await createPeer({ agentId: id, dir: join(dir.path, id) })
-      peers.push(peer)
-      await peer.connect(url)
-      agents.set(id, peer)
-    }
+    const session = await hubAndAgents(dir.path, ['ana', 'bo', 'cy'] as const)
+    peers = session.peers
+    const { hub, agents } = session
     const seqs = new Map<string, number>()
     for (const step of script) {
       const peer = agents.get(step.agent)!
@@ -105,10 +97,7 @@ test('diff and blame of a set, a register and a PN-counter match the session’s
       const seq = (seqs.get(step.name) ?? 0) + 1
       seqs.set(step.name, seq)
       assert.equal(peer.store.committedSeq(step.name), seq, `one record for ${step.agent}'s change of ${step.name}`)
-      await until(
-        async () => (await Promise.all(peers.map(async (p) => (await p.names()).find((n) => n.name === step.name)?.lastSeq ?? 0))).every((s) => s === seq),
-        `${step.name} ${seq} everywhere`,
-      )
+      await untilLoggedEverywhere(peers, step.name, seq, `${step.name} ${seq} everywhere`)
     }
     const expected = expectations()
     const sorted = (values: Iterable<string>) => [...values].sort()

@@ -11,11 +11,11 @@
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { createPeer, type Peer } from '../../peer/index.ts'
+import type { Peer } from '../../peer/index.ts'
 import type { Store } from '../../persistence/index.ts'
 import { cli, cliJson } from '../cli/helpers.ts'
 import { tempDir } from '../helpers/temp-dir.ts'
-import { until } from '../helpers/wait.ts'
+import { hubAndAgents, untilLoggedEverywhere } from './helpers.ts'
 
 type Agent = 'ana' | 'bo' | 'cy'
 interface Char {
@@ -56,18 +56,11 @@ class Model {
 
 test('blame, diff and history of a three-agent session match an independent model, on the hub, a leaf and through the CLI', async () => {
   const dir = await tempDir('concord-queries-')
-  const peers: Peer[] = []
+  let peers: Peer[] = []
   try {
-    const hub = await createPeer({ agentId: 'hub', dir: join(dir.path, 'hub') })
-    peers.push(hub)
-    const { url } = await hub.listen()
-    const agents = new Map<Agent, Peer>()
-    for (const id of ['ana', 'bo', 'cy'] as const) {
-      const peer = await createPeer({ agentId: id, dir: join(dir.path, id) })
-      peers.push(peer)
-      await peer.connect(url)
-      agents.set(id, peer)
-    }
+    const session = await hubAndAgents(dir.path, ['ana', 'bo', 'cy'] as const)
+    peers = session.peers
+    const { hub, agents } = session
     const model = new Model()
     const messages = new Map<string, string>()
     let step = 0
@@ -80,10 +73,7 @@ test('blame, diff and history of a three-agent session match an independent mode
       const seq = peer.store.committedSeq(name)
       assert.equal(seq, before + 1, `step ${step}: one record`)
       messages.set(`${name}:${seq}`, message)
-      await until(
-        async () => (await Promise.all(peers.map(async (p) => (await p.names()).find((n) => n.name === name)?.lastSeq ?? 0))).every((s) => s === seq),
-        `step ${step} everywhere`,
-      )
+      await untilLoggedEverywhere(peers, name, seq, `step ${step} everywhere`)
       return message
     }
     const text = async (peer: Peer) => (await peer.yjs('doc')).doc.getText('t')

@@ -53,6 +53,7 @@ const lists = {
     'test/persistence/ttl-names.test.ts',
     'test/persistence/power-cut.test.ts',
     'test/persistence/integrity.test.ts',
+    'test/persistence/record-format.test.ts',
     'test/persistence/pipeline.test.ts',
     'test/persistence/crash.test.ts',
     'test/persistence/merge.test.ts',

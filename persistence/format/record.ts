@@ -1,5 +1,25 @@
 /**
- * The log record format (versions 1 to 3). One record per appended delta:
+ * The log record format (versions 1 to 4). One record per appended delta.
+ * This code writes version 4 (since issue 19):
+ *
+ * ```
+ * u8      format version (4)
+ * hlc     time           (wall varuint, logical varuint)
+ * string  agent          (the agent id that wrote the record)
+ * u8      kind           (0 delta, 1 full state written after a failed write)
+ * bytes   delta
+ * u8      flags          (bit 0 message, bit 1 meta, bit 2 authored, bit 3 signature, bit 4 public key; other bits 0)
+ * [string message] [string meta] [hlc authored] [raw64 signature] [raw32 public key]  (as flagged)
+ * u32     CRC-32 of `string name | varuint seq | everything above` (big-endian)
+ * ```
+ *
+ * A version 4 record holds neither its name nor its seq (its key does:
+ * the checksum covers them, so a record under another key fails it) nor
+ * the hash of the record before it: its hash is derived,
+ * SHA-256(`raw32 prevHash | string name | varuint seq | the whole record`),
+ * so the chain is the same chain, computed on read from the previous
+ * record's hash instead of stored (32 bytes that do not compress, per
+ * record). Versions 1 to 3, still read:
  *
  * ```
  * u8      format version (1; 2 when the record has provenance beyond its agent; 3 when it is signed)
@@ -22,10 +42,11 @@
  * ```
  *
  * `agent` is the author of the change (the agent that made it, not the
- * peer that relayed it). A record without message or meta is written as
- * version 1, byte for byte as before version 2 existed.
+ * peer that relayed it). Code before version 4 wrote a record without
+ * message or meta as version 1, an unsigned one as version 2.
  *
- * The record's hash is the SHA-256 of all of its bytes, checksum included.
+ * The hash of a version 1 to 3 record is the SHA-256 of all of its bytes,
+ * checksum included (its stored prevHash links it to the one before).
  */
 import { Decoder } from '../../crdt/codec.ts'
 import { ConcordError, DecodeError, ErrorCodes } from '../../crdt/errors.ts'
@@ -33,8 +54,10 @@ import { readHlc, type HlcTimestamp } from '../../crdt/hlc.ts'
 import { PUBLIC_KEY_BYTES, type RecordSignature, SIGNATURE_BYTES } from '../../crdt/signature.ts'
 import { checksum, HASH_BYTES, openChecksummed, sha256 } from './checksum.ts'
 
-/** Newest record format version (records without provenance are still written as version 1, unsigned ones as 2). */
-export const RECORD_VERSION = 3
+/** Newest record format version, the one this code writes (no stored name, seq or previous hash). */
+export const RECORD_VERSION = 4
+/** The signed version before the derived chain. */
+const SIGNED_RECORD_VERSION = 3
 /** The version of a record with no message or meta. */
 const PLAIN_RECORD_VERSION = 1
 /** The version of an unsigned record with provenance. */
@@ -55,6 +78,11 @@ export interface LogRecord {
   readonly hlc: HlcTimestamp
   readonly agent: string
   readonly kind: RecordKind
+  /**
+   * SHA-256 of the previous record of the name (zeros for seq 1): stored in
+   * versions 1 to 3; for version 4 the reader's (what it was decoded with),
+   * {@link UNCHAINED} when it was read out of the chain.
+   */
   readonly prevHash: Uint8Array
   /** The delta bytes (a `state` record: the whole state, as a delta). */
   readonly delta: Uint8Array
@@ -70,7 +98,7 @@ export interface LogRecord {
 
 /** A record with its hash and encoded size. */
 export interface StoredRecord extends LogRecord {
-  /** SHA-256 of the encoded record. */
+  /** The record's hash (see the module comment); {@link UNCHAINED} for a version 4 record read without its previous hash. */
   readonly hash: Uint8Array
   /** Size of the encoded record in bytes. */
   readonly size: number
@@ -110,11 +138,12 @@ function putVarUint(out: Uint8Array, offset: number, value: number): number {
 }
 
 /**
- * Encodes a record (checksum appended). Byte for byte what an `Encoder`
- * would write, but sized first and written once: the delta is copied
- * once, into the record.
+ * Encodes a record in the format before version 4 (version 1, 2 or 3, as
+ * code before issue 19 wrote it: name, seq and `prevHash` stored). The
+ * store never writes it any more; tests and fixtures use it to build old
+ * folders.
  */
-export function encodeRecord(record: LogRecord): Uint8Array {
+export function encodeLegacyRecord(record: LogRecord): Uint8Array {
   if (record.prevHash.length !== HASH_BYTES) throw new RangeError('prevHash must be 32 bytes')
   const name = utf8(record.name)
   const agent = utf8(record.agent)
@@ -149,7 +178,7 @@ export function encodeRecord(record: LogRecord): Uint8Array {
     delta.length +
     4
   const out = new Uint8Array(size)
-  out[0] = signature ? RECORD_VERSION : extended ? PROVENANCE_RECORD_VERSION : PLAIN_RECORD_VERSION
+  out[0] = signature ? SIGNED_RECORD_VERSION : extended ? PROVENANCE_RECORD_VERSION : PLAIN_RECORD_VERSION
   let offset = putVarUint(out, 1, name.length)
   out.set(name, offset)
   offset = putVarUint(out, offset + name.length, seq)
@@ -193,21 +222,205 @@ export function encodeRecord(record: LogRecord): Uint8Array {
   return out
 }
 
+/** Where a record sits in its log: a version 4 record's name and seq are its key's, its hash needs the previous one. */
+export interface RecordPlace {
+  readonly name: string
+  readonly seq: number
+  /** The hash of record `seq - 1` ({@link ZERO_HASH} before seq 1); without it a version 4 record's hash is {@link UNCHAINED}. */
+  readonly prevHash?: Uint8Array | undefined
+}
+
+/** The hash of a version 4 record read without the previous record's hash (empty: never equal to a real one). */
+export const UNCHAINED: Uint8Array = new Uint8Array(0)
+
+/** `string name | varuint seq`: what a version 4 record's checksum and hash cover beside its bytes. */
+function placeHeader(name: Uint8Array, seq: number): { size: number; write(out: Uint8Array, offset: number): number } {
+  return {
+    size: varUintSize(name.length) + name.length + varUintSize(seq),
+    write(out, offset) {
+      offset = putVarUint(out, offset, name.length)
+      out.set(name, offset)
+      return putVarUint(out, offset + name.length, seq)
+    },
+  }
+}
+
+/**
+ * Encodes a record as version 4 (checksum appended; `prevHash` is not
+ * stored: {@link recordHash} derives the record's hash from it). Sized
+ * first and written once: the delta is copied once, into the record.
+ */
+export function encodeRecord(record: LogRecord): Uint8Array {
+  const agent = utf8(record.agent)
+  const { delta, hlc } = record
+  const message = record.message === undefined ? undefined : textEncoder.encode(record.message)
+  const meta = record.metaJson === undefined ? undefined : textEncoder.encode(record.metaJson)
+  const { authored, signature } = record
+  if (signature && (signature.signature.length !== SIGNATURE_BYTES || (signature.publicKey && signature.publicKey.length !== PUBLIC_KEY_BYTES))) {
+    throw new RangeError('a signature has 64 bytes, its public key 32')
+  }
+  const header = placeHeader(utf8(record.name), record.seq)
+  const size =
+    1 +
+    varUintSize(hlc.wall) +
+    varUintSize(hlc.logical) +
+    varUintSize(agent.length) +
+    agent.length +
+    1 +
+    varUintSize(delta.length) +
+    delta.length +
+    1 +
+    (message ? varUintSize(message.length) + message.length : 0) +
+    (meta ? varUintSize(meta.length) + meta.length : 0) +
+    (authored ? varUintSize(authored.wall) + varUintSize(authored.logical) : 0) +
+    (signature ? SIGNATURE_BYTES + (signature.publicKey ? PUBLIC_KEY_BYTES : 0) : 0) +
+    4
+  // One buffer: the place header (covered by the checksum, not stored), then the record.
+  const framed = new Uint8Array(header.size + size)
+  const start = header.write(framed, 0)
+  framed[start] = RECORD_VERSION
+  let offset = putVarUint(framed, start + 1, hlc.wall)
+  offset = putVarUint(framed, offset, hlc.logical)
+  offset = putVarUint(framed, offset, agent.length)
+  framed.set(agent, offset)
+  offset += agent.length
+  framed[offset++] = record.kind === 'state' ? 1 : 0
+  offset = putVarUint(framed, offset, delta.length)
+  framed.set(delta, offset)
+  offset += delta.length
+  framed[offset++] =
+    (message ? FLAG_MESSAGE : 0) |
+    (meta ? FLAG_META : 0) |
+    (authored ? FLAG_AUTHORED : 0) |
+    (signature ? FLAG_SIGNATURE : 0) |
+    (signature?.publicKey ? FLAG_PUBLIC_KEY : 0)
+  for (const field of [message, meta]) {
+    if (!field) continue
+    offset = putVarUint(framed, offset, field.length)
+    framed.set(field, offset)
+    offset += field.length
+  }
+  if (authored) {
+    offset = putVarUint(framed, offset, authored.wall)
+    offset = putVarUint(framed, offset, authored.logical)
+  }
+  if (signature) {
+    framed.set(signature.signature, offset)
+    offset += SIGNATURE_BYTES
+    if (signature.publicKey) {
+      framed.set(signature.publicKey, offset)
+      offset += PUBLIC_KEY_BYTES
+    }
+  }
+  new DataView(framed.buffer).setUint32(offset, checksum(framed.subarray(0, offset)))
+  return framed.subarray(start)
+}
+
+/**
+ * The hash of the record `bytes` at `place` whose previous record hashes to
+ * `prevHash`: the SHA-256 of its bytes for versions 1 to 3 (their stored
+ * `prevHash` is checked by the reader), the derived hash for version 4.
+ */
+export function recordHash(bytes: Uint8Array, name: string, seq: number, prevHash: Uint8Array): Uint8Array {
+  if (bytes[0] !== RECORD_VERSION) return sha256(bytes)
+  const header = placeHeader(utf8(name), seq)
+  const input = new Uint8Array(HASH_BYTES + header.size + bytes.length)
+  input.set(prevHash)
+  input.set(bytes, header.write(input, HASH_BYTES))
+  return sha256(input)
+}
+
 /**
  * Decodes and checks a record: a bad checksum, a truncated or malformed
  * record throws `CONCORD_CORRUPT_RECORD`; a newer format version throws
- * `CONCORD_UNSUPPORTED_VERSION`.
+ * `CONCORD_UNSUPPORTED_VERSION`. A version 4 record needs its `place` (its
+ * name and seq are its key's; its checksum covers them, so one read under
+ * another key fails as damaged) and, for its hash, the previous record's
+ * hash (`place.prevHash`; else `hash` is {@link UNCHAINED}). For versions
+ * 1 to 3 the name, seq and prevHash are the record's own (callers check
+ * them against the key and the chain).
  */
-export function decodeRecord(bytes: Uint8Array): StoredRecord {
+export function decodeRecord(bytes: Uint8Array, place?: RecordPlace): StoredRecord {
+  if (!(bytes instanceof Uint8Array) || bytes.length < 5) throw new ConcordError(ErrorCodes.CORRUPT_RECORD, 'log record: truncated')
+  if (bytes[0] > RECORD_VERSION) {
+    throw new ConcordError(ErrorCodes.UNSUPPORTED_VERSION, `log record: format version ${bytes[0]} is newer than this code (${RECORD_VERSION})`)
+  }
+  if (bytes[0] !== RECORD_VERSION) return decodeLegacyRecord(bytes)
+  if (!place) throw new ConcordError(ErrorCodes.CORRUPT_RECORD, 'log record: a version 4 record is read with its key (name and seq)')
+  const header = placeHeader(utf8(place.name), place.seq)
+  // [prevHash | name | seq | record]: the checksum covers from the name on, the hash all of it.
+  const framed = new Uint8Array(HASH_BYTES + header.size + bytes.length)
+  if (place.prevHash) framed.set(place.prevHash)
+  const start = header.write(framed, HASH_BYTES)
+  framed.set(bytes, start)
+  const body = openChecksummed(framed.subarray(HASH_BYTES))
+  if (!body) throw new ConcordError(ErrorCodes.CORRUPT_RECORD, 'log record: checksum mismatch or truncated')
+  try {
+    const decoder = new Decoder(body.subarray(start - HASH_BYTES))
+    decoder.readUint8()
+    const hlc = readHlc(decoder)
+    const agent = decoder.readString()
+    const kindByte = decoder.readUint8()
+    if (kindByte > 1) throw new DecodeError(`log record: unknown kind ${kindByte}`)
+    const delta = decoder.readBytes()
+    const flags = decoder.readUint8()
+    const extras = readExtras(decoder, flags, FLAG_SIGNATURE | FLAG_PUBLIC_KEY)
+    decoder.end('log record')
+    const chained = place.prevHash !== undefined
+    const record: StoredRecord = {
+      name: place.name,
+      seq: place.seq,
+      hlc,
+      agent,
+      kind: kindByte === 1 ? 'state' : 'delta',
+      prevHash: chained ? place.prevHash! : UNCHAINED,
+      delta,
+      hash: chained ? sha256(framed) : UNCHAINED,
+      size: bytes.length,
+    }
+    return withExtras(record, extras)
+  } catch (error) {
+    throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `log record: ${(error as Error).message}`, { cause: error })
+  }
+}
+
+interface RecordExtras {
+  message?: string
+  metaJson?: string
+  authored?: HlcTimestamp
+  signature?: RecordSignature
+}
+
+/** The flagged fields after the delta; `signing`: the signature flags this version knows. */
+function readExtras(decoder: Decoder, flags: number, signing: number): RecordExtras {
+  const known = FLAG_MESSAGE | FLAG_META | FLAG_AUTHORED | signing
+  if (flags & ~known) throw new DecodeError(`log record: unknown flags ${flags}`)
+  if (flags & FLAG_PUBLIC_KEY && !(flags & FLAG_SIGNATURE)) throw new DecodeError('log record: a public key without a signature')
+  const extras: RecordExtras = {}
+  if (flags & FLAG_MESSAGE) extras.message = decoder.readString()
+  if (flags & FLAG_META) extras.metaJson = decoder.readString()
+  if (flags & FLAG_AUTHORED) extras.authored = readHlc(decoder)
+  if (flags & FLAG_SIGNATURE) {
+    const sig = decoder.readRaw(SIGNATURE_BYTES).slice()
+    extras.signature = flags & FLAG_PUBLIC_KEY ? { signature: sig, publicKey: decoder.readRaw(PUBLIC_KEY_BYTES).slice() } : { signature: sig }
+  }
+  return extras
+}
+
+function withExtras(record: StoredRecord, extras: RecordExtras): StoredRecord {
+  const { message, metaJson, authored, signature } = extras
+  if (message === undefined && metaJson === undefined && authored === undefined && signature === undefined) return record
+  return signature === undefined ? { ...record, message, metaJson, authored } : { ...record, message, metaJson, authored, signature }
+}
+
+/** Versions 1 to 3: name, seq and prevHash stored; the hash is the SHA-256 of the bytes. */
+function decodeLegacyRecord(bytes: Uint8Array): StoredRecord {
   const body = openChecksummed(bytes)
   if (!body) throw new ConcordError(ErrorCodes.CORRUPT_RECORD, 'log record: checksum mismatch or truncated')
-  if (body[0] > RECORD_VERSION) {
-    throw new ConcordError(ErrorCodes.UNSUPPORTED_VERSION, `log record: format version ${body[0]} is newer than this code (${RECORD_VERSION})`)
-  }
   try {
     const decoder = new Decoder(body)
     const version = decoder.readUint8()
-    if (version !== PLAIN_RECORD_VERSION && version !== PROVENANCE_RECORD_VERSION && version !== RECORD_VERSION)
+    if (version !== PLAIN_RECORD_VERSION && version !== PROVENANCE_RECORD_VERSION && version !== SIGNED_RECORD_VERSION)
       throw new DecodeError(`log record: unsupported format version ${version}`)
     const name = decoder.readString()
     const seq = decoder.readVarUint()
@@ -217,28 +430,15 @@ export function decodeRecord(bytes: Uint8Array): StoredRecord {
     if (kindByte > 1) throw new DecodeError(`log record: unknown kind ${kindByte}`)
     const prevHash = decoder.readRaw(HASH_BYTES)
     const delta = decoder.readBytes()
-    let message: string | undefined
-    let metaJson: string | undefined
-    let authored: HlcTimestamp | undefined
-    let signature: RecordSignature | undefined
+    let extras: RecordExtras = {}
     if (version !== PLAIN_RECORD_VERSION) {
       const flags = decoder.readUint8()
-      const known = FLAG_MESSAGE | FLAG_META | FLAG_AUTHORED | (version === RECORD_VERSION ? FLAG_SIGNATURE | FLAG_PUBLIC_KEY : 0)
-      if (flags & ~known) throw new DecodeError(`log record: unknown flags ${flags}`)
-      if (version === RECORD_VERSION && !(flags & FLAG_SIGNATURE)) throw new DecodeError('log record: a version 3 record is signed')
-      if (flags & FLAG_PUBLIC_KEY && !(flags & FLAG_SIGNATURE)) throw new DecodeError('log record: a public key without a signature')
-      if (flags & FLAG_MESSAGE) message = decoder.readString()
-      if (flags & FLAG_META) metaJson = decoder.readString()
-      if (flags & FLAG_AUTHORED) authored = readHlc(decoder)
-      if (flags & FLAG_SIGNATURE) {
-        const sig = decoder.readRaw(SIGNATURE_BYTES).slice()
-        signature = flags & FLAG_PUBLIC_KEY ? { signature: sig, publicKey: decoder.readRaw(PUBLIC_KEY_BYTES).slice() } : { signature: sig }
-      }
+      if (version === SIGNED_RECORD_VERSION && !(flags & FLAG_SIGNATURE)) throw new DecodeError('log record: a version 3 record is signed')
+      extras = readExtras(decoder, flags, version === SIGNED_RECORD_VERSION ? FLAG_SIGNATURE | FLAG_PUBLIC_KEY : 0)
     }
     decoder.end('log record')
     const record: StoredRecord = { name, seq, hlc, agent, kind: kindByte === 1 ? 'state' : 'delta', prevHash, delta, hash: sha256(bytes), size: bytes.length }
-    if (message === undefined && metaJson === undefined && authored === undefined && signature === undefined) return record
-    return signature === undefined ? { ...record, message, metaJson, authored } : { ...record, message, metaJson, authored, signature }
+    return withExtras(record, extras)
   } catch (error) {
     throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `log record: ${(error as Error).message}`, { cause: error })
   }

@@ -89,7 +89,7 @@ export async function recordsSince(
   }
   try {
     for await (const entry of logEntries(context, meta, { from: 1, to: meta.lastSeq, reverse: true, signal: limits.signal })) {
-      const record = decodeRecord(entry.value)
+      const record = decodeRecord(entry.value, { name: meta.name, seq: entry.seq })
       if (limits.until !== undefined && compareHlc(record.hlc, limits.until) > 0) continue
       scanned += record.delta.length
       if (scanned > limits.maxBytes * 4) return undefined

@@ -9,7 +9,8 @@ import { signatureOf } from '../signing.ts'
 import { ConcordError, ErrorCodes } from '../../crdt/errors.ts'
 import type { ReplicaType } from '../../crdt/replica.ts'
 import type { StoreContext } from '../context.ts'
-import { decodeRecord } from '../format/record.ts'
+import { decodeRecord, type StoredRecord } from '../format/record.ts'
+import { type ScannedRecord, withChainHashes } from './chain-hashes.ts'
 import { logEntries } from '../lifecycle/log-archive.ts'
 import type { Names } from '../names/owner.ts'
 import type { SignalOptions } from '../storage/storage.ts'
@@ -111,24 +112,30 @@ export class Queries {
     const range = position.reverse
       ? { from: 1, to: Math.min(position.from ?? meta.lastSeq, meta.lastSeq), reverse: true, signal: query.signal }
       : { from: position.from ?? 1, to: meta.lastSeq, signal: query.signal }
-    const entries: HistoryEntry[] = []
-    let scanned = 0
+    const scanned: ScannedRecord[] = []
+    const matching: number[] = []
     let next: number | undefined
     for await (const entry of logEntries(this.context, meta, range)) {
-      if (entries.length >= limit || scanned >= maxScan) {
+      if (matching.length >= limit || scanned.length >= maxScan) {
         next = entry.seq
         break
       }
-      scanned++
-      const record = decodeRecord(entry.value)
+      const record = decodeRecord(entry.value, { name, seq: entry.seq })
       if (record.name !== name || record.seq !== entry.seq)
         throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `"${name}": record under seq ${entry.seq} is misplaced`)
+      scanned.push({ seq: entry.seq, value: entry.value, record })
       if (query.agent !== undefined && record.agent !== query.agent) continue
       const made = (record.authored ?? record.hlc).wall
       if (query.since !== undefined && made < query.since) continue
       if (query.until !== undefined && made > query.until) continue
-      entries.push(toHistoryEntry({ ...record }, signatureOf(this.context.signatures, record, meta.type)))
+      matching.push(entry.seq)
     }
+    // Hashes of version 4 records come from the chain (persistence/history/chain-hashes.ts).
+    const hashed = matching.length > 0 ? await withChainHashes(this.context, meta, scanned, query.signal) : new Map<number, StoredRecord>()
+    const entries: HistoryEntry[] = matching.map((seq) => {
+      const record = hashed.get(seq)!
+      return toHistoryEntry({ ...record }, signatureOf(this.context.signatures, record, meta.type))
+    })
     return next === undefined ? { entries } : { entries, cursor: `${position.reverse ? 'r' : 'f'}${next}` }
   }
 
@@ -156,7 +163,7 @@ export class Queries {
     const replay = counter && to - fromSeq <= QUERY_LIMITS.maxBlameRecords ? before : undefined
     let previous = replay ? (replay.value() as number) : 0
     for await (const entry of logEntries(this.context, meta, { from: fromSeq + 1, to, signal: options.signal })) {
-      const record = decodeRecord(entry.value)
+      const record = decodeRecord(entry.value, { name, seq: entry.seq })
       if (records.length < QUERY_LIMITS.maxItems) {
         records.push({
           seq: record.seq,

@@ -102,7 +102,7 @@ export async function repairName(context: StoreContext, names: Names, name: stri
     if (cut === undefined && keySeq !== seq + 1) cut = { seq: seq + 1, hash, reason: `record ${seq + 1} is missing` }
     let record: StoredRecord
     try {
-      record = decodeRecord(entry.value)
+      record = decodeRecord(entry.value, { name, seq: keySeq, prevHash: cut === undefined ? hash : undefined })
       if (record.name !== name || record.seq !== keySeq) throw new Error(`record under seq ${keySeq} says "${record.name}" seq ${record.seq}`)
       if (cut === undefined && !bytesEqual(record.prevHash, hash)) throw new Error(`record ${keySeq} breaks the hash chain`)
       replica.applyDelta(record.delta)

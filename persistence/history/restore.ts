@@ -92,7 +92,7 @@ export async function restoreTo(context: StoreContext, names: Names, dir: string
       let touched = meta.created
       const copied: StorageOperation[] = []
       for await (const entry of logEntries(context, meta, { from: 1, to: meta.lastSeq, signal: options.signal })) {
-        const record = decodeRecord(entry.value)
+        let record = decodeRecord(entry.value, { name, seq: entry.seq, prevHash: hash })
         if (!atOrBefore(record.hlc, point)) break
         if (seq === 0 && entry.seq !== 1) {
           // Older records were deleted by retention: start from the checkpoint that anchors the log.
@@ -103,6 +103,7 @@ export async function restoreTo(context: StoreContext, names: Names, dir: string
           anchor = { seq: cp.seq, hash: cp.hash, bytes: cpBytes, size: ref.size }
           seq = cp.seq
           hash = cp.hash
+          record = decodeRecord(entry.value, { name, seq: entry.seq, prevHash: hash })
         }
         if (entry.seq !== seq + 1 || !bytesEqual(record.prevHash, hash)) {
           throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `"${name}": record ${entry.seq} is missing or breaks the hash chain (run verify)`)

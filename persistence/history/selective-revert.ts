@@ -76,7 +76,7 @@ export async function revertAgent(
   const records: StoredRecord[] = []
   let first: number | undefined
   for await (const e of logEntries(context, meta, { from: 1, to: meta.lastSeq, signal: options.signal })) {
-    const record = decodeRecord(e.value)
+    const record = decodeRecord(e.value, { name, seq: e.seq })
     const mine = record.kind === 'delta' && record.agent === selection.agent && (record.authored ?? record.hlc).wall >= since
     if (mine && first === undefined) first = record.seq
     if (first !== undefined) records.push(record)

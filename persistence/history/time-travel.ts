@@ -12,6 +12,7 @@ import type { Replica } from '../../crdt/replica.ts'
 import type { StoreContext } from '../context.ts'
 import { ZERO_HASH } from '../format/checksum.ts'
 import { decodeRecord } from '../format/record.ts'
+import { type ScannedRecord, withChainHashes } from './chain-hashes.ts'
 import type { NameMeta } from '../format/name-meta.ts'
 import { logEntries, readSegmentIndex } from '../lifecycle/log-archive.ts'
 import { lossProblem, readLosses } from '../lifecycle/seal.ts'
@@ -44,17 +45,21 @@ export class TimeTravel {
     const range = options.reverse
       ? { from: 1, to: Math.min(options.from ?? meta.lastSeq, meta.lastSeq), reverse: true, signal: options.signal }
       : { from: options.from ?? 1, to: meta.lastSeq, signal: options.signal }
-    const out: HistoryEntry[] = []
-    if (limit <= 0) return out
+    if (limit <= 0) return []
+    const scanned: ScannedRecord[] = []
     for await (const entry of logEntries(this.context, meta, range)) {
-      const record = decodeRecord(entry.value)
+      const record = decodeRecord(entry.value, { name, seq: entry.seq })
       if (record.name !== name || record.seq !== entry.seq) {
         throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `"${name}": record under seq ${entry.seq} is misplaced`)
       }
-      out.push(toHistoryEntry({ ...record }, signatureOf(this.context.signatures, record, meta.type)))
-      if (out.length >= limit) break
+      scanned.push({ seq: entry.seq, value: entry.value, record })
+      if (scanned.length >= limit) break
     }
-    return out
+    const hashed = await withChainHashes(this.context, meta, scanned, options.signal)
+    return scanned.map(({ seq }) => {
+      const record = hashed.get(seq)!
+      return toHistoryEntry({ ...record }, signatureOf(this.context.signatures, record, meta.type))
+    })
   }
 
   /**
@@ -84,7 +89,7 @@ export class TimeTravel {
     let hash: Uint8Array = ZERO_HASH
     for await (const entry of logEntries(this.context, meta, { from: 1, to: target, signal })) {
       if (entry.seq !== seq + 1) break
-      const record = decodeRecord(entry.value)
+      const record = decodeRecord(entry.value, { name: meta.name, seq: entry.seq, prevHash: hash })
       if (record.name !== meta.name || record.seq !== entry.seq || !bytesEqual(record.prevHash, hash)) {
         throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `"${meta.name}": record ${entry.seq} is misplaced or breaks the hash chain`)
       }
@@ -192,12 +197,14 @@ export class TimeTravel {
     const problems: string[] = []
     const create = (snapshot?: Uint8Array): Replica => this.context.createReplica(meta.type, { agentId: this.context.agentId, snapshot })
     const checkpoints = new Map<number, Replica | undefined>()
+    const checkpointHashes = new Map<number, Uint8Array>()
     for (const ref of meta.checkpoints) {
       const cp = await loadCheckpoint(this.context.storage, meta, ref.seq)
       if (!cp) {
         problems.push(`checkpoint ${ref.seq} is missing or damaged`)
         continue
       }
+      checkpointHashes.set(ref.seq, cp.hash)
       try {
         checkpoints.set(ref.seq, create(cp.snapshot))
       } catch (error) {
@@ -243,7 +250,7 @@ export class TimeTravel {
           break
         }
         try {
-          const record = decodeRecord(entry.value)
+          const record = decodeRecord(entry.value, { name, seq: keySeq, prevHash: hash })
           if (record.name !== name || record.seq !== keySeq) throw new Error('misplaced record')
           if (!bytesEqual(record.prevHash, hash)) throw new Error('the hash chain is broken')
           replica.applyDelta(record.delta)
@@ -258,6 +265,8 @@ export class TimeTravel {
           problems.push(`record ${keySeq}: ${(error as Error).message}`)
           break
         }
+        const cpHash = checkpointHashes.get(seq)
+        if (cpHash && !bytesEqual(cpHash, hash)) problems.push(`the hash chain at seq ${seq} differs from its checkpoint's`)
         const cpReplica = checkpoints.get(seq)
         if (checkpoints.has(seq) && cpReplica && !sameState(replica, cpReplica)) problems.push(`replaying to seq ${seq} differs from its checkpoint`)
       }
@@ -266,7 +275,8 @@ export class TimeTravel {
       problems.push((error as Error).message)
     }
     if (problems.length === 0 && seq !== meta.lastSeq) problems.push(`the log ends at ${seq}, the metadata says ${meta.lastSeq}`)
-    if (problems.length === 0 && !bytesEqual(hash, meta.lastHash)) problems.push('the newest record hash differs from the metadata')
+    if (problems.length === 0 && !bytesEqual(hash, meta.lastHash))
+      problems.push("the hash chain does not reach the metadata's lastHash: the newest record hash differs from the metadata (a record was replaced)")
     const live = this.names.live(name)
     if (problems.length === 0 && live && live.state.pending === 0 && !sameState(replica, live.replica)) {
       problems.push('replaying the log differs from the live state')

@@ -137,7 +137,7 @@ export async function applyRetention(context: StoreContext, entry: NameEntry, op
   const entries: Array<{ key: readonly string[]; value: Uint8Array }> = []
   let cutRecord: StoredRecord | undefined
   for await (const e of context.storage.iterate({ prefix: logPrefix(name), gte: logKey(name, first), lte: logKey(name, newest), signal: options.signal })) {
-    const record = decodeRecord(e.value)
+    const record = decodeRecord(e.value, { name, seq: parseSeqKey(e.key[2] ?? '') })
     if (record.hlc.wall > cutoff) break
     if (record.seq !== (cutRecord?.seq ?? first - 1) + 1) throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `"${name}": record ${record.seq - 1} is missing`)
     cutRecord = record
@@ -170,7 +170,7 @@ export async function applyRetention(context: StoreContext, entry: NameEntry, op
       name,
       type: meta.type,
       seq: upTo,
-      hash: cutRecord.hash,
+      hash: rebuilt.hash,
       schema: meta.schema,
       hlc: cutRecord.hlc,
       snapshot: rebuilt.replica.snapshot(),

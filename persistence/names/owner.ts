@@ -17,7 +17,7 @@ import type { StoreContext } from '../context.ts'
 import { decodeArchiveMarker, type ArchiveMarker } from '../format/archive.ts'
 import { ARCHIVE_PREFIX, archiveKey, logKey, logPrefix, META_PREFIX, metaKey, parseSeqKey, TAIL_PREFIX } from '../format/keys.ts'
 import { currentDigest, decodeMeta, type NameMeta } from '../format/name-meta.ts'
-import { decodeRecord } from '../format/record.ts'
+import { decodeRecord, recordHash } from '../format/record.ts'
 import type { NameOptions } from '../options.ts'
 import type { SignalOptions, StorageKey } from '../storage/storage.ts'
 import { NameCache } from './cache.ts'
@@ -547,19 +547,26 @@ export class Names {
     let lastSeq = meta.lastSeq
     let logBytes = meta.logBytes
     let newest: Uint8Array | undefined
+    // The chain hashed forward from the metadata's lastHash (a version 4 record's hash derives from the one before).
+    let chain = meta.lastHash
+    let chainSeq = meta.lastSeq
     for await (const entry of this.context.storage.iterate({ prefix: logPrefix(name), gt: logKey(name, meta.lastSeq), signal })) {
       const seq = parseSeqKey(entry.key[2] ?? '')
       if (Number.isNaN(seq)) continue
       lastSeq = seq
       logBytes += entry.value.length
       newest = entry.value
+      if (seq === chainSeq + 1) {
+        chain = recordHash(entry.value, name, seq, chain)
+        chainSeq = seq
+      }
     }
     if (!newest) return meta
     let lastHash = meta.lastHash
     let touched = meta.touched
     try {
-      const record = decodeRecord(newest)
-      lastHash = record.hash
+      const record = decodeRecord(newest, { name, seq: lastSeq })
+      if (chainSeq === lastSeq) lastHash = chain
       touched = Math.max(touched, record.hlc.wall)
     } catch {
       // A damaged newest record: hydration truncates it; readers report it.

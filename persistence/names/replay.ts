@@ -129,7 +129,7 @@ export async function rebuild(input: RebuildInput): Promise<Rebuilt> {
     : { prefix: logPrefix(name), gt: logKey(name, seq), lte: logKey(name, target), signal: input.signal }
   const intact = (value: Uint8Array, keySeq: number): boolean => {
     try {
-      const later = decodeRecord(value)
+      const later = decodeRecord(value, { name, seq: keySeq })
       return later.name === name && later.seq === keySeq
     } catch {
       return false
@@ -151,7 +151,7 @@ export async function rebuild(input: RebuildInput): Promise<Rebuilt> {
     const expected = seq + 1
     let record: StoredRecord
     try {
-      record = decodeRecord(entry.value)
+      record = decodeRecord(entry.value, { name, seq: expected, prevHash: hash })
       if (record.name !== name) throw corrupt(name, `record ${expected} belongs to "${record.name}"`)
       if (record.seq !== expected) throw corrupt(name, `record under seq ${expected} says seq ${record.seq}`)
       if (!bytesEqual(record.prevHash, hash)) throw corrupt(name, `record ${expected} breaks the hash chain`)
@@ -159,6 +159,14 @@ export async function rebuild(input: RebuildInput): Promise<Rebuilt> {
       if (isConcordError(error, ErrorCodes.UNSUPPORTED_VERSION)) throw error
       damage = { seq: expected, reason: (error as Error).message, cause: error }
       continue
+    }
+    // The metadata anchors the chain at its lastSeq (a version 4 record holds no link of its own to check):
+    // an intact record whose chain misses the anchor is no torn tail, so the name fails and nothing is deleted.
+    if (expected === meta.lastSeq && !bytesEqual(record.hash, meta.lastHash)) {
+      throw corrupt(
+        name,
+        `record ${expected} breaks the hash chain: the records up to it do not hash to the metadata's lastHash (one at or before it was replaced)`,
+      )
     }
     try {
       replica.applyDelta(record.delta)

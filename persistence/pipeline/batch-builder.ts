@@ -5,10 +5,9 @@
  * whose build throws, and what to run once the batch is written.
  */
 import type { HlcTimestamp } from '../../crdt/hlc.ts'
-import { sha256 } from '../format/checksum.ts'
 import { logKey, TAIL_MARKER, tailKey } from '../format/keys.ts'
 import type { NameMeta } from '../format/name-meta.ts'
-import { encodeRecord, type LogRecord, type RecordKind } from '../format/record.ts'
+import { encodeRecord, type LogRecord, type RecordKind, recordHash } from '../format/record.ts'
 
 type RecordSignature = NonNullable<LogRecord['signature']>
 import type { NameState } from './name-state.ts'
@@ -104,7 +103,7 @@ export class BatchBuilder {
       authored,
       signature,
     })
-    const hash = sha256(bytes)
+    const hash = recordHash(bytes, meta.name, seq, meta.lastHash)
     this.ops.push({ type: 'put', key: logKey(meta.name, seq), value: bytes })
     this.bytes += bytes.length
     if (!state.metaBehind && !this.markedSet.has(state) && !this.persist.has(state)) {

@@ -27,7 +27,7 @@ import { decodeArchive, decodeArchiveMarker, encodeArchive, encodeArchiveMarker 
 import { decodeCheckpoint, encodeCheckpoint } from '../../persistence/format/checkpoint.ts'
 import { logKey, metaKey, parseSeqKey, seqKey } from '../../persistence/format/keys.ts'
 import { decodeMeta, encodeMeta, newMeta } from '../../persistence/format/name-meta.ts'
-import { decodeRecord, encodeRecord } from '../../persistence/format/record.ts'
+import { decodeRecord, encodeLegacyRecord, encodeRecord } from '../../persistence/format/record.ts'
 import { Reassembler, splitIntoChunks } from '../../sync/chunking.ts'
 import { NONCE_EXTENSION } from '../../sync/credentials.ts'
 import { windowBytesExtension } from '../../sync/extensions.ts'
@@ -473,10 +473,10 @@ export const TARGETS: readonly FuzzTarget[] = [
   {
     name: 'log record',
     seeds: (random) =>
-      [0, 40, 3000].map((size) =>
-        encodeRecord({
-          name: `n/${random.int(0, 9)}`,
-          seq: random.int(1, 1e6),
+      [0, 40, 3000, 41].map((size) =>
+        (size === 41 ? encodeLegacyRecord : encodeRecord)({
+          name: 'n/1',
+          seq: 7,
           hlc: { wall: 1_700_000_000_000 + random.int(0, 1e6), logical: random.int(0, 9) },
           agent: 'agent',
           kind: random.chance(0.5) ? 'delta' : 'state',
@@ -485,7 +485,7 @@ export const TARGETS: readonly FuzzTarget[] = [
         }),
       ),
     decode: (bytes) => {
-      decodeRecord(bytes)
+      decodeRecord(bytes, { name: 'n/1', seq: 7, prevHash: new Uint8Array(32) })
     },
     codes: STORED,
     sealed: true,

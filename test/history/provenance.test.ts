@@ -11,7 +11,7 @@ import * as Y from 'yjs'
 import { isConcordError } from '../../crdt/errors.ts'
 import type { GCounterReplica } from '../../crdt/types/index.ts'
 import { logKey } from '../../persistence/format/keys.ts'
-import { decodeRecord, encodeRecord } from '../../persistence/format/record.ts'
+import { decodeRecord, encodeLegacyRecord, encodeRecord } from '../../persistence/format/record.ts'
 import { openStore } from '../../persistence/index.ts'
 import { openLevelStorage } from '../../persistence/storage/level/open-level-storage.ts'
 import { tempDir, textOf, typeText } from '../persistence/helpers.ts'
@@ -19,7 +19,7 @@ import { tempDir, textOf, typeText } from '../persistence/helpers.ts'
 const hasCode = (code: string) => (error: unknown) => isConcordError(error) && error.code === code
 
 describe('provenance in records', () => {
-  it('keeps agent, message and meta of a change through a restart; plain records stay format 1', async () => {
+  it('keeps agent, message and meta of a change through a restart; every record is format 4 (provenance flagged)', async () => {
     const { dir, remove } = await tempDir()
     try {
       let store = await openStore({ dir, agentId: 'host', sweepMs: 0 })
@@ -58,7 +58,7 @@ describe('provenance in records', () => {
       try {
         const versions = []
         for (let seq = 1; seq <= 3; seq++) versions.push((await storage.get(logKey('doc', seq)))![0])
-        assert.deepEqual(versions, [2, 1, 2])
+        assert.deepEqual(versions, [4, 4, 4])
       } finally {
         await storage.close()
       }
@@ -99,18 +99,23 @@ describe('provenance in records', () => {
       prevHash: new Uint8Array(32),
       delta: Uint8Array.of(1, 2),
     }
-    const withBoth = decodeRecord(encodeRecord({ ...base, message: 'why', metaJson: '{"tool":"t"}' }))
+    const place = { name: 'n', seq: 1, prevHash: new Uint8Array(32) }
+    const withBoth = decodeRecord(encodeRecord({ ...base, message: 'why', metaJson: '{"tool":"t"}' }), place)
     assert.equal(withBoth.message, 'why')
     assert.equal(withBoth.metaJson, '{"tool":"t"}')
-    const authored = decodeRecord(encodeRecord({ ...base, authored: { wall: 1_700_000_000_000, logical: 3 } }))
+    const authored = decodeRecord(encodeRecord({ ...base, authored: { wall: 1_700_000_000_000, logical: 3 } }), place)
     assert.deepEqual(authored.authored, { wall: 1_700_000_000_000, logical: 3 })
     assert.equal(authored.message, undefined)
-    const onlyMeta = decodeRecord(encodeRecord({ ...base, metaJson: '{}' }))
+    const onlyMeta = decodeRecord(encodeRecord({ ...base, metaJson: '{}' }), place)
     assert.equal(onlyMeta.message, undefined)
     assert.equal(onlyMeta.metaJson, '{}')
     const plain = encodeRecord(base)
-    assert.equal(plain[0], 1)
-    assert.equal(decodeRecord(plain).message, undefined)
+    assert.equal(plain[0], 4)
+    assert.equal(decodeRecord(plain, place).message, undefined)
+    // The format before version 4 still decodes (a record without provenance was version 1).
+    const legacy = encodeLegacyRecord(base)
+    assert.equal(legacy[0], 1)
+    assert.deepEqual(decodeRecord(legacy).delta, base.delta)
   })
 
   it('a folder written before record format 2 opens, verifies, and takes new records with provenance', async () => {

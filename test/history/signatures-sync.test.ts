@@ -80,7 +80,7 @@ test('a relay that rewrites the author, the message or the bytes of a signed cha
       const notes = await a.yjs('notes')
       await a.transact(() => notes.doc.getText('t').insert(0, 'ship it'), { message: 'approved' })
       await a.flush()
-      const record = decodeRecord((await a.store.storage.get(logKey('notes', 1)))!)
+      const record = decodeRecord((await a.store.storage.get(logKey('notes', 1)))!, { name: 'notes', seq: 1 })
       assert.ok(record.signature, 'A signed its record')
       const { url } = await b.listen()
       const hub = await rawClient(url, true, { peer: 'hub', extensions: [provenanceExtension(), signaturesExtension()] })
@@ -259,7 +259,7 @@ test('a signed Yjs update that waited at the hub for the one it depends on keeps
     await a.transact(() => notes.doc.getText('t').insert(0, 'ship'), { message: 'first' })
     await a.transact(() => notes.doc.getText('t').insert(4, ' it'), { message: 'second' })
     await a.flush()
-    const [first, second] = [1, 2].map(async (seq) => decodeRecord((await a.store.storage.get(logKey('notes', seq)))!))
+    const [first, second] = [1, 2].map(async (seq) => decodeRecord((await a.store.storage.get(logKey('notes', seq)))!, { name: 'notes', seq }))
     const records = [await first, await second]
     assert.ok(
       records.every((record) => record.signature),

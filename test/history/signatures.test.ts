@@ -92,8 +92,8 @@ describe('signatures in the store', () => {
       const storage = await openLevelStorage({ dir })
       try {
         const bytes = (await storage.get(logKey('doc', 3)))!
-        assert.equal(bytes[0], 3, 'a signed record is format 3')
-        const record = decodeRecord(bytes)
+        assert.equal(bytes[0], 4, 'records are format 4 (the signature is flagged)')
+        const record = decodeRecord(bytes, { name: 'doc', seq: 3 })
         const signature = record.signature!.signature.slice()
         signature[7] ^= 0x40
         await storage.batch([{ type: 'put', key: logKey('doc', 3), value: encodeRecord({ ...record, signature: { ...record.signature!, signature } }) }])
@@ -151,7 +151,7 @@ describe('signatures in the store', () => {
       const doc = await author.open('doc', 'yjs')
       await author.atomic(() => typeText(doc, 'hello'), { message: 'greeting' })
       const [record] = await author.history('doc')
-      const stored = decodeRecord((await author.storage.get(logKey('doc', 1)))!)
+      const stored = decodeRecord((await author.storage.get(logKey('doc', 1)))!, { name: 'doc', seq: 1 })
       const signature = stored.signature!
       const claim = { agent: 'alice', message: 'greeting', authored: record.hlc, claimed: true }
       const delta = record.delta

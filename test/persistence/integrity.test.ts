@@ -124,8 +124,17 @@ describe('integrity', () => {
     const { dir, remove } = await seeded()
     try {
       await tamper(dir, [{ key: logKey('victim', 4), change: () => undefined }])
-      // Re-encode record 3 of 'other' with a valid checksum but a wrong previous hash (a forged record).
-      await tamper(dir, [{ key: logKey('other', 3), change: (value) => encodeRecord({ ...decodeRecord(value), prevHash: new Uint8Array(32) }) }])
+      // Re-encode record 3 of 'other' with a valid checksum but another time (a forged record): its hash, and so the chain
+      // the metadata's lastHash anchors, changes (a version 4 record stores no link of its own: persistence/format/record.ts).
+      await tamper(dir, [
+        {
+          key: logKey('other', 3),
+          change: (value) => {
+            const record = decodeRecord(value, { name: 'other', seq: 3 })
+            return encodeRecord({ ...record, hlc: { ...record.hlc, logical: record.hlc.logical + 1 } })
+          },
+        },
+      ])
       const store = await openStore(options(dir))
       await assert.rejects(store.open('victim', 'yjs'), hasCode('CONCORD_CORRUPT_RECORD'))
       await assert.rejects(store.open('other', 'yjs'), /breaks the hash chain/)

@@ -44,6 +44,7 @@ import type { NameEntry } from './names/entry.ts'
 import { Names, type NameLease } from './names/owner.ts'
 import { checkRetention, type NameOptions, type ReplicaCreator, type StoreOptions } from './options.ts'
 import { openLevelStorage } from './storage/level/open-level-storage.ts'
+import { MemoryStorage } from './storage/memory-storage.ts'
 import { throwIfAborted, type SignalOptions, type Storage } from './storage/storage.ts'
 import type {
   ApplyResult,
@@ -93,7 +94,8 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   // A wasm trap in Automerge reloads its module instead of leaving every document dead.
   installAutomergeReloader()
   const ownsStorage = options.storage === undefined
-  const storage = options.storage ?? (await openLevelStorage({ dir: options.dir, signal: options.signal }))
+  // Without a folder: the lean in-memory storage (memory-storage.ts), not memory-level.
+  const storage = options.storage ?? (options.dir === undefined ? new MemoryStorage() : await openLevelStorage({ dir: options.dir, signal: options.signal }))
   try {
     const id = brandAgentId(String(options.agentId))
     const now = options.now ?? Date.now

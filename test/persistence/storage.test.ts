@@ -1,4 +1,4 @@
-/** Runs the storage conformance suite on memory-level, classic-level and the fault-injecting wrapper. */
+/** Runs the storage conformance suite on the in-memory storage, memory-level, classic-level and the fault-injecting wrapper. */
 import assert from 'node:assert/strict'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -7,8 +7,14 @@ import { describe, it } from 'node:test'
 import { isConcordError } from '../../crdt/errors.ts'
 import { FaultStorage } from '../../persistence/storage/fault-storage.ts'
 import { openLevelStorage } from '../../persistence/storage/level/index.ts'
+import { MemoryStorage } from '../../persistence/storage/memory-storage.ts'
 import type { Storage } from '../../persistence/storage/storage.ts'
 import { runStorageTests } from '../../testing/index.ts'
+
+runStorageTests({ describe, it }, 'memory (a store without a folder)', async () => {
+  const storage = new MemoryStorage()
+  return { storage, teardown: () => storage.close() }
+})
 
 runStorageTests({ describe, it }, 'memory-level', async () => {
   const storage = await openLevelStorage()

@@ -277,7 +277,13 @@ export class Committer {
         // Writers released by a batch of several units queue their next
         // units from promise callbacks: let those run (one macrotask turn)
         // so they share the next batch instead of the first going alone.
-        if (previous > 1) await nextTurn()
+        // A batch of async units alone waits for the end of the turn too:
+        // no fsync holds the next batch back, so without it every unit
+        // queued in one turn (the commits of every socket read in that
+        // turn) would be a batch of its own. A sync unit goes at once
+        // (an awaited writer waits for its fsync, and later units group
+        // behind it).
+        if (previous > 1 || (this.queue.length > 0 && this.queue.every((item) => !item.unit.sync))) await nextTurn()
         if (this.queue.length === 0) break
         const taken = this.queue
         this.queue = []

@@ -7,6 +7,8 @@
  * nothing acknowledged in async mode), the log replays and verifies, and no
  * torn tail was found. 10 cycles in the default list, 50 in
  * `npm run test:crash` (or CONCORD_CRASH_CYCLES). CONCORD_SEED replays a run.
+ * The second test does the same with remote changes of four names applied
+ * in one turn (one async batch each round: the group commit).
  */
 import assert from 'node:assert/strict'
 import { it } from 'node:test'
@@ -40,6 +42,42 @@ it(`async mode: SIGKILL at random moments loses no acknowledged change (${cycles
         assert.deepEqual((await store.verify('doc')).problems, [], context)
         assert.equal(store.truncations.length, 0, `${context}: a torn tail after a process crash`)
         previous = text.length
+      } finally {
+        await store.close()
+      }
+    }
+    assert.ok(totalAcked > 0, 'the writer acknowledged nothing')
+  } finally {
+    await remove()
+  }
+})
+
+/** The group case: 5 cycles in the default list, as many as the first in `npm run test:crash` or with CONCORD_CRASH_CYCLES. */
+const groupCycles = process.env.CONCORD_TEST_LIST === 'crash' || process.env.CONCORD_CRASH_CYCLES !== undefined ? cycles : 5
+
+it(`async mode: SIGKILL during group commits of remote changes (four names per batch) loses no acknowledged change (${groupCycles} cycles, seed ${seed})`, {
+  timeout: 600_000,
+}, async () => {
+  const prng = new Prng(seed + 1)
+  const { dir, remove } = await tempDir('concord-crash-async-group-')
+  const names = ['n0', 'n1', 'n2', 'n3']
+  try {
+    let totalAcked = 0
+    for (let cycle = 0; cycle < groupCycles; cycle++) {
+      const acked = (
+        await runAndKill('test/persistence/fixtures/crash-writer-async-group.ts', [dir], 5 + Math.floor(prng.next() * 150), (line) => line === 'ready')
+      ).reduce((max, n) => Math.max(max, n), 0)
+      totalAcked += acked
+      const store = await openStore({ dir, agentId: 'crash-group', sweepMs: 0, checkpoint: { onClose: false } })
+      try {
+        const context = `seed ${seed}, cycle ${cycle}`
+        for (const name of names) {
+          const text = textOf(await store.open(name, 'yjs'))
+          assert.ok(text.length >= acked, `${context}: "${name}": ${acked} characters acknowledged but ${text.length} recovered`)
+          assert.equal(text, 'x'.repeat(text.length), context)
+          assert.deepEqual((await store.verify(name)).problems, [], `${context}: "${name}"`)
+        }
+        assert.equal(store.truncations.length, 0, `${context}: a torn tail after a process crash`)
       } finally {
         await store.close()
       }

@@ -12,7 +12,7 @@ import { FaultStorage } from '../../persistence/storage/fault-storage.ts'
 import { metaKey, tailKey } from '../../persistence/format/keys.ts'
 import { decodeMeta } from '../../persistence/format/name-meta.ts'
 import { openStore, type StoreOptions } from '../../persistence/index.ts'
-import { FakeTimers, textOf, typeText } from './helpers.ts'
+import { FakeTimers, tempDir, textOf, typeText } from './helpers.ts'
 
 /** Deltas that append `pieces` in order to the text `t`, made on a separate replica. */
 function chain(pieces: readonly string[], agent = 'remote'): Uint8Array[] {
@@ -43,6 +43,29 @@ describe('commit pipeline', () => {
     assert.ok(used <= rounds + 1, `${writers} writers x ${rounds} rounds took ${used} fsyncs`)
     for (let w = 0; w < writers; w++) assert.equal(store.persistedSeq(`n${w}`), rounds)
     await store.close()
+  })
+
+  it('async units queued in one turn share one batch; each resolves once written, and all are there after a reopen', async () => {
+    const { dir, remove } = await tempDir('concord-pipeline-async-turn-')
+    try {
+      const options: StoreOptions = { dir, agentId: 'a', sweepMs: 0, durability: { mode: 'async', rpoMs: 60_000 }, checkpoint: { onClose: false } }
+      let store = await openStore(options)
+      const names = Array.from({ length: 8 }, (_, i) => `n${i}`)
+      for (const name of names) await store.open(name, 'yjs')
+      const deltas = names.map((_, i) => chain(['ab'], `agent-${i}`)[0])
+      const before = store.durability().batches
+      // One turn: the commits of several sockets read together.
+      const written = await Promise.all(names.map((name, i) => store.applyRemote(name, deltas[i])))
+      assert.ok(written.every((result) => result.changed && result.seq === 1))
+      // Before, the first went alone and the rest shared a second batch.
+      assert.equal(store.durability().batches - before, 1)
+      await store.close()
+      store = await openStore(options)
+      for (const name of names) assert.equal(textOf(await store.open(name, 'yjs')), 'ab')
+      await store.close()
+    } finally {
+      await remove()
+    }
   })
 
   it('a backlog is written in batches of about 1 MiB; checkpoints taken meanwhile are exact', async () => {

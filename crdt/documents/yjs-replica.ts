@@ -57,7 +57,7 @@ import { checkYjsDeltaSize, validateYjsStateVector, validateYjsUpdate } from './
 import { restoreDocument } from './yjs-restore.ts'
 import { encodeTransactionUpdate, encodeUpdateSince, mergeDeleteSetsOf } from './yjs-transaction-update.ts'
 import { documentValue, openTopLevel } from './yjs-view.ts'
-import { WaitingRoom, type WaitingStats } from './waiting-room.ts'
+import { type WaitingBudget, WaitingRoom, type WaitingStats } from './waiting-room.ts'
 import { YjsDependencies } from './yjs-waiting.ts'
 
 // Read once: a namespace member access goes through a getter on every call
@@ -194,6 +194,8 @@ class YjsUndoRecord implements UndoRecord {
 }
 
 /** A Y.Doc behind the replica interface. */
+/** The waiting stats of a replica no update ever waited in. */
+const NO_WAITING: WaitingStats = { updates: 0, bytes: 0, dropped: 0, released: 0 }
 /** What a remote delta did with waiting updates when it neither waited nor let any in. */
 const NOTHING_WAITED: { readonly held?: Uint8Array; readonly released: readonly Uint8Array[] } = { released: [] }
 
@@ -215,22 +217,23 @@ export class YjsReplica implements Replica {
 
   /** See {@link Replica.guard}: asked before every local transaction. */
   guard: (() => void) | undefined
-  /** The undo managers of this replica: their transactions are rollbacks (`true`: silent, a refused edit's). */
-  private readonly undoers = new WeakMap<Y.UndoManager, boolean>()
-  /** Local transactions the guard refused, with the undo record that takes each back. */
-  private readonly refused = new Map<Y.Transaction, YjsUndoRecord>()
+  /** The undo managers of this replica: their transactions are rollbacks (`true`: silent, a refused edit's). Made with the first. */
+  private undoers: WeakMap<Y.UndoManager, boolean> | undefined
+  /** Local transactions the guard refused, with the undo record that takes each back. Made with the first. */
+  private refused: Map<Y.Transaction, YjsUndoRecord> | undefined
 
   private readonly onBefore = (transaction: Y.Transaction): void => {
     const guard = this.guard
     if (guard === undefined) return
     const origin = transaction.origin
-    if ((origin instanceof YjsRemoteOrigin && origin.replica === this) || (origin instanceof Y.UndoManager && this.undoers.has(origin))) return
+    if ((origin instanceof YjsRemoteOrigin && origin.replica === this) || (origin instanceof Y.UndoManager && this.undoers?.has(origin) === true)) return
     try {
       guard()
     } catch {
       // Yjs cannot refuse an edit: track it now, take it back once it is done.
       // The local run's piece ends before it, so that the run holds none of it.
       this.run?.endPiece()
+      this.refused ??= new Map()
       this.refused.set(transaction, this.startUndo(true))
     }
   }
@@ -239,13 +242,13 @@ export class YjsReplica implements Replica {
     this.transactions++
     const origin = transaction.origin
     if (origin instanceof YjsRemoteOrigin && origin.replica === this) return
-    const refusal = this.refused.get(transaction)
+    const refusal = this.refused?.get(transaction)
     if (refusal !== undefined) {
-      this.refused.delete(transaction)
+      this.refused!.delete(transaction)
       refusal.undo()
       return
     }
-    if (origin instanceof Y.UndoManager && this.undoers.has(origin)) {
+    if (origin instanceof Y.UndoManager && this.undoers?.has(origin) === true) {
       // A rollback: no change to log. A refused edit's undo is silent (nothing changed, net).
       if (!this.undoers.get(origin) && changedBy(transaction)) {
         this.events.emit('change', { delta: encodeTransactionUpdate(transaction), local: true, rollback: true })
@@ -269,14 +272,15 @@ export class YjsReplica implements Replica {
   private run: YjsLocalRun | undefined
   /** The origin of the last remote apply, reused while the caller's origin is the same. */
   private lastRemote: YjsRemoteOrigin | undefined
-  /** The dependencies of the delta being validated (reused). */
-  private readonly dependencies: YjsDependencies
+  /** The dependencies of the delta being validated (reused; made with the first remote delta). */
+  private dependencies: YjsDependencies | undefined
   /** A dependencies object for the next {@link prepareDelta} (given back by `apply`). */
   private spareDependencies: YjsDependencies | undefined
   /** Transactions of the document so far (a prepared delta's dependencies are read again when it moved). */
   private transactions = 0
-  /** Updates waiting for a missing dependency, held outside Yjs (see waiting-room.ts). */
-  private readonly waiting: WaitingRoom<number, number[]>
+  /** Updates waiting for a missing dependency, held outside Yjs (see waiting-room.ts); made when the first one waits. */
+  private waiting: WaitingRoom<number, number[]> | undefined
+  private readonly waitingBudget: WaitingBudget | undefined
   /** Updates Yjs itself left pending although every dependency was there (a hostile update), dropped. */
   private unresolvable = 0
   /** The delta being applied and, when updates wait, the clients it moves on (read by the transaction callback). */
@@ -292,7 +296,7 @@ export class YjsReplica implements Replica {
     const clients = this.applyingClients
     if (clients === undefined) return transaction
     // Updates that waited for what this delta brought: each applied once, in the same transaction.
-    const waiting = this.waiting
+    const waiting = this.waiting!
     for (let moved: number[] | undefined = clients; moved !== undefined; ) {
       for (const client of moved) waiting.advance(client, getState(doc.store, client))
       const next = waiting.next()
@@ -331,8 +335,7 @@ export class YjsReplica implements Replica {
       }
     }
     this.doc.on('beforeTransaction', this.onBefore)
-    this.dependencies = new YjsDependencies(this.doc)
-    this.waiting = new WaitingRoom(this.limits, options.waitingBudget)
+    this.waitingBudget = options.waitingBudget
     this.doc.on('afterTransactionCleanup', this.onCleanup)
   }
 
@@ -355,6 +358,7 @@ export class YjsReplica implements Replica {
         return transaction.local && !(origin instanceof YjsRemoteOrigin) && !(origin instanceof Y.UndoManager)
       },
     })
+    this.undoers ??= new WeakMap()
     this.undoers.set(manager, silent)
     return new YjsUndoRecord(manager, (undone) => {
       undone.undo()
@@ -386,7 +390,7 @@ export class YjsReplica implements Replica {
   }
 
   applyDelta(delta: Uint8Array, origin?: unknown): boolean {
-    const dependencies = this.dependencies
+    const dependencies = (this.dependencies ??= new YjsDependencies(this.doc))
     dependencies.reset()
     checkYjsDeltaSize(validateYjsUpdate(delta, this.limits, dependencies), this.limits)
     return this.integrate(delta, origin, dependencies) !== null
@@ -444,7 +448,7 @@ export class YjsReplica implements Replica {
     const unmet = dependencies.unmet()
     if (unmet !== undefined) {
       // Not integrable yet: held outside Yjs (bounded; dropped and counted when full).
-      const held = this.waiting.hold(delta, origin, unmet, dependencies.clients())
+      const held = (this.waiting ??= new WaitingRoom(this.limits, this.waitingBudget)).hold(delta, origin, unmet, dependencies.clients())
       if (held) this.last = { held, released: [] }
       return null
     }
@@ -453,7 +457,7 @@ export class YjsReplica implements Replica {
     let remote = this.lastRemote
     if (remote === undefined || remote.origin !== origin) this.lastRemote = remote = new YjsRemoteOrigin(this, origin)
     this.applying = delta
-    this.applyingClients = this.waiting.size > 0 ? dependencies.clients() : undefined
+    this.applyingClients = this.waiting !== undefined && this.waiting.size > 0 ? dependencies.clients() : undefined
     let transaction: Y.Transaction
     try {
       // Our own transaction (remote: local = false, as Y.applyUpdate makes it),
@@ -491,7 +495,7 @@ export class YjsReplica implements Replica {
 
   /** Updates waiting for a missing dependency: held now, dropped over budget, released since creation. */
   waitingStats(): WaitingStats & { readonly unresolvable: number } {
-    return { ...this.waiting.stats(), unresolvable: this.unresolvable }
+    return { ...(this.waiting?.stats() ?? NO_WAITING), unresolvable: this.unresolvable }
   }
 
   snapshot(): Uint8Array {
@@ -532,7 +536,7 @@ export class YjsReplica implements Replica {
   /** Stops listening to the doc and destroys it. */
   destroy(): void {
     this.doc.off('beforeTransaction', this.onBefore)
-    this.waiting.clear()
+    this.waiting?.clear()
     this.doc.off('afterTransactionCleanup', this.onCleanup)
     this.doc.destroy()
   }

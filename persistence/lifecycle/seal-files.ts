@@ -4,14 +4,32 @@
  * fsync). Node's file system: a bundler building for the browser takes
  * persistence/browser/seal-files.ts instead (package.json `browser`); a
  * store without a folder has no seal.
+ *
+ * The file is written gzipped (since issue 19: its names repeat their
+ * prefixes, 120 KB -> 23 KB for 10,000 names); a file that does not start
+ * with gzip's magic bytes is read as it is (written before).
  */
 import { open, readFile, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { gunzip, gzip } from 'node:zlib'
 
-/** The seal file `file` of `dir` (bytes), or undefined when there is none. */
+const gzipAsync = promisify(gzip)
+const gunzipAsync = promisify(gunzip)
+/** More than any seal (about 12 bytes per name); a file that inflates past it is treated as damaged. */
+const MAX_SEAL_BYTES = 1 << 30
+
+/** The seal file `file` of `dir` (its bytes, inflated), or undefined when there is none or it does not inflate. */
 export async function readSealFile(dir: string, file: string): Promise<Uint8Array | undefined> {
+  let bytes: Uint8Array
   try {
-    return new Uint8Array(await readFile(join(dir, file)))
+    bytes = new Uint8Array(await readFile(join(dir, file)))
+  } catch {
+    return undefined
+  }
+  if (bytes.length < 2 || bytes[0] !== 0x1f || bytes[1] !== 0x8b) return bytes
+  try {
+    return new Uint8Array(await gunzipAsync(bytes, { maxOutputLength: MAX_SEAL_BYTES }))
   } catch {
     return undefined
   }
@@ -36,8 +54,8 @@ async function writeDurably(dir: string, file: string, bytes: Uint8Array): Promi
   }
 }
 
-/** Writes the seal file `file` of `dir` durably, and removes a temp file left by an earlier attempt. */
+/** Writes the seal file `file` of `dir` durably (gzipped), and removes a temp file left by an earlier attempt. */
 export async function writeSealFile(dir: string, file: string, bytes: Uint8Array): Promise<void> {
-  await writeDurably(dir, file, bytes)
+  await writeDurably(dir, file, new Uint8Array(await gzipAsync(bytes)))
   await rm(join(dir, `${file}.tmp`), { force: true })
 }

@@ -10,11 +10,13 @@
  * a deletion are no loss; a folder written before the seal opens unchanged.
  */
 import assert from 'node:assert/strict'
-import { cp, readdir, stat, truncate } from 'node:fs/promises'
+import { cp, readdir, readFile, stat, truncate, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { it } from 'node:test'
 import type { ReplicaType } from '../../crdt/replica.ts'
+import { decodeSealFile, encodeSealFile, SEAL_FILE } from '../../persistence/format/seal.ts'
 import { openStore, type Store } from '../../persistence/index.ts'
+import { readSealFile, writeSealFile } from '../../persistence/lifecycle/seal-files.ts'
 import { Prng } from '../../transports/memory/prng.ts'
 import { cli } from '../cli/helpers.ts'
 import { mutate } from '../sync/helpers/memory-host.ts'
@@ -178,6 +180,25 @@ it('a folder written before the seal (test/persistence/fixtures/store-before-sea
       await store.close()
     }
     assert.ok((await readdir(dir)).includes('concord-seal'), 'the first clean close wrote the seal')
+  } finally {
+    await remove()
+  }
+})
+
+it('the seal file is written gzipped, and one written before (not gzipped) is read as it is', async () => {
+  const { dir, remove } = await tempDir('concord-seal-gz-')
+  try {
+    const seal = encodeSealFile({ agentId: 'a', generation: 3, closedAt: 7, names: [{ name: 'doc-000001', lastSeq: 3 }] })
+    await writeSealFile(dir, SEAL_FILE, seal)
+    const written = new Uint8Array(await readFile(join(dir, SEAL_FILE)))
+    assert.deepEqual([written[0], written[1]], [0x1f, 0x8b])
+    assert.deepEqual(await readSealFile(dir, SEAL_FILE), seal)
+    assert.deepEqual(decodeSealFile((await readSealFile(dir, SEAL_FILE))!, { names: true }).names, [{ name: 'doc-000001', lastSeq: 3 }])
+    await writeFile(join(dir, SEAL_FILE), seal)
+    assert.deepEqual(await readSealFile(dir, SEAL_FILE), seal)
+    // A damaged gzip stream reads as no seal (the seal then says nothing).
+    await writeFile(join(dir, SEAL_FILE), written.subarray(0, 12))
+    assert.equal(await readSealFile(dir, SEAL_FILE), undefined)
   } finally {
     await remove()
   }

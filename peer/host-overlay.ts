@@ -12,7 +12,7 @@ export function overlayHost(base: SyncHost, overrides: Partial<SyncHost>): SyncH
     typeOf: overrides.typeOf ?? ((name) => base.typeOf(name)),
     version: overrides.version ?? ((name) => base.version(name)),
     deltaSince: overrides.deltaSince ?? ((name, version) => base.deltaSince(name, version)),
-    applyRemote: overrides.applyRemote ?? ((entries, origin, applied, provenance) => base.applyRemote(entries, origin, applied, provenance)),
+    applyRemote: overrides.applyRemote ?? ((entries, origin, applied, provenance, options) => base.applyRemote(entries, origin, applied, provenance, options)),
     subscribe: overrides.subscribe ?? ((listener) => base.subscribe(listener)),
     authenticate: overrides.authenticate ?? ((peer, presented) => base.authenticate(peer, presented)),
     access: overrides.access ?? ((peer, name) => base.access(peer, name)),
@@ -24,5 +24,6 @@ export function overlayHost(base: SyncHost, overrides: Partial<SyncHost>): SyncH
       ? { recordsSince: overrides.recordsSince ?? ((name, since, lack, limits) => base.recordsSince!(name, since, lack, limits)) }
       : {}),
     ...((overrides.logClock ?? base.logClock) ? { logClock: overrides.logClock ?? (() => base.logClock!()) } : {}),
+    ...((overrides.joints ?? base.joints) ? { joints: overrides.joints ?? (() => base.joints!()) } : {}),
   }
 }

@@ -212,6 +212,7 @@ export type SyncTuning = Pick<
   | 'signatures'
   | 'answerRecords'
   | 'reconcile'
+  | 'independent'
 >
 
 /** @internal A peer's set-up once its agent id is resolved (from `agentId`, or the deprecated `id`). */

@@ -292,10 +292,16 @@ export class StoreSyncHost implements SyncHost {
     origin: unknown,
     applied?: () => void,
     provenance?: EncodedProvenance & { readonly signable?: boolean },
+    options?: { readonly independent?: boolean | undefined },
   ): Promise<HostApplyResult> {
     // A remote that cannot carry signatures claiming an author whose key is known: the claim is not believed.
     const believed = provenance?.signable === false && this.options.store.authorKeyOf(provenance.agent ?? '') !== undefined ? undefined : provenance
-    return this.gate.run(entries, () => this.applyNow(entries, origin, applied, believed))
+    return this.gate.run(entries, () => this.applyNow(entries, origin, applied, believed, options?.independent === true))
+  }
+
+  /** Which names may share a unit with another (the store's joint names, persistence/names/joint-names.ts). */
+  joints(): Promise<(name: string) => boolean> {
+    return this.options.store.jointNames()
   }
 
   /** How many remote commits were heavy enough to wait their turn. */
@@ -303,15 +309,22 @@ export class StoreSyncHost implements SyncHost {
     return this.gate.heavy
   }
 
-  private async applyNow(entries: readonly DeltaEntry[], origin: unknown, applied?: () => void, claimed?: EncodedProvenance): Promise<HostApplyResult> {
+  private async applyNow(
+    entries: readonly DeltaEntry[],
+    origin: unknown,
+    applied: (() => void) | undefined,
+    claimed: EncodedProvenance | undefined,
+    independent: boolean,
+  ): Promise<HostApplyResult> {
     // The log records who made the change: the author its provenance names, else the remote peer of the session it came through.
-    const provenance: ChangeProvenance & { authored?: HlcTimestamp; claimed?: boolean } = {
+    const provenance: ChangeProvenance & { authored?: HlcTimestamp; claimed?: boolean; independent?: boolean } = {
       agent: claimed?.agent ?? (origin as { remoteAgentId?: string } | undefined)?.remoteAgentId,
       message: claimed?.message,
       meta: metaOf(claimed?.metaJson),
       authored: claimed?.authored,
       // Named by the sender (PROVENANCE): the store checks the author's signature (persistence/signing.ts).
       claimed: claimed !== undefined,
+      ...(independent ? { independent } : {}),
     }
     let applying = entries.filter((entry) => !this.unreadable.has(entry.name))
     if (this.options.prepareType) applying = await this.holdable(applying)
@@ -352,7 +365,7 @@ export class StoreSyncHost implements SyncHost {
   private commitThroughStore(
     entries: readonly DeltaEntry[],
     origin: unknown,
-    provenance: ChangeProvenance & { authored?: HlcTimestamp; claimed?: boolean },
+    provenance: ChangeProvenance & { authored?: HlcTimestamp; claimed?: boolean; independent?: boolean },
     applied: (() => void) | undefined,
   ): Promise<ApplyResultOfStore[]> {
     if (entries.length === 0) {

@@ -14,6 +14,7 @@ import type { ReplicaCreator, StoreOptions } from './options.ts'
 import { Committer, realTimers, type FailureHandler, type CommitTimers } from './pipeline/committer.ts'
 import { Signatures } from './signing.ts'
 import { TtlNames } from './lifecycle/ttl-names.ts'
+import { JointNames } from './names/joint-names.ts'
 import type { Storage } from './storage/storage.ts'
 import { toHistoryEntry, type StoreEvents } from './store-types.ts'
 
@@ -42,6 +43,8 @@ export class StoreContext {
   readonly signatures: Signatures
   /** The names with a TTL of their own (the sweep's shortcut; kept by every metadata the pipeline writes). */
   readonly ttlNames = new TtlNames()
+  /** The names that were in a unit of several (names/joint-names.ts): an answer keeps them in one bundle. */
+  readonly jointNames: JointNames
   private isClosed = false
   private readonly emptyVersions = new Map<ReplicaType, Uint8Array>()
   private readonly mergers = new Map<ReplicaType, ((deltas: readonly Uint8Array[]) => Uint8Array) | undefined>()
@@ -55,6 +58,7 @@ export class StoreContext {
     onFailure: FailureHandler,
   ) {
     this.signatures = new Signatures(agentId, options.signatures)
+    this.jointNames = new JointNames(storage)
     const limits = trustedLimits(options.documentLimits)
     this.remoteLimits = resolveLimits(options.documentLimits)
     const budget = options.waitingBudget

@@ -27,7 +27,7 @@ import type { Replica, ReplicaType } from '../crdt/replica.ts'
 import { agentId as brandAgentId, type AgentId } from '../crdt/agent-id.ts'
 import { installAutomergeReloader } from './automerge-reload.ts'
 import { StoreContext } from './context.ts'
-import { STORE_INFO_KEY } from './format/keys.ts'
+import { JOINT_MARKER, JOINT_TRACKED_KEY, STORE_INFO_KEY } from './format/keys.ts'
 import { decodeStoreInfo, encodeStoreInfo, UNCLAIMED } from './format/store-info.ts'
 import { repairName, type RepairReport } from './history/repair.ts'
 import type { BlameReport } from './history/blame.ts'
@@ -106,7 +106,10 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     // A new store, or one a maintenance tool created unclaimed: the first claiming opener owns it.
     if (info === undefined || (claim && info.agentId === UNCLAIMED)) {
       const agentId = claim ? id : UNCLAIMED
-      await storage.batch([{ type: 'put', key: STORE_INFO_KEY, value: encodeStoreInfo({ agentId, created: info?.created ?? now() }) }], { sync: true })
+      const put = { type: 'put' as const, key: STORE_INFO_KEY, value: encodeStoreInfo({ agentId, created: info?.created ?? now() }) }
+      // A new folder marks its joint names from the start (names/joint-names.ts); an existing one cannot know its old ones.
+      const tracks = info === undefined ? [{ type: 'put' as const, key: JOINT_TRACKED_KEY, value: JOINT_MARKER }] : []
+      await storage.batch([...tracks, put], { sync: true })
     }
     const defaults = options.createReplica === undefined || options.deltaMerger === undefined ? await import('./default-replicas.ts') : undefined
     const createReplica = options.createReplica ?? defaults!.defaultCreateReplica
@@ -395,11 +398,14 @@ export class Store {
    * writing (its place in the log fixed, before it is durable; not called
    * when the commit is refused): a caller that applies remote commits in
    * order may take the next one from there, and still acknowledge each only
-   * once its promise resolves.
+   * once its promise resolves. `independent`: the names never shared a
+   * unit where the deltas come from (an anti-entropy bundle of unrelated
+   * names), so they are not marked as joint (names/joint-names.ts).
    */
   async commit(
     deltas: ReadonlyArray<{ name: string; delta: Uint8Array; type?: ReplicaType; signature?: RecordSignature | undefined }>,
-    options: { origin?: unknown; applied?: () => void; authored?: HlcTimestamp; claimed?: boolean } & ChangeProvenance & SignalOptions = {},
+    options: { origin?: unknown; applied?: () => void; authored?: HlcTimestamp; claimed?: boolean; independent?: boolean } & ChangeProvenance &
+      SignalOptions = {},
   ): Promise<ApplyResult[]> {
     this.context.checkOpen()
     throwIfAborted(options.signal)
@@ -426,7 +432,7 @@ export class Store {
           this.owner.forgetUnstored(entries)
           throw error
         }
-        return this.writes.commit(entries, deltas, { origin: options.origin, applied: options.applied, ...provenance })
+        return this.writes.commit(entries, deltas, { origin: options.origin, applied: options.applied, independent: options.independent, ...provenance })
       }
     }
   }
@@ -634,6 +640,18 @@ export class Store {
   /** The store's HLC now (a tick of it): every record logged before has an earlier time, every one logged after a later one. */
   clockNow(): HlcTimestamp {
     return this.context.clock.now()
+  }
+
+  /**
+   * Resolves a test of whether a name may share a unit with another name
+   * (it was in an `atomic` block or a remote commit of several names, or
+   * the folder did not mark such names from its creation): an
+   * anti-entropy answer keeps those in one bundle and may split the others
+   * (persistence/names/joint-names.ts).
+   */
+  jointNames(): Promise<(name: string) => boolean> {
+    this.context.checkOpen()
+    return this.context.jointNames.tester()
   }
 
   /**

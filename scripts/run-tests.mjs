@@ -113,6 +113,7 @@ const lists = {
     'test/peer/status.test.ts',
     'test/peer/sync-host.test.ts',
     'test/peer/many-names.test.ts',
+    'test/peer/bounded-answers.test.ts',
     'test/peer/sim-convergence.test.ts',
     'test/peer/websocket-integration.test.ts',
     'test/peer/out-of-order-documents.test.ts',

@@ -223,7 +223,8 @@ export class Admission {
    * `SyncHost.applyRemote`). Resolves with the names that changed, or with the refusal when
    * nothing was applied (refused before, or by validation). Rejects only when
    * a valid unit could not be persisted (a storage failure, a closed store).
-   * `applied` is the host's (see `SyncHost.applyRemote`).
+   * `applied` is the host's (see `SyncHost.applyRemote`), and so is
+   * `independent` (an INDEPENDENT bundle).
    */
   async admit(
     peer: AgentId,
@@ -232,6 +233,7 @@ export class Admission {
     applied?: () => void,
     provenance?: ProvenanceMessage,
     signable = true,
+    independent = false,
   ): Promise<Admitted> {
     if (entries.length === 0) return { changed: [] }
     const refusal = this.checkWrite(peer, entries)
@@ -257,7 +259,13 @@ export class Admission {
       }
     }
     try {
-      const result = await this.host.applyRemote(signed, origin, applied, claimed && (signable ? claimed : { ...claimed, signable }))
+      const result = await this.host.applyRemote(
+        signed,
+        origin,
+        applied,
+        claimed && (signable ? claimed : { ...claimed, signable }),
+        independent ? { independent } : undefined,
+      )
       this.stats.admitted++
       return { changed: result.changed }
     } catch (error) {

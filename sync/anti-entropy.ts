@@ -23,6 +23,19 @@ import type { SessionStats } from './session-types.ts'
 export const ANSWER_BUNDLE_BYTES = 16 * 1024 * 1024
 
 /**
+ * Names that never shared a unit on this side (the host's `joints` says
+ * so) need no bundle of their own kind: they travel in bundles of at most
+ * this many names and {@link INDEPENDENT_BUNDLE_BYTES} delta bytes, each
+ * applied and made durable on its own, so that a receiver of a first sync
+ * holds one bundle's names at a time, not every name (its memory is
+ * bounded by its cache). The names that did share a unit (joint) stay in
+ * bundles as above, all of them together.
+ */
+export const INDEPENDENT_BUNDLE_NAMES = 128
+/** See {@link INDEPENDENT_BUNDLE_NAMES}. */
+export const INDEPENDENT_BUNDLE_BYTES = 1024 * 1024
+
+/**
  * Expensive work (our VERSIONS, an answer) is done in slices of this many
  * names, or of {@link SLICE_BYTES} delta bytes, with a turn of the event
  * loop between slices (`SyncHost.yieldTurn`), so one peer's anti-entropy
@@ -111,10 +124,16 @@ export interface AnswerCommit {
   readonly provenance?: OutgoingProvenance | undefined
 }
 
-/** An answer: the records that carry what the remote lacks (when it takes them), then merged state in bundles. */
+/**
+ * An answer: the records that carry what the remote lacks (when it takes
+ * them), then merged state in bundles: `bundles` of the names that may
+ * share a unit (together), `independent` ones of the names that never did
+ * (small, see {@link INDEPENDENT_BUNDLE_NAMES}).
+ */
 export interface Answer {
   readonly records: readonly AnswerCommit[]
   readonly bundles: readonly (readonly DeltaEntry[])[]
+  readonly independent: readonly (readonly DeltaEntry[])[]
 }
 
 /** What {@link answerBundles} needs to know about the remote. */
@@ -128,6 +147,12 @@ export interface AnswerContext {
   readonly answered?: (records: number, merged: number) => void
   /** Called for a remote version that does not decode (the name is skipped). */
   readonly malformed: (why: string) => void
+  /**
+   * Whether a name may share a unit with another (the host's `joints`);
+   * absent: every name may (the merged state goes in bundles of
+   * {@link ANSWER_BUNDLE_BYTES}, as before).
+   */
+  readonly joint?: ((name: string) => boolean) | undefined
   /**
    * Set when the remote takes answers made of records (it announced
    * `answer-records` with `provenance`): this side's agent id (whose plain
@@ -176,16 +201,13 @@ function deltaOf(wanted: Wanted, context: AnswerContext): Uint8Array | null {
   }
 }
 
-/**
- * Groups deltas, in order, into bundles of up to {@link ANSWER_BUNDLE_BYTES}
- * delta bytes and at most `WIRE_LIMITS.maxEntries` entries.
- */
-function bundle(deltas: readonly DeltaEntry[]): DeltaEntry[][] {
+/** Groups deltas, in order, into bundles of up to `maxBytes` delta bytes and `maxEntries` entries. */
+function group(deltas: readonly DeltaEntry[], maxBytes: number, maxEntries: number): DeltaEntry[][] {
   const answer: DeltaEntry[][] = []
   let current: DeltaEntry[] = []
   let bytes = 0
   for (const entry of deltas) {
-    if (current.length > 0 && (bytes + entry.delta.length > ANSWER_BUNDLE_BYTES || current.length >= WIRE_LIMITS.maxEntries)) {
+    if (current.length > 0 && (bytes + entry.delta.length > maxBytes || current.length >= maxEntries)) {
       answer.push(current)
       current = []
       bytes = 0
@@ -198,12 +220,41 @@ function bundle(deltas: readonly DeltaEntry[]): DeltaEntry[][] {
 }
 
 /**
+ * Bundles the merged state of an answer: the names that may share a unit
+ * (`joint`; every name without it) in bundles of up to
+ * {@link ANSWER_BUNDLE_BYTES} delta bytes and `WIRE_LIMITS.maxEntries`
+ * entries, the others in bundles of {@link INDEPENDENT_BUNDLE_NAMES} names
+ * and {@link INDEPENDENT_BUNDLE_BYTES}, in order. A transaction is thus
+ * never split across bundles: its names are all joint.
+ */
+export function bundle(
+  deltas: readonly DeltaEntry[],
+  joint: ((name: string) => boolean) | undefined,
+): { readonly bundles: DeltaEntry[][]; readonly independent: DeltaEntry[][] } {
+  if (joint === undefined) return { bundles: group(deltas, ANSWER_BUNDLE_BYTES, WIRE_LIMITS.maxEntries), independent: [] }
+  const together: DeltaEntry[] = []
+  const apart: DeltaEntry[] = []
+  for (const entry of deltas) (joint(entry.name) ? together : apart).push(entry)
+  return {
+    bundles: group(together, ANSWER_BUNDLE_BYTES, WIRE_LIMITS.maxEntries),
+    independent: group(apart, INDEPENDENT_BUNDLE_BYTES, INDEPENDENT_BUNDLE_NAMES),
+  }
+}
+
+/**
  * The answer to a remote VERSIONS: the deltas of the local `names` that the
  * remote may read and lacks (skipping names it holds as another type), in
- * bundles of up to {@link ANSWER_BUNDLE_BYTES} delta bytes, in list order.
+ * bundles (see {@link bundle}), in list order.
  */
-export function answerBundles(names: Iterable<HostedName>, entries: readonly VersionEntry[], context: AnswerContext): DeltaEntry[][] {
-  return bundle(lackedNames(names, entries, context).map((lacked) => lacked.entry))
+export function answerBundles(
+  names: Iterable<HostedName>,
+  entries: readonly VersionEntry[],
+  context: AnswerContext,
+): { readonly bundles: DeltaEntry[][]; readonly independent: DeltaEntry[][] } {
+  return bundle(
+    lackedNames(names, entries, context).map((lacked) => lacked.entry),
+    context.joint,
+  )
 }
 
 /** A name the remote lacks something of: the delta, and the remote's version it was computed from. */
@@ -294,7 +345,13 @@ async function withRecords(lacked: readonly Lacked[], context: AnswerContext): P
   const until = remote && host.logClock?.()
   const allMerged = (): Answer => {
     context.answered?.(0, lacked.length)
-    return { records: [], bundles: bundle(lacked.map((item) => item.entry)) }
+    return {
+      records: [],
+      ...bundle(
+        lacked.map((item) => item.entry),
+        context.joint,
+      ),
+    }
   }
   if (!remote || !host.recordsSince || lacked.length === 0) return allMerged()
   const taken: NamedRecord[] = []
@@ -320,7 +377,7 @@ async function withRecords(lacked: readonly Lacked[], context: AnswerContext): P
   }
   const commits = recordCommits(taken, remote)
   context.answered?.(commits.length, merged.length)
-  return { records: commits, bundles: bundle(merged) }
+  return { records: commits, ...bundle(merged, context.joint) }
 }
 
 /**
@@ -551,7 +608,10 @@ export class AntiEntropy {
     const names = only ? [...only] : [...(await this.context.host.list())]
     if (closed()) return
     const records = remote.records && { ...remote.records, refused: (name: string) => this.refusedRecords.has(name) }
-    const answer = await answerInSlices(names, entries, { ...remote, records })
+    // Which names may share a unit: read before the deltas, so that a unit committed meanwhile marks its names first.
+    const joint = this.context.host.joints ? await this.context.host.joints().catch(() => undefined) : undefined
+    if (closed()) return
+    const answer = await answerInSlices(names, entries, { ...remote, records, joint })
     // The remote's versions of the names answered with records: where a merged state starts from if it refuses them.
     const recorded = new Set(answer.records.flatMap((commit) => commit.entries.map((entry) => entry.name)))
     this.remoteVersions.clear()

@@ -58,3 +58,31 @@ export function takesReconcile(hello: HelloMessage): boolean {
     return false
   }
 }
+
+/**
+ * Key of the independent-bundles extension (value: `varUint` 1, the
+ * format): the sender of the HELLO takes INDEPENDENT messages (a
+ * TRANSACTION whose names never shared a unit on its sender; an answer
+ * sends its independent names so, sync/anti-entropy.ts), and does not keep
+ * their names together later. A remote without it gets TRANSACTIONs.
+ */
+export const INDEPENDENT_EXTENSION = 'independent'
+
+/** The extension announcing INDEPENDENT messages. */
+export function independentExtension(): { readonly key: string; readonly value: Uint8Array } {
+  return { key: INDEPENDENT_EXTENSION, value: new Encoder(2).writeVarUint(1).finish() }
+}
+
+/** Whether a HELLO announces INDEPENDENT messages (format 1). */
+export function takesIndependent(hello: HelloMessage): boolean {
+  const extension = hello.extensions.find((candidate) => candidate.key === INDEPENDENT_EXTENSION)
+  if (!extension) return false
+  try {
+    const decoder = new Decoder(extension.value)
+    const format = decoder.readVarUint()
+    decoder.end('independent extension')
+    return format === 1
+  } catch {
+    return false
+  }
+}

@@ -107,12 +107,16 @@ export interface SyncHost {
    * signatures (it did not announce `signatures`): a claim of an author
    * whose key is known is then not believed, rather than refused (the
    * commit is the sending peer's), so older relays still sync.
+   * `options.independent`: the remote said the names never shared a unit
+   * there (an INDEPENDENT bundle): applied all or none all the same, but
+   * the host need not keep them together later (see {@link joints}).
    */
   applyRemote(
     entries: readonly DeltaEntry[],
     origin: unknown,
     applied?: () => void,
     provenance?: EncodedProvenance & { readonly signable?: boolean },
+    options?: { readonly independent?: boolean | undefined },
   ): Promise<HostApplyResult>
   /** Announces every local commit (including applied remote ones). */
   subscribe(listener: (commit: LocalCommit) => void): Unsubscribe
@@ -176,6 +180,16 @@ export interface SyncHost {
    * it whole or not at all.
    */
   logClock?(): HostRecord['logged']
+  /**
+   * Optional: resolves a test of whether a local name may share a unit
+   * with another (a transaction or a remote commit of several names was
+   * applied to it, or the host cannot tell), live as units are applied.
+   * An answer keeps those names in bundles together and sends the others
+   * in small INDEPENDENT bundles, each applied on its own (sync/PROTOCOL.md
+   * "Bounded answers"). Without it every name may: the answer bundles
+   * them all together.
+   */
+  joints?(): Promise<(name: string) => boolean>
   /**
    * Optional: lets other work run (a macrotask). A session calls it between
    * slices of an expensive answer, so one peer's anti-entropy never holds

@@ -47,6 +47,8 @@ export const MessageType = {
   provenance: 14,
   ranges: 15,
   want: 16,
+  /** A TRANSACTION whose names never shared a unit on the sender (sent only to a peer announcing `independent`). */
+  independent: 17,
 } as const
 
 /** Why a connection is refused (REFUSE). Unknown codes decode as `'other'`. */
@@ -133,6 +135,12 @@ export interface TransactionMessage {
   readonly type: 'transaction'
   readonly seq: number
   readonly entries: readonly DeltaEntry[]
+  /**
+   * Its names never shared a unit on the sender (an anti-entropy bundle of
+   * unrelated names, type byte 17, INDEPENDENT): applied all or none as
+   * any TRANSACTION, but the receiver need not keep them together later.
+   */
+  readonly independent?: true | undefined
 }
 
 /**
@@ -413,7 +421,10 @@ export function writeMessage(encoder: Encoder, message: Message): void {
       writeEntry(encoder, message.entry)
       return
     case 'transaction':
-      encoder.writeUint8(MessageType.transaction).writeVarUint(message.seq).writeVarUint(message.entries.length)
+      encoder
+        .writeUint8(message.independent ? MessageType.independent : MessageType.transaction)
+        .writeVarUint(message.seq)
+        .writeVarUint(message.entries.length)
       for (const entry of message.entries) writeEntry(encoder, entry)
       return
     case 'ack':
@@ -540,13 +551,14 @@ export function readMessage(decoder: Decoder): DecodedMessage {
     }
     case MessageType.delta:
       return { type: 'delta', seq: readPositive(decoder, 'delta: seq'), entry: readEntry(decoder) }
-    case MessageType.transaction: {
+    case MessageType.transaction:
+    case MessageType.independent: {
       const seq = readPositive(decoder, 'transaction: seq')
       const count = readEntryCount(decoder, 'transaction')
       if (count === 0) throw new DecodeError('transaction: no entries')
       const entries: DeltaEntry[] = []
       for (let i = 0; i < count; i++) entries.push(readEntry(decoder))
-      return { type: 'transaction', seq, entries }
+      return code === MessageType.independent ? { type: 'transaction', seq, entries, independent: true } : { type: 'transaction', seq, entries }
     }
     case MessageType.ack:
       return { type: 'ack', seq: decoder.readVarUint() }

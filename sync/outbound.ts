@@ -35,6 +35,8 @@ export type DataItem =
       readonly provenance?: OutgoingProvenance | undefined
       /** Part of an answer made of records (sync/PROTOCOL.md "Answers made of records"). */
       readonly records?: boolean
+      /** An answer's bundle of names that never shared a unit: sent as INDEPENDENT to a remote that takes it. */
+      readonly independent?: boolean
     }
   | { readonly kind: 'done' }
   | { readonly kind: 'mark'; readonly resolve: () => void }
@@ -58,6 +60,8 @@ export interface OutboxContext {
   readonly remote: () => HelloMessage | undefined
   /** The commit bytes the remote accepts in flight (its `window-bytes` HELLO extension), if it said. */
   readonly remoteWindowBytes: () => number | undefined
+  /** Whether the remote takes INDEPENDENT bundles (it announced `independent`). */
+  readonly remoteTakesIndependent: () => boolean
   /** Whether frames may still be sent (not closed or closing). */
   readonly active: () => boolean
   /** Ends the session (a send failed). */
@@ -91,7 +95,12 @@ export class Outbox {
   /** Answer bundles of several names sent and not yet acknowledged, by seq (resent without a name the remote rejects). */
   private readonly bundles = new Map<
     number,
-    { readonly entries: readonly DeltaEntry[]; readonly provenance?: OutgoingProvenance | undefined; readonly records?: boolean | undefined }
+    {
+      readonly entries: readonly DeltaEntry[]
+      readonly provenance?: OutgoingProvenance | undefined
+      readonly records?: boolean | undefined
+      readonly independent?: boolean | undefined
+    }
   >()
   /** Settles the pending {@link whenAcked} promises with an error. */
   private readonly rejecters = new Set<(error: Error) => void>()
@@ -171,15 +180,18 @@ export class Outbox {
     {
       records,
       bundles,
+      independent,
     }: {
       readonly records: ReadonlyArray<{ readonly entries: readonly DeltaEntry[]; readonly provenance?: OutgoingProvenance | undefined }>
       readonly bundles: readonly (readonly DeltaEntry[])[]
+      readonly independent?: readonly (readonly DeltaEntry[])[] | undefined
     },
     marks: DataItem[],
   ): void {
     const answer: DataItem[] = [
       ...records.map(({ entries, provenance }): DataItem => ({ kind: 'commit', entries, provenance, answer: true, records: true })),
       ...bundles.map((entries): DataItem => ({ kind: 'commit', entries, answer: true })),
+      ...(independent ?? []).map((entries): DataItem => ({ kind: 'commit', entries, answer: true, independent: true })),
     ]
     this.data = [...answer, { kind: 'done' }, ...marks, ...this.data]
     this.queued += answer.length
@@ -228,7 +240,7 @@ export class Outbox {
     // A commit of records keeps its provenance, with the signatures of the entries kept.
     const signatures = bundled.provenance?.signatures
     const provenance = bundled.provenance && (signatures ? { ...bundled.provenance, signatures: kept.map(({ at }) => signatures[at]) } : bundled.provenance)
-    this.data.unshift({ kind: 'commit', entries: rest, answer: true, provenance, records: bundled.records })
+    this.data.unshift({ kind: 'commit', entries: rest, answer: true, provenance, records: bundled.records, independent: bundled.independent })
     this.queued++
     this.pump()
     return refused
@@ -337,9 +349,15 @@ export class Outbox {
       this.inflightBytes += bytes
       this.context.stats.commitsOut++
       if (item.kind === 'commit' && item.answer && (item.entries.length > 1 || item.records)) {
-        this.bundles.set(seq, { entries: item.entries, provenance: item.provenance, records: item.records })
+        this.bundles.set(seq, { entries: item.entries, provenance: item.provenance, records: item.records, independent: item.independent })
       }
-      const message: Message = item.entries.length === 1 ? { type: 'delta', seq, entry: item.entries[0] } : { type: 'transaction', seq, entries: item.entries }
+      const independent = item.independent === true && this.context.remoteTakesIndependent()
+      const message: Message =
+        item.entries.length === 1
+          ? { type: 'delta', seq, entry: item.entries[0] }
+          : independent
+            ? { type: 'transaction', seq, entries: item.entries, independent }
+            : { type: 'transaction', seq, entries: item.entries }
       const frameLimit = this.frameLimit()
       const frames = this.framesOf(encodeMessage(message), frameLimit)
       if (item.kind === 'commit' && item.provenance) {

@@ -176,6 +176,15 @@ export interface SessionOptions {
    * peer of an older version does).
    */
   readonly reconcile?: boolean | undefined
+  /**
+   * Take and send INDEPENDENT bundles (sync/PROTOCOL.md "Bounded answers"):
+   * announce the `independent` HELLO extension, and send an answer's names
+   * that never shared a unit here as INDEPENDENT to a remote that announced
+   * it (default true; false: every bundle goes as a TRANSACTION and every
+   * remote TRANSACTION of several names is taken as a unit, as a peer of an
+   * older version does).
+   */
+  readonly independent?: boolean | undefined
 }
 
 /** Counters of one session. */

@@ -29,7 +29,7 @@ import { Admission } from './admission.ts'
 import { AntiEntropy, MAX_RESYNC_RETRIES } from './anti-entropy.ts'
 import { MIN_FRAME_BYTES } from './chunking.ts'
 import { newNonce } from './credentials.ts'
-import { reconcileExtension, takesReconcile, windowBytesExtension, windowBytesOf } from './extensions.ts'
+import { independentExtension, reconcileExtension, takesIndependent, takesReconcile, windowBytesExtension, windowBytesOf } from './extensions.ts'
 import { answerRecordsExtension, provenanceExtension, signaturesExtension, takesAnswerRecords, takesProvenance, takesSignatures } from './provenance.ts'
 import { Handshake, PROOF_VERSION, type HandshakeIo } from './handshake.ts'
 import type { HostedName, LocalCommit, SyncHost } from './host.ts'
@@ -152,6 +152,7 @@ export class SyncSession {
         maxQueued: Math.max(1, options.maxQueuedCommits ?? 4096),
         remote: () => this.handshake.remote,
         remoteWindowBytes: () => this.remoteWindowBytes,
+        remoteTakesIndependent: () => this.takesIndependent && this.handshake.remote !== undefined && takesIndependent(this.handshake.remote),
         active: () => this.stateValue !== 'closed' && !this.closing,
         fail: (reason) => this.close(reason),
       },
@@ -219,6 +220,7 @@ export class SyncSession {
         ...(this.takesSignatures ? [signaturesExtension()] : []),
         ...(this.takesAnswerRecords ? [answerRecordsExtension()] : []),
         ...(this.options.reconcile !== false ? [reconcileExtension()] : []),
+        ...(this.takesIndependent ? [independentExtension()] : []),
       ]),
     )
   }
@@ -430,7 +432,8 @@ export class SyncSession {
       case 'delta':
         return this.onCommit(message.seq, [message.entry])
       case 'transaction':
-        return this.onCommit(message.seq, message.entries)
+        // INDEPENDENT counts only as this side announced it (else it is a TRANSACTION like any).
+        return this.onCommit(message.seq, message.entries, message.independent === true && this.takesIndependent)
       case 'ack':
         this.onAck(message.seq)
         return
@@ -571,6 +574,10 @@ export class SyncSession {
     return this.takesProvenance && this.options.answerRecords !== false
   }
 
+  private get takesIndependent(): boolean {
+    return this.options.independent !== false
+  }
+
   private get takesSignatures(): boolean {
     return this.takesProvenance && this.options.signatures !== false
   }
@@ -581,7 +588,7 @@ export class SyncSession {
    * settled (a host that cannot tell, a refusal); it is acknowledged only
    * once durable, in order (ACK is cumulative over what is durable).
    */
-  private async onCommit(seq: number, entries: readonly DeltaEntry[]): Promise<void | { readonly settled: Promise<void> }> {
+  private async onCommit(seq: number, entries: readonly DeltaEntry[], independent = false): Promise<void | { readonly settled: Promise<void> }> {
     this.stat.commitsIn++
     const provenance = this.pendingProvenance?.seq === seq ? this.pendingProvenance : undefined
     this.pendingProvenance = undefined
@@ -599,7 +606,7 @@ export class SyncSession {
     const applied = new Promise<'applied'>((resolve) => {
       onApplied = () => resolve('applied')
     })
-    const settled = this.settleCommit(seq, entries, onApplied, provenance)
+    const settled = this.settleCommit(seq, entries, onApplied, provenance, independent)
     this.settling.add(settled)
     void settled.then(() => {
       this.settling.delete(settled)
@@ -617,11 +624,17 @@ export class SyncSession {
   }
 
   /** Admits a remote commit and, once durable or refused, records and acknowledges it. Never rejects. */
-  private async settleCommit(seq: number, entries: readonly DeltaEntry[], applied: () => void, provenance?: ProvenanceMessage): Promise<void> {
+  private async settleCommit(
+    seq: number,
+    entries: readonly DeltaEntry[],
+    applied: () => void,
+    provenance: ProvenanceMessage | undefined,
+    independent: boolean,
+  ): Promise<void> {
     try {
       const remote = this.handshake.remote!
       const signable = this.takesSignatures && takesSignatures(remote.extensions)
-      const admitted = await this.admission.admit(remote.agentId, entries, this, applied, provenance, signable)
+      const admitted = await this.admission.admit(remote.agentId, entries, this, applied, provenance, signable, independent)
       if ('refused' in admitted && this.stateValue !== 'closed') {
         const { name, code, message } = admitted.refused
         if (code === ErrorCodes.DECODE_ERROR) this.malformed(`undecodable delta for "${name}"`)

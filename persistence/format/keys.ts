@@ -48,3 +48,19 @@ export const logKey = (name: string, seq: number): StorageKey => ['l', name, seq
 export const checkpointPrefix = (name: string): StorageKey => ['c', name]
 /** One checkpoint. */
 export const checkpointKey = (name: string, seq: number): StorageKey => ['c', name, seqKey(seq)]
+/**
+ * Marker of a name that was in a unit of several names (a transaction, a
+ * remote commit of several): an anti-entropy answer keeps such names in
+ * one bundle (persistence/names/joint-names.ts). Value {@link JOINT_MARKER}.
+ */
+export const jointKey = (name: string): StorageKey => ['j', name]
+/** Prefix of every joint-name marker. */
+export const JOINT_PREFIX: StorageKey = ['j']
+/** The value of a joint-name marker (format version 1, nothing else). */
+export const JOINT_MARKER: Uint8Array = Uint8Array.of(1)
+/**
+ * Present in a store that has marked its joint names since it was created
+ * (value {@link JOINT_MARKER}); a folder without it (made by an older
+ * version, or restored) may hold joint names unmarked.
+ */
+export const JOINT_TRACKED_KEY: StorageKey = ['s', 'joint']

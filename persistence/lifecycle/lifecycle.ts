@@ -4,7 +4,7 @@
  */
 import { ConcordError, ErrorCodes, isConcordError } from '../../crdt/errors.ts'
 import type { StoreContext } from '../context.ts'
-import { ARCHIVE_PREFIX, archiveKey, checkpointPrefix, logPrefix, metaKey, parseSeqKey, TAIL_PREFIX, tailKey } from '../format/keys.ts'
+import { ARCHIVE_PREFIX, archiveKey, checkpointPrefix, jointKey, logPrefix, metaKey, parseSeqKey, TAIL_PREFIX, tailKey } from '../format/keys.ts'
 import type { ArchiveMarker } from '../format/archive.ts'
 import type { NameMeta } from '../format/name-meta.ts'
 import { segmentIndexKey } from '../format/segments.ts'
@@ -146,7 +146,9 @@ export class Lifecycle {
       { type: 'del', key: metaKey(name) },
       { type: 'del', key: tailKey(name) },
       { type: 'del', key: segmentIndexKey(name) },
+      { type: 'del', key: jointKey(name) },
     ]
+    context.jointNames.forget(name)
     for (const prefix of [logPrefix(name), checkpointPrefix(name)]) {
       for await (const key of context.storage.keys({ prefix, signal })) ops.push({ type: 'del', key })
     }

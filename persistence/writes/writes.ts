@@ -197,7 +197,7 @@ export class Writes {
   async commit(
     entries: readonly NameEntry[],
     deltas: ReadonlyArray<{ readonly name: string; readonly delta: Uint8Array; readonly signature?: RecordSignature | undefined }>,
-    options: { readonly origin?: unknown; readonly applied?: () => void } & EncodedProvenance,
+    options: { readonly origin?: unknown; readonly applied?: () => void; readonly independent?: boolean | undefined } & EncodedProvenance,
   ): Promise<ApplyResult[]> {
     const { context } = this
     // Several deltas, or a name to create: checked strictly, so that none is refused once one applied.
@@ -261,7 +261,9 @@ export class Writes {
     if (stamped.length > 0 || created.length > 0) {
       // Announced before it is durable only when it logs the remote deltas alone, as they are.
       const announce = remote === stamped.length && stamped.length > 0 && context.events.listenerCount('applied') > 0 && stamped.every(announceable)
-      const writing = this.enqueueItems(stamped, options.origin, created, announce)
+      // Several names in one unit are joint, unless the sender said they never shared one (and no local change joined them).
+      const joint = !options.independent || stamped.some((item) => !item.remote)
+      const writing = this.enqueueItems(stamped, options.origin, created, announce, joint)
       if (announce) {
         context.events.emit('applied', {
           origin: options.origin,
@@ -316,7 +318,13 @@ export class Writes {
     for (const { record } of block.records.values()) record?.release()
     if (items.length === 0) return []
     const plain = agent === undefined && message === undefined && metaJson === undefined
-    const records = await this.enqueueItems(plain ? items : items.map((item) => ({ ...item, agent: agent ?? item.agent, message, metaJson })))
+    const records = await this.enqueueItems(
+      plain ? items : items.map((item) => ({ ...item, agent: agent ?? item.agent, message, metaJson })),
+      undefined,
+      [],
+      false,
+      true,
+    )
     return records.map((r) => ({ name: r.name, seq: r.seq }))
   }
 
@@ -412,9 +420,22 @@ export class Writes {
     return records
   }
 
-  /** Writes `items` as one unit; resolves once durable per the names' modes, then emits `committed`. */
-  private enqueueItems(items: readonly LogItem[], origin?: unknown, create: readonly NameEntry[] = [], announced = false): Promise<CommittedRecord[]> {
+  /**
+   * Writes `items` as one unit; resolves once durable per the names' modes,
+   * then emits `committed`. `joint`: a unit of several names is a
+   * transaction (an `atomic` block, a remote commit): its names are marked
+   * (names/joint-names.ts).
+   */
+  private enqueueItems(
+    items: readonly LogItem[],
+    origin?: unknown,
+    create: readonly NameEntry[] = [],
+    announced = false,
+    joint = false,
+  ): Promise<CommittedRecord[]> {
     const entries = [...new Set([...items.map((item) => item.entry), ...create])]
+    const logged = joint ? [...new Set(items.map((item) => item.entry.name))] : []
+    if (logged.length > 1) this.context.jointNames.note(logged)
     return this.enqueueUnit(
       {
         sync: entries.some((entry) => entry.durability.mode === 'sync'),
@@ -422,6 +443,7 @@ export class Writes {
         changes: true,
         build: (b) => {
           const records = this.buildAppends(b, items)
+          if (logged.length > 1) this.context.jointNames.write(b, logged)
           // Names the unit creates without a record of theirs (a delta that added nothing).
           for (const entry of create) if (entry.state.unborn) b.setMeta(entry.state, b.meta(entry.state))
           return records

@@ -40,6 +40,12 @@ const message: fc.Arbitrary<Message> = fc.oneof(
   fc.record({ type: fc.constant('versions' as const), entries: fc.array(fc.record({ name, replicaType: type, version: bytes }), { maxLength: 5 }) }),
   fc.record({ type: fc.constant('delta' as const), seq, entry }),
   fc.record({ type: fc.constant('transaction' as const), seq, entries: fc.array(entry, { minLength: 1, maxLength: 4 }) }),
+  fc.record({
+    type: fc.constant('transaction' as const),
+    seq,
+    entries: fc.array(entry, { minLength: 1, maxLength: 4 }),
+    independent: fc.constant(true as const),
+  }),
   fc.record({ type: fc.constant('ack' as const), seq: fc.nat() }),
   fc.record({ type: fc.constant('done' as const), seq: fc.nat() }),
   fc.record({ type: fc.constant('request' as const) }),
@@ -123,6 +129,7 @@ test('messages: bad input gives DecodeError', () => {
   )
   bad(new Encoder().writeUint8(1).writeUint8(MessageType.delta).writeVarUint(1).writeString('').writeString('yjs').writeBytes(new Uint8Array(1)).finish())
   bad(new Encoder().writeUint8(1).writeUint8(MessageType.transaction).writeVarUint(1).writeVarUint(0).finish()) // empty transaction
+  bad(new Encoder().writeUint8(1).writeUint8(MessageType.independent).writeVarUint(1).writeVarUint(0).finish()) // empty INDEPENDENT
   bad(
     new Encoder()
       .writeUint8(1)

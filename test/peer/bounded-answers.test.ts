@@ -1,0 +1,159 @@
+/**
+ * Bounded answers (issue 15), LevelDB peers over WebSocket on 127.0.0.1: a
+ * first sync sends the names that never shared a unit in small
+ * INDEPENDENT bundles, each applied and made durable on its own, so the
+ * receiver holds one bundle's names at a time (its cache stays bounded,
+ * not by how many names there are); the names of a transaction stay in
+ * one bundle, also after the sender restarted (its joint names are kept
+ * on disk); a peer without INDEPENDENT (as an older version) syncs either
+ * way, and what it sends is kept together where it lands.
+ */
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { join } from 'node:path'
+import { createPeer, type Peer } from '../../peer/index.ts'
+import { INDEPENDENT_BUNDLE_NAMES } from '../../sync/anti-entropy.ts'
+import { tempDir } from '../helpers/temp-dir.ts'
+
+const CACHE = 32
+const nameOf = (i: number): string => `task/${String(i).padStart(5, '0')}`
+const options = (independent = true) => ({ cacheSize: CACHE, durability: { mode: 'async' as const, rpoMs: 50 }, sync: { independent } })
+
+function synced(peer: Peer): Promise<void> {
+  return new Promise<void>((resolve) => peer.once('peer-synced', () => resolve()))
+}
+
+/** The units a peer's store commits that came from a remote: the names of each. */
+function remoteUnits(peer: Peer): string[][] {
+  const units: string[][] = []
+  peer.store.events.on('committed', ({ origin, records }) => {
+    if (origin !== undefined) units.push([...new Set(records.map((record) => record.name))])
+  })
+  return units
+}
+
+test('a first sync of 3,000 counters into an empty peer comes in bundles applied one by one: the receiver holds a bundle at a time, not every name', async () => {
+  const dir = await tempDir('concord-bounded-first-')
+  const peers: Peer[] = []
+  try {
+    const a = await createPeer({ agentId: 'a', dir: join(dir.path, 'a'), ...options() })
+    peers.push(a)
+    const NAMES = 3000
+    for (let i = 0; i < NAMES; i++) (await a.counter(nameOf(i))).increment(i + 1)
+    await a.flush()
+    const b = await createPeer({ agentId: 'b', dir: join(dir.path, 'b'), ...options() })
+    peers.push(b)
+    const units = remoteUnits(b)
+    let most = 0
+    b.store.events.on('committed', () => {
+      most = Math.max(most, b.store.cachedNames)
+    })
+    const { url } = (await a.listen()) as { url: string }
+    const done = synced(b)
+    await b.connect(url)
+    await done
+    assert.equal((await b.store.listNames()).length, NAMES)
+    for (const i of [0, 1234, NAMES - 1]) assert.equal((await b.counter(nameOf(i))).value(), i + 1)
+    assert.ok(units.length >= NAMES / INDEPENDENT_BUNDLE_NAMES, `${units.length} units for ${NAMES} names`)
+    assert.ok(
+      units.every((unit) => unit.length <= INDEPENDENT_BUNDLE_NAMES),
+      `a unit of ${Math.max(...units.map((unit) => unit.length))} names`,
+    )
+    // The cache plus the bundles being written (each is applied once the one before is queued), never every name.
+    assert.ok(most <= CACHE + 4 * INDEPENDENT_BUNDLE_NAMES, `the receiver held ${most} names at once (cache ${CACHE})`)
+  } finally {
+    await Promise.all(peers.map((peer) => peer.close()))
+    await dir.remove()
+  }
+})
+
+test('a bundle boundary never splits a transaction: its names arrive in one unit, also after the sender restarted', async () => {
+  const dir = await tempDir('concord-bounded-tx-')
+  const peers: Peer[] = []
+  try {
+    const NAMES = 1000
+    const transactions = [
+      [3, 500, 999],
+      [10, 11],
+      [250, 750, 251, 0],
+    ].map((indexes) => indexes.map(nameOf))
+    {
+      const a = await createPeer({ agentId: 'a', dir: join(dir.path, 'a'), ...options() })
+      for (let i = 0; i < NAMES; i++) (await a.counter(nameOf(i))).increment()
+      for (const names of transactions) {
+        const counters = await Promise.all(names.map((name) => a.counter(name)))
+        await a.transact(() => {
+          for (const counter of counters) counter.increment(100)
+        })
+      }
+      await a.close()
+    }
+    // Reopened: the names it knows were in a transaction are read from its folder.
+    const a = await createPeer({ agentId: 'a', dir: join(dir.path, 'a'), ...options() })
+    peers.push(a)
+    const b = await createPeer({ agentId: 'b', dir: join(dir.path, 'b'), ...options() })
+    peers.push(b)
+    const units = remoteUnits(b)
+    const { url } = (await a.listen()) as { url: string }
+    const done = synced(b)
+    await b.connect(url)
+    await done
+    for (const names of transactions) {
+      const holding = units.filter((unit) => names.some((name) => unit.includes(name)))
+      assert.equal(holding.length, 1, `the names of ${names.join(', ')} came in ${holding.length} units`)
+      for (const name of names) assert.ok(holding[0].includes(name), `${name} with the others of its transaction`)
+      for (const name of names) assert.ok((await b.counter(name)).value() >= 101, `${name} holds the transaction`)
+    }
+    assert.ok(units.length > 2, `the other names came apart (${units.length} units)`)
+  } finally {
+    await Promise.all(peers.map((peer) => peer.close()))
+    await dir.remove()
+  }
+})
+
+for (const [sender, receiver] of [
+  ['old', 'new'],
+  ['new', 'old'],
+] as const) {
+  test(`${sender === 'old' ? 'an' : 'a'} ${sender} sender and ${receiver === 'old' ? 'an' : 'a'} ${receiver} receiver (INDEPENDENT off on the old one) sync a first time, and transactions stay whole`, async () => {
+    const dir = await tempDir('concord-bounded-mixed-')
+    const peers: Peer[] = []
+    try {
+      const a = await createPeer({ agentId: 'a', dir: join(dir.path, 'a'), ...options(sender === 'new') })
+      peers.push(a)
+      const NAMES = 600
+      for (let i = 0; i < NAMES; i++) (await a.counter(nameOf(i))).increment(2)
+      const joint = [nameOf(1), nameOf(598)]
+      const counters = await Promise.all(joint.map((name) => a.counter(name)))
+      await a.transact(() => {
+        for (const counter of counters) counter.increment(5)
+      })
+      await a.flush()
+      const b = await createPeer({ agentId: 'b', dir: join(dir.path, 'b'), ...options(receiver === 'new') })
+      peers.push(b)
+      const units = remoteUnits(b)
+      const { url } = (await a.listen()) as { url: string }
+      const done = synced(b)
+      await b.connect(url)
+      await done
+      assert.equal((await b.store.listNames()).length, NAMES)
+      assert.equal((await b.counter(nameOf(300))).value(), 2)
+      for (const name of joint) assert.equal((await b.counter(name)).value(), 7)
+      assert.equal(units.filter((unit) => joint.some((name) => unit.includes(name))).length, 1, 'the transaction in one unit')
+      // Bundles are small either way (an old receiver takes them as TRANSACTIONs).
+      assert.ok(units.length > 2, `${units.length} units`)
+      // What the receiver took as independent it may split again; a TRANSACTION of several names it keeps together.
+      const test = await b.store.jointNames()
+      const apart = units.find((unit) => unit.length > 1 && !unit.some((name) => joint.includes(name)))!
+      assert.equal(
+        apart.every((name) => test(name)),
+        sender === 'old' || receiver === 'old',
+        'a bundle taken as a TRANSACTION marks its names joint; an INDEPENDENT one does not',
+      )
+      for (const name of joint) assert.ok(test(name), `${name} is joint on the receiver`)
+    } finally {
+      await Promise.all(peers.map((peer) => peer.close()))
+      await dir.remove()
+    }
+  })
+}

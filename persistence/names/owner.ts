@@ -68,6 +68,8 @@ export class Names {
    */
   private readonly archived = new Set<string>()
   private archivedKnown = false
+  /** Names the cache keeps (`cacheSize`). */
+  private readonly cacheLimit: number
 
   constructor(
     private readonly context: StoreContext,
@@ -75,8 +77,9 @@ export class Names {
   ) {
     this.readAhead = new ReadAhead(context.storage)
     context.committer.observeWrites(this.readAhead)
+    this.cacheLimit = Math.max(1, context.options.cacheSize ?? 1000)
     this.cache = new NameCache(
-      Math.max(1, context.options.cacheSize ?? 1000),
+      this.cacheLimit,
       (entry) => this.catchUp(entry),
       (entry) => {
         if (!entry.state.unborn) {
@@ -297,6 +300,11 @@ export class Names {
   /** Number of names held in memory. */
   get size(): number {
     return this.cache.size
+  }
+
+  /** Whether more names are held than the cache keeps (names pinned by writes under way, readers, the application). */
+  get overfull(): boolean {
+    return this.cache.size > this.cacheLimit
   }
 
   /** Evicts the least recently used names beyond the cache size that may go. */

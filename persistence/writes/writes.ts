@@ -281,7 +281,9 @@ export class Writes {
           })),
         })
       }
-      options.applied?.()
+      // While more names are held than the cache keeps (a first sync's bundles arriving faster than they are written),
+      // the caller takes its next commit only once this one is written: what it holds stays bounded by the cache.
+      if (!this.names.overfull) options.applied?.()
       records = await writing
     } else {
       options.applied?.()

@@ -99,6 +99,8 @@ interface Run {
   readonly createMs: number
   readonly firstSyncMs: number
   readonly firstSyncBytes: number
+  /** Peak RSS of this process (both peers) during the first sync, over its RSS before it, in MiB. */
+  readonly firstSyncRssMiB: number
   readonly reconnectMs: number
   readonly reconnectBytes: number
   readonly reconnectHydrations: number
@@ -137,10 +139,17 @@ async function scenario(kind: Kind, count: number, sync: Record<string, unknown>
     const { url } = (await a.listen()) as { url: string }
     let bytesBefore = bytesSent(a, b)
     let synced = syncedOnBoth(a, b)
+    const rssBefore = process.memoryUsage.rss()
+    let rssPeak = rssBefore
+    const sampler = setInterval(() => {
+      rssPeak = Math.max(rssPeak, process.memoryUsage.rss())
+    }, 50)
     const firstStart = now()
     await b.connect(url)
     await synced
     const firstSyncMs = now() - firstStart
+    clearInterval(sampler)
+    const firstSyncRssMiB = (rssPeak - rssBefore) / 2 ** 20
     const firstSyncBytes = bytesSent(a, b) - bytesBefore
     const held = (await b.store.listNames()).length
     if (held !== count) throw new Error(`bench: b holds ${held} names after the first sync, not ${count}`)
@@ -163,7 +172,7 @@ async function scenario(kind: Kind, count: number, sync: Record<string, unknown>
     const reconnectHydrations = a.store.hydrations + b.store.hydrations - hydrationsBefore
     const got = await Promise.all(changedNames.map((name) => heldValue(b, kind, name)))
     if (got.some((value, i) => value !== expected[i])) throw new Error('bench: b does not hold the changes after the reconnect')
-    return { createMs, firstSyncMs, firstSyncBytes, reconnectMs, reconnectBytes, reconnectHydrations }
+    return { createMs, firstSyncMs, firstSyncBytes, firstSyncRssMiB, reconnectMs, reconnectBytes, reconnectHydrations }
   } finally {
     await Promise.all(peers.map((peer) => peer.close()))
     await dir.remove()
@@ -187,7 +196,7 @@ function rows(kind: Kind, count: number, fresh: Run, base: Run | undefined, base
       unit: 'names/s',
       better: 'higher',
       ...(base ? { baseline: { label: baseLabel, value: count / (base.firstSyncMs / 1000) } } : {}),
-      note: `${fresh.firstSyncMs.toFixed(0)} ms, ${(fresh.firstSyncBytes / 1024).toFixed(0)} KiB both ways ${base ? `(baseline ${base.firstSyncMs.toFixed(0)} ms, ${(base.firstSyncBytes / 1024).toFixed(0)} KiB)` : ''}`,
+      note: `${fresh.firstSyncMs.toFixed(0)} ms, ${(fresh.firstSyncBytes / 1024).toFixed(0)} KiB both ways, RSS +${fresh.firstSyncRssMiB.toFixed(0)} MiB at peak (both peers) ${base ? `(baseline ${base.firstSyncMs.toFixed(0)} ms, ${(base.firstSyncBytes / 1024).toFixed(0)} KiB, RSS +${base.firstSyncRssMiB.toFixed(0)} MiB)` : ''}`,
     },
     {
       name: `${label}: reconnect after ${CHANGED} changed, bytes both ways`,

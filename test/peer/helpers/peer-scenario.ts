@@ -108,7 +108,14 @@ export async function runPeerScenario(seed: number): Promise<PeerScenarioResult>
       createReplica: creator,
       tickMs: 0,
       now: () => Math.floor(network.now),
-      sync: { now: () => network.now, antiEntropyIntervalMs: 400, resyncTimeoutMs: 150, handshakeTimeoutMs: 300 },
+      // Every third peer speaks without INDEPENDENT bundles, as an older version (no extra draw: seeds replay as before).
+      sync: {
+        now: () => network.now,
+        antiEntropyIntervalMs: 400,
+        resyncTimeoutMs: 150,
+        handshakeTimeoutMs: 300,
+        independent: slots.indexOf(slot) % 3 !== 2,
+      },
     })
     peer.events.on('error', () => {
       /* storage cut under a crashing peer */

@@ -19,8 +19,11 @@ import type { Replica, ReplicaType } from './replica.ts'
 /** Bytes of a state digest. */
 export const STATE_DIGEST_BYTES = 16
 
+/** A SHA-256 function: @noble/hashes here; a store passes Node's native one (persistence/format/digest.ts), same bytes. */
+export type Sha256 = (bytes: Uint8Array) => Uint8Array
+
 /** The state digest of `name` of `type` from its version and what that version still lacks (`null`: nothing). */
-export function stateDigest(name: string, type: ReplicaType, version: Uint8Array, rest: Uint8Array | null): Uint8Array {
+export function stateDigest(name: string, type: ReplicaType, version: Uint8Array, rest: Uint8Array | null, hash: Sha256 = sha256): Uint8Array {
   const input = new Encoder(64 + name.length + version.length + (rest?.length ?? 0))
     .writeString('concord-state-digest')
     .writeString(name)
@@ -28,11 +31,11 @@ export function stateDigest(name: string, type: ReplicaType, version: Uint8Array
     .writeBytes(version)
     .writeBytes(rest ?? new Uint8Array(0))
     .finish()
-  return sha256(input).slice(0, STATE_DIGEST_BYTES)
+  return hash(input).slice(0, STATE_DIGEST_BYTES)
 }
 
-/** The state digest of a replica of `name`. */
-export function replicaDigest(name: string, replica: Replica): Uint8Array {
+/** The state digest of a replica of `name` (`hash`: see {@link stateDigest}). */
+export function replicaDigest(name: string, replica: Replica, hash: Sha256 = sha256): Uint8Array {
   const version = replica.version()
-  return stateDigest(name, replica.type, version, replica.deltaSince(version))
+  return stateDigest(name, replica.type, version, replica.deltaSince(version), hash)
 }

@@ -13,6 +13,7 @@ import { type EncodedProvenance, metaOf, type Provenance as ChangeProvenance } f
 import type { HlcTimestamp } from '../crdt/hlc.ts'
 import type { Replica, ReplicaType } from '../crdt/replica.ts'
 import { replicaDigest } from '../crdt/state-digest.ts'
+import { sha256 } from '../persistence/format/digest.ts'
 import type { Store } from '../persistence/store.ts'
 import type { CommittedUnitRecord } from '../persistence/store-types.ts'
 import { afterThisTurn } from '../persistence/turn.ts'
@@ -238,7 +239,7 @@ export class StoreSyncHost implements SyncHost {
   /** The state digest of `name`: a held name's from its replica, else the store's (hydrated, or kept in its metadata), else undefined. */
   digest(name: string): Uint8Array | undefined {
     const held = this.leased.get(name)
-    if (held) return replicaDigest(name, held.replica)
+    if (held) return replicaDigest(name, held.replica, sha256)
     return this.options.store.digestOf(name)
   }
 

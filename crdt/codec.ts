@@ -28,12 +28,12 @@ const textDecoder = new TextDecoder('utf-8', { fatal: true })
 /** Writes values into a growing byte buffer. */
 export class Encoder {
   private buffer: Uint8Array
-  private view: DataView
+  /** For floats only, made on first use: a DataView costs more to create than the rest of an encoder (issue 19). */
+  private view: DataView | undefined
   private length = 0
 
   constructor(initialCapacity = 64) {
     this.buffer = new Uint8Array(initialCapacity)
-    this.view = new DataView(this.buffer.buffer)
   }
 
   /** Number of bytes written so far. */
@@ -49,7 +49,7 @@ export class Encoder {
     const next = new Uint8Array(capacity)
     next.set(this.buffer.subarray(0, this.length))
     this.buffer = next
-    this.view = new DataView(next.buffer)
+    this.view = undefined
   }
 
   /** One byte, 0..255. */
@@ -80,6 +80,7 @@ export class Encoder {
   /** IEEE 754 double, big-endian. */
   writeFloat64(value: number): this {
     this.ensure(8)
+    this.view ??= new DataView(this.buffer.buffer, this.buffer.byteOffset, this.buffer.byteLength)
     this.view.setFloat64(this.length, value)
     this.length += 8
     return this
@@ -112,12 +113,11 @@ export class Encoder {
 
 /** Reads values written by {@link Encoder}; every read is bounds-checked. */
 export class Decoder {
-  private readonly view: DataView
+  /** For floats only, made on first use (see {@link Encoder}). */
+  private view: DataView | undefined
   private offset = 0
 
-  constructor(private readonly bytes: Uint8Array) {
-    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
-  }
+  constructor(private readonly bytes: Uint8Array) {}
 
   /** Bytes not yet read. */
   get remaining(): number {
@@ -168,6 +168,7 @@ export class Decoder {
   /** IEEE 754 double, big-endian. */
   readFloat64(): number {
     this.need(8, 'float64')
+    this.view ??= new DataView(this.bytes.buffer, this.bytes.byteOffset, this.bytes.byteLength)
     const value = this.view.getFloat64(this.offset)
     this.offset += 8
     return value

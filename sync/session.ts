@@ -582,6 +582,16 @@ export class SyncSession {
     return this.takesProvenance && this.options.signatures !== false
   }
 
+  /** What the remote's HELLO announced, read once (its extensions are decoded, and every commit asks). */
+  private remoteTakes: { readonly of: object; readonly signatures: boolean; readonly provenance: boolean } | undefined
+
+  private remoteTaking(remote: { readonly extensions: ReadonlyArray<{ readonly key: string; readonly value: Uint8Array }> }) {
+    if (this.remoteTakes?.of !== remote) {
+      this.remoteTakes = { of: remote, signatures: takesSignatures(remote.extensions), provenance: takesProvenance(remote.extensions) }
+    }
+    return this.remoteTakes
+  }
+
   /**
    * Handles a remote commit: the next message is taken as soon as this one
    * is applied and its write queued (the host's `applied`), or once it
@@ -633,7 +643,7 @@ export class SyncSession {
   ): Promise<void> {
     try {
       const remote = this.handshake.remote!
-      const signable = this.takesSignatures && takesSignatures(remote.extensions)
+      const signable = this.takesSignatures && this.remoteTaking(remote).signatures
       const admitted = await this.admission.admit(remote.agentId, entries, this, applied, provenance, signable, independent)
       if ('refused' in admitted && this.stateValue !== 'closed') {
         const { name, code, message } = admitted.refused
@@ -757,13 +767,13 @@ export class SyncSession {
     // The author goes along when it is not this peer's own plain change (the remote assumes that), or signed it.
     const claimed = commit.provenance
     const signatures =
-      this.takesSignatures && takesSignatures(remote.extensions) && entries.some((entry) => entry.signature !== undefined)
+      this.takesSignatures && this.remoteTaking(remote).signatures && entries.some((entry) => entry.signature !== undefined)
         ? entries.map((entry) => entry.signature)
         : undefined
     const provenance =
       claimed &&
       this.takesProvenance &&
-      takesProvenance(remote.extensions) &&
+      this.remoteTaking(remote).provenance &&
       (claimed.agent !== this.options.agentId || claimed.message !== undefined || claimed.metaJson !== undefined || signatures !== undefined)
         ? signatures
           ? { ...claimed, signatures }

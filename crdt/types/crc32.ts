@@ -30,7 +30,13 @@ export function crc32(bytes: Uint8Array): number {
 export function appendCrc32(bytes: Uint8Array, crc: (bytes: Uint8Array) => number = crc32): Uint8Array {
   const out = new Uint8Array(bytes.length + 4)
   out.set(bytes)
-  new DataView(out.buffer).setUint32(bytes.length, crc(bytes))
+  // Big-endian by hand: a DataView per value costs more than the rest (issue 19).
+  const value = crc(bytes) >>> 0
+  const at = bytes.length
+  out[at] = value >>> 24
+  out[at + 1] = (value >>> 16) & 0xff
+  out[at + 2] = (value >>> 8) & 0xff
+  out[at + 3] = value & 0xff
   return out
 }
 
@@ -38,6 +44,7 @@ export function appendCrc32(bytes: Uint8Array, crc: (bytes: Uint8Array) => numbe
 export function stripCrc32(bytes: Uint8Array, crc: (bytes: Uint8Array) => number = crc32): Uint8Array | undefined {
   if (bytes.length < 4) return undefined
   const body = bytes.subarray(0, bytes.length - 4)
-  const stored = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(bytes.length - 4)
-  return stored === crc(body) ? body : undefined
+  const at = bytes.length - 4
+  const stored = ((bytes[at] << 24) | (bytes[at + 1] << 16) | (bytes[at + 2] << 8) | bytes[at + 3]) >>> 0
+  return stored === crc(body) >>> 0 ? body : undefined
 }

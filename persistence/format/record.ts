@@ -137,6 +137,51 @@ function putVarUint(out: Uint8Array, offset: number, value: number): number {
   return offset
 }
 
+/** A record's provenance fields (message, meta, authored, signature) as stored after its delta: flags byte, then each present one. */
+function provenanceFields(record: LogRecord): { size: number; write(out: Uint8Array, offset: number): number } {
+  const message = record.message === undefined ? undefined : textEncoder.encode(record.message)
+  const meta = record.metaJson === undefined ? undefined : textEncoder.encode(record.metaJson)
+  const { authored, signature } = record
+  if (signature && (signature.signature.length !== SIGNATURE_BYTES || (signature.publicKey && signature.publicKey.length !== PUBLIC_KEY_BYTES))) {
+    throw new RangeError('a signature has 64 bytes, its public key 32')
+  }
+  return {
+    size:
+      1 +
+      (message ? varUintSize(message.length) + message.length : 0) +
+      (meta ? varUintSize(meta.length) + meta.length : 0) +
+      (authored ? varUintSize(authored.wall) + varUintSize(authored.logical) : 0) +
+      (signature ? SIGNATURE_BYTES + (signature.publicKey ? PUBLIC_KEY_BYTES : 0) : 0),
+    write(out, offset) {
+      out[offset++] =
+        (message ? FLAG_MESSAGE : 0) |
+        (meta ? FLAG_META : 0) |
+        (authored ? FLAG_AUTHORED : 0) |
+        (signature ? FLAG_SIGNATURE : 0) |
+        (signature?.publicKey ? FLAG_PUBLIC_KEY : 0)
+      for (const field of [message, meta]) {
+        if (!field) continue
+        offset = putVarUint(out, offset, field.length)
+        out.set(field, offset)
+        offset += field.length
+      }
+      if (authored) {
+        offset = putVarUint(out, offset, authored.wall)
+        offset = putVarUint(out, offset, authored.logical)
+      }
+      if (signature) {
+        out.set(signature.signature, offset)
+        offset += SIGNATURE_BYTES
+        if (signature.publicKey) {
+          out.set(signature.publicKey, offset)
+          offset += PUBLIC_KEY_BYTES
+        }
+      }
+      return offset
+    },
+  }
+}
+
 /**
  * Encodes a record in the format before version 4 (version 1, 2 or 3, as
  * code before issue 19 wrote it: name, seq and `prevHash` stored). The
@@ -147,21 +192,10 @@ export function encodeLegacyRecord(record: LogRecord): Uint8Array {
   if (record.prevHash.length !== HASH_BYTES) throw new RangeError('prevHash must be 32 bytes')
   const name = utf8(record.name)
   const agent = utf8(record.agent)
-  const { delta, seq, hlc } = record
-  const message = record.message === undefined ? undefined : textEncoder.encode(record.message)
-  const meta = record.metaJson === undefined ? undefined : textEncoder.encode(record.metaJson)
-  const { authored, signature } = record
-  if (signature && (signature.signature.length !== SIGNATURE_BYTES || (signature.publicKey && signature.publicKey.length !== PUBLIC_KEY_BYTES))) {
-    throw new RangeError('a signature has 64 bytes, its public key 32')
-  }
-  const extended = message !== undefined || meta !== undefined || authored !== undefined || signature !== undefined
-  const extra = extended
-    ? 1 +
-      (message ? varUintSize(message.length) + message.length : 0) +
-      (meta ? varUintSize(meta.length) + meta.length : 0) +
-      (authored ? varUintSize(authored.wall) + varUintSize(authored.logical) : 0) +
-      (signature ? SIGNATURE_BYTES + (signature.publicKey ? PUBLIC_KEY_BYTES : 0) : 0)
-    : 0
+  const { delta, seq, hlc, signature } = record
+  const provenance = provenanceFields(record)
+  const extended = record.message !== undefined || record.metaJson !== undefined || record.authored !== undefined || signature !== undefined
+  const extra = extended ? provenance.size : 0
   const size =
     extra +
     1 +
@@ -192,32 +226,7 @@ export function encodeLegacyRecord(record: LogRecord): Uint8Array {
   offset = putVarUint(out, offset + HASH_BYTES, delta.length)
   out.set(delta, offset)
   offset += delta.length
-  if (extended) {
-    out[offset++] =
-      (message ? FLAG_MESSAGE : 0) |
-      (meta ? FLAG_META : 0) |
-      (authored ? FLAG_AUTHORED : 0) |
-      (signature ? FLAG_SIGNATURE : 0) |
-      (signature?.publicKey ? FLAG_PUBLIC_KEY : 0)
-    for (const field of [message, meta]) {
-      if (!field) continue
-      offset = putVarUint(out, offset, field.length)
-      out.set(field, offset)
-      offset += field.length
-    }
-    if (authored) {
-      offset = putVarUint(out, offset, authored.wall)
-      offset = putVarUint(out, offset, authored.logical)
-    }
-    if (signature) {
-      out.set(signature.signature, offset)
-      offset += SIGNATURE_BYTES
-      if (signature.publicKey) {
-        out.set(signature.publicKey, offset)
-        offset += PUBLIC_KEY_BYTES
-      }
-    }
-  }
+  if (extended) offset = provenance.write(out, offset)
   new DataView(out.buffer, out.byteOffset, out.byteLength).setUint32(offset, checksum(out.subarray(0, offset)))
   return out
 }
@@ -253,12 +262,7 @@ function placeHeader(name: Uint8Array, seq: number): { size: number; write(out: 
 export function encodeRecord(record: LogRecord): Uint8Array {
   const agent = utf8(record.agent)
   const { delta, hlc } = record
-  const message = record.message === undefined ? undefined : textEncoder.encode(record.message)
-  const meta = record.metaJson === undefined ? undefined : textEncoder.encode(record.metaJson)
-  const { authored, signature } = record
-  if (signature && (signature.signature.length !== SIGNATURE_BYTES || (signature.publicKey && signature.publicKey.length !== PUBLIC_KEY_BYTES))) {
-    throw new RangeError('a signature has 64 bytes, its public key 32')
-  }
+  const provenance = provenanceFields(record)
   const header = placeHeader(utf8(record.name), record.seq)
   const size =
     1 +
@@ -269,11 +273,7 @@ export function encodeRecord(record: LogRecord): Uint8Array {
     1 +
     varUintSize(delta.length) +
     delta.length +
-    1 +
-    (message ? varUintSize(message.length) + message.length : 0) +
-    (meta ? varUintSize(meta.length) + meta.length : 0) +
-    (authored ? varUintSize(authored.wall) + varUintSize(authored.logical) : 0) +
-    (signature ? SIGNATURE_BYTES + (signature.publicKey ? PUBLIC_KEY_BYTES : 0) : 0) +
+    provenance.size +
     4
   // One buffer: the place header (covered by the checksum, not stored), then the record.
   const framed = new Uint8Array(header.size + size)
@@ -287,31 +287,7 @@ export function encodeRecord(record: LogRecord): Uint8Array {
   framed[offset++] = record.kind === 'state' ? 1 : 0
   offset = putVarUint(framed, offset, delta.length)
   framed.set(delta, offset)
-  offset += delta.length
-  framed[offset++] =
-    (message ? FLAG_MESSAGE : 0) |
-    (meta ? FLAG_META : 0) |
-    (authored ? FLAG_AUTHORED : 0) |
-    (signature ? FLAG_SIGNATURE : 0) |
-    (signature?.publicKey ? FLAG_PUBLIC_KEY : 0)
-  for (const field of [message, meta]) {
-    if (!field) continue
-    offset = putVarUint(framed, offset, field.length)
-    framed.set(field, offset)
-    offset += field.length
-  }
-  if (authored) {
-    offset = putVarUint(framed, offset, authored.wall)
-    offset = putVarUint(framed, offset, authored.logical)
-  }
-  if (signature) {
-    framed.set(signature.signature, offset)
-    offset += SIGNATURE_BYTES
-    if (signature.publicKey) {
-      framed.set(signature.publicKey, offset)
-      offset += PUBLIC_KEY_BYTES
-    }
-  }
+  offset = provenance.write(framed, offset + delta.length)
   new DataView(framed.buffer).setUint32(offset, checksum(framed.subarray(0, offset)))
   return framed.subarray(start)
 }

@@ -14,13 +14,13 @@
  * text's length and digest, and the CPU the process used since typing began.
  */
 import { createHash } from 'node:crypto'
-import { createServer } from 'node:http'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
-import { WebSocket, WebSocketServer } from 'ws'
+import { WebSocket } from 'ws'
 import * as Y from 'yjs'
 import { WebsocketProvider } from 'y-websocket'
 import { createPeer, type Peer } from '../../peer/index.ts'
 import { monotonicMs, processUsage, serveRequests } from './child.ts'
+import { yWebsocketServer } from './y-websocket-server.ts'
 
 /** A hub role. */
 export type HubRole = { kind: 'concord-hub'; dir: string; durability: 'sync' | 'async' } | { kind: 'yws-hub'; dir: string }
@@ -81,32 +81,9 @@ async function concordHub(role: Extract<HubRole, { kind: 'concord-hub' }>): Prom
   })
 }
 
-/**
- * The y-websocket server (`@y/websocket-server` 0.1.1's `setupWSConnection`)
- * persisting to y-leveldb 0.2.0 the way its YPERSISTENCE option does
- * (bindState: load the stored doc, then `storeUpdate` every update, not
- * awaited; y-leveldb never fsyncs).
- */
+/** The y-websocket hub (bench/peers/y-websocket-server.ts) serving the run's requests. */
 async function yWebsocketHub(role: Extract<HubRole, { kind: 'yws-hub' }>): Promise<void> {
-  const { setupWSConnection, setPersistence, getYDoc } = await import('@y/websocket-server/utils')
-  const { LeveldbPersistence } = await import('y-leveldb')
-  const ldb = new LeveldbPersistence(role.dir)
-  setPersistence({
-    provider: ldb,
-    bindState: async (docName: string, ydoc: Y.Doc) => {
-      const persisted = await ldb.getYDoc(docName)
-      ldb.storeUpdate(docName, Y.encodeStateAsUpdate(ydoc))
-      Y.applyUpdate(ydoc, Y.encodeStateAsUpdate(persisted))
-      ydoc.on('update', (update: Uint8Array) => {
-        ldb.storeUpdate(docName, update)
-      })
-    },
-    writeState: async () => {},
-  })
-  const server = createServer((_request, response) => response.end('okay'))
-  const wss = new WebSocketServer({ noServer: true })
-  wss.on('connection', setupWSConnection)
-  server.on('upgrade', (request, socket, head) => wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, request)))
+  const { server, wss, ldb, getYDoc } = await yWebsocketServer(role.dir)
   let arrivals: Map<number, number[]> | undefined
   serveRequests(async (message) => {
     if (message.observe) arrivals = arrivalRecorder(getYDoc(String(message.observe)))

@@ -25,11 +25,11 @@ import { join } from 'node:path'
 import { Repo, type DocHandle } from '@automerge/automerge-repo'
 import { WebSocketClientAdapter, WebSocketServerAdapter } from '@automerge/automerge-repo-network-websocket'
 import { NodeFSStorageAdapter } from '@automerge/automerge-repo-storage-nodefs'
-import { createServer } from 'node:http'
 import { WebSocket, WebSocketServer } from 'ws'
 import { WebsocketProvider } from 'y-websocket'
 import * as Y from 'yjs'
 import { createPeer } from '../../peer/index.ts'
+import { yWebsocketServer } from './y-websocket-server.ts'
 
 const [kind, role, dir, docsText, portText] = process.argv.slice(2)
 const docs = Number(docsText)
@@ -207,14 +207,12 @@ async function repoClient(port: number, catchup: boolean): Promise<void> {
 }
 
 /**
- * The y-websocket server (`@y/websocket-server` 0.1.1) persisting to y-leveldb
- * as W1's hub does (bench/peers/main.ts); its documents are built first,
- * each change stored as its own update (full history, as Concord keeps it).
+ * The y-websocket server (bench/peers/y-websocket-server.ts, as W1's hub);
+ * its documents are built first, each change stored as its own update (full
+ * history, as Concord keeps it).
  */
 async function yWebsocketHub(): Promise<void> {
-  const { setupWSConnection, setPersistence, getYDoc } = await import('@y/websocket-server/utils')
-  const { LeveldbPersistence } = await import('y-leveldb')
-  const ldb = new LeveldbPersistence(join(dir, 'y-websocket-hub'))
+  const { server, ldb, getYDoc } = await yWebsocketServer(join(dir, 'y-websocket-hub'))
   for (let i = 0; i < docs; i++) {
     const doc = new Y.Doc()
     const stored: Promise<unknown>[] = []
@@ -223,21 +221,6 @@ async function yWebsocketHub(): Promise<void> {
     await Promise.all(stored)
     doc.destroy()
   }
-  setPersistence({
-    provider: ldb,
-    bindState: async (docName: string, ydoc: Y.Doc) => {
-      const persisted = await ldb.getYDoc(docName)
-      Y.applyUpdate(ydoc, Y.encodeStateAsUpdate(persisted))
-      ydoc.on('update', (update: Uint8Array) => {
-        ldb.storeUpdate(docName, update)
-      })
-    },
-    writeState: async () => {},
-  })
-  const server = createServer((_request, response) => response.end('okay'))
-  const wss = new WebSocketServer({ noServer: true })
-  wss.on('connection', setupWSConnection)
-  server.on('upgrade', (request, socket, head) => wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, request)))
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   process.on('SIGUSR1', async () => {
     // getYDoc binds the stored state (bindState) before the change: the change is stored as one more update.

@@ -263,7 +263,7 @@ export class Writes {
       const announce = remote === stamped.length && stamped.length > 0 && context.events.listenerCount('applied') > 0 && stamped.every(announceable)
       // Several names in one unit are joint, unless the sender said they never shared one (and no local change joined them).
       const joint = !options.independent || stamped.some((item) => !item.remote)
-      const writing = this.enqueueItems(stamped, options.origin, created, announce, joint)
+      const writing = this.enqueueItems(stamped, { origin: options.origin, create: created, announced: announce, joint })
       if (announce) {
         context.events.emit('applied', {
           origin: options.origin,
@@ -320,13 +320,9 @@ export class Writes {
     for (const { record } of block.records.values()) record?.release()
     if (items.length === 0) return []
     const plain = agent === undefined && message === undefined && metaJson === undefined
-    const records = await this.enqueueItems(
-      plain ? items : items.map((item) => ({ ...item, agent: agent ?? item.agent, message, metaJson })),
-      undefined,
-      [],
-      false,
-      true,
-    )
+    const records = await this.enqueueItems(plain ? items : items.map((item) => ({ ...item, agent: agent ?? item.agent, message, metaJson })), {
+      joint: true,
+    })
     return records.map((r) => ({ name: r.name, seq: r.seq }))
   }
 
@@ -430,10 +426,7 @@ export class Writes {
    */
   private enqueueItems(
     items: readonly LogItem[],
-    origin?: unknown,
-    create: readonly NameEntry[] = [],
-    announced = false,
-    joint = false,
+    { origin, create = [], announced = false, joint = false }: { origin?: unknown; create?: readonly NameEntry[]; announced?: boolean; joint?: boolean } = {},
   ): Promise<CommittedRecord[]> {
     const entries = [...new Set([...items.map((item) => item.entry), ...create])]
     const logged = joint ? [...new Set(items.map((item) => item.entry.name))] : []

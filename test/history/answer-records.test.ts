@@ -18,69 +18,69 @@ import { connectThroughHub, keyPair, withPeers } from './helpers.ts'
 
 const untilGone = (peer: Peer, remote: string) => until(() => !peer.status().sessions.some((s) => s.agentId === remote), `${peer.agentId} lost ${remote}`)
 
+/** A hub, A signing with `alice`'s key, and B behind the hub; the hub and B know A's key. */
+const signedTrio = (alice: Awaited<ReturnType<typeof keyPair>>) => [
+  { agentId: 'hub', authorKeys: { A: alice.peerId } },
+  { agentId: 'A', signingKey: alice.key },
+  { agentId: 'B', authorKeys: { A: alice.peerId } },
+]
+
 const provenance = async (peer: Peer, name: string) =>
   (await peer.history(name)).map((h) => [h.agent, h.message ?? null, h.meta ?? null, h.signature?.status ?? 'unsigned'])
 
 test('changes an agent made while disconnected reach the hub by resync with their author, message and signature, and a peer behind it too', async () => {
   const alice = await keyPair()
-  await withPeers(
-    [
-      { agentId: 'hub', authorKeys: { A: alice.peerId } },
-      { agentId: 'A', signingKey: alice.key },
-      { agentId: 'B', authorKeys: { A: alice.peerId } },
-    ],
-    async ([hub, a, b]) => {
-      const url = await connectThroughHub(hub, a, b)
-      const tasks = await a.counter('tasks')
-      await a.transact(() => tasks.increment(1), { message: 'online' })
-      const atB = await b.counter('tasks')
-      await until(() => atB.value() === 1, 'the live change reaches B')
+  await withPeers(signedTrio(alice), async ([hub, a, b]) => {
+    const url = await connectThroughHub(hub, a, b)
+    const tasks = await a.counter('tasks')
+    await a.transact(() => tasks.increment(1), { message: 'online' })
+    const atB = await b.counter('tasks')
+    await until(() => atB.value() === 1, 'the live change reaches B')
 
-      a.disconnect(url)
-      await untilGone(hub, 'A')
-      // Offline: a counter the hub holds, a document it has never seen (made, then trimmed), one change made for another agent.
-      await a.transact(() => tasks.increment(2), { message: 'two more', meta: { tool: 'planner' } })
-      const notes = await a.yjs('notes')
-      await a.transact(() => notes.doc.getText('t').insert(0, 'draft of the plan'), { message: 'draft' })
-      await a.transact(() => notes.doc.getText('t').delete(0, 9), { message: 'trim' })
-      await a.transact(() => tasks.increment(4), { agent: 'ana', message: 'for ana' })
-      await a.flush()
-      assert.equal(atB.value(), 1, 'nothing travelled while A was away')
+    a.disconnect(url)
+    await untilGone(hub, 'A')
+    // Offline: a counter the hub holds, a document it has never seen (made, then trimmed), one change made for another agent.
+    await a.transact(() => tasks.increment(2), { message: 'two more', meta: { tool: 'planner' } })
+    const notes = await a.yjs('notes')
+    await a.transact(() => notes.doc.getText('t').insert(0, 'draft of the plan'), { message: 'draft' })
+    await a.transact(() => notes.doc.getText('t').delete(0, 9), { message: 'trim' })
+    await a.transact(() => tasks.increment(4), { agent: 'ana', message: 'for ana' })
+    await a.flush()
+    assert.equal(atB.value(), 1, 'nothing travelled while A was away')
 
-      await a.connect(url)
-      const notesAtB = await b.yjs('notes')
-      await until(() => atB.value() === 7 && notesAtB.doc.getText('t').toString() === 'the plan', 'the resync reaches B through the hub')
-      const expectedTasks = [
-        ['A', 'online', null, 'verified'],
-        ['A', 'two more', { tool: 'planner' }, 'verified'],
-        // A holds no key of ana's: a change it made for her is unsigned.
-        ['ana', 'for ana', null, 'unsigned'],
-      ]
-      const expectedNotes = [
-        ['A', 'draft', null, 'verified'],
-        ['A', 'trim', null, 'verified'],
-      ]
-      for (const peer of [hub, b]) {
-        await until(
-          async () => (await peer.history('tasks')).length === 3 && (await peer.history('notes').catch(() => [])).length === 2,
-          `logged on ${peer.agentId}`,
-        )
-        assert.deepEqual(await provenance(peer, 'tasks'), expectedTasks, `tasks on ${peer.agentId}`)
-        assert.deepEqual(await provenance(peer, 'notes'), expectedNotes, `notes on ${peer.agentId}`)
-        const report = await peer.store.verify('tasks')
-        assert.deepEqual(report.problems, [])
-        assert.deepEqual(report.signatures, { verified: 2, unbound: 0, unsigned: 1 })
-      }
-      // The author's time travels too.
-      const made = (await a.history('tasks')).map((h) => h.hlc)
-      assert.deepEqual(
-        (await hub.history('tasks')).slice(1).map((h) => h.authored),
-        made.slice(1),
+    await a.connect(url)
+    const notesAtB = await b.yjs('notes')
+    await until(() => atB.value() === 7 && notesAtB.doc.getText('t').toString() === 'the plan', 'the resync reaches B through the hub')
+    const expectedTasks = [
+      ['A', 'online', null, 'verified'],
+      ['A', 'two more', { tool: 'planner' }, 'verified'],
+      // A holds no key of ana's: a change it made for her is unsigned.
+      ['ana', 'for ana', null, 'unsigned'],
+    ]
+    const expectedNotes = [
+      ['A', 'draft', null, 'verified'],
+      ['A', 'trim', null, 'verified'],
+    ]
+    for (const peer of [hub, b]) {
+      await until(
+        async () => (await peer.history('tasks')).length === 3 && (await peer.history('notes').catch(() => [])).length === 2,
+        `logged on ${peer.agentId}`,
       )
-      assert.ok(a.stats().totals.answerRecords >= 4, 'A answered with records')
-      assert.equal(hub.stats().admission.badSignatures + b.stats().admission.badSignatures, 0)
-    },
-  )
+      assert.deepEqual(await provenance(peer, 'tasks'), expectedTasks, `tasks on ${peer.agentId}`)
+      assert.deepEqual(await provenance(peer, 'notes'), expectedNotes, `notes on ${peer.agentId}`)
+      const report = await peer.store.verify('tasks')
+      assert.deepEqual(report.problems, [])
+      assert.deepEqual(report.signatures, { verified: 2, unbound: 0, unsigned: 1 })
+    }
+    // The author's time travels too.
+    const made = (await a.history('tasks')).map((h) => h.hlc)
+    assert.deepEqual(
+      (await hub.history('tasks')).slice(1).map((h) => h.authored),
+      made.slice(1),
+    )
+    assert.ok(a.stats().totals.answerRecords >= 4, 'A answered with records')
+    assert.equal(hub.stats().admission.badSignatures + b.stats().admission.badSignatures, 0)
+  })
 })
 
 test('a peer without answer records still converges both ways: its answers, and those it is sent, are merged state', () =>
@@ -212,46 +212,39 @@ test('a transaction of several names made before connecting travels in the answe
 test('Automerge documents changed and created while disconnected reach the hub by resync with their author, message and signature', async () => {
   const alice = await keyPair()
   type Plan = { steps: string[]; owner?: string }
-  await withPeers(
-    [
-      { agentId: 'hub', authorKeys: { A: alice.peerId } },
-      { agentId: 'A', signingKey: alice.key },
-      { agentId: 'B', authorKeys: { A: alice.peerId } },
-    ],
-    async ([hub, a, b]) => {
-      const url = await connectThroughHub(hub, a, b)
-      const plan = (await a.open('plan', 'automerge')) as unknown as AutomergeReplica<Plan>
-      await a.transact(() => plan.change((doc) => void (doc.steps = ['gather'])), { message: 'start' })
-      const planAtB = (await b.open('plan', 'automerge')) as unknown as AutomergeReplica<Plan>
-      await until(() => planAtB.doc.steps?.length === 1, 'the live change reaches B')
+  await withPeers(signedTrio(alice), async ([hub, a, b]) => {
+    const url = await connectThroughHub(hub, a, b)
+    const plan = (await a.open('plan', 'automerge')) as unknown as AutomergeReplica<Plan>
+    await a.transact(() => plan.change((doc) => void (doc.steps = ['gather'])), { message: 'start' })
+    const planAtB = (await b.open('plan', 'automerge')) as unknown as AutomergeReplica<Plan>
+    await until(() => planAtB.doc.steps?.length === 1, 'the live change reaches B')
 
-      a.disconnect(url)
-      await untilGone(hub, 'A')
-      // Offline: a change to a document the hub holds, and a document it has never seen.
-      await a.transact(() => plan.change((doc) => void doc.steps.push('decide')), { message: 'decided', meta: { tool: 'planner' } })
-      const fresh = (await a.open('fresh', 'automerge')) as unknown as AutomergeReplica<Plan>
-      await a.transact(() => fresh.change((doc) => void (doc.owner = 'A')), { message: 'created offline' })
-      await a.flush()
+    a.disconnect(url)
+    await untilGone(hub, 'A')
+    // Offline: a change to a document the hub holds, and a document it has never seen.
+    await a.transact(() => plan.change((doc) => void doc.steps.push('decide')), { message: 'decided', meta: { tool: 'planner' } })
+    const fresh = (await a.open('fresh', 'automerge')) as unknown as AutomergeReplica<Plan>
+    await a.transact(() => fresh.change((doc) => void (doc.owner = 'A')), { message: 'created offline' })
+    await a.flush()
 
-      await a.connect(url)
-      await until(() => planAtB.doc.steps?.length === 2, 'the resync reaches B through the hub')
-      for (const peer of [hub, b]) {
-        await until(
-          async () => (await peer.history('plan')).length === 2 && (await peer.history('fresh').catch(() => [])).length >= 1,
-          `logged on ${peer.agentId}`,
-        )
-        assert.deepEqual(
-          await provenance(peer, 'plan'),
-          [
-            ['A', 'start', null, 'verified'],
-            ['A', 'decided', { tool: 'planner' }, 'verified'],
-          ],
-          `plan on ${peer.agentId}`,
-        )
-        assert.deepEqual((await provenance(peer, 'fresh')).at(-1), ['A', 'created offline', null, 'verified'], `fresh on ${peer.agentId}`)
-        assert.deepEqual((await peer.store.verify('plan')).problems, [])
-      }
-      assert.equal(hub.stats().admission.badSignatures + b.stats().admission.badSignatures, 0)
-    },
-  )
+    await a.connect(url)
+    await until(() => planAtB.doc.steps?.length === 2, 'the resync reaches B through the hub')
+    for (const peer of [hub, b]) {
+      await until(
+        async () => (await peer.history('plan')).length === 2 && (await peer.history('fresh').catch(() => [])).length >= 1,
+        `logged on ${peer.agentId}`,
+      )
+      assert.deepEqual(
+        await provenance(peer, 'plan'),
+        [
+          ['A', 'start', null, 'verified'],
+          ['A', 'decided', { tool: 'planner' }, 'verified'],
+        ],
+        `plan on ${peer.agentId}`,
+      )
+      assert.deepEqual((await provenance(peer, 'fresh')).at(-1), ['A', 'created offline', null, 'verified'], `fresh on ${peer.agentId}`)
+      assert.deepEqual((await peer.store.verify('plan')).problems, [])
+    }
+    assert.equal(hub.stats().admission.badSignatures + b.stats().admission.badSignatures, 0)
+  })
 })

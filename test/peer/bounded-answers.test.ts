@@ -19,8 +19,12 @@ const CACHE = 32
 const nameOf = (i: number): string => `task/${String(i).padStart(5, '0')}`
 const options = (independent = true) => ({ cacheSize: CACHE, durability: { mode: 'async' as const, rpoMs: 50 }, sync: { independent } })
 
-function synced(peer: Peer): Promise<void> {
-  return new Promise<void>((resolve) => peer.once('peer-synced', () => resolve()))
+/** `a` listens, `b` connects to it; resolves once `b` finished its first anti-entropy. */
+async function firstSync(a: Peer, b: Peer): Promise<void> {
+  const { url } = (await a.listen()) as { url: string }
+  const done = new Promise<void>((resolve) => b.once('peer-synced', () => resolve()))
+  await b.connect(url)
+  await done
 }
 
 /** The units a peer's store commits that came from a remote: the names of each. */
@@ -45,10 +49,7 @@ test('a first sync of 3,000 counters into an empty peer comes in bundles of at m
     peers.push(b)
     const units = remoteUnits(b)
     const hydrationsBefore = b.store.hydrations
-    const { url } = (await a.listen()) as { url: string }
-    const done = synced(b)
-    await b.connect(url)
-    await done
+    await firstSync(a, b)
     const hydrated = b.store.hydrations - hydrationsBefore
     assert.equal((await b.store.listNames()).length, NAMES)
     for (const i of [0, 1234, NAMES - 1]) assert.equal((await b.counter(nameOf(i))).value(), i + 1)
@@ -92,10 +93,7 @@ test('a bundle boundary never splits a transaction: its names arrive in one unit
     const b = await createPeer({ agentId: 'b', dir: join(dir.path, 'b'), ...options() })
     peers.push(b)
     const units = remoteUnits(b)
-    const { url } = (await a.listen()) as { url: string }
-    const done = synced(b)
-    await b.connect(url)
-    await done
+    await firstSync(a, b)
     for (const names of transactions) {
       const holding = units.filter((unit) => names.some((name) => unit.includes(name)))
       assert.equal(holding.length, 1, `the names of ${names.join(', ')} came in ${holding.length} units`)
@@ -130,10 +128,7 @@ for (const [sender, receiver] of [
       const b = await createPeer({ agentId: 'b', dir: join(dir.path, 'b'), ...options(receiver === 'new') })
       peers.push(b)
       const units = remoteUnits(b)
-      const { url } = (await a.listen()) as { url: string }
-      const done = synced(b)
-      await b.connect(url)
-      await done
+      await firstSync(a, b)
       assert.equal((await b.store.listNames()).length, NAMES)
       assert.equal((await b.counter(nameOf(300))).value(), 2)
       for (const name of joint) assert.equal((await b.counter(name)).value(), 7)

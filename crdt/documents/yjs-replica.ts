@@ -55,7 +55,9 @@ import { resolveLimits, stricterLimits, type DocumentLimits, type YjsReplicaOpti
 import { decodeDocumentSnapshot, encodeDocumentSnapshot } from './snapshot-envelope.ts'
 import { checkYjsDeltaSize, validateYjsStateVector, validateYjsUpdate } from './yjs-guard.ts'
 import { restoreDocument } from './yjs-restore.ts'
-import { encodeTransactionUpdate, encodeUpdateSince, mergeDeleteSetsOf } from './yjs-transaction-update.ts'
+import { changedBy, LazyLocalChange, YjsLocalRun } from './yjs-local-run.ts'
+import { encodeTransactionUpdate } from './yjs-transaction-update.ts'
+import { EveryOrigin, YjsUndoRecord } from './yjs-undo-record.ts'
 import { documentValue, openTopLevel } from './yjs-view.ts'
 import { type WaitingBudget, WaitingRoom, type WaitingStats } from './waiting-room.ts'
 import { YjsDependencies } from './yjs-waiting.ts'
@@ -93,112 +95,18 @@ export function isYjsRemoteOrigin(origin: unknown): origin is YjsRemoteOrigin {
   return origin instanceof YjsRemoteOrigin
 }
 
-/** A local change whose delta is encoded when read (exact until the document's next transaction). */
-class LazyLocalChange implements ChangeEvent {
-  readonly local = true
-  constructor(private readonly transaction: Y.Transaction) {}
-  get delta(): Uint8Array {
-    return encodeTransactionUpdate(this.transaction)
-  }
-}
-
-/** The local changes of a {@link YjsReplica} collected into one delta. */
-class YjsLocalRun implements LocalRun {
-  bytes = 0
-  /** Deltas of the pieces already ended (by a remote delta applied meanwhile). */
-  private readonly pieces: Uint8Array[] = []
-  /** State before the first transaction of the current piece (none yet: undefined). */
-  private since: Map<number, number> | undefined
-  /** The delete sets of the current piece's transactions. */
-  private deletes: unknown[] = []
-  private result: Uint8Array | null | undefined
-
-  constructor(private readonly replica: YjsReplica) {}
-
-  /** Counts a local transaction that changed the document in the run. */
-  add(transaction: Y.Transaction): void {
-    if (this.since === undefined) this.since = transaction.beforeState
-    if (transaction.deleteSet.clients.size > 0) {
-      this.deletes.push(transaction.deleteSet)
-      this.bytes += 4 * transaction.deleteSet.clients.size
-    }
-    const before = transaction.beforeState
-    for (const [client, clock] of transaction.afterState) this.bytes += clock - (before.get(client) ?? 0)
-  }
-
-  /** Encodes the current piece now (before a transaction that is not in the run). */
-  endPiece(): void {
-    if (this.since === undefined) return
-    this.pieces.push(encodeUpdateSince(this.replica.doc, this.since, mergeDeleteSetsOf(this.deletes)))
-    this.since = undefined
-    this.deletes = []
-  }
-
-  close(): Uint8Array | null {
-    if (this.result !== undefined) return this.result
-    this.endPiece()
-    this.replica.runEnded(this)
-    const { pieces } = this
-    this.result = pieces.length === 0 ? null : pieces.length === 1 ? pieces[0] : mergeYjsDeltas(pieces)
-    return this.result
-  }
-}
-
-/** Whether a finished transaction changed the document: new structs or deletions. */
-function changedBy(transaction: Y.Transaction): boolean {
-  if (transaction.deleteSet.clients.size > 0) return true
-  const before = transaction.beforeState
-  for (const [client, clock] of transaction.afterState) {
-    if (before.get(client) !== clock) return true
-  }
-  return false
-}
-
 /** Validates a Yjs v1 update against the limits, then returns it (throws DecodeError). */
 function checkedUpdate(update: Uint8Array, limits: DocumentLimits): Uint8Array {
   validateYjsUpdate(update, limits)
   return update
 }
 
-/** A set that holds everything: a Y.UndoManager given one tracks transactions of any origin. */
-class EveryOrigin extends Set<unknown> {
-  override has(): boolean {
-    return true
-  }
-}
-
-/** Changes of a {@link YjsReplica} recorded to be undone (see {@link YjsReplica.recordUndo}). */
-class YjsUndoRecord implements UndoRecord {
-  private done = false
-
-  constructor(
-    private readonly manager: Y.UndoManager,
-    private readonly undone: (manager: Y.UndoManager) => void,
-  ) {}
-
-  /** A compensating transaction: false (the document keeps the undone structs, deleted). */
-  undo(): boolean {
-    if (!this.done) {
-      this.done = true
-      this.undone(this.manager)
-    }
-    return false
-  }
-
-  release(): void {
-    if (this.done) return
-    this.done = true
-    this.manager.clear()
-    this.manager.destroy()
-  }
-}
-
-/** A Y.Doc behind the replica interface. */
 /** The waiting stats of a replica no update ever waited in. */
 const NO_WAITING: WaitingStats = { updates: 0, bytes: 0, dropped: 0, released: 0 }
 /** What a remote delta did with waiting updates when it neither waited nor let any in. */
 const NOTHING_WAITED: { readonly held?: Uint8Array; readonly released: readonly Uint8Array[] } = { released: [] }
 
+/** A Y.Doc behind the replica interface. */
 export class YjsReplica implements Replica {
   readonly type = 'yjs' as const
   readonly agentId: AgentId

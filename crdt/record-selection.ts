@@ -38,6 +38,11 @@ export interface RecordSelector {
   covers(deltas: readonly Uint8Array[]): { readonly covered: boolean; readonly residual?: Uint8Array | undefined }
 }
 
+/** Whether the records of `type` can be selected by version ({@link recordSelector} gives a selector). */
+export function selectsRecords(type: ReplicaType): boolean {
+  return nativeTypes.get(type) !== undefined || type === 'yjs' || type === 'automerge'
+}
+
 /**
  * The selector of `type` for a remote at `since` that lacks `lack`, or
  * undefined for a type whose records cannot be selected by version.

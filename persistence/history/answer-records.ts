@@ -13,14 +13,22 @@
  * when the log is read `maxBytes * 4` bytes back without a run that
  * covers, when the records the remote lacks are no longer in the log
  * (trimmed by retention), or for a type whose records cannot be selected.
+ *
+ * A remote that holds nothing of the name (its version is the type's empty
+ * one) lacks every record: the whole log is taken without asking the
+ * selector (for Automerge, reading every change's hash is most of an
+ * answer's cost), and it covers when it reaches back to the name's first
+ * record with none left out by `until`; otherwise the exact run is made.
  */
+import { bytesEqual } from '../../crdt/codec.ts'
 import { compareHlc, type HlcTimestamp } from '../../crdt/hlc.ts'
-import { recordSelector } from '../../crdt/record-selection.ts'
+import { recordSelector, selectsRecords } from '../../crdt/record-selection.ts'
 import type { ReplicaType } from '../../crdt/replica.ts'
 import type { RecordSignature } from '../../crdt/signature.ts'
 import type { StoreContext } from '../context.ts'
 import { decodeRecord } from '../format/record.ts'
 import { logEntries } from '../lifecycle/log-archive.ts'
+import type { NameMeta } from '../format/name-meta.ts'
 import type { Names } from '../names/owner.ts'
 import type { SignalOptions } from '../storage/storage.ts'
 
@@ -73,10 +81,15 @@ export async function recordsSince(
   lack: Uint8Array,
   limits: RecordRunLimits,
 ): Promise<RecordRun | undefined> {
-  const selector = recordSelector(type, since, lack, () => context.detachedReplica(type))
-  if (!selector) return undefined
+  if (!selectsRecords(type)) return undefined
   const meta = await names.meta(name, { signal: limits.signal })
   if (!meta || meta.type !== type) return undefined
+  if (bytesEqual(since, context.emptyVersion(type))) {
+    const whole = await wholeLog(context, meta, limits)
+    if (whole !== 'exact') return whole
+  }
+  const selector = recordSelector(type, since, lack, () => context.detachedReplica(type))
+  if (!selector) return undefined
   const taken: AnswerRecord[] = []
   let bytes = 0
   let scanned = 0
@@ -105,16 +118,7 @@ export async function recordsSince(
       }
       bytes += record.delta.length
       if (bytes > limits.maxBytes || taken.length >= limits.maxRecords) return undefined
-      taken.push({
-        seq: record.seq,
-        delta: record.delta,
-        agent: record.agent,
-        authored: record.authored ?? record.hlc,
-        hlc: record.hlc,
-        message: record.message,
-        metaJson: record.metaJson,
-        signature: record.signature,
-      })
+      taken.push(answerRecord(record))
     }
     // The whole retained log: it covers only if nothing the remote lacks was trimmed.
     return run()
@@ -122,4 +126,43 @@ export async function recordsSince(
     // A record or segment that cannot be read or selected: merged state says it all.
     return undefined
   }
+}
+
+function answerRecord(record: ReturnType<typeof decodeRecord>): AnswerRecord {
+  return {
+    seq: record.seq,
+    delta: record.delta,
+    agent: record.agent,
+    authored: record.authored ?? record.hlc,
+    hlc: record.hlc,
+    message: record.message,
+    metaJson: record.metaJson,
+    signature: record.signature,
+  }
+}
+
+/**
+ * For a remote that holds nothing of the name: every record, oldest first,
+ * when the log still holds them all from the first; undefined when they
+ * exceed `limits` or cannot be read; `'exact'` when some are trimmed or left
+ * out by `until` (the exact run decides).
+ */
+async function wholeLog(context: StoreContext, meta: NameMeta, limits: RecordRunLimits): Promise<RecordRun | undefined | 'exact'> {
+  if (meta.lastSeq === 0) return 'exact'
+  const taken: AnswerRecord[] = []
+  let bytes = 0
+  try {
+    for await (const entry of logEntries(context, meta, { from: 1, to: meta.lastSeq, reverse: true, signal: limits.signal })) {
+      const record = decodeRecord(entry.value, { name: meta.name, seq: entry.seq })
+      if (limits.until !== undefined && compareHlc(record.hlc, limits.until) > 0) return 'exact'
+      bytes += record.delta.length
+      if (bytes > limits.maxBytes || taken.length >= limits.maxRecords) return undefined
+      taken.push(answerRecord(record))
+    }
+  } catch {
+    return undefined
+  }
+  // Every record from the first, with no hole: replayed in order they are the name's state.
+  if (taken.length !== meta.lastSeq || taken[taken.length - 1]?.seq !== 1) return 'exact'
+  return { records: taken.reverse() }
 }

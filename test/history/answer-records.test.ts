@@ -13,6 +13,10 @@ import { encodeRecord, decodeRecord } from '../../persistence/format/record.ts'
 import { logKey } from '../../persistence/format/keys.ts'
 import type { Peer } from '../../peer/index.ts'
 import type { AutomergeReplica } from '../../crdt/documents/automerge-replica.ts'
+import type { PNCounterReplica } from '../../crdt/types/pncounter.ts'
+import type { YjsReplica } from '../../crdt/documents/yjs-replica.ts'
+import { openStore } from '../../persistence/index.ts'
+import { tempDir } from '../persistence/helpers.ts'
 import { until, untilSynced } from '../helpers/wait.ts'
 import { connectThroughHub, keyPair, withPeers } from './helpers.ts'
 
@@ -247,4 +251,60 @@ test('Automerge documents changed and created while disconnected reach the hub b
     }
     assert.equal(hub.stats().admission.badSignatures + b.stats().admission.badSignatures, 0)
   })
+})
+
+test('a remote that holds nothing of a name is answered with every record, oldest first, without reading what it lacks; a trimmed log falls back to the exact run', async () => {
+  const { dir, remove } = await tempDir()
+  try {
+    const store = await openStore({ dir, agentId: 'a', sweepMs: 0 })
+    const tasks = (await store.open('tasks', 'pncounter')) as PNCounterReplica
+    for (const n of [1, 2, 3]) await store.atomic(() => tasks.increment(n), { message: `+${n}` })
+    const notes = (await store.open('notes', 'yjs')) as YjsReplica
+    await store.atomic(() => notes.doc.getText('t').insert(0, 'draft of the plan'))
+    await store.atomic(() => notes.doc.getText('t').delete(0, 9))
+    const plan = (await store.open('plan', 'automerge')) as unknown as AutomergeReplica<{ steps: string[] }>
+    await store.atomic(() => plan.change((doc) => void (doc.steps = ['gather'])))
+    await store.atomic(() => plan.change((doc) => void doc.steps.push('decide')))
+    await store.flush()
+    const limits = { maxBytes: 1 << 20, maxRecords: 100 }
+    // What the remote lacks is not read: bytes that decode as nothing stand for it.
+    const unread = new Uint8Array([0xff, 0xff, 0xff])
+    for (const [name, type, count] of [
+      ['tasks', 'pncounter', 3],
+      ['notes', 'yjs', 2],
+      ['plan', 'automerge', 2],
+    ] as const) {
+      const run = await store.recordsSince(name, store.emptyVersion(type), unread, limits)
+      assert.ok(run, `${name}: a run of records`)
+      assert.deepEqual(
+        run.records.map((record) => record.seq),
+        Array.from({ length: count }, (_, i) => i + 1),
+        name,
+      )
+      assert.equal(run.residual, undefined, name)
+    }
+    const counted = await store.recordsSince('tasks', store.emptyVersion('pncounter'), unread, limits)
+    assert.deepEqual(
+      counted?.records.map((record) => record.message),
+      ['+1', '+2', '+3'],
+    )
+    // Bounds still hold.
+    assert.equal(await store.recordsSince('tasks', store.emptyVersion('pncounter'), unread, { maxBytes: 1 << 20, maxRecords: 2 }), undefined)
+    await store.close()
+
+    // The first records trimmed (checkpoints, one kept): the exact run is asked, and finds they are gone.
+    const trimmed = await openStore({ dir, agentId: 'a', sweepMs: 0, retention: { checkpoints: 1 } })
+    const again = (await trimmed.open('tasks', 'pncounter')) as PNCounterReplica
+    await trimmed.checkpoint('tasks')
+    await trimmed.atomic(() => again.increment(10))
+    await trimmed.checkpoint('tasks')
+    await trimmed.atomic(() => again.increment(20))
+    await trimmed.flush()
+    const lack = again.deltaSince(trimmed.emptyVersion('pncounter'))
+    assert.ok(lack)
+    assert.equal(await trimmed.recordsSince('tasks', trimmed.emptyVersion('pncounter'), lack, limits), undefined)
+    await trimmed.close()
+  } finally {
+    await remove()
+  }
 })

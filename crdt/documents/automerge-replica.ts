@@ -399,19 +399,42 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
     const limits = stricterLimits(this.limits, options.limits)
     const chunks = splitAutomergeChunks(delta, limits, 'automerge delta')
     checkAutomergeDeltaSize(chunks, limits)
-    if (options.strict === true) parseAutomergeChunks(chunks)
+    const parsed = options.strict === true ? this.parseStrictly(chunks) : undefined
     let applied = false
     return {
       apply: (origin) => {
         if (applied) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'a prepared delta is applied once')
         applied = true
-        return this.applyChunks(delta, chunks, origin)
+        return this.applyChunks(delta, chunks, origin, parsed)
       },
     }
   }
 
+  /**
+   * Has Automerge parse `chunks` (a strict prepare). A whole document for
+   * this replica while it is empty is loaded as this replica's document,
+   * kept for the apply that follows in the same turn (it is loaded once,
+   * not again); unclaimed by then, it is freed.
+   */
+  private parseStrictly(chunks: readonly AutomergeChunk[]): StrictlyParsed<T> | undefined {
+    const whole = chunks.length === 1 && chunks[0].type === 0 && this.generation === automergeGeneration() && A.getHeads(this.current).length === 0
+    if (!whole) {
+      parseAutomergeChunks(chunks)
+      return undefined
+    }
+    let doc: A.Doc<T>
+    try {
+      doc = A.load<T>(chunks[0].bytes, { actor: this.actor })
+    } catch (cause) {
+      throw automergeError('automerge delta rejected', cause)
+    }
+    const parsed = new StrictlyParsed(doc)
+    queueMicrotask(() => parsed.free())
+    return parsed
+  }
+
   /** Applies a checked delta (held while a dependency is missing); what changed the document, or null. */
-  private applyChunks(delta: Uint8Array, chunks: AutomergeChunk[], origin: unknown): Uint8Array | null {
+  private applyChunks(delta: Uint8Array, chunks: AutomergeChunk[], origin: unknown, parsed?: StrictlyParsed<T>): Uint8Array | null {
     this.live()
     const documents = chunks.filter((chunk) => chunk.type === 0)
     const changeChunks = chunks.filter((chunk) => chunk.type !== 0)
@@ -432,7 +455,7 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
     }
     const released = this.release(own, documents.length > 0)
     try {
-      return this.integrate(delta, origin, documents, changeChunks, before, released)
+      return this.integrate(delta, origin, documents, changeChunks, before, released, parsed)
     } catch (error) {
       if (released.length === 0 || !isConcordError(error, ErrorCodes.DECODE_ERROR) || this.generation !== automergeGeneration()) throw error
       // A released delta broke the batch: apply this one alone (the released ones are dropped; anti-entropy brings them again).
@@ -462,6 +485,7 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
     changeChunks: AutomergeChunk[],
     before: A.Heads,
     released: Uint8Array[],
+    parsed?: StrictlyParsed<T>,
   ): Uint8Array | null {
     if (released.length > 0) changeChunks = [...changeChunks, ...released.flatMap((bytes) => splitAutomergeChunks(bytes, this.limits, 'automerge delta'))]
     const changes = changeChunks.map((chunk) => chunk.bytes)
@@ -470,8 +494,12 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
     // The whole document into an empty replica: its strict parse is the result.
     const wholeIntoEmpty = before.length === 0 && !hadPending && changes.length === 0 && documents.length === 1
     let next = this.current
+    // Loaded by a strict prepare, for this replica while empty: taken when it still is (else freed).
+    const loaded = parsed?.take(wholeIntoEmpty ? this.actor : undefined)
     try {
-      if (wholeIntoEmpty) {
+      if (loaded !== undefined) {
+        next = loaded
+      } else if (wholeIntoEmpty) {
         next = A.load<T>(documents[0].bytes, { actor: this.actor })
       } else {
         for (const chunk of documents) A.free(A.load(chunk.bytes)) // strict parse, into a scratch document
@@ -536,6 +564,34 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
     }
     const wanted = past.doc as unknown as Record<string, unknown>
     return this.commitChange((doc) => restoreObject(doc, [], doc as unknown as Record<string, unknown>, wanted), 'restore')
+  }
+}
+
+/**
+ * A whole document a strict prepare loaded for an empty replica (see
+ * `AutomergeReplica.parseStrictly`): taken once by the apply, or freed.
+ */
+class StrictlyParsed<T> {
+  private readonly generation = automergeGeneration()
+
+  constructor(private doc: A.Doc<T> | undefined) {}
+
+  /** The document, when it is still usable for a replica of `actor` (undefined: not wanted); else undefined. Either way, no longer held. */
+  take(actor: string | undefined): A.Doc<T> | undefined {
+    const doc = this.doc
+    if (doc === undefined || actor === undefined || this.generation !== automergeGeneration() || A.getActorId(doc) !== actor) {
+      this.free()
+      return undefined
+    }
+    this.doc = undefined
+    return doc
+  }
+
+  /** Frees the document unless it was taken (one of an older wasm generation is not freed: its module is gone). */
+  free(): void {
+    const doc = this.doc
+    this.doc = undefined
+    if (doc !== undefined && this.generation === automergeGeneration()) A.free(doc)
   }
 }
 

@@ -224,6 +224,41 @@ describe('prepareDelta', () => {
     assert.equal(other.prepareDelta(second, { strict: true }).apply(), null)
     assert.equal(other.waitingStats().updates, 1)
   })
+
+  it('automerge: a whole document strictly prepared for an empty replica applies as that replica (its actor), also when it is no longer empty or applied in a later turn', async () => {
+    type Plan = { steps?: string[]; owner?: string }
+    const source = new AutomergeReplica<Plan>({ agentId: agentId('s') })
+    source.change((d) => void (d.steps = ['gather', 'decide']))
+    const whole = source.deltaSince(new AutomergeReplica({ agentId: agentId('e') }).version())!
+    const plainOf = (replica: AutomergeReplica<Plan>) => JSON.stringify(replica.value())
+
+    // Applied in the same turn: the document, and a later local change is the replica's own.
+    const empty = new AutomergeReplica<Plan>({ agentId: agentId('r') })
+    const events: ChangeEvent[] = []
+    empty.on('change', (event) => events.push(event))
+    assert.deepEqual(empty.prepareDelta(whole, { strict: true }).apply(), whole)
+    assert.equal(plainOf(empty), plainOf(source))
+    assert.equal(events.length, 1)
+    const localBefore = empty.version()
+    empty.change((d) => void (d.owner = 'r'))
+    assert.ok(empty.deltaSince(localBefore))
+    assert.ok(source.applyDelta(empty.deltaSince(source.version())!))
+    assert.equal(plainOf(source), plainOf(empty), 'the local change merges back: a distinct actor')
+
+    // The replica changed between prepare and apply: the document merges in, nothing of its own is lost.
+    const busy = new AutomergeReplica<Plan>({ agentId: agentId('b') })
+    const prepared = busy.prepareDelta(whole, { strict: true })
+    busy.change((d) => void (d.owner = 'b'))
+    assert.ok(prepared.apply())
+    assert.deepEqual(busy.value(), { steps: ['gather', 'decide'], owner: 'b' })
+
+    // Applied in a later turn (what the prepare loaded was freed): still applies.
+    const later = new AutomergeReplica<Plan>({ agentId: agentId('l') })
+    const held = later.prepareDelta(whole, { strict: true })
+    await new Promise((resolve) => setTimeout(resolve, 0))
+    assert.deepEqual(held.apply(), whole)
+    assert.deepEqual(later.value(), { steps: ['gather', 'decide'] })
+  })
 })
 
 /**

@@ -11,7 +11,8 @@
  *   without awaiting);
  * - `async` mode ingest (the cost side of the durability table);
  * - recovery of a Yjs document from 100,000 single-character updates vs
- *   y-leveldb `getYDoc` on the same updates.
+ *   y-leveldb `getYDoc` on the same updates;
+ * - a document name's records replayed in merged runs vs one by one.
  *
  * The ingest contenders of a benchmark run interleaved: each keeps its own
  * database in its own process (bench/ingest-contenders.ts: in one shared
@@ -34,6 +35,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { LeveldbPersistence } from 'y-leveldb'
+import type { AutomergeReplica } from '../crdt/documents/automerge-replica.ts'
 import type { YjsReplica } from '../crdt/documents/yjs-replica.ts'
 import { openStore, type StoreOptions } from '../persistence/index.ts'
 import type { Benchmark, Measurement } from './harness.ts'
@@ -262,5 +264,53 @@ const recovery: Benchmark = {
   },
 }
 
+/**
+ * Cold open of a document name of 1,000 records and no checkpoint: its
+ * records replayed in merged runs (names/replay.ts) against one by one (the
+ * same store with no delta merge), alternating, median of 5 opens each.
+ */
+const replayRuns: Benchmark = {
+  name: 'persistence/replay-runs',
+  async run(): Promise<Measurement[]> {
+    const records = 1000
+    const checkpoint = { everyRecords: 0, everyBytes: 0, everyMs: 0, onClose: false }
+    const measure = async (type: 'yjs' | 'automerge'): Promise<Measurement> =>
+      withDir(async (dir) => {
+        const writer = await openStore(storeOptions(dir, { checkpoint }))
+        const replica = await writer.open('doc', type)
+        for (let i = 0; i < records; i++) {
+          await writer.atomic(() => {
+            if (type === 'yjs') (replica as YjsReplica).doc.getText('t').insert(i, 'x')
+            else (replica as unknown as AutomergeReplica<{ n?: number; list?: string[] }>).change((d) => (d.list ??= []).push(`item ${i}`))
+          })
+        }
+        await writer.close()
+        const openOnce = async (merged: boolean): Promise<number> => {
+          const start = process.hrtime.bigint()
+          const store = await openStore(storeOptions(dir, { checkpoint, ...(merged ? {} : { deltaMerger: () => undefined }) }))
+          await store.open('doc', type)
+          const ms = seconds(start) * 1000
+          await store.close()
+          return ms
+        }
+        const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
+        const merged: number[] = []
+        const single: number[] = []
+        for (let round = 0; round < 5; round++) {
+          merged.push(await openOnce(true))
+          single.push(await openOnce(false))
+        }
+        return {
+          name: `open ${type === 'yjs' ? 'a Yjs' : 'an Automerge'} name of ${records} records, no checkpoint: replayed in merged runs`,
+          value: median(merged),
+          unit: 'ms',
+          better: 'lower',
+          baseline: { label: 'replayed record by record', value: median(single) },
+        }
+      })
+    return [await measure('automerge'), await measure('yjs')]
+  },
+}
+
 /** Persistence benchmarks. */
-export const benchmarks: Benchmark[] = [ingest1, ingest64, recovery]
+export const benchmarks: Benchmark[] = [ingest1, ingest64, recovery, replayRuns]

@@ -10,6 +10,7 @@ import { WaitingBudget } from '../crdt/documents/waiting-room.ts'
 import { HybridClock } from '../crdt/hlc.ts'
 import type { Replica, ReplicaType } from '../crdt/replica.ts'
 import type { AgentId } from '../crdt/agent-id.ts'
+import { nativeTypes } from '../crdt/types/native-type.ts'
 import type { ReplicaCreator, StoreOptions } from './options.ts'
 import { Committer, realTimers, type FailureHandler, type CommitTimers } from './pipeline/committer.ts'
 import { Signatures } from './signing.ts'
@@ -113,6 +114,15 @@ export class StoreContext {
     const merger = this.options.deltaMerger?.(type)
     this.mergers.set(type, merger)
     return merger
+  }
+
+  /**
+   * The merge a rebuild applies `type`'s records with, in runs
+   * (names/replay.ts): a document type's; none for native types, whose
+   * records apply as cheaply one by one.
+   */
+  replayMergerOf(type: ReplicaType): ((deltas: readonly Uint8Array[]) => Uint8Array) | undefined {
+    return nativeTypes.get(type) === undefined ? this.mergerOf(type) : undefined
   }
 
   /** The version of an empty replica of `type`. */

@@ -61,6 +61,7 @@ const lists = {
     'test/persistence/crash-async.test.ts',
     'test/persistence/full-disk.test.ts',
     'test/persistence/rollback.test.ts',
+    'test/persistence/replay-runs.test.ts',
     'test/persistence/names.test.ts',
     'test/persistence/seal.test.ts',
     'test/persistence/digest.test.ts',

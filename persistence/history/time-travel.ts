@@ -78,7 +78,8 @@ export class TimeTravel {
     if (seq === 0) return create()
     const anchored = meta.firstSeq <= 1 || meta.checkpoints.some((cp) => cp.seq <= seq && cp.seq >= meta.firstSeq - 1)
     if (!anchored) return this.replayFromStart(meta, seq, create, options.signal)
-    const rebuilt = await rebuild({ storage: this.context.storage, meta, target: seq, allowTornTail: false, signal: options.signal, create })
+    const merge = this.context.replayMergerOf(meta.type)
+    const rebuilt = await rebuild({ storage: this.context.storage, meta, target: seq, allowTornTail: false, merge, signal: options.signal, create })
     return rebuilt.replica
   }
 

@@ -163,6 +163,7 @@ export async function applyRetention(context: StoreContext, entry: NameEntry, op
       meta,
       target: upTo,
       allowTornTail: false,
+      merge: context.replayMergerOf(meta.type),
       signal: options.signal,
       create: (snapshot) => context.detachedReplica(meta.type, snapshot),
     })

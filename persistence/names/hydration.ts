@@ -65,6 +65,7 @@ export async function loadEntry(
       target: written.lastSeq,
       toEnd: true,
       allowTornTail: true,
+      merge: context.replayMergerOf(written.type),
       signal: options.signal,
       create: (snapshot) => context.newReplica(written.type, snapshot),
     })

@@ -11,6 +11,15 @@
  * record whose delta does not apply (over the replica's limits, or a code
  * change) fails the name (`CONCORD_LIMIT_EXCEEDED` or
  * `CONCORD_CORRUPT_RECORD`) and is never deleted: the store wrote it.
+ *
+ * With `merge` (document types), the records are applied in merged runs
+ * (at most {@link REPLAY_RUN_RECORDS} records and {@link REPLAY_RUN_BYTES}
+ * bytes, and within the replica's `limits.maxBytes`), each still checked
+ * one by one: one Yjs or Automerge call per run instead of per record. A
+ * run that does not apply as a whole (it throws, or changes nothing: a
+ * record waits for a missing dependency), or any failure of a rebuild in
+ * runs, has the whole rebuild done again record by record, which reports
+ * exactly which record fails.
  */
 import { bytesEqual } from '../../crdt/codec.ts'
 import { ConcordError, ErrorCodes, isConcordError } from '../../crdt/errors.ts'
@@ -67,8 +76,18 @@ export interface RebuildInput {
   readonly create: (snapshot?: Uint8Array) => Replica
   /** Treat damaged trailing records as a torn tail instead of failing. */
   readonly allowTornTail: boolean
+  /** Merges deltas of the name's type: records are then applied in merged runs (see the module comment). */
+  readonly merge?: ((deltas: readonly Uint8Array[]) => Uint8Array) | undefined
   readonly signal?: AbortSignal
 }
+
+/** Most records applied in one merged run. */
+export const REPLAY_RUN_RECORDS = 256
+/** Most delta bytes applied in one merged run. */
+export const REPLAY_RUN_BYTES = 256 * 1024
+
+/** A merged run that did not apply as a whole: the rebuild is done again, record by record. */
+class MergedRunFailed extends Error {}
 
 function corrupt(name: string, message: string, cause?: unknown): ConcordError {
   return new ConcordError(ErrorCodes.CORRUPT_RECORD, `"${name}": ${message}`, { cause })
@@ -89,6 +108,17 @@ export async function loadCheckpoint(storage: Pick<Storage, 'get'>, meta: NameMe
 
 /** Rebuilds a name's state as of `target`. */
 export async function rebuild(input: RebuildInput): Promise<Rebuilt> {
+  if (input.merge === undefined) return rebuildOnce(input)
+  try {
+    return await rebuildOnce(input)
+  } catch (error) {
+    if (input.signal?.aborted) throw error
+    // A run that did not apply, or damage met with a run pending: record by record, the first failing record is the one reported.
+    return rebuildOnce({ ...input, merge: undefined })
+  }
+}
+
+async function rebuildOnce(input: RebuildInput): Promise<Rebuilt> {
   const { storage, meta, target } = input
   const name = meta.name
   const badCheckpoints: number[] = []
@@ -121,6 +151,50 @@ export async function rebuild(input: RebuildInput): Promise<Rebuilt> {
   let lastHlc: HlcTimestamp | undefined
   let lastKeySeq = 0
   if (!input.toEnd && seq >= target) return { replica, seq, hash, checkpoint: base, badCheckpoints, replayedBytes }
+  const into = replica
+  const apply = (delta: Uint8Array, at: number): void => {
+    try {
+      into.applyDelta(delta)
+    } catch (error) {
+      // The record is intact (checksum, seq and hash chain hold): the store
+      // wrote it, so it is no torn tail and is never deleted for this.
+      const limit = into.limits?.maxBytes
+      if (limit !== undefined && delta.length > limit) {
+        throw new ConcordError(
+          ErrorCodes.LIMIT_EXCEEDED,
+          `"${name}": record ${at} holds a change of ${delta.length} bytes, over the limit of ${limit} bytes this code loads (limits.maxBytes); nothing was deleted: open it with a higher limit`,
+          { cause: error },
+        )
+      }
+      throw corrupt(name, `record ${at} is intact but its delta does not apply (${(error as Error).message}); nothing was deleted`, error)
+    }
+  }
+  const merge = input.merge
+  const runBytes = Math.min(REPLAY_RUN_BYTES, into.limits?.maxBytes ?? REPLAY_RUN_BYTES)
+  let run: Uint8Array[] = []
+  let runSize = 0
+  let runSeq = 0
+  const flush = (): void => {
+    if (run.length === 1) apply(run[0], runSeq)
+    else if (run.length > 1) {
+      let changed: boolean
+      try {
+        changed = into.applyDelta(merge!(run))
+      } catch {
+        throw new MergedRunFailed()
+      }
+      if (!changed) throw new MergedRunFailed()
+    }
+    run = []
+    runSize = 0
+  }
+  const replay = (delta: Uint8Array, at: number): void => {
+    if (merge === undefined) return apply(delta, at)
+    if (run.length > 0 && (run.length >= REPLAY_RUN_RECORDS || runSize + delta.length > runBytes)) flush()
+    if (run.length === 0) runSeq = at
+    run.push(delta)
+    runSize += delta.length
+  }
 
   // Replay (seq, target]; on the first damaged record, look at what follows.
   let damage: { seq: number; reason: string; cause?: unknown } | undefined
@@ -168,26 +242,13 @@ export async function rebuild(input: RebuildInput): Promise<Rebuilt> {
         `record ${expected} breaks the hash chain: the records up to it do not hash to the metadata's lastHash (one at or before it was replaced)`,
       )
     }
-    try {
-      replica.applyDelta(record.delta)
-    } catch (error) {
-      // The record is intact (checksum, seq and hash chain hold): the store
-      // wrote it, so it is no torn tail and is never deleted for this.
-      const limit = replica.limits?.maxBytes
-      if (limit !== undefined && record.delta.length > limit) {
-        throw new ConcordError(
-          ErrorCodes.LIMIT_EXCEEDED,
-          `"${name}": record ${expected} holds a change of ${record.delta.length} bytes, over the limit of ${limit} bytes this code loads (limits.maxBytes); nothing was deleted: open it with a higher limit`,
-          { cause: error },
-        )
-      }
-      throw corrupt(name, `record ${expected} is intact but its delta does not apply (${(error as Error).message}); nothing was deleted`, error)
-    }
+    replay(record.delta, expected)
     seq = expected
     hash = record.hash
     replayedBytes += record.size
     lastHlc = record.hlc
   }
+  flush()
   if (!damage && seq < target) damage = { seq: seq + 1, reason: `records ${seq + 1}..${target} are missing` }
   if (damage) {
     if (!input.allowTornTail) throw corrupt(name, `record ${damage.seq}: ${damage.reason}`, damage.cause)

@@ -59,6 +59,7 @@ async function loggedState(context: StoreContext, entry: NameEntry): Promise<Rep
     meta,
     target: meta.lastSeq,
     allowTornTail: false,
+    merge: context.replayMergerOf(meta.type),
     create: (snapshot) => context.newReplica(meta.type, snapshot),
   })
   return replica

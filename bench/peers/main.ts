@@ -75,7 +75,7 @@ async function concordHub(role: Extract<HubRole, { kind: 'concord-hub' }>): Prom
       const { url, port } = await peer.listen()
       return { concordUrl: url, yjsUrl: `ws://127.0.0.1:${port}/yjs` }
     }
-    if (message.usage) return { ...processUsage(), durability: peer?.store.durability() }
+    if (message.usage) return { ...processUsage(), durability: peer?.store.durability(), sessions: peer?.stats().totals }
     if (message.close) await peer?.close()
     return undefined
   })

@@ -53,6 +53,8 @@ export interface W1Result {
   readonly clientLoopDelayP99Ms: number
   /** When typing began (monotonic ms), for profiles. */
   readonly typingStartedAt?: number
+  /** A Concord hub's session totals that mean resyncs (gaps, queue overflows, VERSIONS, answers). */
+  readonly hubResyncs?: Readonly<Record<string, number>>
 }
 
 /** Node flags of the hub and of the clients (e.g. `--cpu-prof`), for profiling runs. */
@@ -142,7 +144,8 @@ export async function runW1(contender: W1Contender, load: W1Load, options: W1Opt
       for (let k = load.warmup; k < clocks.length; k++) if (arrivals[clocks[k]] !== undefined) toHub.push(arrivals[clocks[k]] - times[k])
     }
     toHub.sort((a, b) => a - b)
-    const hubUsage = await hub.request<{ cpuMs: number; peakRssMiB: number }>({ usage: true })
+    const hubUsage = await hub.request<{ cpuMs: number; peakRssMiB: number; sessions?: Record<string, number> }>({ usage: true })
+    const hubSessions = hubUsage.sessions
     return {
       p50: percentile(latencies, 50),
       p99: percentile(latencies, 99),
@@ -154,6 +157,20 @@ export async function runW1(contender: W1Contender, load: W1Load, options: W1Opt
       clientCpuMs: received.reduce((sum, r) => sum + r.cpuMs, 0),
       clientLoopDelayP99Ms: median(received.map((r) => r.loopDelayP99Ms)),
       typingStartedAt: at,
+      // What the hub's sessions did besides relaying (resyncs under load show here).
+      ...(hubSessions
+        ? {
+            hubResyncs: {
+              gaps: hubSessions.gaps,
+              overflows: hubSessions.overflows,
+              versionsSent: hubSessions.versionsSent,
+              resyncRetries: hubSessions.resyncRetries,
+              answerRecords: hubSessions.answerRecords,
+              answerMerged: hubSessions.answerMerged,
+              duplicates: hubSessions.duplicates,
+            },
+          }
+        : {}),
     }
   } finally {
     await Promise.all(processes.slice(1).map((child) => child.close()))

@@ -100,9 +100,19 @@ export class Encoder {
     return this.writeRaw(bytes)
   }
 
-  /** Length-prefixed UTF-8 string. */
+  /** Length-prefixed UTF-8 string; an ASCII one is written in place (no intermediate array). */
   writeString(value: string): this {
-    return this.writeBytes(textEncoder.encode(value))
+    const length = value.length
+    for (let i = 0; i < length; i++) {
+      if (value.charCodeAt(i) > 0x7f) return this.writeBytes(textEncoder.encode(value))
+    }
+    this.writeVarUint(length)
+    this.ensure(length)
+    const buffer = this.buffer
+    let at = this.length
+    for (let i = 0; i < length; i++) buffer[at++] = value.charCodeAt(i)
+    this.length = at
+    return this
   }
 
   /** A copy of the bytes written. */

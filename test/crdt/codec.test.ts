@@ -5,6 +5,20 @@ import { Decoder, Encoder, decodeGuarded } from '../../crdt/codec.ts'
 import { ErrorCodes, isConcordError } from '../../crdt/errors.ts'
 import { HybridClock, compareHlc, readHlc, writeHlc } from '../../crdt/hlc.ts'
 
+test('codec: writeString writes the bytes TextEncoder gives, ASCII (written in place) or not', () => {
+  const utf8 = new TextEncoder()
+  const expected = (s: string) => new Encoder().writeBytes(utf8.encode(s)).finish()
+  for (const s of ['', 'task/0000001', '\x7f', '\x80', 'caf\u00e9', 'x\uD800', '\uDC00y', '\u{1F600}', 'a'.repeat(300)]) {
+    assert.deepEqual(new Encoder(4).writeString(s).finish(), expected(s), JSON.stringify(s))
+  }
+  fc.assert(
+    fc.property(fc.oneof(fc.string(), fc.string({ unit: 'binary' }), fc.string({ unit: 'grapheme-ascii' })), (s) => {
+      assert.deepEqual(new Encoder(1).writeUint8(7).writeString(s).finish(), Uint8Array.of(7, ...expected(s)))
+    }),
+    { seed: 7 },
+  )
+})
+
 test('codec: values round-trip', () => {
   fc.assert(
     fc.property(

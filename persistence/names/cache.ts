@@ -23,15 +23,16 @@ export class NameCache {
 
   /**
    * @param limit names kept hydrated (at least 1)
-   * @param catchUp called instead of evicting a name whose stored metadata
-   *   lags its log: it queues a metadata write (the name is evicted once that
-   *   is written), so names that leave memory have current metadata.
+   * @param catchUp called instead of evicting names whose stored metadata
+   *   lags their log (once per walk, with all of them): it queues a metadata
+   *   write (the names are evicted once that is written), so names that
+   *   leave memory have current metadata.
    * @param evicted called for each entry evicted (still reachable while the
    *   application holds its replica).
    */
   constructor(
     private readonly limit: number,
-    private readonly catchUp: (entry: Entry) => void = () => undefined,
+    private readonly catchUp: (entries: Entry[]) => void = () => undefined,
     private readonly onEvicted: (entry: Entry) => void = () => undefined,
   ) {}
 
@@ -126,8 +127,13 @@ export class NameCache {
    * looks at every one).
    */
   evictIfNeeded(looks = Number.POSITIVE_INFINITY): void {
+    const full = looks === Number.POSITIVE_INFINITY
+    // A short walk after one that found nothing to do is skipped until the next full walk (see {@link stuck}).
+    if (!full && this.stuck) return
     let excess = this.cache.size - this.limit
     if (excess <= 0) return
+    const before = excess
+    const catchingUp: Entry[] = []
     for (const [name, entry] of this.cache) {
       if (excess <= 0 || looks-- <= 0) break
       if (this.catchingUp.has(entry) && entry.state.metaBehind) {
@@ -137,7 +143,7 @@ export class NameCache {
       if (!entry.evictable) continue
       if (entry.state.metaBehind || entry.takeDigestCatchUp()) {
         this.catchingUp.add(entry)
-        this.catchUp(entry)
+        catchingUp.push(entry)
         excess--
         continue
       }
@@ -149,5 +155,16 @@ export class NameCache {
       this.cleanup.register(entry.replica, name)
       this.onEvicted(entry)
     }
+    if (catchingUp.length > 0) this.catchUp(catchingUp)
+    this.stuck = !full && excess === before
   }
+
+  /**
+   * The last short walk (of a name added or revived) found no entry to
+   * evict or catch up: the next ones are skipped until a full walk (after
+   * each durable write, a catch-up written, a lease released), which is
+   * when held entries can become evictable. While a commit of thousands of
+   * new names holds them, each added name would otherwise walk in vain.
+   */
+  private stuck = false
 }

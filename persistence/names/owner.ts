@@ -80,7 +80,7 @@ export class Names {
     this.cacheLimit = Math.max(1, context.options.cacheSize ?? 1000)
     this.cache = new NameCache(
       this.cacheLimit,
-      (entry) => this.catchUp(entry),
+      (entries) => this.catchUp(entries),
       (entry) => {
         if (!entry.state.unborn) {
           this.index?.set(entry.name, entry.type)
@@ -186,7 +186,9 @@ export class Names {
     if (!absent) this.readAhead.hydrating(name)
     let written = absent ? undefined : this.decodeStored(name, await this.readAhead.meta(name, { signal: options.signal }))
     if (!written && !absent && (await this.hooks.rehydrate(name, options.signal))) written = await this.meta(name, { signal: options.signal, written: true })
-    const entry = await loadEntry(this.context, this.hooks, name, written, type, options, deferCreation, this.readAhead.reader(name))
+    // A new name reads nothing: no read-ahead reader for it.
+    const reader = written ? this.readAhead.reader(name) : this.context.storage
+    const entry = await loadEntry(this.context, this.hooks, name, written, type, options, deferCreation, reader)
     if (written) {
       this.hydrationCount++
       this.index?.set(name, entry.type)
@@ -366,16 +368,16 @@ export class Names {
     return { replicas, failed, release }
   }
 
-  /** Queues a metadata write of a name whose stored metadata lags its log, so that it can leave memory. */
-  private catchUp(entry: NameEntry): void {
-    // Not synced on its own: until it is, the name's tail marker covers a crash.
-    const { state } = entry
+  /** Queues one metadata write of the names whose stored metadata lags their log (one unit for all), so that they can leave memory. */
+  private catchUp(entries: readonly NameEntry[]): void {
+    // Not synced on its own: until it is, each name's tail marker covers a crash.
+    const states = entries.map((entry) => entry.state)
     this.context.committer
       .enqueue({
         sync: false,
-        states: [state],
+        states,
         build: (b) => {
-          b.setMeta(state, b.meta(state))
+          for (const state of states) b.setMeta(state, b.meta(state))
           // Written: the name can leave memory now, not at the next activity.
           b.onCommit(() => this.cache.evictIfNeeded())
         },

@@ -130,6 +130,8 @@ export async function storeCreated(context: StoreContext, entry: NameEntry): Pro
 export async function storeCreatedMany(context: StoreContext, entries: readonly NameEntry[]): Promise<void> {
   const unborn = entries.filter((entry) => entry.state.unborn)
   if (unborn.length === 0) return
+  // Their first record writes their metadata (no tail marker, no catch-up write later).
+  for (const { state } of unborn) state.metaWithFirstRecord = true
   await context.committer.enqueue({
     sync: unborn.some((entry) => entry.durability.mode !== 'async'),
     states: unborn.map((entry) => entry.state),

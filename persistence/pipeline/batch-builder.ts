@@ -84,8 +84,10 @@ export class BatchBuilder {
 
   /** Appends one record to the name's log; returns it as it will be committed. */
   append(state: NameState, input: AppendInput): CommittedRecord {
-    // A name not stored yet is created in the batch of its first record.
-    if (state.unborn && !this.persist.has(state)) this.setMeta(state, this.meta(state))
+    // A name not stored yet is created in the batch of its first record; one stored empty by openMany has its metadata written with it.
+    if (!this.persist.has(state) && (state.unborn || (state.metaWithFirstRecord && !state.metaBehind && state.meta.lastSeq === 0))) {
+      this.setMeta(state, this.meta(state))
+    }
     const meta = this.meta(state)
     const seq = meta.lastSeq + 1
     const kind = input.kind ?? 'delta'

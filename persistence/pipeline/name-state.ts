@@ -68,6 +68,14 @@ export class NameState {
    */
   digester: (() => Uint8Array) | undefined
 
+  /**
+   * The name was created by `openMany` (stored empty, its metadata alone):
+   * the batch of its first record writes its metadata (with the digest)
+   * instead of a tail marker, so that the name needs no metadata write of
+   * its own before it leaves memory (FORMAT.md, "tail marker").
+   */
+  metaWithFirstRecord = false
+
   /** @internal a unit touching the name was queued (or joined). */
   entered(): void {
     this.units++

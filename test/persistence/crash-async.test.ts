@@ -8,10 +8,14 @@
  * torn tail was found. 10 cycles in the default list, 50 in
  * `npm run test:crash` (or CONCORD_CRASH_CYCLES). CONCORD_SEED replays a run.
  * The second test does the same with remote changes of four names applied
- * in one turn (one async batch each round: the group commit).
+ * in one turn (one async batch each round: the group commit). The third
+ * kills a child creating counters with `openMany` (their first record
+ * writes their metadata, no tail marker): every name acknowledged is there
+ * with its increment, every other one holds 0 or 1.
  */
 import assert from 'node:assert/strict'
 import { it } from 'node:test'
+import type { PNCounterReplica } from '../../crdt/types/index.ts'
 import { openStore } from '../../persistence/index.ts'
 import { Prng } from '../../transports/memory/prng.ts'
 import { runAndKill } from './crash-harness.ts'
@@ -75,6 +79,47 @@ it(`async mode: SIGKILL during group commits of remote changes (four names per b
           const text = textOf(await store.open(name, 'yjs'))
           assert.ok(text.length >= acked, `${context}: "${name}": ${acked} characters acknowledged but ${text.length} recovered`)
           assert.equal(text, 'x'.repeat(text.length), context)
+          assert.deepEqual((await store.verify(name)).problems, [], `${context}: "${name}"`)
+        }
+        assert.equal(store.truncations.length, 0, `${context}: a torn tail after a process crash`)
+      } finally {
+        await store.close()
+      }
+    }
+    assert.ok(totalAcked > 0, 'the writer acknowledged nothing')
+  } finally {
+    await remove()
+  }
+})
+
+/** Names created by openMany: 5 cycles in the default list, as many as the first in `npm run test:crash` or with CONCORD_CRASH_CYCLES. */
+it(`async mode: SIGKILL while names are created by openMany and changed loses no acknowledged name (${groupCycles} cycles, seed ${seed})`, {
+  timeout: 600_000,
+}, async () => {
+  const prng = new Prng(seed + 2)
+  const { dir, remove } = await tempDir('concord-crash-open-many-')
+  try {
+    let totalAcked = 0
+    for (let cycle = 0; cycle < groupCycles; cycle++) {
+      const prefix = `c${cycle}`
+      const acked = (
+        await runAndKill('test/persistence/fixtures/crash-writer-open-many.ts', [dir, prefix], 20 + Math.floor(prng.next() * 200), (line) => line === 'ready')
+      ).reduce((max, n) => Math.max(max, n), 0)
+      totalAcked += acked
+      const store = await openStore({ dir, agentId: 'crash-open-many', sweepMs: 0, checkpoint: { onClose: false } })
+      try {
+        const context = `seed ${seed}, cycle ${cycle}`
+        const listed = new Set((await store.listNames()).map(({ name }) => name).filter((name) => name.startsWith(`${prefix}/`)))
+        for (let batch = 0; batch < acked; batch++) {
+          for (let i = 0; i < 20; i++) {
+            const name = `${prefix}/${batch}/${i}`
+            assert.ok(listed.has(name), `${context}: "${name}" was acknowledged but is not stored`)
+          }
+        }
+        for (const name of listed) {
+          const value = ((await store.open(name, 'pncounter')) as PNCounterReplica).value()
+          const batch = Number(name.split('/')[1])
+          assert.ok(batch < acked ? value === 1 : value === 0 || value === 1, `${context}: "${name}" holds ${value}`)
           assert.deepEqual((await store.verify(name)).problems, [], `${context}: "${name}"`)
         }
         assert.equal(store.truncations.length, 0, `${context}: a torn tail after a process crash`)

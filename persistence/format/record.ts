@@ -260,6 +260,23 @@ function placeHeader(name: Uint8Array, seq: number): { size: number; write(out: 
  * first and written once: the delta is copied once, into the record.
  */
 export function encodeRecord(record: LogRecord): Uint8Array {
+  const { framed, start } = frameRecord(record, 0)
+  return framed.subarray(start)
+}
+
+/**
+ * {@link encodeRecord} and {@link recordHash} of the record at once, in one
+ * buffer: the previous hash, the place header and the record, so that the
+ * hash input is the buffer itself (no second buffer, no copy of the record).
+ */
+export function encodeHashedRecord(record: LogRecord): { readonly bytes: Uint8Array; readonly hash: Uint8Array } {
+  const { framed, start } = frameRecord(record, HASH_BYTES)
+  framed.set(record.prevHash)
+  return { bytes: framed.subarray(start), hash: sha256(framed) }
+}
+
+/** `lead` free bytes, the place header, then the record as version 4 (checksummed over the header and the record); `start`: where the record begins. */
+function frameRecord(record: LogRecord, lead: number): { framed: Uint8Array; start: number } {
   const agent = utf8(record.agent)
   const { delta, hlc } = record
   const provenance = provenanceFields(record)
@@ -276,8 +293,8 @@ export function encodeRecord(record: LogRecord): Uint8Array {
     provenance.size +
     4
   // One buffer: the place header (covered by the checksum, not stored), then the record.
-  const framed = new Uint8Array(header.size + size)
-  const start = header.write(framed, 0)
+  const framed = new Uint8Array(lead + header.size + size)
+  const start = header.write(framed, lead)
   framed[start] = RECORD_VERSION
   let offset = putVarUint(framed, start + 1, hlc.wall)
   offset = putVarUint(framed, offset, hlc.logical)
@@ -288,8 +305,8 @@ export function encodeRecord(record: LogRecord): Uint8Array {
   offset = putVarUint(framed, offset, delta.length)
   framed.set(delta, offset)
   offset = provenance.write(framed, offset + delta.length)
-  new DataView(framed.buffer).setUint32(offset, checksum(framed.subarray(0, offset)))
-  return framed.subarray(start)
+  new DataView(framed.buffer).setUint32(offset, checksum(framed.subarray(lead, offset)))
+  return { framed, start }
 }
 
 /**

@@ -7,7 +7,7 @@
 import type { HlcTimestamp } from '../../crdt/hlc.ts'
 import { logKey, TAIL_MARKER, tailKey } from '../format/keys.ts'
 import type { NameMeta } from '../format/name-meta.ts'
-import { encodeRecord, type LogRecord, type RecordKind, recordHash } from '../format/record.ts'
+import { encodeHashedRecord, type LogRecord, type RecordKind } from '../format/record.ts'
 
 type RecordSignature = NonNullable<LogRecord['signature']>
 import type { NameState } from './name-state.ts'
@@ -92,7 +92,7 @@ export class BatchBuilder {
     const seq = meta.lastSeq + 1
     const kind = input.kind ?? 'delta'
     const { message, metaJson, authored, signature } = input
-    const bytes = encodeRecord({
+    const { bytes, hash } = encodeHashedRecord({
       name: meta.name,
       seq,
       hlc: input.hlc,
@@ -105,7 +105,6 @@ export class BatchBuilder {
       authored,
       signature,
     })
-    const hash = recordHash(bytes, meta.name, seq, meta.lastHash)
     this.ops.push({ type: 'put', key: logKey(meta.name, seq), value: bytes })
     this.bytes += bytes.length
     if (!state.metaBehind && !this.markedSet.has(state) && !this.persist.has(state)) {

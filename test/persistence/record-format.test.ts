@@ -14,7 +14,7 @@ import { isConcordError } from '../../crdt/errors.ts'
 import type { GCounterReplica } from '../../crdt/types/index.ts'
 import { sha256, ZERO_HASH } from '../../persistence/format/checksum.ts'
 import { logKey } from '../../persistence/format/keys.ts'
-import { decodeRecord, encodeLegacyRecord, encodeRecord, type LogRecord, recordHash, UNCHAINED } from '../../persistence/format/record.ts'
+import { decodeRecord, encodeHashedRecord, encodeLegacyRecord, encodeRecord, type LogRecord, recordHash, UNCHAINED } from '../../persistence/format/record.ts'
 import { openStore } from '../../persistence/index.ts'
 import { openLevelStorage } from '../../persistence/storage/level/open-level-storage.ts'
 import { tempDir, textOf, typeText } from './helpers.ts'
@@ -70,6 +70,10 @@ describe('record format 4', () => {
       assert.deepEqual(decoded.prevHash, prevHash)
       assert.equal(decoded.size, bytes.length)
       assert.deepEqual(decoded.hash, recordHash(bytes, record.name, record.seq, record.prevHash))
+      // Encoded and hashed in one buffer: the same bytes and hash.
+      const hashed = encodeHashedRecord(record)
+      assert.deepEqual(hashed.bytes, bytes)
+      assert.deepEqual(hashed.hash, decoded.hash)
       // The hash depends on the previous one; read out of the chain it is UNCHAINED.
       assert.notDeepEqual(decodeRecord(bytes, { ...place, prevHash: ZERO_HASH }).hash, decoded.hash)
       assert.equal(decodeRecord(bytes, { name: record.name, seq: record.seq }).hash, UNCHAINED)

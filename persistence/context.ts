@@ -131,4 +131,24 @@ export class StoreContext {
     if (!version) this.emptyVersions.set(type, (version = this.newReplica(type).version()))
     return version
   }
+
+  /** What the state digest of an empty replica of `type` is made of besides its name (crdt/state-digest.ts), computed once per type. */
+  emptyState(type: ReplicaType): EmptyState {
+    let state = this.emptyStates.get(type)
+    if (!state) {
+      const replica = this.newReplica(type)
+      const version = replica.version()
+      state = { version, rest: replica.deltaSince(version) }
+      this.emptyStates.set(type, state)
+    }
+    return state
+  }
+
+  private readonly emptyStates = new Map<ReplicaType, EmptyState>()
+}
+
+/** An empty replica's version and what that version lacks (see {@link StoreContext.emptyState}). */
+export interface EmptyState {
+  readonly version: Uint8Array
+  readonly rest: Uint8Array | null
 }

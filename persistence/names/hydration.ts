@@ -93,6 +93,7 @@ export async function loadEntry(
     policy: { ...DEFAULT_CHECKPOINT, ...context.options.checkpoint, ...options.checkpoint },
     retention: checkRetention(options.retention) ?? context.options.retention ?? DEFAULT_RETENTION,
     dirtySince: written && state.meta.lastSeq > (state.meta.checkpoints.at(-1)?.seq ?? 0) ? context.now() : 0,
+    empty: written ? undefined : context.emptyState(type!),
   })
   if (torn) await truncate(context, state, torn.seq, torn.hash, torn.tail)
   if (written && options.ttlMs !== undefined && options.ttlMs !== state.meta.ttlMs) {

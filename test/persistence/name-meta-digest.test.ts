@@ -11,6 +11,9 @@ import { Encoder } from '../../crdt/codec.ts'
 import { sealWithChecksum, ZERO_HASH } from '../../persistence/format/checksum.ts'
 import { currentDigest, decodeMeta, encodeMeta, newMeta } from '../../persistence/format/name-meta.ts'
 import { openStore } from '../../persistence/index.ts'
+import { metaKey } from '../../persistence/format/keys.ts'
+import type { Storage } from '../../persistence/storage/storage.ts'
+import { replicaDigest } from '../../crdt/state-digest.ts'
 import { tempDir } from '../helpers/temp-dir.ts'
 
 const run = promisify(execFile)
@@ -85,6 +88,29 @@ test('a replica changed after its name left the cache (the application still hel
     assert.ok(got.before)
     assert.notEqual(got.answered, got.before, 'not the digest of the state it had when it left the cache')
     if (got.answered !== null) assert.equal(got.answered, got.truth)
+  } finally {
+    await dir.remove()
+  }
+})
+
+test("a new name's digest (its type's empty state, computed once per type) is the digest of its replica, and follows its first change", async () => {
+  const dir = await tempDir('concord-meta-digest-new-')
+  try {
+    const store = await openStore({ dir: dir.path, agentId: 'a', sweepMs: 0 })
+    const asked = (['pncounter', 'orset', 'yjs', 'automerge'] as const).flatMap((type) => [1, 2].map((i) => ({ name: `${type}/${i}`, type }) as const))
+    const replicas = await store.openMany(asked)
+    const storage = (store as unknown as { context: { storage: Storage } }).context.storage
+    for (const [i, { name }] of asked.entries()) {
+      const meta = decodeMeta((await storage.get(metaKey(name)))!)
+      assert.deepEqual(meta.digest?.bytes, replicaDigest(name, replicas[i]), `${name}: stored with its empty state's digest`)
+    }
+    const counter = replicas[0] as unknown as { increment(by?: number): void }
+    counter.increment()
+    await store.flush()
+    const meta = decodeMeta((await storage.get(metaKey('pncounter/1')))!)
+    assert.equal(meta.lastSeq, 1)
+    assert.deepEqual(meta.digest?.bytes, replicaDigest('pncounter/1', replicas[0]), 'after its first change, the changed state')
+    await store.close()
   } finally {
     await dir.remove()
   }

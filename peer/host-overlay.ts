@@ -23,6 +23,7 @@ export function overlayHost(base: SyncHost, overrides: Partial<SyncHost>): SyncH
     ...((overrides.recordsSince ?? base.recordsSince)
       ? { recordsSince: overrides.recordsSince ?? ((name, since, lack, limits) => base.recordsSince!(name, since, lack, limits)) }
       : {}),
+    ...((overrides.storedDeltas ?? base.storedDeltas) ? { storedDeltas: overrides.storedDeltas ?? ((wanted) => base.storedDeltas!(wanted)) } : {}),
     ...((overrides.logClock ?? base.logClock) ? { logClock: overrides.logClock ?? (() => base.logClock!()) } : {}),
     ...((overrides.joints ?? base.joints) ? { joints: overrides.joints ?? (() => base.joints!()) } : {}),
   }

@@ -249,6 +249,38 @@ export class StoreSyncHost implements SyncHost {
   }
 
   /**
+   * What replicas at the given versions lack of `wanted`, without
+   * hydrating: a name held here or in memory from its replica, any other
+   * from storage (`Store.storedDeltas`); undefined for a name only its
+   * hydration can answer (see persistence/names/stored-state.ts), or one
+   * that is damaged here: the answer then holds it, as before.
+   */
+  async storedDeltas(
+    wanted: ReadonlyArray<{ readonly name: string; readonly type: ReplicaType; readonly since: Uint8Array | null }>,
+  ): Promise<Array<Uint8Array | null | undefined>> {
+    const out: Array<Uint8Array | null | undefined> = new Array(wanted.length).fill(undefined)
+    const stored: number[] = []
+    for (const [at, item] of wanted.entries()) {
+      if (this.unreadable.has(item.name)) continue
+      const replica = this.leased.get(item.name)?.replica ?? this.options.store.hydratedReplica(item.name)
+      if (replica === undefined) {
+        stored.push(at)
+        continue
+      }
+      try {
+        out[at] = replica.deltaSince(item.since ?? this.emptyVersion(replica))
+      } catch {
+        // The hold path answers it (and reports a malformed version).
+      }
+    }
+    if (stored.length > 0) {
+      const deltas = await this.options.store.storedDeltas(stored.map((at) => wanted[at])).catch(() => undefined)
+      if (deltas) for (const [i, at] of stored.entries()) out[at] = deltas[i]
+    }
+    return out
+  }
+
+  /**
    * The logged changes of `name` a replica at `since` lacks, from the
    * store's log (`Store.recordsSince`), with their provenance; undefined
    * when the store cannot tell them (the answer sends `lack`).

@@ -42,6 +42,7 @@ import type { RetentionReport } from './lifecycle/log-archive.ts'
 import { acceptLoss, checkSeal, readLosses, writeSeal, type Loss } from './lifecycle/seal.ts'
 import type { NameEntry } from './names/entry.ts'
 import { Names, type NameLease } from './names/owner.ts'
+import { storedDeltas, type StoredWanted } from './names/stored-state.ts'
 import { checkRetention, type NameOptions, type ReplicaCreator, type StoreOptions } from './options.ts'
 import { openLevelStorage } from './storage/level/open-level-storage.ts'
 import { MemoryStorage } from './storage/memory-storage.ts'
@@ -359,6 +360,17 @@ export class Store {
   /** The replica of `name` if it is hydrated (no storage read), else undefined. */
   hydratedReplica(name: string): Replica | undefined {
     return this.owner.live(name)?.replica
+  }
+
+  /**
+   * What replicas at the given versions lack of stored names, read from
+   * storage without hydrating them (a first sync's answer): for each, the
+   * delta (null: nothing), or undefined where only the hydrated name can
+   * tell (in memory, damaged, another schema...: persistence/names/stored-state.ts).
+   */
+  storedDeltas(wanted: readonly StoredWanted[], options: SignalOptions = {}): Promise<Array<Uint8Array | null | undefined>> {
+    this.context.checkOpen()
+    return storedDeltas(this.context, this.owner, wanted, options)
   }
 
   /**

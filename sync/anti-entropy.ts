@@ -354,6 +354,8 @@ async function withRecords(lacked: readonly Lacked[], context: AnswerContext): P
     }
   }
   if (!remote || !host.recordsSince || lacked.length === 0) return allMerged()
+  // Over ANSWER_RECORD_NAMES names whose log would be read: merged state at once (no log read to find that out).
+  if (lacked.length > ANSWER_RECORD_NAMES && lacked.filter(({ entry }) => !remote.refused?.(entry.name)).length > ANSWER_RECORD_NAMES) return allMerged()
   const taken: NamedRecord[] = []
   const merged: DeltaEntry[] = []
   let bytes = ANSWER_RECORD_BYTES
@@ -409,6 +411,10 @@ export async function answerInSlices(names: readonly HostedName[], entries: read
       if (start > 0 && host.yieldTurn) await host.yieldTurn()
       // The slice: up to SLICE_NAMES names, fewer once their deltas reach SLICE_BYTES.
       const end = Math.min(wanted.length, start + SLICE_NAMES)
+      if (host.storedDeltas) {
+        start = await fromStorage(host, wanted, start, end, index, deltas, compute)
+        continue
+      }
       let at = start
       await withHeld(
         host,
@@ -440,6 +446,41 @@ export async function answerInSlices(names: readonly HostedName[], entries: read
   const lacked: Lacked[] = []
   for (const [at, entry] of deltas.entries()) if (entry) lacked.push({ entry, since: wanted[at].since })
   return withRecords(lacked, context)
+}
+
+/**
+ * A slice of an answer asked of the host's storage first (`storedDeltas`:
+ * no name loaded), the names it cannot tell held and read as before (a
+ * name in memory, damaged, another schema...); resolves `end`.
+ */
+async function fromStorage(
+  host: SyncHost,
+  wanted: readonly Wanted[],
+  start: number,
+  end: number,
+  index: Map<string, number>,
+  deltas: Array<DeltaEntry | null>,
+  compute: (at: number) => void,
+): Promise<number> {
+  // Indexed first: a commit to one of them while storage is read marks it to be computed again.
+  for (let at = start; at < end; at++) index.set(wanted[at].name, at)
+  const found = await host.storedDeltas!(wanted.slice(start, end)).catch(() => undefined)
+  const rest: number[] = []
+  for (let at = start; at < end; at++) {
+    const delta = found?.[at - start]
+    if (delta === undefined) rest.push(at)
+    else deltas[at] = delta === null ? null : { name: wanted[at].name, replicaType: wanted[at].type, delta }
+  }
+  if (rest.length > 0) {
+    await withHeld(
+      host,
+      rest.map((at) => wanted[at].name),
+      () => {
+        for (const at of rest) compute(at)
+      },
+    )
+  }
+  return end
 }
 
 /** What an {@link AntiEntropy} needs of its session. */

@@ -140,6 +140,18 @@ export interface SyncHost {
    */
   hold?(names: readonly string[]): MaybePromise<() => void>
   /**
+   * Optional, with {@link hold}: what replicas at the given versions lack
+   * of local names (as {@link deltaSince}), read without loading the names
+   * where the host can (a store reads a name's checkpoint and log): for
+   * each name, the delta, null when it lacks nothing, or undefined where
+   * the host cannot tell that way: the protocol then holds the name and
+   * asks {@link deltaSince}. Never rejects for one name (undefined).
+   * An answer to a remote that lacks many names asks it first.
+   */
+  storedDeltas?(
+    wanted: ReadonlyArray<{ readonly name: string; readonly type: ReplicaType; readonly since: Uint8Array | null }>,
+  ): Promise<ReadonlyArray<Uint8Array | null | undefined>>
+  /**
    * Optional: the state digest of a local name (`crdt/state-digest.ts`)
    * where the host knows it without loading the name (a store keeps it in
    * the name's metadata), or of a name it holds; undefined when unknown: the

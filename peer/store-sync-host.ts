@@ -88,6 +88,8 @@ export class StoreSyncHost implements SyncHost {
   constructor(private readonly options: StoreSyncHostOptions) {
     this.gate = new HeavyApplyGate(options.heavyApplyBytes)
     const announce = ({ records, origin }: { records: readonly CommittedUnitRecord[]; origin?: unknown }): void => {
+      // No session to relay to (none connected): nothing to build (creating 100,000 names offline built an entry list per commit).
+      if (this.commits.listenerCount('commit') === 0) return
       for (const run of provenanceRuns(records)) {
         const entries: DeltaEntry[] = run.map((record) =>
           record.signature === undefined

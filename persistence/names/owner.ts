@@ -23,7 +23,7 @@ import type { SignalOptions, StorageKey } from '../storage/storage.ts'
 import { NameCache } from './cache.ts'
 import type { NameEntry } from './entry.ts'
 import { loadEntry, storeCreated, storeCreatedMany, type NameHooks } from './hydration.ts'
-import { ReadAhead } from './read-ahead.ts'
+import { ReadAhead, type NameReader } from './read-ahead.ts'
 
 export type { NameHooks } from './hydration.ts'
 
@@ -492,6 +492,19 @@ export class Names {
       )
     }
     return meta
+  }
+
+  /**
+   * The metadata of `name` as stored and a reader of its checkpoints and
+   * log, through the read-ahead that hydration uses (names read in key
+   * order are served from one scan per kind), for a reader that rebuilds
+   * the name without hydrating it (names/stored-state.ts); undefined when
+   * it is not stored. The metadata may lag the log: rebuild to its end.
+   */
+  async stored(name: string, options: SignalOptions = {}): Promise<{ readonly meta: NameMeta; readonly reader: NameReader } | undefined> {
+    this.readAhead.hydrating(name)
+    const meta = this.decodeStored(name, await this.readAhead.meta(name, options))
+    return meta && { meta, reader: this.readAhead.reader(name) }
   }
 
   /** Decodes the metadata stored under `name` (undefined: none). */

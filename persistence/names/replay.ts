@@ -41,9 +41,19 @@ export interface TornTail {
   readonly reason: string
 }
 
+/**
+ * What a rebuild replays into: a replica, or a lighter target that takes
+ * the deltas without one (names/stored-state.ts). `applyDelta` throws for a
+ * delta that does not apply; `limits` as the replica's.
+ */
+export interface ReplayTarget {
+  applyDelta(delta: Uint8Array): boolean
+  readonly limits?: { readonly maxBytes: number } | undefined
+}
+
 /** What {@link rebuild} produced. */
-export interface Rebuilt {
-  readonly replica: Replica
+export interface Rebuilt<T extends ReplayTarget = Replica> {
+  readonly replica: T
   /** Seq of the last applied record (or of the checkpoint). */
   readonly seq: number
   /** Hash of that record (the chain continues from it). */
@@ -61,7 +71,7 @@ export interface Rebuilt {
 }
 
 /** Input of {@link rebuild}. */
-export interface RebuildInput {
+export interface RebuildInput<T extends ReplayTarget = Replica> {
   readonly storage: Pick<Storage, 'get' | 'iterate'>
   readonly meta: NameMeta
   /** Rebuild the state as of this seq (<= meta.lastSeq). */
@@ -72,8 +82,8 @@ export interface RebuildInput {
    * Records up to `target` must still be there.
    */
   readonly toEnd?: boolean
-  /** Creates a replica of the name's type, from a snapshot or empty. */
-  readonly create: (snapshot?: Uint8Array) => Replica
+  /** Creates a replica of the name's type (or another {@link ReplayTarget}), from a snapshot or empty. */
+  readonly create: (snapshot?: Uint8Array) => T
   /** Treat damaged trailing records as a torn tail instead of failing. */
   readonly allowTornTail: boolean
   /** Merges deltas of the name's type: records are then applied in merged runs (see the module comment). */
@@ -107,7 +117,7 @@ export async function loadCheckpoint(storage: Pick<Storage, 'get'>, meta: NameMe
 }
 
 /** Rebuilds a name's state as of `target`. */
-export async function rebuild(input: RebuildInput): Promise<Rebuilt> {
+export async function rebuild<T extends ReplayTarget = Replica>(input: RebuildInput<T>): Promise<Rebuilt<T>> {
   if (input.merge === undefined) return rebuildOnce(input)
   try {
     return await rebuildOnce(input)
@@ -118,11 +128,11 @@ export async function rebuild(input: RebuildInput): Promise<Rebuilt> {
   }
 }
 
-async function rebuildOnce(input: RebuildInput): Promise<Rebuilt> {
+async function rebuildOnce<T extends ReplayTarget>(input: RebuildInput<T>): Promise<Rebuilt<T>> {
   const { storage, meta, target } = input
   const name = meta.name
   const badCheckpoints: number[] = []
-  let replica: Replica | undefined
+  let replica: T | undefined
   let base: Checkpoint | undefined
   for (const ref of [...meta.checkpoints].reverse()) {
     if (ref.seq > target) continue

@@ -1,9 +1,13 @@
 /**
  * What a remote lacks of a stored name, read from storage without
  * hydrating it (issue 15: a first sync into an empty peer, or a remote far
- * behind): the name's checkpoint and the log after it are rebuilt into a
- * detached replica (names/replay.ts, every record checked as hydration
- * checks it), which is not put in the cache, and the delta is taken from it.
+ * behind): the name's checkpoint and the log after it (read as hydration
+ * reads them: one scan per kind for names read in key order,
+ * names/read-ahead.ts) are rebuilt into a detached replica (names/replay.ts,
+ * every record checked as hydration checks it), which is not put in the
+ * cache, and the delta is taken from it. For a remote that holds nothing,
+ * of a type whose deltas merge, a name without a checkpoint needs no
+ * replica: the merge of its checked records is the delta.
  *
  * It answers only where the stored state is the name's whole state, and
  * says "ask the hydrated name" (undefined) otherwise. A name in memory
@@ -20,11 +24,11 @@
  *   answer (`deltaSince` throws, a malformed remote version included: the
  *   hold path reports that).
  */
-import type { ReplicaType } from '../../crdt/replica.ts'
+import type { Replica, ReplicaType } from '../../crdt/replica.ts'
 import type { StoreContext } from '../context.ts'
 import type { SignalOptions } from '../storage/storage.ts'
 import type { Names } from './owner.ts'
-import { rebuild } from './replay.ts'
+import { rebuild, type ReplayTarget } from './replay.ts'
 
 /** One name a remote lacks something of: its type here and the remote's version (`null`: it has nothing). */
 export interface StoredWanted {
@@ -49,28 +53,51 @@ export async function storedDelta(
     // In memory (hydrated by another reader, or evicted and still reachable): its replica, which may hold changes not yet written.
     const live = names.live(name)
     if (live !== undefined) return live.type === type ? live.replica.deltaSince(wanted.since ?? context.emptyVersion(type)) : undefined
-    const meta = await names.meta(name, { signal: options.signal })
+    const stored = await names.stored(name, { signal: options.signal })
     // Hydrated meanwhile (by another reader) is no reason to stop: storage held the state the reads saw, and a change after them is announced (the answer computes that name again).
-    if (meta === undefined || meta.type !== type) return undefined
-    if (meta.schema !== (context.options.schema?.version ?? 0)) return undefined
-    const rebuilt = await rebuild({
-      storage: context.storage,
+    if (stored === undefined) return undefined
+    const { meta, reader } = stored
+    if (meta.type !== type || meta.schema !== (context.options.schema?.version ?? 0)) return undefined
+    // A remote that holds nothing, of a type whose deltas merge: without a checkpoint, the merge of the records is what it lacks (no replica made).
+    const merge = wanted.since === null ? context.mergerOf(type) : undefined
+    const rebuilt = await rebuild<Replica | MergedRecords>({
+      storage: reader,
       meta,
       target: meta.lastSeq,
       toEnd: true,
       allowTornTail: false,
       merge: context.replayMergerOf(type),
       signal: options.signal,
-      create: (snapshot) => context.detachedReplica(type, snapshot),
+      create: (snapshot) => (merge !== undefined && snapshot === undefined ? new MergedRecords() : context.detachedReplica(type, snapshot)),
     })
-    const replica = rebuilt.replica
+    const target = rebuilt.replica
+    if (target instanceof MergedRecords) {
+      if (target.deltas.length === 0) return context.detachedReplica(type).deltaSince(context.emptyVersion(type))
+      return target.deltas.length === 1 ? target.deltas[0] : merge!(target.deltas)
+    }
     try {
-      return replica.deltaSince(wanted.since ?? context.emptyVersion(type))
+      return target.deltaSince(wanted.since ?? context.emptyVersion(type))
     } finally {
-      ;(replica as { destroy?: () => void }).destroy?.()
+      ;(target as { destroy?: () => void }).destroy?.()
     }
   } catch {
     return undefined
+  }
+}
+
+/**
+ * The records of a name rebuilt for a remote that holds nothing of it,
+ * collected as they are checked (names/replay.ts), for their merge
+ * (`ReplicaFactory.mergeDeltas`): the delta an empty replica needs, made
+ * without a replica (for Yjs, no Y.Doc made, filled and encoded per name).
+ * A malformed record fails the merge, and the name falls back.
+ */
+class MergedRecords implements ReplayTarget {
+  readonly deltas: Uint8Array[] = []
+
+  applyDelta(delta: Uint8Array): boolean {
+    this.deltas.push(delta)
+    return true
   }
 }
 

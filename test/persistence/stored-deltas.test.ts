@@ -46,6 +46,12 @@ async function seeded(): Promise<{ dir: string; remove: () => Promise<void> }> {
       await store.flush()
     }
   }
+  // Three records and no checkpoint: the delta is the merge of the records (no replica made).
+  const short = await store.open('y3', 'yjs')
+  for (let k = 0; k < 3; k++) {
+    typeText(short, `y${k}`)
+    await store.flush()
+  }
   await store.close()
   return temp
 }
@@ -70,6 +76,7 @@ async function withStore<T>(dir: string, fn: (store: Store) => Promise<T>): Prom
 const wantedAll = [
   ...Array.from({ length: COUNTERS }, (_, i) => ({ name: `c${i}`, type: 'pncounter' as const, since: null })),
   ...Array.from({ length: DOCS }, (_, i) => ({ name: `d${i}`, type: 'yjs' as const, since: null })),
+  { name: 'y3', type: 'yjs' as const, since: null },
 ]
 
 describe('Store.storedDeltas', () => {
@@ -92,6 +99,7 @@ describe('Store.storedDeltas', () => {
       })
       assert.deepEqual(stored, hydrated)
       assert.equal(stored[3], JSON.stringify(10), 'c3: 1+2+3+4')
+      assert.equal(stored.at(-1), JSON.stringify({ t: 'y0y1y2' }), 'y3 from its merged records')
     } finally {
       await temp.remove()
     }

@@ -22,6 +22,7 @@ const suites: Array<() => Promise<{ benchmarks: Benchmark[] }>> = [
   () => import('./sync.bench.ts'),
   () => import('./peer.bench.ts'),
   () => import('./many-names.bench.ts'),
+  () => import('./cold-first-sync.bench.ts'),
   () => import('./attacks.bench.ts'),
   () => import('./apply-gate.bench.ts'),
   // libp2p

@@ -6,11 +6,19 @@
  * receiver converges to the same values. The names storage alone cannot
  * answer fall back to the hydrated path and sync all the same: one the
  * application holds with a change not yet written, one with a torn tail.
+ * A commit that lands while an answer reads from storage is in the answer.
  */
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { test } from 'node:test'
+import { agentId } from '../../crdt/agent-id.ts'
 import type { YjsReplica } from '../../crdt/documents/yjs-replica.ts'
+import { createReplica } from '../../crdt/registry.ts'
+import type { PNCounterReplica } from '../../crdt/types/index.ts'
+import { overlayHost } from '../../peer/host-overlay.ts'
+import { StoreSyncHost } from '../../peer/store-sync-host.ts'
+import { openStore } from '../../persistence/index.ts'
+import { answerInSlices } from '../../sync/anti-entropy.ts'
 import { logKey, logPrefix } from '../../persistence/format/keys.ts'
 import { openLevelStorage } from '../../persistence/storage/level/index.ts'
 import { createPeer, type Peer, type PeerOptions } from '../../peer/index.ts'
@@ -93,3 +101,47 @@ for (const reconcile of [true, false]) {
     }
   })
 }
+
+test('a commit landing while an answer reads names from storage has those names computed again: the answer holds it', async () => {
+  const dir = await tempDir('concord-stored-answers-commit-')
+  try {
+    const seed = await openStore({ dir: dir.path, agentId: 'a', sweepMs: 0, cacheSize: CACHE })
+    for (let i = 0; i < 100; i++) ((await seed.open(counterName(i), 'pncounter')) as PNCounterReplica).increment(1)
+    await seed.close()
+    const store = await openStore({ dir: dir.path, agentId: 'a', sweepMs: 0, cacheSize: CACHE })
+    const base = new StoreSyncHost({ store })
+    try {
+      let reads = 0
+      // The first slice read from storage, then a local commit to its first name (durable, so announced) before the slice is taken.
+      const host = overlayHost(base, {
+        storedDeltas: async (wanted) => {
+          const deltas = await base.storedDeltas(wanted)
+          if (reads++ === 0) {
+            ;((await store.open(wanted[0].name, 'pncounter')) as PNCounterReplica).increment(50)
+            await store.flush()
+          }
+          return deltas
+        },
+      })
+      const names = await host.list()
+      const answer = await answerInSlices([...names], [], { filter: {}, mayRead: () => true, host, malformed: () => assert.fail('malformed') })
+      assert.ok(reads > 1, 'several slices read from storage')
+      const entries = [...answer.bundles, ...answer.independent].flat()
+      assert.equal(entries.length, 100)
+      const values = new Map(
+        entries.map((entry) => {
+          const replica = createReplica('pncounter', { agentId: agentId('remote') })
+          replica.applyDelta(entry.delta)
+          return [entry.name, replica.value()]
+        }),
+      )
+      assert.equal(values.get(counterName(0)), 51, 'the commit made while its slice was read is in the answer')
+      assert.equal(values.get(counterName(1)), 1)
+    } finally {
+      base.stop()
+      await store.close()
+    }
+  } finally {
+    await dir.remove()
+  }
+})

@@ -9,8 +9,8 @@
  *   y-websocket server (`@y/websocket-server` with y-leveldb, which never
  *   fsyncs) and its stock clients; the Concord hub in async durability
  *   against the same in sync durability; Concord clients with `mergeLocal:
- *   'all'` (local changes made while a write is in flight go as one record
- *   and one commit) against y-websocket.
+ *   'async'` (one record and one commit per local change of a sync name,
+ *   the default before 2026-12-02) against the default (`'all'`).
  *
  * - `peers/w4`: one writer awaiting each of 2,000 small Yjs updates until
  *   durable (a fresh process each, as an agent starts), store in `sync` mode
@@ -41,7 +41,7 @@ import { countSyncs, type SyncCount, w4Rates } from './peers/w4.ts'
 
 const FULL = process.env.CONCORD_BENCH_FULL === '1'
 const ROUNDS = Number(process.env.CONCORD_BENCH_PEERS_ROUNDS ?? (FULL ? 3 : 1))
-const CONTENDERS: W1Contender[] = ['concord', 'y-websocket', 'concord-hub-yws-clients', 'concord-async', 'concord-merged']
+const CONTENDERS: W1Contender[] = ['concord', 'y-websocket', 'concord-hub-yws-clients', 'concord-async', 'concord-per-change']
 
 /** Medians of `ROUNDS` interleaved runs of every contender (the order rotates each round). */
 async function interleaved(load: W1Load): Promise<Map<W1Contender, W1Result>> {
@@ -75,7 +75,7 @@ function w1Rows(load: W1Load, results: Map<W1Contender, W1Result>): Measurement[
   const yws = results.get('y-websocket')!
   const bridged = results.get('concord-hub-yws-clients')!
   const async = results.get('concord-async')!
-  const merged = results.get('concord-merged')!
+  const perChange = results.get('concord-per-change')!
   const label = `${load.clients} clients x ${load.count} chars at ${load.intervalMs} ms`
   const ywsLabel = 'y-websocket server + stock clients'
   const usage = (r: W1Result) =>
@@ -124,13 +124,12 @@ function w1Rows(load: W1Load, results: Map<W1Contender, W1Result>): Measurement[
       note: `p99 ${async.p99.toFixed(1)} ms (sync ${concord.p99.toFixed(1)} ms)`,
     },
     {
-      name: `W1 ${label}: p50, Concord clients with mergeLocal 'all' (sync hub)`,
-      value: merged.p50,
+      name: `W1 ${label}: p50, Concord clients with mergeLocal 'async' (one record per change, the default before 2026-12-02), sync hub`,
+      value: perChange.p50,
       unit: 'ms',
       better: 'lower',
-      baseline: { label: ywsLabel, value: yws.p50 },
-      target: '<= 1',
-      note: `p99 ${merged.p99.toFixed(1)} ms (y-websocket ${yws.p99.toFixed(1)} ms); ${usage(merged)}`,
+      baseline: { label: 'Concord (mergeLocal all, the default)', value: concord.p50 },
+      note: `p99 ${perChange.p99.toFixed(1)} ms (default ${concord.p99.toFixed(1)} ms); ${usage(perChange)}`,
     },
   ]
 }

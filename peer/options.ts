@@ -74,7 +74,7 @@ export interface PeerOptions {
   readonly dir?: string | undefined
   /** `sync` (default; RPO 0) or `async` with `rpoMs`. */
   readonly durability?: Durability | undefined
-  /** Which local changes merge while they wait to be written: of `async` names (default) or `'all'` (see `StoreOptions.mergeLocal`). */
+  /** Which local changes merge while they wait to be written: of every name (`'all'`, default) or of `async` names only (see `StoreOptions.mergeLocal`). */
   readonly mergeLocal?: 'async' | 'all' | undefined
   /** Checkpoint policy of every name (see persistence/). */
   readonly checkpoint?: CheckpointPolicy | undefined

@@ -99,15 +99,16 @@ export interface StoreOptions {
   readonly durability?: Durability | undefined
   /**
    * Which local changes merge while they wait in the commit queue (see
-   * `deltaMerger`): those of `async` names (default `'async'`), or of every
-   * name (`'all'`): a change of a `sync` name made while a batch is being
-   * written and fsynced then joins the waiting unit of the changes made
-   * meanwhile, and they are logged and sent as one record. Each change is
-   * still fsynced in the batch it would have been in alone, so nothing is
-   * acknowledged earlier or later; only changes of this store's agent
-   * without a message or meta merge (an `atomic` block, a remote commit or a
-   * change with provenance ends the run). A busy writer then sends one
-   * commit per fsync instead of one per change (issue 19).
+   * `deltaMerger`): of every name (`'all'`, the default), or of `async`
+   * names only (`'async'`: a `sync` name then logs one record per change).
+   * A change of a `sync` name made while a batch is being written and
+   * fsynced joins the waiting unit of the changes made meanwhile, and they
+   * are logged and sent as one record. Each change is still fsynced in the
+   * batch it would have been in alone, so nothing is acknowledged earlier or
+   * later; only changes of this store's agent without a message or meta
+   * merge (an `atomic` block, a remote commit or a change with provenance
+   * ends the run). A busy writer then sends one commit per fsync instead of
+   * one per change (issue 19).
    */
   readonly mergeLocal?: 'async' | 'all' | undefined
   /**

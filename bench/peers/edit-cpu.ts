@@ -19,7 +19,7 @@ import { tempDir } from '../../test/helpers/temp-dir.ts'
 import { monotonicMs, spawnContender, type ContenderProcess } from './child.ts'
 import type { ClientRole, HubRole } from './main.ts'
 
-type Contender = 'concord' | 'concord-async' | 'concord-merged' | 'y-websocket'
+type Contender = 'concord' | 'concord-async' | 'concord-per-change' | 'y-websocket'
 
 /** CPU per edit, µs, of one run. */
 interface EditCpu {
@@ -52,7 +52,7 @@ async function runOnce(contender: Contender, count: number, intervalMs: number, 
               url: urls.concordUrl!,
               room: 'w1',
               seed: i + 1,
-              ...(contender === 'concord-merged' ? { mergeLocal: 'all' as const } : {}),
+              ...(contender === 'concord-per-change' ? { mergeLocal: 'async' as const } : {}),
             }
       const child = spawnContender(role, { execArgv: execArgv(i === 0 ? 'writer' : `reader-${i}`) })
       processes.push(child)

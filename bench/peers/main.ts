@@ -26,7 +26,7 @@ import { yWebsocketServer } from './y-websocket-server.ts'
 export type HubRole = { kind: 'concord-hub'; dir: string; durability: 'sync' | 'async' } | { kind: 'yws-hub'; dir: string }
 
 /** A client role: `url` is the Concord URL or the y-websocket base URL (the room is appended). */
-export type ClientRole = { kind: 'concord-client' | 'yws-client'; url: string; room: string; seed: number; mergeLocal?: 'all' }
+export type ClientRole = { kind: 'concord-client' | 'yws-client'; url: string; room: string; seed: number; mergeLocal?: 'async' | 'all' }
 
 export type Role = HubRole | ClientRole
 

@@ -23,8 +23,8 @@ export type W1Contender =
   | 'concord'
   /** The same with the hub in async durability (rpoMs 100). */
   | 'concord-async'
-  /** Concord with clients that merge the local changes made while a write is in flight (`mergeLocal: 'all'`). */
-  | 'concord-merged'
+  /** Concord with clients that log one record per local change (`mergeLocal: 'async'`, the default before 2026-12-02). */
+  | 'concord-per-change'
   /** `@y/websocket-server` with y-leveldb, stock y-websocket clients. */
   | 'y-websocket'
   /** Concord hub (sync durability) serving stock y-websocket clients at /yjs. */
@@ -88,10 +88,16 @@ export async function runW1(contender: W1Contender, load: W1Load, options: W1Opt
     const hub = spawnContender(hubRole, { execArgv: options.hubExecArgv })
     processes.push(hub)
     const urls = await hub.request<{ concordUrl?: string; yjsUrl: string }>({ start: true }, 60_000)
-    const concordClients = contender === 'concord' || contender === 'concord-async' || contender === 'concord-merged'
+    const concordClients = contender === 'concord' || contender === 'concord-async' || contender === 'concord-per-change'
     const clients = Array.from({ length: load.clients }, (_, i) => {
       const role: ClientRole = concordClients
-        ? { kind: 'concord-client', url: urls.concordUrl!, room: 'w1', seed: i + 1, ...(contender === 'concord-merged' ? { mergeLocal: 'all' as const } : {}) }
+        ? {
+            kind: 'concord-client',
+            url: urls.concordUrl!,
+            room: 'w1',
+            seed: i + 1,
+            ...(contender === 'concord-per-change' ? { mergeLocal: 'async' as const } : {}),
+          }
         : { kind: 'yws-client', url: urls.yjsUrl, room: 'w1', seed: i + 1 }
       const child = spawnContender(role, { execArgv: options.clientExecArgv })
       processes.push(child)

@@ -1,6 +1,6 @@
 /**
- * Local changes of `async` names (of every name with `mergeLocal: 'all'`;
- * a unit takes names of one durability mode), merged: a change joins the unit of the
+ * Local changes (of every name by default, `mergeLocal: 'all'`; of `async`
+ * names only with `'async'`; a unit takes names of one durability mode), merged: a change joins the unit of the
  * previous one while that unit still waits last in the pipeline (a
  * joinable unit, persistence/pipeline/committer.ts), and the unit logs one
  * record per name whose delta is the type's merge of the deltas
@@ -63,9 +63,9 @@ export class LocalMerge {
     private readonly sink: MergeSink,
   ) {}
 
-  /** Whether local changes of `entry` are merged (an async name, or any with `mergeLocal: 'all'`, whose type has a merge). */
+  /** Whether local changes of `entry` are merged (any name under `mergeLocal: 'all'`, the default; an async one under `'async'`), when its type has a merge. */
   merges(entry: NameEntry): boolean {
-    return (entry.durability.mode === 'async' || this.context.options.mergeLocal === 'all') && this.context.mergerOf(entry.type) !== undefined
+    return (entry.durability.mode === 'async' || (this.context.options.mergeLocal ?? 'all') === 'all') && this.context.mergerOf(entry.type) !== undefined
   }
 
   /** Ends the merging unit: it takes no more changes, and its runs are closed into deltas now. */

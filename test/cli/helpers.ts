@@ -72,7 +72,8 @@ export function runConcord(args: string[]): Promise<{ code: number | null; stdou
 
 /** Writes a folder as agent "alice" would: every kind of name, several records each. */
 export async function makeFixture(dir: string): Promise<void> {
-  const peer = await createPeer({ agentId: 'alice', dir })
+  // One record per change (mergeLocal 'async'): history, at and revert have steps to show.
+  const peer = await createPeer({ agentId: 'alice', dir, mergeLocal: 'async' })
   try {
     const tasks = await peer.counter('tasks')
     tasks.increment(3)

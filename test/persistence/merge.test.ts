@@ -3,7 +3,7 @@
  * together are logged as one record (the type's merge of their deltas) and
  * announced by one `committed` event; everything the log offers still holds
  * on merged records (replay on open, hash chain and verify, history, at,
- * revert). Sync mode (unless `mergeLocal: 'all'`), captures and remote
+ * revert). Sync mode under `mergeLocal: 'async'`, captures and remote
  * commits keep one record per change, and nothing queued after a unit is
  * ever ordered before it.
  */
@@ -168,8 +168,8 @@ describe('merged local changes (async mode)', () => {
     })
   })
 
-  it('sync mode, atomic blocks and a store without merges keep one record per change', async () => {
-    await withStore({ durability: { mode: 'sync' } }, async (store) => {
+  it("sync mode under mergeLocal 'async', atomic blocks and a store without merges keep one record per change", async () => {
+    await withStore({ durability: { mode: 'sync' }, mergeLocal: 'async' }, async (store) => {
       const doc = await store.open('doc', 'yjs')
       typeChars(doc, 20)
       await store.flush()
@@ -192,8 +192,8 @@ describe('merged local changes (async mode)', () => {
     })
   })
 
-  it("mergeLocal 'all': sync-mode changes made while a batch is fsynced join one record, each durable in its batch; provenance and remote commits end the run", async () => {
-    await withStore({ durability: { mode: 'sync' }, mergeLocal: 'all' }, async (store, dir) => {
+  it("mergeLocal 'all' (the default): sync-mode changes made while a batch is fsynced join one record, each durable in its batch; provenance and remote commits end the run", async () => {
+    await withStore({ durability: { mode: 'sync' } }, async (store, dir) => {
       const seen = units(store)
       const doc = (await store.open('doc', 'yjs')) as YjsReplica
       // The first change goes alone into a batch (fsynced); the 19 made while it is written wait together.

@@ -53,7 +53,8 @@ const nameOf = (i: number) => `doc-${String(i).padStart(3, '0')}`
 
 /** A folder of NAMES documents, each typed in three edits (three records), every tenth with a checkpoint. */
 async function folder(dir: string): Promise<void> {
-  const store = await openStore({ dir, agentId: 'a', sweepMs: 0, checkpoint: { onClose: false } })
+  // One record per change (mergeLocal 'async'): the names have several records to scan.
+  const store = await openStore({ dir, agentId: 'a', sweepMs: 0, checkpoint: { onClose: false }, mergeLocal: 'async' })
   for (let i = 0; i < NAMES; i++) {
     const doc = await store.open(nameOf(i), 'yjs')
     for (const part of ['note ', String(i), '.']) typeText(doc, part)

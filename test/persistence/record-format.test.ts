@@ -160,7 +160,8 @@ describe('record format 4', () => {
   it('a torn last record is truncated and the next record chains to the one before it', async () => {
     const { dir, remove } = await tempDir()
     try {
-      let store = await openStore({ dir, agentId: 'a', sweepMs: 0 })
+      // One record per change (mergeLocal 'async'): three records, the last one torn.
+      let store = await openStore({ dir, agentId: 'a', sweepMs: 0, mergeLocal: 'async' })
       const doc = await store.open('doc', 'yjs')
       for (const word of ['one ', 'two ', 'three ']) typeText(doc, word)
       await store.flush()

@@ -392,7 +392,7 @@ describe('store', () => {
   it('archives a name to a compressed file and rehydrates it on open', async () => {
     const { dir, remove } = await tempDir()
     try {
-      let store = await openStore({ dir, agentId: 'a', sweepMs: 0, retention: 'full' })
+      let store = await openStore({ dir, agentId: 'a', sweepMs: 0, retention: 'full', mergeLocal: 'async' })
       const doc = await store.open('cold', 'yjs')
       for (const word of ['x', 'y', 'z']) typeText(doc, word)
       typeText(await store.open('warm', 'yjs'), 'w')

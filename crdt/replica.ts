@@ -68,6 +68,13 @@ export interface Replica {
   version(): Uint8Array
   /** What a replica at `version` lacks, or `null` if nothing. Throws DecodeError on a bad version. */
   deltaSince(version: Uint8Array): Uint8Array | null
+  /**
+   * Optional. `true` when `deltaSince(version())` is `null` in every state
+   * (the version is the whole state's context, removals included: the
+   * native types), so that a state digest (crdt/state-digest.ts) need not
+   * compute it. A type that leaves it unset is asked.
+   */
+  readonly ownVersionComplete?: boolean
   /** Joins a remote delta atomically; true if the state changed. Throws DecodeError on bad input. */
   applyDelta(delta: Uint8Array, origin?: unknown): boolean
   /**

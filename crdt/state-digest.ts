@@ -16,6 +16,8 @@ import { sha256 } from '@noble/hashes/sha2.js'
 import { Encoder } from './codec.ts'
 import type { Replica, ReplicaType } from './replica.ts'
 
+const NO_BYTES = new Uint8Array(0)
+
 /** Bytes of a state digest. */
 export const STATE_DIGEST_BYTES = 16
 
@@ -29,7 +31,7 @@ export function stateDigest(name: string, type: ReplicaType, version: Uint8Array
     .writeString(name)
     .writeString(type)
     .writeBytes(version)
-    .writeBytes(rest ?? new Uint8Array(0))
+    .writeBytes(rest ?? NO_BYTES)
     .finish()
   return hash(input).slice(0, STATE_DIGEST_BYTES)
 }
@@ -37,5 +39,6 @@ export function stateDigest(name: string, type: ReplicaType, version: Uint8Array
 /** The state digest of a replica of `name` (`hash`: see {@link stateDigest}). */
 export function replicaDigest(name: string, replica: Replica, hash: Sha256 = sha256): Uint8Array {
   const version = replica.version()
-  return stateDigest(name, replica.type, version, replica.deltaSince(version), hash)
+  // A native type's own version lacks nothing (Replica.ownVersionComplete): the same bytes without computing it.
+  return stateDigest(name, replica.type, version, replica.ownVersionComplete === true ? null : replica.deltaSince(version), hash)
 }

@@ -110,6 +110,14 @@ export class CausalReplica<S extends DotStore = DotStore> implements Replica {
     return encodeVersion(this.type, this.ctx, this.ctx.subtract(this.live))
   }
 
+  /**
+   * `deltaSince(version())` is null in every state: with `seen` the whole
+   * context and `dead = ctx \ live`, `ctx \ seen` is empty and so is
+   * `R = (ctx \ dead) ∩ ctx \ live = (ctx ∩ live) \ live` (see the module
+   * comment); test/crdt/native-laws.test.ts checks it.
+   */
+  readonly ownVersionComplete = true
+
   /** What a replica at `version` lacks (removals included), or null. Throws DecodeError on a bad version. */
   deltaSince(version: Uint8Array): Uint8Array | null {
     const { seen, dead } = decodeVersion(version, this.type)

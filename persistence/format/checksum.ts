@@ -4,6 +4,7 @@
  * name (tamper evidence). The digests themselves are digest.ts (native in
  * Node; persistence/browser/digest.ts in a browser bundle).
  */
+import type { Encoder } from '../../crdt/codec.ts'
 import { appendCrc32, stripCrc32 } from '../../crdt/types/crc32.ts'
 import { checksum, sha256 } from './digest.ts'
 
@@ -18,6 +19,24 @@ export const ZERO_HASH: Uint8Array = new Uint8Array(HASH_BYTES)
 /** Appends the CRC-32 of `body` to it (4 bytes, big-endian). */
 export function sealWithChecksum(body: Uint8Array): Uint8Array {
   return appendCrc32(body, checksum)
+}
+
+const CRC_PLACE = new Uint8Array(4)
+
+/**
+ * What `encoder` holds, sealed as {@link sealWithChecksum} seals it (the same
+ * bytes) with one copy instead of two: the CRC-32 is written in place.
+ * `encoder` is done with.
+ */
+export function sealEncoder(encoder: Encoder): Uint8Array {
+  const out = encoder.writeRaw(CRC_PLACE).finish()
+  const at = out.length - 4
+  const value = checksum(out.subarray(0, at)) >>> 0
+  out[at] = value >>> 24
+  out[at + 1] = (value >>> 16) & 0xff
+  out[at + 2] = (value >>> 8) & 0xff
+  out[at + 3] = value & 0xff
+  return out
 }
 
 /** The body of a sealed value, or `undefined` if it is too short or its checksum fails. */

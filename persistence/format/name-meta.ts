@@ -25,7 +25,7 @@ import { Decoder, Encoder } from '../../crdt/codec.ts'
 import { ConcordError, ErrorCodes } from '../../crdt/errors.ts'
 import { readStoredType } from './stored-type.ts'
 import type { ReplicaType } from '../../crdt/replica.ts'
-import { HASH_BYTES, openChecksummed, sealWithChecksum, ZERO_HASH } from './checksum.ts'
+import { HASH_BYTES, openChecksummed, sealEncoder, ZERO_HASH } from './checksum.ts'
 
 /** Current metadata format version. */
 export const META_VERSION = 3
@@ -96,7 +96,7 @@ export function encodeMeta(meta: NameMeta): Uint8Array {
   for (const cp of meta.checkpoints) encoder.writeVarUint(cp.seq).writeVarUint(cp.size)
   if (meta.digest && meta.digest.bytes.length === DIGEST_BYTES) encoder.writeUint8(1).writeVarUint(meta.digest.seq).writeRaw(meta.digest.bytes)
   else encoder.writeUint8(0)
-  return sealWithChecksum(encoder.finish())
+  return sealEncoder(encoder)
 }
 
 /** Decodes metadata; `CONCORD_CORRUPT_RECORD` if damaged. */

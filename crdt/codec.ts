@@ -119,6 +119,22 @@ export class Encoder {
   finish(): Uint8Array {
     return this.buffer.slice(0, this.length)
   }
+
+  /**
+   * The bytes written, as a view of the encoder's buffer (no copy: a typed
+   * array over 64 bytes costs an allocation outside the heap): for an
+   * encoder done with, or for bytes read before the next write or
+   * {@link reset}.
+   */
+  written(): Uint8Array {
+    return this.buffer.subarray(0, this.length)
+  }
+
+  /** Forgets the bytes written, keeping the buffer (a scratch encoder reused; see {@link written}). */
+  reset(): this {
+    this.length = 0
+    return this
+  }
 }
 
 /** Reads values written by {@link Encoder}; every read is bounds-checked. */

@@ -17,22 +17,28 @@ import { Encoder } from './codec.ts'
 import type { Replica, ReplicaType } from './replica.ts'
 
 const NO_BYTES = new Uint8Array(0)
+/** Inputs up to this size are written into {@link scratch} (a digest's input never outlives the call). */
+const SCRATCH_BYTES = 4096
+const scratch = new Encoder(SCRATCH_BYTES)
 
 /** Bytes of a state digest. */
 export const STATE_DIGEST_BYTES = 16
 
-/** A SHA-256 function: @noble/hashes here; a store passes Node's native one (persistence/format/digest.ts), same bytes. */
+/** A SHA-256 function: @noble/hashes here; a store passes Node's native one (persistence/format/digest.ts), same bytes. It must not keep its input (a reused buffer). */
 export type Sha256 = (bytes: Uint8Array) => Uint8Array
 
 /** The state digest of `name` of `type` from its version and what that version still lacks (`null`: nothing). */
 export function stateDigest(name: string, type: ReplicaType, version: Uint8Array, rest: Uint8Array | null, hash: Sha256 = sha256): Uint8Array {
-  const input = new Encoder(64 + name.length + version.length + (rest?.length ?? 0))
+  const size = 64 + name.length + version.length + (rest?.length ?? 0)
+  // The input is hashed and dropped: a small one is written into one scratch buffer (no allocation per digest).
+  const encoder = size <= SCRATCH_BYTES ? scratch.reset() : new Encoder(size)
+  const input = encoder
     .writeString('concord-state-digest')
     .writeString(name)
     .writeString(type)
     .writeBytes(version)
     .writeBytes(rest ?? NO_BYTES)
-    .finish()
+    .written()
   return hash(input).slice(0, STATE_DIGEST_BYTES)
 }
 

@@ -22,14 +22,19 @@ export function sealWithChecksum(body: Uint8Array): Uint8Array {
 }
 
 const CRC_PLACE = new Uint8Array(4)
+/** Unused bytes a sealed value's buffer may have beyond it (see {@link sealEncoder}). */
+const MAX_SLACK = 32
 
 /**
  * What `encoder` holds, sealed as {@link sealWithChecksum} seals it (the same
- * bytes) with one copy instead of two: the CRC-32 is written in place.
- * `encoder` is done with.
+ * bytes) without a copy: the CRC-32 is written in place, and the value is a
+ * view of the encoder's buffer when that has at most a few bytes more (size
+ * it to what it holds). `encoder` is done with.
  */
 export function sealEncoder(encoder: Encoder): Uint8Array {
-  const out = encoder.writeRaw(CRC_PLACE).finish()
+  // A view of the encoder's buffer when the caller sized it to what it wrote (a few bytes of slack, no copy); else a copy, so a stored value never drags a grown buffer.
+  let out = encoder.writeRaw(CRC_PLACE).written()
+  if (out.buffer.byteLength - out.length > MAX_SLACK) out = out.slice()
   const at = out.length - 4
   const value = checksum(out.subarray(0, at)) >>> 0
   out[at] = value >>> 24

@@ -5,8 +5,8 @@
  * of its own (bench/first-sync-sender-child.ts) so that its CPU per name
  * is its own: answered from storage (`SyncHost.storedDeltas`) beside the
  * baseline of the same folder answered by hydrating every name (`hold`),
- * in the same run. Rows: sender CPU per name, names/s, names the sender
- * hydrated. N: CONCORD_BENCH_COLD_NAMES, 20,000 by default.
+ * in the same run. Rows: sender CPU per name, receiver CPU per name (this
+ * process), names/s, names the sender hydrated. N: CONCORD_BENCH_COLD_NAMES, 20,000 by default.
  */
 import { fork } from 'node:child_process'
 import { cp } from 'node:fs/promises'
@@ -28,6 +28,8 @@ type Kind = 'pncounter' | 'yjs'
 interface Run {
   readonly ms: number
   readonly senderUsPerName: number
+  /** CPU of this process (the receiver) during the sync, per name. */
+  readonly receiverUsPerName: number
   readonly hydrations: number
 }
 
@@ -59,16 +61,18 @@ async function firstSync(seeded: string, root: string, mode: 'stored' | 'hold', 
   try {
     const synced = new Promise<void>((resolve) => b.once('peer-synced', () => resolve()))
     child.send('start')
+    const cpu = process.cpuUsage()
     const start = performance.now()
     await b.connect(url as string)
     await synced
     const ms = performance.now() - start
+    const used = process.cpuUsage(cpu)
     const held = (await b.store.listNames()).length
     if (held !== count) throw new Error(`bench: b holds ${held} names after the first sync, not ${count}`)
     const report = next()
     child.send('report')
     const { cpuUs, hydrations } = (await report) as { cpuUs: number; hydrations: number }
-    return { ms, senderUsPerName: cpuUs / count, hydrations }
+    return { ms, senderUsPerName: cpuUs / count, receiverUsPerName: (used.user + used.system) / count, hydrations }
   } finally {
     await b.close()
     await exited
@@ -91,6 +95,14 @@ async function measure(kind: Kind, count: number): Promise<Measurement[]> {
         unit: 'us',
         better: 'lower',
         baseline: { label: baseLabel, value: base.senderUsPerName },
+      },
+      {
+        // The receiver's code is the same in both runs: the baseline is a second sample of it.
+        name: `${label}: first sync, receiver CPU per name`,
+        value: fresh.receiverUsPerName,
+        unit: 'us',
+        better: 'lower',
+        baseline: { label: baseLabel, value: base.receiverUsPerName },
       },
       {
         name: `${label}: first sync into an empty peer`,

@@ -288,13 +288,23 @@ export function encodeRecord(record: LogRecord): Uint8Array {
  * hash input is the buffer itself (no second buffer, no copy of the record).
  */
 export function encodeHashedRecord(record: LogRecord): { readonly bytes: Uint8Array; readonly hash: Uint8Array } {
-  const { framed, start } = frameRecord(record, HASH_BYTES)
+  // Framed in a scratch buffer (hashed, then dropped) when it fits; the record is copied out at its size.
+  const { framed, start } = frameRecord(record, HASH_BYTES, frameScratch)
   framed.set(record.prevHash)
-  return { bytes: framed.subarray(start), hash: sha256(framed) }
+  const hash = sha256(framed)
+  return { bytes: framed.buffer === frameScratch.buffer ? framed.slice(start) : framed.subarray(start), hash }
 }
 
-/** `lead` free bytes, the place header, then the record as version 4 (checksummed over the header and the record); `start`: where the record begins. */
-function frameRecord(record: LogRecord, lead: number): { framed: Uint8Array; start: number } {
+/**
+ * Where {@link encodeHashedRecord} frames a record of up to its size: the
+ * frame (previous hash, place header, record) is only hashed, so a new
+ * buffer per record (one outside the heap, as a frame is over 64 bytes)
+ * would be garbage at once; the record is copied out of it.
+ */
+const frameScratch = new Uint8Array(4096)
+
+/** `lead` free bytes, the place header, then the record as version 4 (checksummed over the header and the record); `start`: where the record begins; in `scratch` (zeroed) when it fits. */
+function frameRecord(record: LogRecord, lead: number, scratch?: Uint8Array): { framed: Uint8Array; start: number } {
   const agent = utf8(record.agent)
   const { delta, hlc } = record
   const provenance = provenanceFields(record)
@@ -311,7 +321,9 @@ function frameRecord(record: LogRecord, lead: number): { framed: Uint8Array; sta
     provenance.size +
     4
   // One buffer: the place header (covered by the checksum, not stored), then the record.
-  const framed = new Uint8Array(lead + header.size + size)
+  const total = lead + header.size + size
+  // A scratch buffer is zeroed first: the frame is then what a new buffer would hold.
+  const framed = scratch !== undefined && total <= scratch.length ? scratch.fill(0, 0, total).subarray(0, total) : new Uint8Array(total)
   const start = header.write(framed, lead)
   framed[start] = RECORD_VERSION
   let offset = putVarUint(framed, start + 1, hlc.wall)

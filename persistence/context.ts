@@ -47,7 +47,6 @@ export class StoreContext {
   /** The names that were in a unit of several (names/joint-names.ts): an answer keeps them in one bundle. */
   readonly jointNames: JointNames
   private isClosed = false
-  private readonly emptyVersions = new Map<ReplicaType, Uint8Array>()
   private readonly mergers = new Map<ReplicaType, ((deltas: readonly Uint8Array[]) => Uint8Array) | undefined>()
 
   constructor(
@@ -127,9 +126,7 @@ export class StoreContext {
 
   /** The version of an empty replica of `type`. */
   emptyVersion(type: ReplicaType): Uint8Array {
-    let version = this.emptyVersions.get(type)
-    if (!version) this.emptyVersions.set(type, (version = this.newReplica(type).version()))
-    return version
+    return this.emptyState(type).version
   }
 
   /** What the state digest of an empty replica of `type` is made of besides its name (crdt/state-digest.ts), computed once per type. */

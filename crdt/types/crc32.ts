@@ -30,14 +30,18 @@ export function crc32(bytes: Uint8Array): number {
 export function appendCrc32(bytes: Uint8Array, crc: (bytes: Uint8Array) => number = crc32): Uint8Array {
   const out = new Uint8Array(bytes.length + 4)
   out.set(bytes)
+  putCrc32(out, bytes.length, bytes, crc)
+  return out
+}
+
+/** Writes the CRC-32 of `body` into `out` at `at`, big-endian (`crc` as in {@link appendCrc32}). */
+export function putCrc32(out: Uint8Array, at: number, body: Uint8Array, crc: (bytes: Uint8Array) => number = crc32): void {
   // Big-endian by hand: a DataView per value costs more than the rest (issue 19).
-  const value = crc(bytes) >>> 0
-  const at = bytes.length
+  const value = crc(body) >>> 0
   out[at] = value >>> 24
   out[at + 1] = (value >>> 16) & 0xff
   out[at + 2] = (value >>> 8) & 0xff
   out[at + 3] = value & 0xff
-  return out
 }
 
 /** The bytes before a trailing CRC-32 when it matches, else undefined (`crc` as in {@link appendCrc32}). */

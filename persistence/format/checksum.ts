@@ -5,7 +5,7 @@
  * Node; persistence/browser/digest.ts in a browser bundle).
  */
 import type { Encoder } from '../../crdt/codec.ts'
-import { appendCrc32, stripCrc32 } from '../../crdt/types/crc32.ts'
+import { appendCrc32, putCrc32, stripCrc32 } from '../../crdt/types/crc32.ts'
 import { checksum, sha256 } from './digest.ts'
 
 export { checksum, sha256 }
@@ -36,11 +36,7 @@ export function sealEncoder(encoder: Encoder): Uint8Array {
   let out = encoder.writeRaw(CRC_PLACE).written()
   if (out.buffer.byteLength - out.length > MAX_SLACK) out = out.slice()
   const at = out.length - 4
-  const value = checksum(out.subarray(0, at)) >>> 0
-  out[at] = value >>> 24
-  out[at + 1] = (value >>> 16) & 0xff
-  out[at + 2] = (value >>> 8) & 0xff
-  out[at + 3] = value & 0xff
+  putCrc32(out, at, out.subarray(0, at), checksum)
   return out
 }
 

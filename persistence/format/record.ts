@@ -52,6 +52,7 @@ import { Decoder } from '../../crdt/codec.ts'
 import { ConcordError, DecodeError, ErrorCodes } from '../../crdt/errors.ts'
 import { readHlc, type HlcTimestamp } from '../../crdt/hlc.ts'
 import { PUBLIC_KEY_BYTES, type RecordSignature, SIGNATURE_BYTES } from '../../crdt/signature.ts'
+import { putCrc32 } from '../../crdt/types/crc32.ts'
 import { checksum, HASH_BYTES, openChecksummed, sha256 } from './checksum.ts'
 
 /** Newest record format version, the one this code writes (no stored name, seq or previous hash). */
@@ -335,12 +336,7 @@ function frameRecord(record: LogRecord, lead: number, scratch?: Uint8Array): { f
   offset = putVarUint(framed, offset, delta.length)
   framed.set(delta, offset)
   offset = provenance.write(framed, offset + delta.length)
-  // Big-endian by hand: a DataView per record costs more than the rest (issue 19).
-  const crc = checksum(framed.subarray(lead, offset)) >>> 0
-  framed[offset] = crc >>> 24
-  framed[offset + 1] = (crc >>> 16) & 0xff
-  framed[offset + 2] = (crc >>> 8) & 0xff
-  framed[offset + 3] = crc & 0xff
+  putCrc32(framed, offset, framed.subarray(lead, offset), checksum)
   return { framed, start }
 }
 

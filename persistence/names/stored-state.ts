@@ -72,7 +72,7 @@ export async function storedDelta(
     })
     const target = rebuilt.replica
     if (target instanceof MergedRecords) {
-      if (target.deltas.length === 0) return context.detachedReplica(type).deltaSince(context.emptyVersion(type))
+      if (target.deltas.length === 0) return context.emptyState(type).rest
       return target.deltas.length === 1 ? target.deltas[0] : merge!(target.deltas)
     }
     try {

@@ -56,6 +56,7 @@ import { WaitingRoom, type WaitingStats } from './waiting-room.ts'
 import { checkAutomergeDeltaSize, parseAutomergeChunks } from './delta-size.ts'
 import { extendsLinearly } from './automerge-linear.ts'
 import { ChangeClock, hexOf, writeHashBytes } from './automerge-clock.ts'
+import { loadStrictly, type StrictlyParsed } from './automerge-strict-load.ts'
 import { resolveLimits, stricterLimits, type AutomergeReplicaOptions, type DocumentLimits } from './options.ts'
 import { decodeDocumentSnapshot, encodeDocumentSnapshot } from './snapshot-envelope.ts'
 import { insertable, plainValue, restoreObject } from './automerge-value.ts'
@@ -422,15 +423,7 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
       parseAutomergeChunks(chunks)
       return undefined
     }
-    let doc: A.Doc<T>
-    try {
-      doc = A.load<T>(chunks[0].bytes, { actor: this.actor })
-    } catch (cause) {
-      throw automergeError('automerge delta rejected', cause)
-    }
-    const parsed = new StrictlyParsed(doc)
-    queueMicrotask(() => parsed.free())
-    return parsed
+    return loadStrictly<T>(chunks[0].bytes, this.actor)
   }
 
   /** Applies a checked delta (held while a dependency is missing); what changed the document, or null. */
@@ -564,34 +557,6 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
     }
     const wanted = past.doc as unknown as Record<string, unknown>
     return this.commitChange((doc) => restoreObject(doc, [], doc as unknown as Record<string, unknown>, wanted), 'restore')
-  }
-}
-
-/**
- * A whole document a strict prepare loaded for an empty replica (see
- * `AutomergeReplica.parseStrictly`): taken once by the apply, or freed.
- */
-class StrictlyParsed<T> {
-  private readonly generation = automergeGeneration()
-
-  constructor(private doc: A.Doc<T> | undefined) {}
-
-  /** The document, when it is still usable for a replica of `actor` (undefined: not wanted); else undefined. Either way, no longer held. */
-  take(actor: string | undefined): A.Doc<T> | undefined {
-    const doc = this.doc
-    if (doc === undefined || actor === undefined || this.generation !== automergeGeneration() || A.getActorId(doc) !== actor) {
-      this.free()
-      return undefined
-    }
-    this.doc = undefined
-    return doc
-  }
-
-  /** Frees the document unless it was taken (one of an older wasm generation is not freed: its module is gone). */
-  free(): void {
-    const doc = this.doc
-    this.doc = undefined
-    if (doc !== undefined && this.generation === automergeGeneration()) A.free(doc)
   }
 }
 

@@ -26,7 +26,7 @@ import { recordSelector, selectsRecords } from '../../crdt/record-selection.ts'
 import type { ReplicaType } from '../../crdt/replica.ts'
 import type { RecordSignature } from '../../crdt/signature.ts'
 import type { StoreContext } from '../context.ts'
-import { decodeRecord } from '../format/record.ts'
+import { decodeRecord, type StoredRecord } from '../format/record.ts'
 import { logEntries } from '../lifecycle/log-archive.ts'
 import type { NameMeta } from '../format/name-meta.ts'
 import type { Names } from '../names/owner.ts'
@@ -128,7 +128,7 @@ export async function recordsSince(
   }
 }
 
-function answerRecord(record: ReturnType<typeof decodeRecord>): AnswerRecord {
+function answerRecord(record: StoredRecord): AnswerRecord {
   return {
     seq: record.seq,
     delta: record.delta,

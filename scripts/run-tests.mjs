@@ -49,6 +49,7 @@ const lists = {
     'test/persistence/store.test.ts',
     'test/persistence/read-ahead.test.ts',
     'test/persistence/name-meta-digest.test.ts',
+    'test/persistence/meta-format.test.ts',
     'test/persistence/many-names-store.test.ts',
     'test/persistence/stored-deltas.test.ts',
     'test/persistence/ttl-names.test.ts',

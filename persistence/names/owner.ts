@@ -510,7 +510,7 @@ export class Names {
   /** Decodes the metadata stored under `name` (undefined: none). */
   private decodeStored(name: string, bytes: Uint8Array | undefined): NameMeta | undefined {
     if (!bytes) return undefined
-    const meta = decodeMeta(bytes)
+    const meta = decodeMeta(bytes, name)
     if (meta.name !== name) throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `metadata stored under "${name}" belongs to "${meta.name}"`)
     return meta
   }
@@ -529,7 +529,7 @@ export class Names {
     for await (const item of this.context.storage.iterate({ prefix: META_PREFIX, ...keyRange(metaKey, options), signal })) {
       let written: NameMeta
       try {
-        written = decodeMeta(item.value)
+        written = decodeMeta(item.value, item.key[1])
       } catch {
         // A damaged metadata value fails its name when opened; listings skip it.
         continue

@@ -26,7 +26,7 @@ import { decodeGossipMessage, encodeGossipMessage } from '../../peer/gossip-code
 import { decodeArchive, decodeArchiveMarker, encodeArchive, encodeArchiveMarker } from '../../persistence/format/archive.ts'
 import { decodeCheckpoint, encodeCheckpoint } from '../../persistence/format/checkpoint.ts'
 import { logKey, metaKey, parseSeqKey, seqKey } from '../../persistence/format/keys.ts'
-import { decodeMeta, encodeMeta, newMeta } from '../../persistence/format/name-meta.ts'
+import { decodeMeta, encodeLegacyMeta, encodeMeta, newMeta } from '../../persistence/format/name-meta.ts'
 import { decodeRecord, encodeLegacyRecord, encodeRecord } from '../../persistence/format/record.ts'
 import { Reassembler, splitIntoChunks } from '../../sync/chunking.ts'
 import { NONCE_EXTENSION } from '../../sync/credentials.ts'
@@ -512,16 +512,19 @@ export const TARGETS: readonly FuzzTarget[] = [
   {
     name: 'name metadata',
     seeds: (random) => [
-      encodeMeta({
-        ...newMeta('n', 'orset', 1, 1_700_000_000_000, 5000),
-        checkpoints: [
-          { seq: random.int(1, 99), size: 100 },
-          { seq: 120, size: 300 },
-        ],
-      }),
+      ...[encodeMeta, encodeLegacyMeta].map((encode) =>
+        encode({
+          ...newMeta('n', 'orset', 1, 1_700_000_000_000, 5000),
+          checkpoints: [
+            { seq: random.int(1, 99), size: 100 },
+            { seq: 120, size: 300 },
+          ],
+          digest: { seq: 120, bytes: new Uint8Array(16).fill(5) },
+        }),
+      ),
     ],
     decode: (bytes) => {
-      decodeMeta(bytes)
+      decodeMeta(bytes, 'n')
     },
     codes: STORED,
     sealed: true,

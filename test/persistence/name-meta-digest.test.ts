@@ -1,5 +1,5 @@
 /**
- * Name metadata format 3 (persistence/format/name-meta.ts): the state
+ * Name metadata formats 3 and 4 (persistence/format/name-meta.ts): the state
  * digest round-trips; formats 1 and 2 (no digest) still decode; a store
  * writes the digest with metadata it stores once a name is idle, and reads
  * it back without hydrating the name; a name changed after it left the
@@ -20,9 +20,9 @@ const run = promisify(execFile)
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 
-test('metadata format 3 carries the state digest; formats 2 and 1 decode without one', () => {
+test('metadata format 4 carries the state digest; formats 2 and 1 decode without one', () => {
   const meta = { ...newMeta('task/1', 'pncounter', 0, 1000), lastSeq: 4, digest: { seq: 4, bytes: new Uint8Array(16).fill(7) } }
-  const decoded = decodeMeta(encodeMeta(meta))
+  const decoded = decodeMeta(encodeMeta(meta), 'task/1')
   assert.deepEqual(decoded.digest, meta.digest)
   assert.deepEqual(currentDigest(decoded), meta.digest.bytes)
   assert.equal(currentDigest({ ...decoded, lastSeq: 5 }), undefined, 'a digest of an older record is stale')
@@ -42,7 +42,7 @@ test('metadata format 3 carries the state digest; formats 2 and 1 decode without
       .writeVarUint(0)
       .writeVarUint(0)
       .finish()
-    const old = decodeMeta(sealWithChecksum(body))
+    const old = decodeMeta(sealWithChecksum(body), 'task/1')
     assert.equal(old.lastSeq, 4)
     assert.equal(old.digest, undefined)
     assert.equal(currentDigest(old), undefined)
@@ -101,13 +101,13 @@ test("a new name's digest (its type's empty state, computed once per type) is th
     const replicas = await store.openMany(asked)
     const storage = (store as unknown as { context: { storage: Storage } }).context.storage
     for (const [i, { name }] of asked.entries()) {
-      const meta = decodeMeta((await storage.get(metaKey(name)))!)
+      const meta = decodeMeta((await storage.get(metaKey(name)))!, name)
       assert.deepEqual(meta.digest?.bytes, replicaDigest(name, replicas[i]), `${name}: stored with its empty state's digest`)
     }
     const counter = replicas[0] as unknown as { increment(by?: number): void }
     counter.increment()
     await store.flush()
-    const meta = decodeMeta((await storage.get(metaKey('pncounter/1')))!)
+    const meta = decodeMeta((await storage.get(metaKey('pncounter/1')))!, 'pncounter/1')
     assert.equal(meta.lastSeq, 1)
     assert.deepEqual(meta.digest?.bytes, replicaDigest('pncounter/1', replicas[0]), 'after its first change, the changed state')
     await store.close()

@@ -11,8 +11,8 @@ export type Unsubscribe = () => void
 export class Emitter<Events extends Record<string, unknown>> {
   private readonly listeners = new Map<keyof Events, Set<(payload: never) => void>>()
 
-  /** Called when a listener throws; defaults to `console.error`. */
-  onListenerError: (error: unknown, event: keyof Events) => void = (error, event) => {
+  /** Called when a listener throws; defaults to `console.error` (assign another to an emitter to replace it). */
+  onListenerError(error: unknown, event: keyof Events): void {
     console.error(`concord: a '${String(event)}' listener threw`, error)
   }
 

@@ -16,6 +16,7 @@
  * changed, not to the state's size.
  */
 import { CausalContext } from '../causal/causal-context.ts'
+import type { Dot } from '../causal/dot.ts'
 import {
   cloneStore,
   emptyLike,
@@ -47,6 +48,19 @@ export function joinStates<S extends DotStore>(a: CausalState<S>, b: CausalState
   return { store, ctx }
 }
 
+/** Keeps a replica's index of live dots in step with the joins into its store. */
+class LiveTrack implements JoinTrack {
+  constructor(private readonly live: CausalContext) {}
+
+  added(d: Dot): void {
+    this.live.add(d)
+  }
+
+  removed(d: Dot): void {
+    this.live.delete(d)
+  }
+}
+
 /** A native delta-state replica. Each type's class (in the type's file) passes its definition and adds the type's mutators. */
 export class CausalReplica<S extends DotStore = DotStore> implements Replica {
   readonly type: NativeType
@@ -64,9 +78,10 @@ export class CausalReplica<S extends DotStore = DotStore> implements Replica {
   private ctx: CausalContext
   /** The dots in the store, kept in step by every join. */
   private live: CausalContext
-  private readonly track: JoinTrack
-  /** Open undo records (see {@link recordUndo}); each join while one is open is journaled. */
-  private readonly undoRecords = new Set<NativeUndoRecord>()
+  /** Keeps {@link live} in step with a join (a class, not two closures per replica). */
+  private track: LiveTrack
+  /** Open undo records (see {@link recordUndo}); each join while one is open is journaled. Made on first use. */
+  private undoRecords: Set<NativeUndoRecord> | undefined
   /** See {@link Replica.guard}. */
   guard: (() => void) | undefined
   /** Highest own dot counter used before a reset that could not keep it seen: never handed out again. */
@@ -92,7 +107,7 @@ export class CausalReplica<S extends DotStore = DotStore> implements Replica {
       this.ctx = new CausalContext()
     }
     this.live = CausalContext.of(storeDots(this.store))
-    this.track = { added: (d) => this.live.add(d), removed: (d) => this.live.delete(d) }
+    this.track = new LiveTrack(this.live)
   }
 
   /** The current state (read only: do not mutate). */
@@ -237,14 +252,14 @@ export class CausalReplica<S extends DotStore = DotStore> implements Replica {
    */
   recordUndo(): UndoRecord {
     const record = new NativeUndoRecord(this)
-    this.undoRecords.add(record)
+    ;(this.undoRecords ??= new Set()).add(record)
     return record
   }
 
   /** @internal takes back journaled steps, newest first, and ends `record`. */
   undoSteps(record: NativeUndoRecord, steps: readonly UndoStep[]): void {
     // A record that a reset ended has nothing left to undo.
-    if (!this.undoRecords.delete(record) || steps.length === 0) return
+    if (!this.undoRecords?.delete(record) || steps.length === 0) return
     for (let i = steps.length - 1; i >= 0; i--) {
       const { added, removed } = steps[i]
       if (!added.isEmpty) {
@@ -261,7 +276,7 @@ export class CausalReplica<S extends DotStore = DotStore> implements Replica {
 
   /** @internal ends `record` without undoing. */
   releaseUndo(record: NativeUndoRecord): void {
-    this.undoRecords.delete(record)
+    this.undoRecords?.delete(record)
   }
 
   /**
@@ -283,14 +298,15 @@ export class CausalReplica<S extends DotStore = DotStore> implements Replica {
       else this.dotFloor = Math.max(this.dotFloor, own.max)
     }
     this.live = CausalContext.of(storeDots(this.store))
+    this.track = new LiveTrack(this.live)
     this.def.observe?.(this.store, this.clock)
-    this.undoRecords.clear()
+    this.undoRecords?.clear()
     this.events.emit('change', { delta: this.snapshot(), local: false, rollback: true })
   }
 
   /** Joins a delta into the state; true when anything changed. */
   private join(delta: CausalState<S>): boolean {
-    if (this.undoRecords.size > 0) {
+    if (this.undoRecords !== undefined && this.undoRecords.size > 0) {
       const step: UndoStep = { added: delta.ctx.subtract(this.ctx), removed: storeWithin(this.store, delta.ctx) }
       for (const record of this.undoRecords) record.steps.push(step)
     }

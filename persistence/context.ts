@@ -11,7 +11,7 @@ import { HybridClock } from '../crdt/hlc.ts'
 import type { Replica, ReplicaType } from '../crdt/replica.ts'
 import type { AgentId } from '../crdt/agent-id.ts'
 import { nativeTypes } from '../crdt/types/native-type.ts'
-import type { ReplicaCreator, StoreOptions } from './options.ts'
+import { DEFAULT_CHECKPOINT, type CheckpointPolicy, type ReplicaCreator, type StoreOptions } from './options.ts'
 import { Committer, realTimers, type FailureHandler, type CommitTimers } from './pipeline/committer.ts'
 import { Signatures } from './signing.ts'
 import { TtlNames } from './lifecycle/ttl-names.ts'
@@ -123,6 +123,14 @@ export class StoreContext {
   replayMergerOf(type: ReplicaType): ((deltas: readonly Uint8Array[]) => Uint8Array) | undefined {
     return nativeTypes.get(type) === undefined ? this.mergerOf(type) : undefined
   }
+
+  /** The checkpoint policy of a name opened without one of its own (the store's, defaults filled in). */
+  get checkpointPolicy(): Required<CheckpointPolicy> {
+    this.defaultPolicy ??= { ...DEFAULT_CHECKPOINT, ...this.options.checkpoint }
+    return this.defaultPolicy
+  }
+
+  private defaultPolicy: Required<CheckpointPolicy> | undefined
 
   /** The version of an empty replica of `type`. */
   emptyVersion(type: ReplicaType): Uint8Array {

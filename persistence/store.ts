@@ -289,7 +289,7 @@ export class Store {
       if (seen.has(name)) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `openMany: "${name}" is asked for twice`)
       seen.add(name)
     }
-    const entries = await Promise.all(names.map(({ name, type }) => this.owner.entry(name, type, options, true)))
+    const entries = await this.owner.entries(names, options)
     await this.owner.storeMany(entries)
     return entries.map((entry) => entry.replica)
   }

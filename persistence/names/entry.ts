@@ -53,7 +53,7 @@ export class NameEntry {
     this.retention = init.retention
     this.dirtyAt = init.dirtySince
     this.empty = init.empty
-    this.state.digester = () => this.digest()
+    this.state.digester = this
   }
 
   /** Set while the replica is the new, empty one it was created as (see {@link NameEntryInit.empty}). */

@@ -10,10 +10,10 @@ import type { Replica, ReplicaType } from '../../crdt/replica.ts'
 import type { StoreContext } from '../context.ts'
 import { logKey, logPrefix } from '../format/keys.ts'
 import { newMeta, type NameMeta } from '../format/name-meta.ts'
-import { checkRetention, DEFAULT_CHECKPOINT, DEFAULT_RETENTION, type NameOptions, type Schema } from '../options.ts'
+import { checkRetention, DEFAULT_RETENTION, type Durability, type NameOptions, type Schema } from '../options.ts'
 import { NameState } from '../pipeline/name-state.ts'
 import type { StorageKey } from '../storage/storage.ts'
-import { NameEntry } from './entry.ts'
+import { NameEntry, type NameEntryInit } from './entry.ts'
 import type { NameReader } from './read-ahead.ts'
 import { rebuild, type TornTail } from './replay.ts'
 
@@ -44,20 +44,23 @@ export async function loadEntry(
   deferCreation: boolean,
   reader: NameReader = context.storage,
 ): Promise<NameEntry> {
-  const schema = options.schema ?? context.options.schema ?? { version: 0 }
+  const schema = schemaOf(context, options)
   if (!written && (options.mustExist || type === undefined)) throw new ConcordError(ErrorCodes.NOT_FOUND, `"${name}" does not exist`)
   if (written && type !== undefined && written.type !== type) throw new TypeMismatchError(name, type, written.type)
   if (written && written.schema > schema.version) {
     throw new ConcordError(ErrorCodes.SCHEMA_TOO_NEW, `"${name}" was written with schema version ${written.schema}; this code knows up to ${schema.version}`)
   }
+  if (!written) {
+    const entry = newEntry(context, name, type!, options)
+    if (!deferCreation) await storeCreated(context, entry)
+    hooks.attach(entry)
+    // A new name is made at the schema version asked for: nothing to migrate.
+    return entry
+  }
   let state: NameState
   let replica: Replica
   let torn: { tail: TornTail; seq: number; hash: Uint8Array } | undefined
-  if (!written) {
-    // A new name is stored by the first batch that writes it (with its first records).
-    state = new NameState(newMeta(name, type!, schema.version, context.now(), options.ttlMs ?? 0), { unborn: true })
-    replica = context.newReplica(type!)
-  } else {
+  {
     // The stored metadata may lag the log: replay to the end of the log and take its tail from there.
     const rebuilt = await rebuild({
       storage: reader,
@@ -89,22 +92,52 @@ export async function loadEntry(
     name,
     state,
     replica,
-    durability: options.durability ?? context.options.durability ?? { mode: 'sync' },
-    policy: { ...DEFAULT_CHECKPOINT, ...context.options.checkpoint, ...options.checkpoint },
-    retention: checkRetention(options.retention) ?? context.options.retention ?? DEFAULT_RETENTION,
-    dirtySince: written && state.meta.lastSeq > (state.meta.checkpoints.at(-1)?.seq ?? 0) ? context.now() : 0,
-    empty: written ? undefined : context.emptyState(type!),
+    ...policiesOf(context, options),
+    dirtySince: state.meta.lastSeq > (state.meta.checkpoints.at(-1)?.seq ?? 0) ? context.now() : 0,
   })
   if (torn) await truncate(context, state, torn.seq, torn.hash, torn.tail)
-  if (written && options.ttlMs !== undefined && options.ttlMs !== state.meta.ttlMs) {
+  if (options.ttlMs !== undefined && options.ttlMs !== state.meta.ttlMs) {
     const ttlMs = options.ttlMs
     await context.committer.enqueue({ sync: true, states: [state], build: (b) => b.setMeta(state, { ...b.meta(state), ttlMs }) })
   }
-  if (!written && !deferCreation) await storeCreated(context, entry)
   hooks.attach(entry)
   if (state.meta.schema < schema.version) await hooks.migrate(entry, schema)
   return entry
 }
+
+/**
+ * A new, empty name of `type` made in memory (not stored, not wired to the
+ * write path): what {@link loadEntry} makes of a name that does not exist,
+ * without reading anything.
+ */
+export function newEntry(context: StoreContext, name: string, type: ReplicaType, options: NameOptions): NameEntry {
+  // A new name is stored by the first batch that writes it (with its first records).
+  const state = new NameState(newMeta(name, type, schemaOf(context, options).version, context.now(), options.ttlMs ?? 0), { unborn: true })
+  return new NameEntry({
+    name,
+    state,
+    replica: context.newReplica(type),
+    ...policiesOf(context, options),
+    dirtySince: 0,
+    empty: context.emptyState(type),
+  })
+}
+
+/** The schema a name is opened at. */
+function schemaOf(context: StoreContext, options: NameOptions): Schema {
+  return options.schema ?? context.options.schema ?? { version: 0 }
+}
+
+/** The policies of a name opened with `options` (the store's defaults where they say nothing; shared, not made per name). */
+function policiesOf(context: StoreContext, options: NameOptions): Pick<NameEntryInit, 'durability' | 'policy' | 'retention'> {
+  return {
+    durability: options.durability ?? context.options.durability ?? SYNC,
+    policy: options.checkpoint === undefined ? context.checkpointPolicy : { ...context.checkpointPolicy, ...options.checkpoint },
+    retention: checkRetention(options.retention) ?? context.options.retention ?? DEFAULT_RETENTION,
+  }
+}
+
+const SYNC: Durability = { mode: 'sync' }
 
 /**
  * Stores a name created in memory and not written yet (its metadata alone),

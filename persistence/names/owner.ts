@@ -22,7 +22,7 @@ import type { NameOptions } from '../options.ts'
 import type { SignalOptions, StorageKey } from '../storage/storage.ts'
 import { NameCache } from './cache.ts'
 import type { NameEntry } from './entry.ts'
-import { loadEntry, storeCreated, storeCreatedMany, type NameHooks } from './hydration.ts'
+import { loadEntry, newEntry, storeCreated, storeCreatedMany, type NameHooks } from './hydration.ts'
 import { ReadAhead, type NameReader } from './read-ahead.ts'
 
 export type { NameHooks } from './hydration.ts'
@@ -177,6 +177,34 @@ export class Names {
     }
     entry = await pending
     if (type !== undefined && entry.type !== type) throw new TypeMismatchError(name, type, entry.type)
+    return entry
+  }
+
+  /**
+   * The entries of `names` as {@link entry} gives each, a name it creates
+   * being stored by the first batch that writes it (`openMany`). A name
+   * known to be absent (see {@link knownAbsent}) is made at once, without a
+   * hydration of its own. Resolves once every one is there; rejects as the
+   * first that fails (the others are opened all the same).
+   */
+  entries(names: ReadonlyArray<{ readonly name: string; readonly type: ReplicaType }>, options: NameOptions = {}): Promise<NameEntry[]> {
+    const out: Array<NameEntry | Promise<NameEntry>> = []
+    for (const { name, type } of names) {
+      try {
+        out.push(this.use(name, type) ?? this.createAbsent(name, type, options) ?? this.entry(name, type, options, true))
+      } catch (error) {
+        out.push(Promise.reject(error))
+      }
+    }
+    return Promise.all(out)
+  }
+
+  /** A new entry of `name`, made at once when the name is known to be absent and nothing hydrates it; else undefined. */
+  private createAbsent(name: string, type: ReplicaType, options: NameOptions): NameEntry | undefined {
+    if (options.mustExist || this.opening.has(name) || !this.knownAbsent(name)) return undefined
+    const entry = newEntry(this.context, name, type, options)
+    this.hooks.attach(entry)
+    this.cache.add(entry)
     return entry
   }
 

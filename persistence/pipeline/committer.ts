@@ -22,7 +22,7 @@
 import { Emitter } from '../../crdt/emitter.ts'
 import { ConcordError, ErrorCodes, isConcordError } from '../../crdt/errors.ts'
 import { BatchBuilder, type CommittedRecord } from './batch-builder.ts'
-import type { NameState } from './name-state.ts'
+import type { NameState, StateDigester } from './name-state.ts'
 import { metaKey, tailKey } from '../format/keys.ts'
 import { encodeMeta, type NameMeta } from '../format/name-meta.ts'
 import type { Storage, StorageOperation } from '../storage/storage.ts'
@@ -454,9 +454,9 @@ export class Committer {
 }
 
 /** A replica's digest, or undefined when it cannot be computed (the metadata is then written without one). */
-function digestOrUndefined(digester: () => Uint8Array): Uint8Array | undefined {
+function digestOrUndefined(digester: StateDigester): Uint8Array | undefined {
   try {
-    return digester()
+    return digester.digest()
   } catch {
     return undefined
   }

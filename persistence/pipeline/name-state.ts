@@ -15,6 +15,11 @@ export interface NameStateOptions {
   readonly unborn?: boolean
 }
 
+/** What gives the state digest of a name's replica now (its entry). */
+export interface StateDigester {
+  digest(): Uint8Array
+}
+
 /** The live state of one name, shared by its entry and the pipeline. */
 export class NameState {
   private current: NameMeta
@@ -66,7 +71,7 @@ export class NameState {
    * holds every unit queued for the name, so that it describes the state at
    * the metadata's `lastSeq`.
    */
-  digester: (() => Uint8Array) | undefined
+  digester: StateDigester | undefined
 
   /**
    * The name was created by `openMany` (stored empty, its metadata alone):

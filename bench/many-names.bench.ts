@@ -24,7 +24,9 @@
  * `npm run bench -- --filter many-names --full` (or CONCORD_BENCH_FULL=1)
  * runs the issue's 100,000 counters and 10,000 Yjs documents
  * (CONCORD_BENCH_COUNTERS / CONCORD_BENCH_DOCUMENTS set other sizes;
- * CONCORD_BENCH_BASELINE=0 leaves the baseline out).
+ * CONCORD_BENCH_BASELINE=0 leaves the baseline out;
+ * CONCORD_BENCH_CREATE_ONLY=1 stops each run after the create phase and
+ * reports the create row alone, to iterate on it).
  */
 import { execFile } from 'node:child_process'
 import { createRequire } from 'node:module'
@@ -41,6 +43,8 @@ const FULL = process.env.CONCORD_BENCH_FULL === '1'
 const COUNTERS = Number(process.env.CONCORD_BENCH_COUNTERS ?? (FULL ? 100_000 : 2_000))
 const DOCUMENTS = Number(process.env.CONCORD_BENCH_DOCUMENTS ?? (FULL ? 10_000 : 500))
 const CHANGED = 10
+/** Stop after the create phase (CONCORD_BENCH_CREATE_ONLY=1): only the create row is reported. */
+const CREATE_ONLY = process.env.CONCORD_BENCH_CREATE_ONLY === '1'
 /** Each store's cache of hydrated names (smaller than the default sizes, so that hydrations show). */
 const CACHE_SIZE = 256
 /** Names opened at once while creating one by one (the baseline run). */
@@ -135,6 +139,8 @@ async function scenario(kind: Kind, count: number, sync: Record<string, unknown>
     }
     await a.flush()
     const createMs = now() - createStart
+    if (CREATE_ONLY)
+      return { createMs, firstSyncMs: Number.NaN, firstSyncBytes: 0, firstSyncRssMiB: 0, reconnectMs: Number.NaN, reconnectBytes: 0, reconnectHydrations: 0 }
 
     const { url } = (await a.listen()) as { url: string }
     let bytesBefore = bytesSent(a, b)
@@ -181,7 +187,7 @@ async function scenario(kind: Kind, count: number, sync: Record<string, unknown>
 
 function rows(kind: Kind, count: number, fresh: Run, base: Run | undefined, baseLabel: string): Measurement[] {
   const label = `${count} ${kind === 'counter' ? 'counters' : 'Yjs docs'}`
-  return [
+  const all: Measurement[] = [
     {
       name: `${label}: create (async)`,
       value: count / (fresh.createMs / 1000),
@@ -223,6 +229,7 @@ function rows(kind: Kind, count: number, fresh: Run, base: Run | undefined, base
       note: `target: O(${CHANGED}), no unchanged name`,
     },
   ]
+  return CREATE_ONLY ? all.slice(0, 1) : all
 }
 
 /** CONCORD_BENCH_BASELINE=0 skips the full-VERSIONS baseline (at 100,000 names it takes many minutes on a loaded machine). */

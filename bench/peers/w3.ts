@@ -13,6 +13,7 @@ import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
+import { LEVEL_TABLE_OPTIONS } from '../../persistence/storage/level/open-level-storage.ts'
 
 const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
 const CHILD = fileURLToPath(new URL('./w3-child.ts', import.meta.url))
@@ -41,9 +42,11 @@ async function folderBytes(dir: string): Promise<number> {
  * The folder's bytes once LevelDB compacted all of it (`compactRange` over
  * every key, then a reopen, which deletes the tables it made obsolete): its
  * live data, without the tables a compaction left for the next open to delete.
+ * `options`: the table options its owner writes with (a store's
+ * LEVEL_TABLE_OPTIONS), so the compaction writes the tables it would.
  */
-async function compactedBytes(dir: string): Promise<number> {
-  const db = new ClassicLevel<Uint8Array, Uint8Array>(dir, { keyEncoding: 'view', valueEncoding: 'view' })
+async function compactedBytes(dir: string, options: Record<string, unknown> = {}): Promise<number> {
+  const db = new ClassicLevel<Uint8Array, Uint8Array>(dir, { keyEncoding: 'view', valueEncoding: 'view', ...options })
   await db.open()
   await db.compactRange(Uint8Array.of(0), Uint8Array.of(0xff, 0xff, 0xff, 0xff))
   await db.close()
@@ -78,7 +81,7 @@ export async function runW3(
         cpuMs: median(results.map((r) => r.cpuMs)),
         peakRssMiB: median(results.map((r) => r.peakRssMiB)),
         bytes: await folderBytes(join(dir, kind)),
-        compactedBytes: await compactedBytes(join(dir, kind)),
+        compactedBytes: await compactedBytes(join(dir, kind), kind === 'store' ? LEVEL_TABLE_OPTIONS : {}),
       }
     }
     return out

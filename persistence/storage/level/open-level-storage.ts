@@ -27,13 +27,23 @@ export interface LevelStorageOptions extends SignalOptions {
   readonly dir?: string | undefined
 }
 
+/**
+ * The LevelDB options of a store's folder beside the encodings: 16 KiB
+ * blocks instead of LevelDB's 4 KiB, so Snappy finds more of what a name's
+ * records repeat (agent, time, the document's client id) and a block holds
+ * more keys to share prefixes (issue 19, disk: W3's 10,000 small documents
+ * 1.65 -> 1.57 MB once compacted). Blocks are read whole: a point read
+ * decompresses up to 16 KiB.
+ */
+export const LEVEL_TABLE_OPTIONS = { blockSize: 16 * 1024 } as const
+
 /** Opens classic-level in `dir`, or memory-level without one. */
 export async function openLevelStorage(options: LevelStorageOptions = {}): Promise<LevelStorage> {
   throwIfAborted(options.signal)
   const db =
     options.dir === undefined
       ? new MemoryLevel<Uint8Array, Uint8Array>({ keyEncoding: 'view', valueEncoding: 'view' })
-      : new ClassicLevel<Uint8Array, Uint8Array>(options.dir, { keyEncoding: 'view', valueEncoding: 'view' })
+      : new ClassicLevel<Uint8Array, Uint8Array>(options.dir, { keyEncoding: 'view', valueEncoding: 'view', ...LEVEL_TABLE_OPTIONS })
   const kind = options.dir === undefined ? 'memory-level' : `classic-level:${options.dir}`
   try {
     return await new LevelStorage(db as unknown as BytesLevel, kind, options.dir).open()

@@ -27,6 +27,22 @@
  * CONCORD_BENCH_BASELINE=0 leaves the baseline out;
  * CONCORD_BENCH_CREATE_ONLY=1 stops each run after the create phase and
  * reports the create row alone, to iterate on it).
+ *
+ * Peer columns (bench/peers/many-names-peers.ts): for the same counts, the
+ * same first sync and reconnect by y-websocket (one connection per
+ * document, y-leveldb on both sides) and automerge-repo 2.5.6 (NodeFS,
+ * WebSocket), each beside Concord run the same way: hub and client each a
+ * process of its own, bytes counted by a TCP proxy (W2's machinery,
+ * bench/peers/w2.ts). Counter rows: y-websocket with Yjs documents holding a
+ * map entry n = 1 (Yjs has no counter) and automerge-repo with Automerge
+ * documents holding one Counter; Yjs rows: both with one short text
+ * (bench/peers/w2-workloads.ts). Each peer has its own size cap:
+ * y-websocket runs at most CONCORD_BENCH_PEER_DOCS documents (2,000 by
+ * default, 10,000 with `--full`), automerge-repo at most
+ * CONCORD_BENCH_AUTOMERGE_DOCS (500 by default, 2,000 with `--full`: it took
+ * 315 s for the first sync of 10,000 documents, and creates some 70-100
+ * documents a second); 0 leaves a peer out. Above a cap the rows name the
+ * count used, with Concord at that count beside it (nothing extrapolated).
  */
 import { execFile } from 'node:child_process'
 import { createRequire } from 'node:module'
@@ -38,6 +54,7 @@ import type { Benchmark, Measurement } from './harness.ts'
 import type { Replica } from '../crdt/replica.ts'
 import type { PNCounterReplica } from '../crdt/types/index.ts'
 import type { YjsReplica } from '../crdt/documents/index.ts'
+import { peerRows } from './peers/many-names-peers.ts'
 
 const FULL = process.env.CONCORD_BENCH_FULL === '1'
 const COUNTERS = Number(process.env.CONCORD_BENCH_COUNTERS ?? (FULL ? 100_000 : 2_000))
@@ -235,10 +252,20 @@ function rows(kind: Kind, count: number, fresh: Run, base: Run | undefined, base
 /** CONCORD_BENCH_BASELINE=0 skips the full-VERSIONS baseline (at 100,000 names it takes many minutes on a loaded machine). */
 const BASELINE = process.env.CONCORD_BENCH_BASELINE !== '0'
 
+/** The peers' size caps (see the header). */
+const PEER_DOCS = Number(process.env.CONCORD_BENCH_PEER_DOCS ?? (FULL ? 10_000 : 2_000))
+const AUTOMERGE_DOCS = Number(process.env.CONCORD_BENCH_AUTOMERGE_DOCS ?? (FULL ? 2_000 : 500))
+
 async function measure(kind: Kind, count: number): Promise<Measurement[]> {
   const base = BASELINE ? await scenario(kind, count, { reconcile: false }, 'open') : undefined
   const fresh = await scenario(kind, count, {}, 'openMany')
-  return rows(kind, count, fresh, base, 'full VERSIONS (reconcile off)')
+  const peers = CREATE_ONLY
+    ? []
+    : await peerRows(kind === 'counter' ? 'counter' : 'yjs', count, [
+        { peer: 'y-websocket', cap: PEER_DOCS, capVariable: 'CONCORD_BENCH_PEER_DOCS' },
+        { peer: 'automerge-repo', cap: AUTOMERGE_DOCS, capVariable: 'CONCORD_BENCH_AUTOMERGE_DOCS' },
+      ])
+  return [...rows(kind, count, fresh, base, 'full VERSIONS (reconcile off)'), ...peers]
 }
 
 export const benchmarks: Benchmark[] = [

@@ -1,24 +1,29 @@
 /**
- * `node --import tsx bench/peers/w2-child.ts <kind> <hub|client|catchup> <dir> <docs> [port]`:
- * W2's two sides, each in a process of its own. Kinds: `concord` and
- * `automerge-repo` hold small Automerge documents; `concord-yjs` and
- * `y-websocket` the same task as small Yjs documents (a map and a text).
+ * `node --import tsx bench/peers/w2-child.ts <kind> <workload> <hub|client|catchup> <dir> <docs> [port]`:
+ * the two sides of a first sync of many small documents (W2, and the peer
+ * columns of bench/many-names.bench.ts), each in a process of its own.
+ * Kinds: `concord`, `concord-yjs`, `automerge-repo`, `y-websocket`.
+ * Workloads (bench/peers/w2-workloads.ts say what each document holds):
+ * `tasks` (W2: `concord` and `automerge-repo` hold Automerge task
+ * documents, `concord-yjs` and `y-websocket` the same task as Yjs documents),
+ * `counter` and `text` (many-names: a counter incremented once, or one short
+ * text; Concord holds a PN-counter or a Yjs document).
  *
- * - `hub`: builds `docs` small Automerge documents in `<dir>/<kind>-hub` (see
- *   {@link typeInto}), serves them on 127.0.0.1 and prints one JSON line
- *   `{ port }`; for automerge-repo, the documents' URLs go to
+ * - `hub`: builds `docs` documents in `<dir>/<kind>-hub`, serves them on
+ *   127.0.0.1 and prints one JSON line `{ port, buildMs }` (the time it took
+ *   to create and store them); for automerge-repo, the documents' URLs go to
  *   `<dir>/urls.json` (a repo client asks for documents by URL). It runs until
  *   killed; on SIGUSR2 it prints `{ hubCpuMs }`, its CPU time since it
- *   started serving.
+ *   started serving; on SIGUSR1 it changes the workload's changed documents
+ *   and prints `{ changed }`.
  * - `client`: an empty agent (`<dir>/<kind>-client`) connects to `port` and
  *   takes every document: Concord syncs the hub's names (one anti-entropy);
  *   automerge-repo finds each URL; a y-websocket client opens one
  *   `WebsocketProvider` per document (its rooms) and keeps each in its own
  *   y-leveldb folder, as an agent that comes back would. Prints `{ ms, cpuMs, docs }`: from the
  *   start of the connection until every document is held, and its CPU time.
- * - `catchup`: the same client folder again, after the hub changed
- *   {@link CHANGED} documents (SIGUSR1 to the hub; it prints `{ changed }`):
- *   until the client holds every change.
+ * - `catchup`: the same client folder again, after the hub changed its
+ *   documents: until the client holds every change.
  */
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -29,100 +34,50 @@ import { WebSocket, WebSocketServer } from 'ws'
 import { WebsocketProvider } from 'y-websocket'
 import * as Y from 'yjs'
 import { createPeer } from '../../peer/index.ts'
+import { type AutomergeDoc, type ConcordDocs, workloadOf } from './w2-workloads.ts'
 import { yWebsocketServer } from './y-websocket-server.ts'
 
-const [kind, role, dir, docsText, portText] = process.argv.slice(2)
+const [kind, workloadName, role, dir, docsText, portText] = process.argv.slice(2)
 const docs = Number(docsText)
+const workload = workloadOf(workloadName)
 const name = (i: number) => `task-${String(i).padStart(6, '0')}`
-
-/** A task document as an agent keeps it. */
-interface Task {
-  title: string
-  done: boolean
-  notes: string
-}
-
-/** The changes every document gets, on either contender: created with a title, then notes typed in 10 changes. */
-function typeInto(change: (fn: (doc: Task) => void) => void, i: number): void {
-  change((doc) => {
-    doc.title = `task ${i}`
-    doc.done = false
-    doc.notes = ''
-  })
-  for (let k = 0; k < 10; k++) {
-    change((doc) => {
-      doc.notes += `step ${k}; `
-    })
-  }
-}
+const changed = workload.changed(docs)
 
 const now = () => Number(process.hrtime.bigint()) / 1e6
 
-/** Documents the hub changes (on SIGUSR1) before the client catches up. */
-const CHANGED = 10
-const changeOne = (doc: Task) => {
-  doc.notes += 'changed while you were away; '
-}
-/** Whether `doc` holds the change of {@link changeOne}. */
-const caughtUp = (doc: Task | undefined) => doc?.notes.includes('changed while you were away') ?? false
-
-/** The same task as a Yjs document: title and done in a map, the notes a text; one transaction per change as {@link typeInto}. */
-function typeIntoYjs(doc: Y.Doc, i: number): void {
-  doc.transact(() => {
-    doc.getMap('task').set('title', `task ${i}`)
-    doc.getMap('task').set('done', false)
-  })
-  const notes = doc.getText('notes')
-  for (let k = 0; k < 10; k++) notes.insert(notes.length, `step ${k}; `)
-}
-const changeOneYjs = (doc: Y.Doc) => doc.getText('notes').insert(doc.getText('notes').length, 'changed while you were away; ')
-/** A Yjs document read as the task {@link caughtUp} and the completeness check look at. */
-const yjsTask = (doc: Y.Doc): Task => ({
-  title: String(doc.getMap('task').get('title')),
-  done: Boolean(doc.getMap('task').get('done')),
-  notes: doc.getText('notes').toString(),
-})
-
-/** Concord's side of either document type: how a name is opened, typed into, changed and read. */
-interface ConcordDocs {
-  readonly type: 'automerge' | 'yjs'
-  build(replica: unknown, i: number): void
-  change(replica: unknown): void
-  read(replica: unknown): Task
-}
-const concordAutomerge: ConcordDocs = {
-  type: 'automerge',
-  build(replica, i) {
-    typeInto((fn) => (replica as { change(fn: (doc: Task) => void): boolean }).change(fn), i)
-  },
-  change: (replica) => (replica as { change(fn: (doc: Task) => void): boolean }).change(changeOne),
-  read: (replica) => (replica as { doc: Task }).doc,
-}
-const concordYjs: ConcordDocs = {
-  type: 'yjs',
-  build: (replica, i) => typeIntoYjs((replica as { doc: Y.Doc }).doc, i),
-  change: (replica) => changeOneYjs((replica as { doc: Y.Doc }).doc),
-  read: (replica) => yjsTask((replica as { doc: Y.Doc }).doc),
+/** Batches of `size` indices below `docs`. */
+function* batches(size: number): Generator<number[]> {
+  for (let start = 0; start < docs; start += size) yield Array.from({ length: Math.min(size, docs - start) }, (_, k) => start + k)
 }
 
 async function concordHub(docsOf: ConcordDocs): Promise<void> {
-  const peer = await createPeer({ agentId: 'hub', dir: join(dir, 'concord-hub'), durability: { mode: 'async', rpoMs: 100 } })
-  for (let i = 0; i < docs; i++) docsOf.build(await peer.open(name(i), docsOf.type), i)
+  const peer = await createPeer({ agentId: 'hub', dir: join(dir, 'concord-hub'), durability: { mode: 'async', rpoMs: 100 }, ...workload.concordOptions })
+  const start = now()
+  if (workload.createBatch === 1) {
+    for (let i = 0; i < docs; i++) docsOf.build(await peer.open(name(i), docsOf.type), i)
+  } else {
+    for (const batch of batches(workload.createBatch)) {
+      const replicas = await peer.openMany(batch.map((i) => ({ name: name(i), type: docsOf.type })))
+      replicas.forEach((replica, k) => docsOf.build(replica, batch[k]))
+    }
+  }
   await peer.flush()
+  const buildMs = now() - start
   const { port } = await peer.listen({ port: 0, host: '127.0.0.1' })
   process.on('SIGUSR1', async () => {
-    for (let i = 0; i < CHANGED; i++) docsOf.change(await peer.open(name(i), docsOf.type))
+    for (const i of changed) docsOf.change(await peer.open(name(i), docsOf.type))
     await peer.flush()
-    console.log(JSON.stringify({ changed: CHANGED }))
+    console.log(JSON.stringify({ changed: changed.length }))
   })
-  console.log(JSON.stringify({ port }))
+  console.log(JSON.stringify({ port, buildMs }))
 }
 
 async function concordClient(docsOf: ConcordDocs, port: number, catchup: boolean): Promise<void> {
   const peer = await createPeer({
     agentId: 'client',
     dir: join(dir, 'concord-client'),
-    ...(process.env.W2_ASYNC ? { durability: { mode: 'async' as const, rpoMs: 100 } } : {}),
+    ...(process.env.W2_ASYNC || workload.concordClientAsync ? { durability: { mode: 'async' as const, rpoMs: 100 } } : {}),
+    ...workload.concordOptions,
   })
   const start = now()
   const cpu = process.cpuUsage()
@@ -132,12 +87,12 @@ async function concordClient(docsOf: ConcordDocs, port: number, catchup: boolean
   const ms = now() - start
   const used = process.cpuUsage(cpu)
   const held = (await peer.names()).length
-  const sample = docsOf.read(await peer.open(name(docs - 1), docsOf.type))
-  if (!sample.notes.includes('step 9')) throw new Error(`the last document is incomplete: ${JSON.stringify(sample)}`)
+  const last = await peer.open(name(docs - 1), docsOf.type)
+  if (!docsOf.complete(last)) throw new Error(`the last document is incomplete: ${docsOf.show(last)}`)
   if (catchup) {
-    for (let i = 0; i < CHANGED; i++) {
-      const doc = docsOf.read(await peer.open(name(i), docsOf.type))
-      if (!caughtUp(doc)) throw new Error(`document ${i} missed the hub's change: ${JSON.stringify(doc)}`)
+    for (const i of changed) {
+      const replica = await peer.open(name(i), docsOf.type)
+      if (!docsOf.caughtUp(replica)) throw new Error(`document ${i} missed the hub's change: ${docsOf.show(replica)}`)
     }
   }
   console.log(JSON.stringify({ ms, cpuMs: (used.user + used.system) / 1000, docs: held }))
@@ -145,6 +100,7 @@ async function concordClient(docsOf: ConcordDocs, port: number, catchup: boolean
 }
 
 async function repoHub(): Promise<void> {
+  const model = workload.automerge
   const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 })
   await new Promise<void>((resolve) => wss.once('listening', () => resolve()))
   const repo = new Repo({
@@ -152,23 +108,26 @@ async function repoHub(): Promise<void> {
     network: [new WebSocketServerAdapter(wss as never)],
     sharePolicy: async () => true,
   })
+  const start = now()
   const urls: string[] = []
   for (let i = 0; i < docs; i++) {
-    const handle = repo.create<Task>()
-    typeInto((fn) => handle.change(fn), i)
+    const handle = model.initial ? repo.create<AutomergeDoc>(model.initial(i)) : repo.create<AutomergeDoc>()
+    model.build((fn) => handle.change(fn), i)
     urls.push(handle.url)
   }
   await repo.flush()
+  const buildMs = now() - start
   await writeFile(join(dir, 'urls.json'), JSON.stringify(urls))
   process.on('SIGUSR1', async () => {
-    for (let i = 0; i < CHANGED; i++) (await repo.find<Task>(urls[i] as never)).change(changeOne)
+    for (const i of changed) (await repo.find<AutomergeDoc>(urls[i] as never)).change(model.change)
     await repo.flush()
-    console.log(JSON.stringify({ changed: CHANGED }))
+    console.log(JSON.stringify({ changed: changed.length }))
   })
-  console.log(JSON.stringify({ port: (wss.address() as { port: number }).port }))
+  console.log(JSON.stringify({ port: (wss.address() as { port: number }).port, buildMs }))
 }
 
 async function repoClient(port: number, catchup: boolean): Promise<void> {
+  const model = workload.automerge
   const urls = JSON.parse(await readFile(join(dir, 'urls.json'), 'utf8')) as string[]
   const start = now()
   const cpu = process.cpuUsage()
@@ -181,8 +140,8 @@ async function repoClient(port: number, catchup: boolean): Promise<void> {
   // Under load a find was seen to end "unavailable" now and then although the hub holds every document
   // (automerge-repo 2.5.6): such a handle is asked for again, as an application would, until it is ready.
   let retries = 0
-  const find = async (url: string): Promise<DocHandle<Task>> => {
-    const handle = await repo.find<Task>(url as never, { allowableStates: ['ready', 'unavailable'] })
+  const find = async (url: string): Promise<DocHandle<AutomergeDoc>> => {
+    const handle = await repo.find<AutomergeDoc>(url as never, { allowableStates: ['ready', 'unavailable'] })
     for (let attempt = 1; !handle.isReady(); attempt++) {
       if (attempt > 600) throw new Error(`${url} stayed unavailable`)
       if (attempt % 50 === 1) {
@@ -193,13 +152,13 @@ async function repoClient(port: number, catchup: boolean): Promise<void> {
     }
     return handle
   }
-  const handles: DocHandle<Task>[] = await Promise.all(urls.map(find))
+  const handles: DocHandle<AutomergeDoc>[] = await Promise.all(urls.map(find))
   // Back after a disconnection, each document is loaded from storage and synced with the hub: caught up once the changed ones hold the change.
-  if (catchup) while (!handles.slice(0, CHANGED).every((handle) => caughtUp(handle.doc()))) await new Promise((resolve) => setTimeout(resolve, 1))
+  if (catchup) while (!changed.every((i) => model.caughtUp(handles[i].doc()))) await new Promise((resolve) => setTimeout(resolve, 1))
   const ms = now() - start
   const used = process.cpuUsage(cpu)
   const last = handles.at(-1)!.doc()
-  if (!last?.notes.includes('step 9')) throw new Error(`the last document is incomplete: ${JSON.stringify(last)}`)
+  if (!model.complete(last)) throw new Error(`the last document is incomplete: ${JSON.stringify(last)}`)
   console.log(JSON.stringify({ ms, cpuMs: (used.user + used.system) / 1000, docs: handles.length, retries }))
   await repo.flush()
   await repo.shutdown()
@@ -209,39 +168,48 @@ async function repoClient(port: number, catchup: boolean): Promise<void> {
 /**
  * The y-websocket server (bench/peers/y-websocket-server.ts, as W1's hub);
  * its documents are built first, each change stored as its own update (full
- * history, as Concord keeps it).
+ * history, as Concord keeps it), the workload's `createBatch` documents at a time.
  */
 async function yWebsocketHub(): Promise<void> {
+  const model = workload.yjs
   const { server, ldb, getYDoc } = await yWebsocketServer(join(dir, 'y-websocket-hub'))
-  for (let i = 0; i < docs; i++) {
-    const doc = new Y.Doc()
+  const start = now()
+  for (const batch of batches(workload.createBatch)) {
     const stored: Promise<unknown>[] = []
-    doc.on('update', (update: Uint8Array) => stored.push(ldb.storeUpdate(name(i), update)))
-    typeIntoYjs(doc, i)
+    for (const i of batch) {
+      const doc = new Y.Doc()
+      doc.on('update', (update: Uint8Array) => stored.push(ldb.storeUpdate(name(i), update)))
+      model.build(doc, i)
+      doc.destroy()
+    }
     await Promise.all(stored)
-    doc.destroy()
   }
+  const buildMs = now() - start
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   process.on('SIGUSR1', async () => {
-    // getYDoc binds the stored state (bindState) before the change: the change is stored as one more update.
-    for (let i = 0; i < CHANGED; i++) {
+    // getYDoc binds the stored state (bindState, not awaited: whenInitialized does not wait for it), so the stored
+    // state is applied here first, and the change follows what the document holds; it is stored as one more update.
+    for (const i of changed) {
       const doc = getYDoc(name(i))
       await doc.whenInitialized
-      changeOneYjs(doc)
+      Y.applyUpdate(doc, Y.encodeStateAsUpdate(await ldb.getYDoc(name(i))))
+      model.change(doc)
     }
     await ldb.getYDoc(name(0))
-    console.log(JSON.stringify({ changed: CHANGED }))
+    console.log(JSON.stringify({ changed: changed.length }))
   })
-  console.log(JSON.stringify({ port: (server.address() as { port: number }).port }))
+  console.log(JSON.stringify({ port: (server.address() as { port: number }).port, buildMs }))
 }
 
 /** A y-websocket agent: one provider per document, each document kept in the agent's y-leveldb folder (loaded first when it comes back). */
 async function yWebsocketClient(port: number, catchup: boolean): Promise<void> {
+  const model = workload.yjs
   const { LeveldbPersistence } = await import('y-leveldb')
   const start = now()
   const cpu = process.cpuUsage()
   const ldb = new LeveldbPersistence(join(dir, 'y-websocket-client'))
   const stored: Promise<unknown>[] = []
+  const mustCatchUp = new Set(catchup ? changed : [])
   const open = async (i: number): Promise<{ doc: Y.Doc; provider: WebsocketProvider }> => {
     const doc = catchup ? await ldb.getYDoc(name(i)) : new Y.Doc()
     doc.on('update', (update: Uint8Array) => stored.push(ldb.storeUpdate(name(i), update)))
@@ -251,8 +219,8 @@ async function yWebsocketClient(port: number, catchup: boolean): Promise<void> {
       else provider.once('sync', () => resolve())
     })
     // The server answers a connection before it loaded the document from y-leveldb (bindState is not awaited):
-    // "synced" can come with an empty document, the content following as an update. Held means the whole task.
-    const held = () => yjsTask(doc).notes.includes('step 9') && (!catchup || i >= CHANGED || caughtUp(yjsTask(doc)))
+    // "synced" can come with an empty document, the content following as an update. Held means the whole document.
+    const held = () => model.complete(doc) && (!mustCatchUp.has(i) || model.caughtUp(doc))
     if (!held()) {
       await new Promise<void>((resolve) => {
         const check = () => {
@@ -269,23 +237,28 @@ async function yWebsocketClient(port: number, catchup: boolean): Promise<void> {
   await Promise.all(stored)
   const ms = now() - start
   const used = process.cpuUsage(cpu)
-  const last = yjsTask(opened.at(-1)!.doc)
-  if (!last.notes.includes('step 9')) throw new Error(`the last document is incomplete: ${JSON.stringify(last)}`)
+  const last = opened.at(-1)!.doc
+  if (!model.complete(last)) throw new Error(`the last document is incomplete: ${JSON.stringify(last.toJSON())}`)
   console.log(JSON.stringify({ ms, cpuMs: (used.user + used.system) / 1000, docs: opened.length }))
   for (const { provider } of opened) provider.destroy()
   await ldb.destroy()
   process.exit(0)
 }
 
+const concordDocs = (): ConcordDocs => {
+  const docsOf = workload.concord[kind as 'concord' | 'concord-yjs']
+  if (!docsOf) throw new Error(`w2-child: workload ${workloadName} has no ${kind}`)
+  return docsOf
+}
 const hubs: Record<string, () => Promise<void>> = {
-  concord: () => concordHub(concordAutomerge),
-  'concord-yjs': () => concordHub(concordYjs),
+  concord: () => concordHub(concordDocs()),
+  'concord-yjs': () => concordHub(concordDocs()),
   'automerge-repo': repoHub,
   'y-websocket': yWebsocketHub,
 }
 const clients: Record<string, (port: number, catchup: boolean) => Promise<void>> = {
-  concord: (port, catchup) => concordClient(concordAutomerge, port, catchup),
-  'concord-yjs': (port, catchup) => concordClient(concordYjs, port, catchup),
+  concord: (port, catchup) => concordClient(concordDocs(), port, catchup),
+  'concord-yjs': (port, catchup) => concordClient(concordDocs(), port, catchup),
   'automerge-repo': repoClient,
   'y-websocket': yWebsocketClient,
 }

@@ -1,13 +1,15 @@
 /**
- * W2, first sync of many small Automerge documents into an empty agent:
- * Concord (hub and client peers on LevelDB, one WebSocket) against
- * automerge-repo (NodeFS storage, its WebSocket adapters; the client finds
- * every document by URL). Each side runs in a process of its own
- * (bench/peers/w2-child.ts); the client reaches its hub through a TCP proxy
- * here that counts the bytes both ways, so both contenders are measured at
- * the same place (WebSocket framing included). Then the hub changes 10 of
- * the documents and the client comes back (a new process on its folder):
- * the catch-up's time and bytes.
+ * W2, first sync of many small documents into an empty agent: Concord (hub
+ * and client peers on LevelDB, one WebSocket) against automerge-repo (NodeFS
+ * storage, its WebSocket adapters; the client finds every document by URL)
+ * or y-websocket (one connection per document). Each side runs in a process
+ * of its own (bench/peers/w2-child.ts); the client reaches its hub through a
+ * TCP proxy here that counts the bytes both ways, so every contender is
+ * measured at the same place (WebSocket framing included). Then the hub
+ * changes 10 of the documents and the client comes back (a new process on
+ * its folder): the catch-up's time and bytes. What the documents hold is the
+ * workload's (bench/peers/w2-workloads.ts): W2's tasks, or many-names's
+ * counters and short texts (bench/many-names.bench.ts).
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
@@ -16,6 +18,7 @@ import { createConnection, createServer, type AddressInfo, type Server } from 'n
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
+import type { WorkloadName } from './w2-workloads.ts'
 
 const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
 const CHILD = fileURLToPath(new URL('./w2-child.ts', import.meta.url))
@@ -24,6 +27,8 @@ export type W2Contender = 'concord' | 'automerge-repo' | 'concord-yjs' | 'y-webs
 
 /** What one first sync took. */
 export interface W2Result {
+  /** The hub's time to create and store its documents (before it serves). */
+  readonly createMs: number
   readonly ms: number
   readonly clientCpuMs: number
   /** The hub's CPU time while it served the client. */
@@ -61,8 +66,13 @@ async function countingProxy(port: number): Promise<{ server: Server; port: numb
 }
 
 /** Starts the hub child and resolves with its port once it prints it. */
-function startHub(kind: W2Contender, dir: string, docs: number): Promise<{ child: ChildProcess; port: number; lines: () => string[] }> {
-  const child = spawn(process.execPath, ['--import', TSX, CHILD, kind, 'hub', dir, String(docs)], { stdio: ['ignore', 'pipe', 'pipe'] })
+function startHub(
+  kind: W2Contender,
+  workload: WorkloadName,
+  dir: string,
+  docs: number,
+): Promise<{ child: ChildProcess; port: number; buildMs: number; lines: () => string[] }> {
+  const child = spawn(process.execPath, ['--import', TSX, CHILD, kind, workload, 'hub', dir, String(docs)], { stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   const lines = () => out.split('\n').filter((l) => l.startsWith('{'))
   return new Promise((resolve, reject) => {
@@ -70,7 +80,7 @@ function startHub(kind: W2Contender, dir: string, docs: number): Promise<{ child
     child.stdout!.on('data', (chunk) => {
       out += chunk
       const [line] = lines()
-      if (line) resolve({ child, port: (JSON.parse(line) as { port: number }).port, lines })
+      if (line) resolve({ child, ...(JSON.parse(line) as { port: number; buildMs: number }), lines })
     })
     child.stderr!.on('data', (chunk) => {
       err += chunk
@@ -81,6 +91,7 @@ function startHub(kind: W2Contender, dir: string, docs: number): Promise<{ child
 
 function runClient(
   kind: W2Contender,
+  workload: WorkloadName,
   phase: 'client' | 'catchup',
   dir: string,
   docs: number,
@@ -89,7 +100,7 @@ function runClient(
   return new Promise((resolve, reject) => {
     execFile(
       process.execPath,
-      ['--import', TSX, CHILD, kind, phase, dir, String(docs), String(port)],
+      ['--import', TSX, CHILD, kind, workload, phase, dir, String(docs), String(port)],
       { maxBuffer: 1 << 28, timeout: 15 * 60_000 },
       (error, stdout, stderr) => {
         if (error) reject(new Error(`w2 ${kind} ${phase}: ${error.message}\n${stderr}`))
@@ -103,16 +114,16 @@ function runClient(
   })
 }
 
-/** One first sync of `docs` documents for `kind`: a hub built and serving, an empty client through the proxy. */
-export async function runW2(kind: W2Contender, docs: number): Promise<W2Result> {
+/** One first sync of `docs` documents of `workload` for `kind`: a hub built and serving, an empty client through the proxy. */
+export async function runW2(kind: W2Contender, docs: number, workload: WorkloadName = 'tasks'): Promise<W2Result> {
   const dir = await mkdtemp(join(tmpdir(), `concord-bench-w2-${kind}-`))
   let hub: ChildProcess | undefined
   let proxy: Awaited<ReturnType<typeof countingProxy>> | undefined
   try {
-    const started = await startHub(kind, dir, docs)
+    const started = await startHub(kind, workload, dir, docs)
     hub = started.child
     proxy = await countingProxy(started.port)
-    const result = await runClient(kind, 'client', dir, docs, proxy.port)
+    const result = await runClient(kind, workload, 'client', dir, docs, proxy.port)
     const [bytesUp, bytesDown] = [proxy.up(), proxy.down()]
     // The hub's CPU over the first sync, then the catch-up after it changed documents.
     const hubLine = async (count: number, signal: NodeJS.Signals): Promise<Record<string, number>> => {
@@ -125,8 +136,9 @@ export async function runW2(kind: W2Contender, docs: number): Promise<W2Result> 
     }
     const { hubCpuMs } = await hubLine(2, 'SIGUSR2')
     await hubLine(3, 'SIGUSR1')
-    const catchup = await runClient(kind, 'catchup', dir, docs, proxy.port)
+    const catchup = await runClient(kind, workload, 'catchup', dir, docs, proxy.port)
     return {
+      createMs: started.buildMs,
       ms: result.ms,
       clientCpuMs: result.cpuMs,
       hubCpuMs,

@@ -7,20 +7,30 @@
 /** Removes the listener it was returned for. */
 export type Unsubscribe = () => void
 
+type Listener = (payload: never) => void
+
 /** Typed emitter over an event map `{ eventName: payload }`. */
 export class Emitter<Events extends Record<string, unknown>> {
-  private readonly listeners = new Map<keyof Events, Set<(payload: never) => void>>()
+  /**
+   * The listeners of each event, in the order added. An array is replaced,
+   * never changed, when a listener comes or goes: `emit` walks the one it
+   * found (a listener added meanwhile runs from the next emit, one removed
+   * meanwhile still runs in this one) without copying it. Made on the first
+   * listener (a replica's emitter, one per hydrated name, holds one or two).
+   */
+  private listeners: Map<keyof Events, readonly Listener[]> | undefined
 
   /** Called when a listener throws; defaults to `console.error` (assign another to an emitter to replace it). */
   onListenerError(error: unknown, event: keyof Events): void {
     console.error(`concord: a '${String(event)}' listener threw`, error)
   }
 
-  /** Adds a listener; returns a function that removes it. */
+  /** Adds a listener (once: adding it again does nothing); returns a function that removes it. */
   on<K extends keyof Events>(event: K, listener: (payload: Events[K]) => void): Unsubscribe {
-    let set = this.listeners.get(event)
-    if (!set) this.listeners.set(event, (set = new Set()))
-    set.add(listener as (payload: never) => void)
+    const listeners = (this.listeners ??= new Map())
+    const list = listeners.get(event)
+    if (list === undefined) listeners.set(event, [listener as Listener])
+    else if (!list.includes(listener as Listener)) listeners.set(event, [...list, listener as Listener])
     return () => this.off(event, listener)
   }
 
@@ -39,27 +49,29 @@ export class Emitter<Events extends Record<string, unknown>> {
 
   /** Removes a listener (one added with `on` or `once`). */
   off<K extends keyof Events>(event: K, listener: (payload: Events[K]) => void): void {
-    const set = this.listeners.get(event)
-    if (!set) return
-    if (set.delete(listener as (payload: never) => void)) return
-    for (const entry of set) {
-      if ((entry as { original?: unknown }).original === listener) {
-        set.delete(entry)
-        return
-      }
-    }
+    const list = this.listeners?.get(event)
+    if (list === undefined) return
+    let at = list.indexOf(listener as Listener)
+    if (at < 0) at = list.findIndex((entry) => (entry as { original?: unknown }).original === listener)
+    if (at < 0) return
+    if (list.length === 1) this.listeners!.delete(event)
+    else
+      this.listeners!.set(
+        event,
+        list.filter((_, i) => i !== at),
+      )
   }
 
   /** Number of listeners for an event. */
   listenerCount(event: keyof Events): number {
-    return this.listeners.get(event)?.size ?? 0
+    return this.listeners?.get(event)?.length ?? 0
   }
 
   /** Calls every listener of `event` with `payload`. */
   emit<K extends keyof Events>(event: K, payload: Events[K]): void {
-    const set = this.listeners.get(event)
-    if (!set) return
-    for (const listener of [...set]) {
+    const list = this.listeners?.get(event)
+    if (list === undefined) return
+    for (const listener of list) {
       try {
         ;(listener as (payload: Events[K]) => void)(payload)
       } catch (error) {

@@ -25,6 +25,7 @@ const lists = {
   default: [
     // crdt/
     'test/crdt/codec.test.ts',
+    'test/crdt/emitter.test.ts',
     'test/crdt/native-laws.test.ts',
     'test/crdt/native-semantics.test.ts',
     'test/crdt/causal.test.ts',

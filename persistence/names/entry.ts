@@ -8,8 +8,7 @@ import { currentDigest } from '../format/name-meta.ts'
 import { replicaDigest, stateDigest } from '../../crdt/state-digest.ts'
 import type { EmptyState } from '../context.ts'
 import { sha256 } from '../format/digest.ts'
-import type { Unsubscribe } from '../../crdt/emitter.ts'
-import type { Replica } from '../../crdt/replica.ts'
+import type { ChangeEvent, Replica } from '../../crdt/replica.ts'
 import type { CheckpointPolicy, Durability, Retention } from '../options.ts'
 import type { NameState } from '../pipeline/name-state.ts'
 
@@ -37,7 +36,7 @@ export class NameEntry {
   readonly policy: Required<CheckpointPolicy>
   readonly retention: Retention
   private isDetached = false
-  private off: Unsubscribe | undefined
+  private listener: ((event: ChangeEvent) => void) | undefined
   private repairVersion: Uint8Array | undefined
   private dirtyAt: number
   private checkpointing = false
@@ -112,16 +111,17 @@ export class NameEntry {
     return this.isDetached
   }
 
-  /** Wires the replica to the store (its `change` listener); undone by {@link detach}. */
-  attach(off: Unsubscribe): void {
-    this.off = off
+  /** Wires the replica to the store: `listener` listens to its `change` events until {@link detach}. */
+  attach(listener: (event: ChangeEvent) => void): void {
+    this.listener = listener
+    this.replica.events.on('change', listener)
   }
 
   /** The store stops persisting the replica: its changes are refused from now on. */
   detach(): void {
     this.isDetached = true
-    this.off?.()
-    this.off = undefined
+    if (this.listener !== undefined) this.replica.events.off('change', this.listener)
+    this.listener = undefined
   }
 
   // ------------------------------------------------------------ what the log lacks

@@ -94,12 +94,10 @@ export class Writes {
   attach(entry: NameEntry): void {
     // The one `change` listener a store adds: a Yjs replica encodes a local run's deltas only when read while
     // its holder is the only listener (yjs-replica.ts), so the digest memo is forgotten here, not by a second one.
-    entry.attach(
-      entry.replica.events.on('change', (event) => {
-        entry.forgetDigest()
-        this.onChange(entry, event)
-      }),
-    )
+    entry.attach((event) => {
+      entry.forgetDigest()
+      this.onChange(entry, event)
+    })
     entry.replica.guard = () => this.guard(entry)
   }
 

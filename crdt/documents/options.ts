@@ -49,7 +49,8 @@ export const DEFAULT_DOCUMENT_LIMITS: DocumentLimits = Object.freeze({
  * or a logged state may be larger than what a peer may send in one delta).
  */
 export function trustedLimits(limits?: Partial<DocumentLimits>): DocumentLimits {
-  return { ...resolveLimits(limits), maxOperations: Infinity, maxInsertedBytes: Infinity }
+  // Frozen: every replica a store makes takes this object as it is (see resolveLimits).
+  return Object.freeze({ ...resolveLimits(limits), maxOperations: Infinity, maxInsertedBytes: Infinity })
 }
 
 /**
@@ -66,9 +67,20 @@ export function stricterLimits(own: DocumentLimits, extra: Partial<DocumentLimit
   return out
 }
 
-/** Fills the limits not given with the defaults. */
+/**
+ * Fills the limits not given with the defaults. No limits, or frozen ones
+ * that give every bound, are returned as they are (no copy per replica: a
+ * store's replicas share one object).
+ */
 export function resolveLimits(limits?: Partial<DocumentLimits>): DocumentLimits {
+  if (limits === undefined) return DEFAULT_DOCUMENT_LIMITS
+  if (Object.isFrozen(limits) && isComplete(limits)) return limits
   return { ...DEFAULT_DOCUMENT_LIMITS, ...limits }
+}
+
+function isComplete(limits: Partial<DocumentLimits>): limits is DocumentLimits {
+  for (const key in DEFAULT_DOCUMENT_LIMITS) if (typeof limits[key as keyof DocumentLimits] !== 'number') return false
+  return true
 }
 
 /** The kind of a top-level Yjs type, used to read it without guessing. */

@@ -77,8 +77,37 @@ const randomUUID: (() => string) | undefined = globalThis.crypto?.randomUUID?.bi
  * default) where there is none (a browser page outside a secure context).
  */
 function newGuid(): string | undefined {
-  return randomUUID?.()
+  const guid = randomUUID?.()
+  // Node builds the UUID by concatenation: a rope of 16 pieces (about 480
+  // bytes held by every document) until something reads a character of it,
+  // which flattens it in place (64 bytes).
+  guid?.charCodeAt(0)
+  return guid
 }
+
+/** The replica of each document, for the document observers every replica shares (no closures per replica). */
+const replicaOf = new WeakMap<Y.Doc, YjsReplica>()
+
+function beforeTransaction(transaction: Y.Transaction, doc: Y.Doc): void {
+  replicaOf.get(doc)?.beforeTransaction(transaction)
+}
+
+function afterTransactionCleanup(transaction: Y.Transaction, doc: Y.Doc): void {
+  replicaOf.get(doc)?.afterTransactionCleanup(transaction)
+}
+
+/** The body of a remote apply's transaction: its origin is the applying replica's {@link YjsRemoteOrigin}. */
+function applyInTransaction(transaction: Y.Transaction): Y.Transaction {
+  ;(transaction.origin as YjsRemoteOrigin).replica.applyInTransaction(transaction)
+  return transaction
+}
+
+/**
+ * The dependencies object remote applies share (a replica keeps none of its
+ * own between updates); one nested in another's transaction makes its own.
+ */
+let sharedDependencies: YjsDependencies | undefined
+let sharedDependenciesBusy = false
 
 /** The Yjs transaction origin of deltas applied through `applyDelta`. */
 export class YjsRemoteOrigin {
@@ -130,7 +159,8 @@ export class YjsReplica implements Replica {
   /** Local transactions the guard refused, with the undo record that takes each back. Made with the first. */
   private refused: Map<Y.Transaction, YjsUndoRecord> | undefined
 
-  private readonly onBefore = (transaction: Y.Transaction): void => {
+  /** @internal the shared `beforeTransaction` observer's call. */
+  beforeTransaction(transaction: Y.Transaction): void {
     const guard = this.guard
     if (guard === undefined) return
     const origin = transaction.origin
@@ -146,7 +176,8 @@ export class YjsReplica implements Replica {
     }
   }
 
-  private readonly onCleanup = (transaction: Y.Transaction): void => {
+  /** @internal the shared `afterTransactionCleanup` observer's call. */
+  afterTransactionCleanup(transaction: Y.Transaction): void {
     this.transactions++
     const origin = transaction.origin
     if (origin instanceof YjsRemoteOrigin && origin.replica === this) return
@@ -180,8 +211,6 @@ export class YjsReplica implements Replica {
   private run: YjsLocalRun | undefined
   /** The origin of the last remote apply, reused while the caller's origin is the same. */
   private lastRemote: YjsRemoteOrigin | undefined
-  /** The dependencies of the delta being validated (reused; made with the first remote delta). */
-  private dependencies: YjsDependencies | undefined
   /** A dependencies object for the next {@link prepareDelta} (given back by `apply`). */
   private spareDependencies: YjsDependencies | undefined
   /** Transactions of the document so far (a prepared delta's dependencies are read again when it moved). */
@@ -198,11 +227,12 @@ export class YjsReplica implements Replica {
   private released: Uint8Array[] = []
   /** What the last remote delta did with waiting updates (see {@link lastApply}). */
   private last: { readonly held?: Uint8Array | undefined; readonly released: readonly Uint8Array[] } = NOTHING_WAITED
-  private readonly applyInTransaction = (transaction: Y.Transaction): Y.Transaction => {
+  /** @internal the body of a remote apply's transaction (see the module's `applyInTransaction`). */
+  applyInTransaction(transaction: Y.Transaction): void {
     const doc = this.doc
     applyUpdate(doc, this.applying!, transaction.origin)
     const clients = this.applyingClients
-    if (clients === undefined) return transaction
+    if (clients === undefined) return
     // Updates that waited for what this delta brought: each applied once, in the same transaction.
     const waiting = this.waiting!
     for (let moved: number[] | undefined = clients; moved !== undefined; ) {
@@ -213,7 +243,6 @@ export class YjsReplica implements Replica {
       this.released.push(next.bytes)
       moved = next.context
     }
-    return transaction
   }
 
   constructor(options: YjsReplicaOptions) {
@@ -242,9 +271,10 @@ export class YjsReplica implements Replica {
         throw new DecodeError(`yjs snapshot: ${(cause as Error)?.message ?? cause}`, { cause })
       }
     }
-    this.doc.on('beforeTransaction', this.onBefore)
+    replicaOf.set(this.doc, this)
+    this.doc.on('beforeTransaction', beforeTransaction)
     this.waitingBudget = options.waitingBudget
-    this.doc.on('afterTransactionCleanup', this.onCleanup)
+    this.doc.on('afterTransactionCleanup', afterTransactionCleanup)
   }
 
   /**
@@ -298,10 +328,19 @@ export class YjsReplica implements Replica {
   }
 
   applyDelta(delta: Uint8Array, origin?: unknown): boolean {
-    const dependencies = (this.dependencies ??= new YjsDependencies(this.doc))
-    dependencies.reset()
-    checkYjsDeltaSize(validateYjsUpdate(delta, this.limits, dependencies), this.limits)
-    return this.integrate(delta, origin, dependencies) !== null
+    const shared = !sharedDependenciesBusy
+    const dependencies = shared ? (sharedDependencies ??= new YjsDependencies()) : new YjsDependencies()
+    if (shared) sharedDependenciesBusy = true
+    try {
+      dependencies.reset(this.doc)
+      checkYjsDeltaSize(validateYjsUpdate(delta, this.limits, dependencies), this.limits)
+      return this.integrate(delta, origin, dependencies) !== null
+    } finally {
+      if (shared) {
+        dependencies.release()
+        sharedDependenciesBusy = false
+      }
+    }
   }
 
   /**
@@ -370,7 +409,7 @@ export class YjsReplica implements Replica {
     try {
       // Our own transaction (remote: local = false, as Y.applyUpdate makes it),
       // so that what changed is read from it without an afterTransaction observer.
-      transaction = transact(doc, this.applyInTransaction, remote, false)
+      transaction = transact(doc, applyInTransaction, remote, false)
     } catch (cause) {
       // Not reachable for a validated update as far as we know; report it typed.
       throw new DecodeError(`yjs update rejected by Yjs: ${(cause as Error)?.message ?? cause}`, { cause })
@@ -443,9 +482,10 @@ export class YjsReplica implements Replica {
 
   /** Stops listening to the doc and destroys it. */
   destroy(): void {
-    this.doc.off('beforeTransaction', this.onBefore)
+    this.doc.off('beforeTransaction', beforeTransaction)
     this.waiting?.clear()
-    this.doc.off('afterTransactionCleanup', this.onCleanup)
+    this.doc.off('afterTransactionCleanup', afterTransactionCleanup)
+    replicaOf.delete(this.doc)
     this.doc.destroy()
   }
 }

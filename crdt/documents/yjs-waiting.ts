@@ -29,20 +29,27 @@ export class YjsDependencies implements YjsDependencyCollector {
   private readonly runAttach: number[] = []
   private readonly runEnd: number[] = []
   private readonly runAttaches: boolean[] = []
-  private readonly store: Y.Doc['store']
+  private store: Y.Doc['store'] | undefined
 
-  constructor(doc: Y.Doc) {
-    this.store = doc.store
+  /** `doc`: the document the updates are judged against (or give it to {@link reset}). */
+  constructor(doc?: Y.Doc) {
+    this.store = doc?.store
   }
 
-  /** Starts a new update. */
-  reset(): void {
+  /** Starts a new update (against `doc` from now on, when given). */
+  reset(doc?: Y.Doc): void {
+    if (doc !== undefined) this.store = doc.store
     if (this.needs.size > 0) this.needs.clear()
     this.runs = 0
   }
 
+  /** Lets the document go (an object shared by many documents holds none between updates). */
+  release(): void {
+    this.store = undefined
+  }
+
   need(client: number, clock: number): void {
-    if (getState(this.store, client) >= clock) return
+    if (getState(this.store!, client) >= clock) return
     const known = this.needs.get(client)
     if (known === undefined || known < clock) this.needs.set(client, clock)
   }
@@ -52,7 +59,7 @@ export class YjsDependencies implements YjsDependencyCollector {
     this.runClient[i] = client
     this.runAttach[i] = attach
     this.runEnd[i] = end
-    this.runAttaches[i] = getState(this.store, client) >= attach
+    this.runAttaches[i] = getState(this.store!, client) >= attach
   }
 
   /** The clients whose structs the update holds (their state moves when it integrates). */

@@ -103,9 +103,14 @@ export class RangeSet {
   addRange(start: number, end: number): boolean {
     if (end < start) return false
     const r = this.ranges
+    if (r.length === 0) {
+      // The first range: an array of its two numbers (a push into an empty array reserves room for 17).
+      this.ranges = [start, end]
+      return true
+    }
     // Fast path: append at the end.
     const last = r.length - 2
-    if (last < 0 || start > r[last + 1] + 1) {
+    if (start > r[last + 1] + 1) {
       r.push(start, end)
       return true
     }

@@ -889,6 +889,8 @@ export class Store {
     const { context, owner } = this
     this.lifecycle.stop()
     await owner.settled()
+    // What is queued (a change made just before close) is written first, so that each name's metadata below is brought up to its whole log.
+    await context.committer.written().catch(() => undefined)
     const writes: Promise<unknown>[] = []
     for (const entry of owner.allLive()) {
       const { state } = entry

@@ -260,4 +260,24 @@ describe('names created by openMany', () => {
     assert.equal(decodeMeta((await survivor.get(metaKey('doc')))!, 'doc').lastSeq, 2, 'a clean close brings the metadata up to the log')
     assert.equal(await survivor.get(tailKey('doc')), undefined)
   })
+
+  it('a change made just before close, not awaited, is in the metadata the close writes: no tail marker is left', async () => {
+    for (const durability of [{ mode: 'sync' }, { mode: 'async', rpoMs: 50 }] as const) {
+      const storage = await FaultStorage.create()
+      const options: StoreOptions = { storage, agentId: 'a', sweepMs: 0, durability, checkpoint: { everyRecords: 0, everyBytes: 0, onClose: false } }
+      const first = await openStore(options)
+      typeText(await first.open('doc', 'yjs'), 'a')
+      await first.close()
+      assert.equal(decodeMeta((await storage.get(metaKey('doc')))!, 'doc').lastSeq, 1, durability.mode)
+      // The metadata is up to the log: the next change is the first past it.
+      const store = await openStore({ ...options, storage })
+      typeText(await store.open('doc', 'yjs'), 'b')
+      await store.close()
+      assert.equal(decodeMeta((await storage.get(metaKey('doc')))!, 'doc').lastSeq, 2, durability.mode)
+      assert.equal(await storage.get(tailKey('doc')), undefined, durability.mode)
+      const again = await openStore({ ...options, storage })
+      assert.equal(textOf(await again.open('doc', 'yjs')), 'ab')
+      await again.close()
+    }
+  })
 })

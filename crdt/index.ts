@@ -8,6 +8,9 @@
  * The causal core, the state codecs and the per-type operations stay
  * internal.
  */
+// Automerge's full entry: this entry's replicas are used without a store, so its wasm is loaded at once
+// (a store loads it on first need: crdt/documents/automerge-runtime.ts; in a browser this is the slim entry).
+import '@automerge/automerge'
 export { ConcordError, DecodeError, TypeMismatchError, ErrorCodes, isConcordError, type ErrorCode } from './errors.ts'
 export { bytesEqual } from './codec.ts'
 export { HybridClock, HLC_ZERO, compareHlc, type HlcTimestamp, type PhysicalClock } from './hlc.ts'

@@ -24,9 +24,10 @@
  * changes the remote lacks, so a delta lacks something when it holds one of
  * them, and a run covers when it holds them all).
  */
-import * as A from '@automerge/automerge'
+import * as A from '@automerge/automerge/slim'
 import * as Y from 'yjs'
 import { AutomergeChunkType, splitAutomergeChunks } from './documents/automerge-guard.ts'
+import { ensureAutomerge } from './documents/automerge-runtime.ts'
 import { changeHashes } from './documents/automerge-waiting.ts'
 import { DEFAULT_DOCUMENT_LIMITS } from './documents/options.ts'
 import type { Replica, ReplicaType } from './replica.ts'
@@ -63,6 +64,7 @@ function automergeHashes(bytes: Uint8Array): Set<string> | undefined {
   try {
     const chunks = splitAutomergeChunks(bytes, { ...DEFAULT_DOCUMENT_LIMITS, maxBytes: Number.MAX_SAFE_INTEGER })
     const hashes = new Set(changeHashes(chunks))
+    if (chunks.some((chunk) => chunk.type === AutomergeChunkType.document)) ensureAutomerge()
     for (const chunk of chunks) {
       if (chunk.type === AutomergeChunkType.document) for (const change of A.getAllChanges(A.load(chunk.bytes))) hashes.add(A.decodeChange(change).hash)
     }

@@ -12,7 +12,7 @@
  * change: lists with insertAt/deleteAt, a string replaced by a string with
  * updateText (so concurrent text edits merge), the rest by assignment.
  */
-import * as A from '@automerge/automerge'
+import * as A from '@automerge/automerge/slim'
 import jsonpatch, { type Operation } from 'fast-json-patch'
 import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
 import type { AutomergeReplica } from '../crdt/documents/automerge-replica.ts'

@@ -11,7 +11,7 @@
  * cost follows the number of new changes). Hashes are stored packed (32
  * bytes per change), not as hex strings.
  */
-import * as A from '@automerge/automerge'
+import * as A from '@automerge/automerge/slim'
 
 const HASH_BYTES = 32
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'))

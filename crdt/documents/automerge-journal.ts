@@ -10,7 +10,7 @@
  * journal stays within about twice the saved size and each byte is saved
  * O(1) times on average.
  */
-import * as A from '@automerge/automerge'
+import * as A from '@automerge/automerge/slim'
 import { mergeAutomergeDeltas } from './merge-deltas.ts'
 
 /** Journal bytes below which no compaction is done. */

@@ -40,7 +40,7 @@
  * otherwise (never reuse one across restarts: a restart that lost
  * unpersisted changes would reuse their sequence numbers).
  */
-import * as A from '@automerge/automerge'
+import * as A from '@automerge/automerge/slim'
 import { Emitter, type Unsubscribe } from '../emitter.ts'
 import { ConcordError, DecodeError, ErrorCodes, isConcordError, withArticle } from '../errors.ts'
 import { Encoder, decodeGuarded } from '../codec.ts'
@@ -50,7 +50,7 @@ import type { AgentId } from '../agent-id.ts'
 import { mergeAutomergeDeltas } from './merge-deltas.ts'
 import { splitAutomergeChunks, type AutomergeChunk } from './automerge-guard.ts'
 import { AutomergeJournal } from './automerge-journal.ts'
-import { automergeError, automergeFailed, automergeGeneration } from './automerge-runtime.ts'
+import { automergeError, automergeFailed, automergeGeneration, ensureAutomerge } from './automerge-runtime.ts'
 import { changeHashes, missingDependencies } from './automerge-waiting.ts'
 import { WaitingRoom, type WaitingStats } from './waiting-room.ts'
 import { checkAutomergeDeltaSize, parseAutomergeChunks } from './delta-size.ts'
@@ -184,6 +184,7 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
     this.agentId = options.agentId
     this.limits = resolveLimits(options.limits)
     this.waiting = new WaitingRoom(this.limits, options.waitingBudget)
+    ensureAutomerge()
     try {
       if (options.snapshot !== undefined) {
         const { payload } = decodeDocumentSnapshot(options.snapshot, 'automerge')

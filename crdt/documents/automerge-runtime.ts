@@ -17,14 +17,48 @@
  *   AutomergeReplica) the next time it is used.
  * Without a reloader the failure is still reported with a stable code, but
  * documents stay unusable until the process restarts.
+ *
+ * The modules of crdt/ import Automerge's JavaScript alone (its `slim`
+ * entry): the wasm (about 13 MB of a Node process's memory) is loaded when
+ * an Automerge document is first needed ({@link ensureAutomerge}), through
+ * the loader the environment registered ({@link setAutomergeLoader}: Node's
+ * is in persistence/automerge-reload.ts; the entries crdt/index.ts,
+ * crdt/documents/index.ts and sync/index.ts import Automerge's full entry,
+ * which loads it at once). A browser peer loads it itself before a document
+ * is used (peer/browser-automerge.ts).
  */
-import * as A from '@automerge/automerge'
+import * as A from '@automerge/automerge/slim'
 import { ConcordError, DecodeError, ErrorCodes } from '../errors.ts'
 
 /** Installs a fresh Automerge wasm instance (through `A.use`); throws if it cannot. */
 export type AutomergeReloader = () => void
 
+/** Loads Automerge's wasm module the first time it is needed, synchronously (through `A.use`). */
+export type AutomergeLoader = () => void
+
+let loader: AutomergeLoader | undefined
 let reloader: AutomergeReloader | undefined
+
+/** Registers how this environment loads Automerge's wasm module on first need (the first one registered stays). */
+export function setAutomergeLoader(load: AutomergeLoader): void {
+  loader ??= load
+}
+
+/**
+ * Loads Automerge's wasm module if no one did yet and a loader is
+ * registered: called before the first Automerge call that needs no
+ * document (creating or loading one, parsing bytes). Without a loader an
+ * uninitialized module is left as it is (its calls then fail, reported as
+ * {@link automergeError} says).
+ */
+export function ensureAutomerge(): void {
+  if (loader === undefined || A.isWasmInitialized()) return
+  try {
+    loader()
+  } catch {
+    // Reported by the Automerge call that follows (the module is not initialized).
+  }
+}
 let generation = 0
 let recoveries = 0
 
@@ -50,6 +84,7 @@ export function automergeRecoveries(): number {
 
 /** Whether the Automerge module still answers (a cheap call through its guard). */
 function moduleAlive(): boolean {
+  ensureAutomerge()
   try {
     A.free(A.init())
     return true

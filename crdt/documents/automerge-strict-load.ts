@@ -5,8 +5,8 @@
  * loading the bytes again. Taken once, or freed (at the latest in a
  * microtask after the prepare, so an unapplied prepare holds no wasm memory).
  */
-import * as A from '@automerge/automerge'
-import { automergeError, automergeGeneration } from './automerge-runtime.ts'
+import * as A from '@automerge/automerge/slim'
+import { automergeError, automergeGeneration, ensureAutomerge } from './automerge-runtime.ts'
 
 /**
  * A whole document a strict prepare loaded for an empty replica (see
@@ -42,6 +42,7 @@ export class StrictlyParsed<T> {
  */
 export function loadStrictly<T>(bytes: Uint8Array, actor: string): StrictlyParsed<T> {
   let doc: A.Doc<T>
+  ensureAutomerge()
   try {
     doc = A.load<T>(bytes, { actor })
   } catch (cause) {

@@ -3,7 +3,7 @@
  * change so that it equals a past version (text through `updateText`, a
  * diff; lists by their differing middle).
  */
-import * as A from '@automerge/automerge'
+import * as A from '@automerge/automerge/slim'
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return (

@@ -5,7 +5,7 @@
  * by each missing hash (threshold 1: known), instead of in Automerge's own
  * queue of changes with missing dependencies.
  */
-import * as A from '@automerge/automerge'
+import * as A from '@automerge/automerge/slim'
 import { hexOf } from './automerge-clock.ts'
 import type { AutomergeChunk } from './automerge-guard.ts'
 import { dependencies } from './automerge-linear.ts'

@@ -3,10 +3,10 @@
  * checks deltas before any replica applies them (the store's commit, whose
  * replicas replay their own trusted log without these bounds).
  */
-import * as A from '@automerge/automerge'
+import * as A from '@automerge/automerge/slim'
 import type { ReplicaType } from '../replica.ts'
 import { splitAutomergeChunks, type AutomergeChunk } from './automerge-guard.ts'
-import { automergeError } from './automerge-runtime.ts'
+import { automergeError, ensureAutomerge } from './automerge-runtime.ts'
 import { checkAutomergeSize } from './automerge-size.ts'
 import { resolveLimits, type DocumentLimits } from './options.ts'
 import { checkYjsDeltaSize, validateYjsUpdate } from './yjs-guard.ts'
@@ -40,6 +40,7 @@ export function checkDocumentDelta(type: ReplicaType, delta: Uint8Array, limits?
  */
 export function parseAutomergeChunks(chunks: readonly AutomergeChunk[]): void {
   const changes = chunks.filter((chunk) => chunk.type === 1).map((chunk) => chunk.bytes)
+  ensureAutomerge()
   try {
     for (const chunk of chunks) if (chunk.type === 0) A.free(A.load(chunk.bytes))
     if (changes.length > 0) {

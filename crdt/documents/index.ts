@@ -3,6 +3,8 @@
  * Automerge (`AutomergeReplica`, type `automerge`), with the input guards
  * that reject malformed updates and snapshots before the libraries see them.
  */
+// Automerge's full entry, as crdt/index.ts: its wasm loaded at once for replicas used without a store.
+import '@automerge/automerge'
 export { YjsReplica, YjsRemoteOrigin, isYjsRemoteOrigin, yjsReplicaFactory } from './yjs-replica.ts'
 export { validateYjsUpdate, validateYjsStateVector, checkYjsDeltaSize, type YjsUpdateSummary } from './yjs-guard.ts'
 export { checkDocumentDelta } from './delta-size.ts'
@@ -31,4 +33,13 @@ export { ChangeClock } from './automerge-clock.ts'
 export { splitAutomergeChunks, AutomergeChunkType, type AutomergeChunk } from './automerge-guard.ts'
 export { mergeYjsDeltas, mergeAutomergeDeltas } from './merge-deltas.ts'
 export { WaitingBudget, WaitingRoom, DEFAULT_WAITING_BUDGET, defaultWaitingKey, type WaitingStats, type WaitingBudgetLimits } from './waiting-room.ts'
-export { setAutomergeReloader, recoverAutomerge, automergeRecoveries, automergeGeneration, type AutomergeReloader } from './automerge-runtime.ts'
+export {
+  setAutomergeReloader,
+  setAutomergeLoader,
+  ensureAutomerge,
+  recoverAutomerge,
+  automergeRecoveries,
+  automergeGeneration,
+  type AutomergeReloader,
+  type AutomergeLoader,
+} from './automerge-runtime.ts'

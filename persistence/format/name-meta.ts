@@ -104,6 +104,9 @@ const DIGEST_AT_LAST = 1
 /** The digest describes the state at an earlier record, stored. */
 const DIGEST_AT_SEQ = 2
 const CRC_PLACE = new Uint8Array(4)
+/** Metadata up to this size is encoded into {@link scratch}, and only the value is copied out (one allocation, not two). */
+const SCRATCH_BYTES = 1024
+const scratch = new Encoder(SCRATCH_BYTES)
 
 /**
  * Encodes metadata as version 4: the name is not stored, the checksum
@@ -113,8 +116,9 @@ const CRC_PLACE = new Uint8Array(4)
 export function encodeMeta(meta: NameMeta): Uint8Array {
   const digest = meta.digest && meta.digest.bytes.length === DIGEST_BYTES ? meta.digest : undefined
   if (meta.lastHash.length !== HASH_BYTES) throw new RangeError('lastHash must be 32 bytes')
-  // The name first (checksummed, then cut off), the value after it.
-  const encoder = new Encoder(72 + 3 * meta.name.length + 8 * meta.checkpoints.length).writeString(meta.name)
+  // The name first (checksummed, then cut off), the value after it; a small one in the scratch buffer (the value is copied out).
+  const size = 72 + 3 * meta.name.length + 8 * meta.checkpoints.length
+  const encoder = (size <= SCRATCH_BYTES ? scratch.reset() : new Encoder(size)).writeString(meta.name)
   const start = encoder.byteLength
   encoder
     .writeUint8(META_VERSION)

@@ -385,11 +385,12 @@ export class Committer {
     this.stats.batches++
     this.stats.units += built.length
     const persisted = builder.persisted()
-    for (const [state, meta] of touched) {
+    // forEach, not for-of: no [state, meta] pair per name.
+    touched.forEach((meta, state) => {
       state.written(meta, persisted.has(state))
       this.unsynced.add(state)
       if (this.metaObservers.length > 0 && persisted.has(state)) for (const observer of this.metaObservers) observer(meta)
-    }
+    })
     if (sync) this.markDurable()
     else this.scheduleFlush()
     // Released before the after-commit callbacks: there, `pending` counts only units queued since.

@@ -154,6 +154,12 @@ export interface AnswerContext {
    */
   readonly joint?: ((name: string) => boolean) | undefined
   /**
+   * Sends bundles of names that never shared a unit (`joint` says so) while
+   * the rest of the answer is computed (see {@link answerInSlices}); absent:
+   * the answer goes out whole, once computed.
+   */
+  readonly stream?: ((independent: readonly (readonly DeltaEntry[])[]) => void) | undefined
+  /**
    * Set when the remote takes answers made of records (it announced
    * `answer-records` with `provenance`): this side's agent id (whose plain
    * changes need no PROVENANCE) and whether the remote takes signatures.
@@ -339,7 +345,7 @@ function recordCommits(records: readonly NamedRecord[], remote: { readonly agent
  * records the remote refused before (`records.refused`) go as merged state
  * beside the records of the others.
  */
-async function withRecords(lacked: readonly Lacked[], context: AnswerContext): Promise<Answer> {
+async function withRecords(lacked: readonly Lacked[], context: AnswerContext, mergedOnly = false): Promise<Answer> {
   const { host, records: remote } = context
   // One instant for every name's records, taken now that the deltas are computed (before any await).
   const until = remote && host.logClock?.()
@@ -353,7 +359,7 @@ async function withRecords(lacked: readonly Lacked[], context: AnswerContext): P
       ),
     }
   }
-  if (!remote || !host.recordsSince || lacked.length === 0) return allMerged()
+  if (mergedOnly || !remote || !host.recordsSince || lacked.length === 0) return allMerged()
   // Over ANSWER_RECORD_NAMES names whose log would be read: merged state at once (no log read to find that out).
   if (lacked.length > ANSWER_RECORD_NAMES && lacked.filter(({ entry }) => !remote.refused?.(entry.name)).length > ANSWER_RECORD_NAMES) return allMerged()
   const taken: NamedRecord[] = []
@@ -386,17 +392,27 @@ async function withRecords(lacked: readonly Lacked[], context: AnswerContext): P
  * {@link answerBundles}, computed in slices of {@link SLICE_NAMES} names or
  * {@link SLICE_BYTES} delta bytes, each held while it is read, with a turn
  * of the event loop between them (when the host can yield). The result is
- * still one snapshot: a name committed to after its delta was computed (a
+ * still one snapshot: a name committed to while the answer is computed (a
  * local transaction that also touched a name computed later, say) is
- * computed again at the end, all of them in one turn (held together), so
- * a multi-name commit is never half in the answer.
+ * computed at the end, all of them in one turn (held together), so a
+ * multi-name commit is never half in the answer.
+ *
+ * Streamed (`context.stream`, with `joint` known): once the answer is sure
+ * to be merged state (no records, or more than {@link ANSWER_RECORD_NAMES}
+ * names lack something), the bundles of names that never shared a unit go
+ * out as their slices are computed, each of {@link INDEPENDENT_BUNDLE_NAMES}
+ * names; what is left (joint names, names committed to meanwhile, a last
+ * partial bundle) goes with the end of the answer. A name streamed and then
+ * committed to is sent again at the end.
  */
 export async function answerInSlices(names: readonly HostedName[], entries: readonly VersionEntry[], context: AnswerContext): Promise<Answer> {
-  const { host } = context
+  const { host, joint, stream } = context
   if (!host.yieldTurn && !host.hold) return withRecords(lackedNames(names, entries, context), context)
   const wanted = wantedNames(names, entries, context)
   const deltas: Array<DeltaEntry | null> = []
+  // Every wanted name, before anything is read: a commit to one of them meanwhile puts it in `stale`.
   const index = new Map<string, number>()
+  for (const [at, item] of wanted.entries()) index.set(item.name, at)
   const stale = new Set<string>()
   const off = host.subscribe((commit) => {
     for (const entry of commit.entries) if (index.has(entry.name)) stale.add(entry.name)
@@ -406,28 +422,63 @@ export async function answerInSlices(names: readonly HostedName[], entries: read
     const delta = deltaOf(item, context)
     deltas[at] = delta ? { name: item.name, replicaType: item.type, delta } : null
   }
+  // Streaming: names computed, not stale and independent, waiting for a full bundle; whether the answer is sure to be merged state.
+  const streaming = stream !== undefined && joint !== undefined
+  let merged = !context.records || !host.recordsSince
+  let lacking = 0
+  let streamed = 0
+  const ready: number[] = []
+  const streamSlice = (start: number, end: number): void => {
+    for (let at = start; at < end; at++) {
+      const entry = deltas[at]
+      if (!entry) continue
+      if (!context.records?.refused?.(entry.name)) lacking++
+      if (!stale.has(entry.name) && !joint!(entry.name)) ready.push(at)
+    }
+    if (lacking > ANSWER_RECORD_NAMES) merged = true
+    if (!merged || ready.length < INDEPENDENT_BUNDLE_NAMES) return
+    const groups = group(
+      ready.map((at) => deltas[at]!),
+      INDEPENDENT_BUNDLE_BYTES,
+      INDEPENDENT_BUNDLE_NAMES,
+    )
+    // A last bundle not yet full waits for the next slice.
+    const last = groups.at(-1)!
+    const full = last.length < INDEPENDENT_BUNDLE_NAMES ? groups.slice(0, -1) : groups
+    let sent = 0
+    for (const bundled of full) sent += bundled.length
+    if (sent === 0) return
+    // Sent now: the end of the answer leaves them out unless they are committed to meanwhile (then computed again).
+    for (const at of ready.splice(0, sent)) deltas[at] = null
+    streamed += sent
+    context.answered?.(0, sent)
+    stream!(full)
+  }
   try {
     for (let start = 0; start < wanted.length; ) {
       if (start > 0 && host.yieldTurn) await host.yieldTurn()
       // The slice: up to SLICE_NAMES names, fewer once their deltas reach SLICE_BYTES.
       const end = Math.min(wanted.length, start + SLICE_NAMES)
+      const from = start
       if (host.storedDeltas) {
-        start = await fromStorage(host, wanted, start, end, index, deltas, compute)
-        continue
+        start = await fromStorage(host, wanted, start, end, deltas, compute)
+      } else {
+        let at = start
+        await withHeld(
+          host,
+          wanted.slice(start, end).map((item) => item.name),
+          () => {
+            for (let bytes = 0; at < end && bytes < SLICE_BYTES; at++) {
+              // Committed to already: computed at the end.
+              if (stale.has(wanted[at].name)) continue
+              compute(at)
+              bytes += deltas[at]?.delta.length ?? 0
+            }
+          },
+        )
+        start = at
       }
-      let at = start
-      await withHeld(
-        host,
-        wanted.slice(start, end).map((item) => item.name),
-        () => {
-          for (let bytes = 0; at < end && bytes < SLICE_BYTES; at++) {
-            index.set(wanted[at].name, at)
-            compute(at)
-            bytes += deltas[at]?.delta.length ?? 0
-          }
-        },
-      )
-      start = at
+      if (streaming) streamSlice(from, start)
     }
     // Names committed to meanwhile, computed again in one turn; holding them may take turns, in which more may come.
     for (let again = new Set(stale); again.size > 0; ) {
@@ -445,7 +496,8 @@ export async function answerInSlices(names: readonly HostedName[], entries: read
   }
   const lacked: Lacked[] = []
   for (const [at, entry] of deltas.entries()) if (entry) lacked.push({ entry, since: wanted[at].since })
-  return withRecords(lacked, context)
+  // Part of it went as merged state: the rest goes so too (never records beside merged state of a streamed name).
+  return withRecords(lacked, context, streamed > 0)
 }
 
 /**
@@ -458,12 +510,9 @@ async function fromStorage(
   wanted: readonly Wanted[],
   start: number,
   end: number,
-  index: Map<string, number>,
   deltas: Array<DeltaEntry | null>,
   compute: (at: number) => void,
 ): Promise<number> {
-  // Indexed first: a commit to one of them while storage is read marks it to be computed again.
-  for (let at = start; at < end; at++) index.set(wanted[at].name, at)
   const found = await host.storedDeltas!(wanted.slice(start, end)).catch(() => undefined)
   const rest: number[] = []
   for (let at = start; at < end; at++) {
@@ -652,7 +701,8 @@ export class AntiEntropy {
     // Which names may share a unit: read before the deltas, so that a unit committed meanwhile marks its names first.
     const joint = this.context.host.joints ? await this.context.host.joints().catch(() => undefined) : undefined
     if (closed()) return
-    const answer = await answerInSlices(names, entries, { ...remote, records, joint })
+    const outbox = this.context.outbox
+    const answer = await answerInSlices(names, entries, { ...remote, records, joint, stream: (parts) => outbox.queueAnswerPart(parts) })
     // The remote's versions of the names answered with records: where a merged state starts from if it refuses them.
     const recorded = new Set(answer.records.flatMap((commit) => commit.entries.map((entry) => entry.name)))
     this.remoteVersions.clear()

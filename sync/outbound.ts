@@ -73,6 +73,12 @@ export class Outbox {
   /** Control frames, in order; a VERSIONS slot waits for its (possibly async) contents. */
   private readonly control: Array<Uint8Array | ControlSlot> = []
   private data: DataItem[] = []
+  /**
+   * Bundles of an answer still being computed, sent while it is (see
+   * {@link queueAnswerPart}): ahead of {@link data}, which waits for the
+   * rest of the answer.
+   */
+  private parts: Array<Extract<DataItem, { kind: 'commit' }>> = []
   /** Number of `commit` items in {@link data} (kept so queueing stays O(1)). */
   private queued = 0
   /** Whether the remote's VERSIONS was answered and live commits flow (no resync pending). */
@@ -130,12 +136,13 @@ export class Outbox {
   get lag(): { readonly commits: number; readonly bytes: number } {
     let bytes = this.inflightBytes
     for (const item of this.data) if (item.kind === 'commit') bytes += commitBytes(item.entries)
-    return { commits: Math.max(0, this.lastSeq - this.acked) + this.queued, bytes }
+    for (const item of this.parts) bytes += commitBytes(item.entries)
+    return { commits: Math.max(0, this.lastSeq - this.acked) + this.queued + this.parts.length, bytes }
   }
 
   /** Whether sending is stuck on acknowledgements (commits in flight, or queued behind a shut window). */
   get stalled(): boolean {
-    return this.lastSeq > this.acked || (this.queued > 0 && !this.windowOpen(0))
+    return this.lastSeq > this.acked || ((this.queued > 0 || this.parts.length > 0) && !this.windowOpen(0))
   }
 
   /** Queues a control frame. */
@@ -159,6 +166,7 @@ export class Outbox {
   beginAnswer(): DataItem[] {
     const marks = this.data.filter((item) => item.kind === 'mark')
     this.data = []
+    this.parts = []
     this.queued = 0
     this.windowBase = this.lastSeq
     this.clearInflight()
@@ -169,6 +177,18 @@ export class Outbox {
     // without the earlier changes of another name that the answer brings.
     this.answering++
     return marks
+  }
+
+  /**
+   * Queues bundles of names that never shared a unit (sent INDEPENDENT) of
+   * an answer still being computed: they go out now, ahead of the rest of
+   * the answer and of the live commits held for it, so that the remote
+   * applies them while this side computes the rest (a first sync of many
+   * names is then the slower side's time, not the sum of both sides').
+   */
+  queueAnswerPart(independent: readonly (readonly DeltaEntry[])[]): void {
+    for (const entries of independent) this.parts.push({ kind: 'commit', entries, answer: true, independent: true })
+    this.pump()
   }
 
   /**
@@ -295,6 +315,7 @@ export class Outbox {
   /** The session ended: drops every queue and rejects every {@link whenAcked} with `error`. */
   end(error: Error): void {
     this.data = []
+    this.parts = []
     this.queued = 0
     this.control.length = 0
     this.bundles.clear()
@@ -327,9 +348,11 @@ export class Outbox {
       this.control.shift()
       return this.controlFrames(head.frame)
     }
-    // Before the remote's VERSIONS is answered nothing is due: marks wait for the answer.
-    while (this.live && this.answering === 0 && this.data.length > 0) {
-      const item = this.data[0]
+    // Before the remote's VERSIONS is answered nothing is due but the parts of the answer: marks wait for the answer.
+    while (this.live) {
+      const fromParts = this.parts.length > 0
+      if (!fromParts && (this.answering > 0 || this.data.length === 0)) break
+      const item = fromParts ? this.parts[0] : this.data[0]
       if (item.kind === 'mark') {
         this.data.shift()
         if (this.acked >= this.lastSeq) item.resolve()
@@ -342,8 +365,11 @@ export class Outbox {
       }
       const bytes = commitBytes(item.entries)
       if (!this.windowOpen(bytes)) return undefined
-      this.data.shift()
-      this.queued--
+      if (fromParts) this.parts.shift()
+      else {
+        this.data.shift()
+        this.queued--
+      }
       const seq = ++this.lastSeq
       this.inflight.push({ seq, bytes })
       this.inflightBytes += bytes

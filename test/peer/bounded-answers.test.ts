@@ -12,7 +12,8 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { createPeer, type Peer } from '../../peer/index.ts'
-import { INDEPENDENT_BUNDLE_NAMES } from '../../sync/anti-entropy.ts'
+import { INDEPENDENT_BUNDLE_NAMES, SLICE_NAMES } from '../../sync/anti-entropy.ts'
+import type { PNCounterReplica } from '../../crdt/types/index.ts'
 import { tempDir } from '../helpers/temp-dir.ts'
 
 const CACHE = 32
@@ -60,6 +61,48 @@ test('a first sync of 3,000 counters into an empty peer comes in bundles of at m
     )
     // A commit holds its names in memory until written: no commit held more than a bundle, and no name was read back.
     assert.equal(hydrated, 0, 'the receiver hydrated no stored name during the first sync')
+  } finally {
+    await Promise.all(peers.map((peer) => peer.close()))
+    await dir.remove()
+  }
+})
+
+test('a first sync streams its answer: the receiver applies the first bundles while the sender still reads the rest from storage', async () => {
+  const dir = await tempDir('concord-bounded-stream-')
+  const peers: Peer[] = []
+  try {
+    const NAMES = 2000
+    const seeded = await createPeer({ agentId: 'a', dir: join(dir.path, 'a'), ...options() })
+    for (let start = 0; start < NAMES; start += 500) {
+      const replicas = await seeded.openMany(Array.from({ length: 500 }, (_, k) => ({ name: nameOf(start + k), type: 'pncounter' as const })))
+      for (const [k, replica] of replicas.entries()) (replica as PNCounterReplica).increment(start + k + 1)
+    }
+    await seeded.close()
+    // Restarted: the answer is read from storage, a slice at a time (each slow here).
+    const a = await createPeer({ agentId: 'a', dir: join(dir.path, 'a'), ...options() })
+    peers.push(a)
+    let slicesRead = 0
+    const storedDeltas = a.store.storedDeltas.bind(a.store)
+    a.store.storedDeltas = async (wanted, ...rest) => {
+      await new Promise((resolve) => setTimeout(resolve, 2))
+      slicesRead++
+      return storedDeltas(wanted, ...rest)
+    }
+    const b = await createPeer({ agentId: 'b', dir: join(dir.path, 'b'), ...options() })
+    peers.push(b)
+    let readWhenFirstApplied: number | undefined
+    b.store.events.on('committed', ({ origin }) => {
+      if (origin !== undefined) readWhenFirstApplied ??= slicesRead
+    })
+    await firstSync(a, b)
+    const slices = Math.ceil(NAMES / SLICE_NAMES)
+    assert.equal(slicesRead, slices, 'the sender read every slice once')
+    assert.ok(
+      readWhenFirstApplied !== undefined && readWhenFirstApplied < slices / 2,
+      `the first bundle was applied after ${readWhenFirstApplied} of ${slices} slices were read`,
+    )
+    assert.equal((await b.store.listNames()).length, NAMES)
+    for (const i of [0, 999, NAMES - 1]) assert.equal((await b.counter(nameOf(i))).value(), i + 1)
   } finally {
     await Promise.all(peers.map((peer) => peer.close()))
     await dir.remove()

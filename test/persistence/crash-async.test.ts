@@ -16,7 +16,7 @@
 import assert from 'node:assert/strict'
 import { it } from 'node:test'
 import type { PNCounterReplica } from '../../crdt/types/index.ts'
-import { openStore } from '../../persistence/index.ts'
+import { openStore, type Store } from '../../persistence/index.ts'
 import { Prng } from '../../transports/memory/prng.ts'
 import { runAndKill } from './crash-harness.ts'
 import { tempDir, textOf } from './helpers.ts'
@@ -24,28 +24,36 @@ import { tempDir, textOf } from './helpers.ts'
 const cycles = Number(process.env.CONCORD_CRASH_CYCLES ?? (process.env.CONCORD_TEST_LIST === 'crash' ? 50 : 10))
 const seed = Number(process.env.CONCORD_SEED ?? Date.now() % 1_000_000)
 
-it(`async mode: SIGKILL at random moments loses no acknowledged change (${cycles} cycles, seed ${seed})`, { timeout: 600_000 }, async () => {
-  const prng = new Prng(seed)
+/**
+ * Runs `fixture` (with `args(cycle)`) and SIGKILLs it after a random number
+ * of its lines (`kill(random)`), `cycles` times on one folder; after each,
+ * opens the store and runs `check` with the highest count the child
+ * acknowledged, then checks that no torn tail was found. Fails if the child
+ * never acknowledged anything.
+ */
+async function killCycles(options: {
+  readonly fixture: string
+  readonly agentId: string
+  readonly seed: number
+  readonly cycles: number
+  readonly args?: (cycle: number) => string[]
+  readonly kill: (random: () => number) => number
+  readonly check: (store: Store, acked: number, context: string, cycle: number) => Promise<void>
+}): Promise<void> {
+  const prng = new Prng(options.seed)
   const random = () => prng.next()
-  const { dir, remove } = await tempDir('concord-crash-async-')
+  const { dir, remove } = await tempDir(`concord-${options.agentId}-`)
   try {
-    let previous = 0
     let totalAcked = 0
-    for (let cycle = 0; cycle < cycles; cycle++) {
-      const acked = (
-        await runAndKill('test/persistence/fixtures/crash-writer-async.ts', [dir], 5 + Math.floor(random() * 150), (line) => line === 'ready')
-      ).reduce((max, n) => Math.max(max, n), 0)
+    for (let cycle = 0; cycle < options.cycles; cycle++) {
+      const args = [dir, ...(options.args?.(cycle) ?? [])]
+      const acked = (await runAndKill(options.fixture, args, options.kill(random), (line) => line === 'ready')).reduce((max, n) => Math.max(max, n), 0)
       totalAcked += acked
-      const store = await openStore({ dir, agentId: 'crash-writer', sweepMs: 0, checkpoint: { onClose: false } })
+      const store = await openStore({ dir, agentId: options.agentId, sweepMs: 0, checkpoint: { onClose: false } })
       try {
-        const text = textOf(await store.open('doc', 'yjs'))
         const context = `seed ${seed}, cycle ${cycle}`
-        assert.ok(text.length >= acked, `${context}: ${acked} characters acknowledged but ${text.length} recovered`)
-        assert.ok(text.length >= previous, `${context}: the text went back from ${previous} to ${text.length}`)
-        assert.equal(text, 'x'.repeat(text.length), context)
-        assert.deepEqual((await store.verify('doc')).problems, [], context)
+        await options.check(store, acked, context, cycle)
         assert.equal(store.truncations.length, 0, `${context}: a torn tail after a process crash`)
-        previous = text.length
       } finally {
         await store.close()
       }
@@ -54,6 +62,25 @@ it(`async mode: SIGKILL at random moments loses no acknowledged change (${cycles
   } finally {
     await remove()
   }
+}
+
+it(`async mode: SIGKILL at random moments loses no acknowledged change (${cycles} cycles, seed ${seed})`, { timeout: 600_000 }, async () => {
+  let previous = 0
+  await killCycles({
+    fixture: 'test/persistence/fixtures/crash-writer-async.ts',
+    agentId: 'crash-writer',
+    seed,
+    cycles,
+    kill: (random) => 5 + Math.floor(random() * 150),
+    check: async (store, acked, context) => {
+      const text = textOf(await store.open('doc', 'yjs'))
+      assert.ok(text.length >= acked, `${context}: ${acked} characters acknowledged but ${text.length} recovered`)
+      assert.ok(text.length >= previous, `${context}: the text went back from ${previous} to ${text.length}`)
+      assert.equal(text, 'x'.repeat(text.length), context)
+      assert.deepEqual((await store.verify('doc')).problems, [], context)
+      previous = text.length
+    },
+  })
 })
 
 /** The group case: 5 cycles in the default list, as many as the first in `npm run test:crash` or with CONCORD_CRASH_CYCLES. */
@@ -62,73 +89,49 @@ const groupCycles = process.env.CONCORD_TEST_LIST === 'crash' || process.env.CON
 it(`async mode: SIGKILL during group commits of remote changes (four names per batch) loses no acknowledged change (${groupCycles} cycles, seed ${seed})`, {
   timeout: 600_000,
 }, async () => {
-  const prng = new Prng(seed + 1)
-  const { dir, remove } = await tempDir('concord-crash-async-group-')
-  const names = ['n0', 'n1', 'n2', 'n3']
-  try {
-    let totalAcked = 0
-    for (let cycle = 0; cycle < groupCycles; cycle++) {
-      const acked = (
-        await runAndKill('test/persistence/fixtures/crash-writer-async-group.ts', [dir], 5 + Math.floor(prng.next() * 150), (line) => line === 'ready')
-      ).reduce((max, n) => Math.max(max, n), 0)
-      totalAcked += acked
-      const store = await openStore({ dir, agentId: 'crash-group', sweepMs: 0, checkpoint: { onClose: false } })
-      try {
-        const context = `seed ${seed}, cycle ${cycle}`
-        for (const name of names) {
-          const text = textOf(await store.open(name, 'yjs'))
-          assert.ok(text.length >= acked, `${context}: "${name}": ${acked} characters acknowledged but ${text.length} recovered`)
-          assert.equal(text, 'x'.repeat(text.length), context)
-          assert.deepEqual((await store.verify(name)).problems, [], `${context}: "${name}"`)
-        }
-        assert.equal(store.truncations.length, 0, `${context}: a torn tail after a process crash`)
-      } finally {
-        await store.close()
+  await killCycles({
+    fixture: 'test/persistence/fixtures/crash-writer-async-group.ts',
+    agentId: 'crash-group',
+    seed: seed + 1,
+    cycles: groupCycles,
+    kill: (random) => 5 + Math.floor(random() * 150),
+    check: async (store, acked, context) => {
+      for (const name of ['n0', 'n1', 'n2', 'n3']) {
+        const text = textOf(await store.open(name, 'yjs'))
+        assert.ok(text.length >= acked, `${context}: "${name}": ${acked} characters acknowledged but ${text.length} recovered`)
+        assert.equal(text, 'x'.repeat(text.length), context)
+        assert.deepEqual((await store.verify(name)).problems, [], `${context}: "${name}"`)
       }
-    }
-    assert.ok(totalAcked > 0, 'the writer acknowledged nothing')
-  } finally {
-    await remove()
-  }
+    },
+  })
 })
 
 /** Names created by openMany: 5 cycles in the default list, as many as the first in `npm run test:crash` or with CONCORD_CRASH_CYCLES. */
 it(`async mode: SIGKILL while names are created by openMany and changed loses no acknowledged name (${groupCycles} cycles, seed ${seed})`, {
   timeout: 600_000,
 }, async () => {
-  const prng = new Prng(seed + 2)
-  const { dir, remove } = await tempDir('concord-crash-open-many-')
-  try {
-    let totalAcked = 0
-    for (let cycle = 0; cycle < groupCycles; cycle++) {
+  await killCycles({
+    fixture: 'test/persistence/fixtures/crash-writer-open-many.ts',
+    agentId: 'crash-open-many',
+    seed: seed + 2,
+    cycles: groupCycles,
+    args: (cycle) => [`c${cycle}`],
+    kill: (random) => 20 + Math.floor(random() * 200),
+    check: async (store, acked, context, cycle) => {
       const prefix = `c${cycle}`
-      const acked = (
-        await runAndKill('test/persistence/fixtures/crash-writer-open-many.ts', [dir, prefix], 20 + Math.floor(prng.next() * 200), (line) => line === 'ready')
-      ).reduce((max, n) => Math.max(max, n), 0)
-      totalAcked += acked
-      const store = await openStore({ dir, agentId: 'crash-open-many', sweepMs: 0, checkpoint: { onClose: false } })
-      try {
-        const context = `seed ${seed}, cycle ${cycle}`
-        const listed = new Set((await store.listNames()).map(({ name }) => name).filter((name) => name.startsWith(`${prefix}/`)))
-        for (let batch = 0; batch < acked; batch++) {
-          for (let i = 0; i < 20; i++) {
-            const name = `${prefix}/${batch}/${i}`
-            assert.ok(listed.has(name), `${context}: "${name}" was acknowledged but is not stored`)
-          }
+      const listed = new Set((await store.listNames()).map(({ name }) => name).filter((name) => name.startsWith(`${prefix}/`)))
+      for (let batch = 0; batch < acked; batch++) {
+        for (let i = 0; i < 20; i++) {
+          const name = `${prefix}/${batch}/${i}`
+          assert.ok(listed.has(name), `${context}: "${name}" was acknowledged but is not stored`)
         }
-        for (const name of listed) {
-          const value = ((await store.open(name, 'pncounter')) as PNCounterReplica).value()
-          const batch = Number(name.split('/')[1])
-          assert.ok(batch < acked ? value === 1 : value === 0 || value === 1, `${context}: "${name}" holds ${value}`)
-          assert.deepEqual((await store.verify(name)).problems, [], `${context}: "${name}"`)
-        }
-        assert.equal(store.truncations.length, 0, `${context}: a torn tail after a process crash`)
-      } finally {
-        await store.close()
       }
-    }
-    assert.ok(totalAcked > 0, 'the writer acknowledged nothing')
-  } finally {
-    await remove()
-  }
+      for (const name of listed) {
+        const value = ((await store.open(name, 'pncounter')) as PNCounterReplica).value()
+        const batch = Number(name.split('/')[1])
+        assert.ok(batch < acked ? value === 1 : value === 0 || value === 1, `${context}: "${name}" holds ${value}`)
+        assert.deepEqual((await store.verify(name)).problems, [], `${context}: "${name}"`)
+      }
+    },
+  })
 })

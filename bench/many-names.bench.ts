@@ -118,6 +118,8 @@ async function heldValue(peer: Peer, kind: Kind, name: string): Promise<string> 
 
 interface Run {
   readonly createMs: number
+  /** CPU time of this process (every thread: LevelDB's too) during the create phase, ms: steadier than the time on a loaded machine. */
+  readonly createCpuMs: number
   readonly firstSyncMs: number
   readonly firstSyncBytes: number
   /** Peak RSS of this process (both peers) during the first sync, over its RSS before it, in MiB. */
@@ -137,6 +139,7 @@ async function scenario(kind: Kind, count: number, sync: Record<string, unknown>
     const b = await createPeer({ agentId: 'b', dir: join(dir.path, 'b'), ...options })
     peers.push(b)
     const createStart = now()
+    const createCpu = process.cpuUsage()
     if (create === 'openMany') {
       // Opened (created) CREATE_BATCH at a time, stored together, then each changed: a unit of its own.
       for (let start = 0; start < count; start += CREATE_BATCH) {
@@ -156,8 +159,19 @@ async function scenario(kind: Kind, count: number, sync: Record<string, unknown>
     }
     await a.flush()
     const createMs = now() - createStart
+    const { user, system } = process.cpuUsage(createCpu)
+    const createCpuMs = (user + system) / 1000
     if (CREATE_ONLY)
-      return { createMs, firstSyncMs: Number.NaN, firstSyncBytes: 0, firstSyncRssMiB: 0, reconnectMs: Number.NaN, reconnectBytes: 0, reconnectHydrations: 0 }
+      return {
+        createMs,
+        createCpuMs,
+        firstSyncMs: Number.NaN,
+        firstSyncBytes: 0,
+        firstSyncRssMiB: 0,
+        reconnectMs: Number.NaN,
+        reconnectBytes: 0,
+        reconnectHydrations: 0,
+      }
 
     const { url } = (await a.listen()) as { url: string }
     let bytesBefore = bytesSent(a, b)
@@ -195,7 +209,7 @@ async function scenario(kind: Kind, count: number, sync: Record<string, unknown>
     const reconnectHydrations = a.store.hydrations + b.store.hydrations - hydrationsBefore
     const got = await Promise.all(changedNames.map((name) => heldValue(b, kind, name)))
     if (got.some((value, i) => value !== expected[i])) throw new Error('bench: b does not hold the changes after the reconnect')
-    return { createMs, firstSyncMs, firstSyncBytes, firstSyncRssMiB, reconnectMs, reconnectBytes, reconnectHydrations }
+    return { createMs, createCpuMs, firstSyncMs, firstSyncBytes, firstSyncRssMiB, reconnectMs, reconnectBytes, reconnectHydrations }
   } finally {
     await Promise.all(peers.map((peer) => peer.close()))
     await dir.remove()
@@ -211,7 +225,7 @@ function rows(kind: Kind, count: number, fresh: Run, base: Run | undefined, base
       unit: 'names/s',
       better: 'higher',
       ...(base ? { baseline: { label: `one open per name, ${CREATE_CONCURRENCY} at a time`, value: count / (base.createMs / 1000) } } : {}),
-      note: `openMany, ${CREATE_BATCH} at a time, then one change each; target >= 20000 names/s (issue 15); ${fresh.createMs.toFixed(0)} ms`,
+      note: `openMany, ${CREATE_BATCH} at a time, then one change each; target >= 20000 names/s (issue 15); ${fresh.createMs.toFixed(0)} ms, CPU ${fresh.createCpuMs.toFixed(0)} ms`,
     },
     {
       name: `${label}: first sync into an empty peer`,

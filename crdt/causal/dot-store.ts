@@ -216,8 +216,12 @@ function mergeSorted<E>(
       }
     }
   }
-  return { result, changed }
+  // A few entries pushed into an empty array sit in room for 17 or more; the store keeps an array of their size.
+  return { result: changed && result.length < SMALL_STORE ? result.slice() : result, changed }
 }
+
+/** Entries below which a joined store's array is copied to its size (see {@link mergeSorted}). */
+const SMALL_STORE = 16
 
 function joinDotSets(t: DotSet, tctx: CausalContext, d: DotSet, dctx: CausalContext, track?: JoinTrack): boolean {
   const { result, changed } = mergeSorted(t.dots, d.dots, (x) => x, tctx, dctx, track)

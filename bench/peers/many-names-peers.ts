@@ -11,12 +11,13 @@
  * each peer's count, so that every ratio compares the same count, processes
  * and byte counting; the in-process rows of many-names stay as they are.
  *
- * A peer runs at most `cap` documents (its own size cap): at larger counts
- * the rows say the count used, beside Concord at that count; nothing is
- * extrapolated.
+ * A peer runs at most `cap` documents (its own size cap; y-websocket also
+ * at most the connections the counting proxy can hold open, see
+ * `proxyConnectionLimit`): at larger counts the rows say the count used and
+ * why, beside Concord at that count; nothing is extrapolated.
  */
 import type { Measurement } from '../harness.ts'
-import { runW2, type W2Contender, type W2Result } from './w2.ts'
+import { proxyConnectionLimit, runW2, type W2Contender, type W2Result } from './w2.ts'
 import type { WorkloadName } from './w2-workloads.ts'
 
 /** One peer and how many documents it runs. */
@@ -71,12 +72,15 @@ export async function peerRows(kind: 'counter' | 'yjs', count: number, peers: re
   const concordAt = new Map<number, W2Result>()
   const rows: Measurement[] = []
   for (const { peer, cap, capVariable } of peers) {
-    const docs = Math.min(count, cap)
+    // One connection per document through the counting proxy: y-websocket is capped by the process's open files too.
+    const fits = peer === 'y-websocket' ? proxyConnectionLimit() : Number.POSITIVE_INFINITY
+    const docs = Math.min(count, cap, fits)
+    const capName = fits < Math.min(count, cap) ? `open files: ulimit -n allows the proxy ${fits} connections` : capVariable
     if (docs <= 0) continue
     if (!concordAt.has(docs)) concordAt.set(docs, await runW2(concordKind, docs, workload))
     const concord = concordAt.get(docs)!
     const other = await runW2(peer, docs, workload)
-    rows.push(...comparison(kind, count, docs, peer, concord, other, capVariable))
+    rows.push(...comparison(kind, count, docs, peer, concord, other, capName))
   }
   return rows
 }
@@ -91,7 +95,7 @@ function comparison(
   capVariable: string,
 ): Measurement[] {
   const holds = HOLDS[kind]
-  const capped = docs < count ? ` (peer cap ${capVariable}: ${docs} of ${count})` : ''
+  const capped = docs < count ? ` (peer cap, ${capVariable}: ${docs} of ${count})` : ''
   const label = `${docs} ${kind === 'counter' ? 'counters' : 'Yjs docs'}${capped} vs ${PEER_LABEL[peer].short}, own processes`
   const baseline = (value: number) => ({ label: `${PEER_LABEL[peer].short}, ${docs} ${holds[peer].short}`, value })
   const rate = (ms: number) => docs / (ms / 1000)

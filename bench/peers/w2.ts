@@ -12,6 +12,7 @@
  * counters and short texts (bench/many-names.bench.ts).
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { createConnection, createServer, type AddressInfo, type Server } from 'node:net'
@@ -42,6 +43,25 @@ export interface W2Result {
   /** Back after 10 documents changed on the hub: time until the client holds every change, and the bytes both ways. */
   readonly catchupMs: number
   readonly catchupBytes: number
+}
+
+/**
+ * How many connections the counting proxy can carry at once in this process:
+ * two sockets each (client side and hub side) within the soft limit of open
+ * files (`ulimit -n`, read from /proc/self/limits), less 256 for the rest.
+ * Infinity where that cannot be read. y-websocket opens one connection per
+ * document, so this caps its document count (at ulimit -n 20,000, 9,872).
+ */
+export function proxyConnectionLimit(): number {
+  try {
+    const line = readFileSync('/proc/self/limits', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('Max open files'))
+    const soft = Number(line?.split(/\s{2,}/)[1])
+    return Number.isFinite(soft) ? Math.floor((soft - 256) / 2) : Number.POSITIVE_INFINITY
+  } catch {
+    return Number.POSITIVE_INFINITY
+  }
 }
 
 /** A TCP proxy to `port` on 127.0.0.1 that counts what passes. */
@@ -116,6 +136,9 @@ function runClient(
 
 /** One first sync of `docs` documents of `workload` for `kind`: a hub built and serving, an empty client through the proxy. */
 export async function runW2(kind: W2Contender, docs: number, workload: WorkloadName = 'tasks'): Promise<W2Result> {
+  if (kind === 'y-websocket' && docs > proxyConnectionLimit()) {
+    throw new Error(`w2: ${docs} y-websocket connections need ${2 * docs} sockets in the counting proxy, over this process's limit of open files (ulimit -n)`)
+  }
   const dir = await mkdtemp(join(tmpdir(), `concord-bench-w2-${kind}-`))
   let hub: ChildProcess | undefined
   let proxy: Awaited<ReturnType<typeof countingProxy>> | undefined

@@ -233,7 +233,7 @@ function w2Benchmark(spec: {
           better: 'lower',
           baseline: { label: spec.catchupPeerLabel, value: of(peer, 'catchupMs') },
           target: '<= 1',
-          note: `bytes both ways ${of(concord, 'catchupBytes')} vs ${of(peer, 'catchupBytes')} (${(of(concord, 'catchupBytes') / of(peer, 'catchupBytes')).toFixed(2)}x); the client a new process on its folder`,
+          note: `bytes both ways ${of(concord, 'catchupBytes')} vs ${of(peer, 'catchupBytes')} (${(of(concord, 'catchupBytes') / of(peer, 'catchupBytes')).toFixed(2)}x); the client a new process on its folder${of(peer, 'catchupMissed') > 0 ? `; ${peer}: ${of(peer, 'catchupMissed')} of the 10 changes had not arrived when it stopped waiting (its time is that limit)` : ''}`,
         },
       ]
     },

@@ -133,7 +133,7 @@ function comparison(
       unit: 'ms',
       better: 'lower',
       baseline: baseline(other.catchupMs),
-      note: `the client a new process on its folder, Concord timed from just after its store opened, the peer from before its storage opens, until the client holds the 10 changes${peer === 'y-websocket' ? ' (y-websocket: every doc loaded from y-leveldb, one connection each)' : ' (automerge-repo: every URL found again)'}`,
+      note: `${other.catchupMissed > 0 ? `${peer} DID NOT CATCH UP: ${other.catchupMissed} of the 10 changes had not arrived when it stopped waiting, its time is that limit; ` : ''}the client a new process on its folder, Concord timed from just after its store opened, the peer from before its storage opens, until the client holds the 10 changes${peer === 'y-websocket' ? ' (y-websocket: every doc loaded from y-leveldb, one connection each)' : ' (automerge-repo: every URL found again)'}`,
     },
     {
       name: `${label}: reconnect after 10 changed, bytes both ways`,

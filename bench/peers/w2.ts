@@ -43,6 +43,8 @@ export interface W2Result {
   /** Back after 10 documents changed on the hub: time until the client holds every change, and the bytes both ways. */
   readonly catchupMs: number
   readonly catchupBytes: number
+  /** Changed documents the client still lacked when it stopped waiting (automerge-repo, after 120 s; 0 for the others). */
+  readonly catchupMissed: number
 }
 
 /**
@@ -116,7 +118,7 @@ function runClient(
   dir: string,
   docs: number,
   port: number,
-): Promise<{ ms: number; cpuMs: number; docs: number; retries?: number }> {
+): Promise<{ ms: number; cpuMs: number; docs: number; retries?: number; missed?: number }> {
   return new Promise((resolve, reject) => {
     execFile(
       process.execPath,
@@ -127,7 +129,7 @@ function runClient(
         else {
           const noise = stdout.trim().split('\n').length - 1
           if (noise > 0) process.stderr.write(`w2 ${kind} ${phase}: ${noise} other lines on stdout, the first: ${stdout.split('\n')[0].slice(0, 200)}\n`)
-          resolve(JSON.parse(stdout.trim().split('\n').at(-1)!) as { ms: number; cpuMs: number; docs: number; retries?: number })
+          resolve(JSON.parse(stdout.trim().split('\n').at(-1)!) as { ms: number; cpuMs: number; docs: number; retries?: number; missed?: number })
         }
       },
     )
@@ -171,6 +173,7 @@ export async function runW2(kind: W2Contender, docs: number, workload: WorkloadN
       retries: (result.retries ?? 0) + (catchup.retries ?? 0),
       catchupMs: catchup.ms,
       catchupBytes: proxy.up() + proxy.down() - bytesUp - bytesDown,
+      catchupMissed: catchup.missed ?? 0,
     }
   } finally {
     proxy?.server.close()

@@ -85,15 +85,23 @@ function newGuid(): string | undefined {
   return guid
 }
 
-/** The replica of each document, for the document observers every replica shares (no closures per replica). */
-const replicaOf = new WeakMap<Y.Doc, YjsReplica>()
+/**
+ * The replica of a document, on the document itself, for the observers
+ * every replica's document shares. Not per-replica closures: V8's
+ * scavenges kept every replica whose constructor made arrows over `this`
+ * (and, under tsx, a class-field arrow holds a property dictionary for its
+ * 'name'); not a WeakMap of documents either: scavenges keep a WeakMap's
+ * young entries.
+ */
+const REPLICA: unique symbol = Symbol('concord.yjsReplica')
+type DocOfReplica = Y.Doc & { [REPLICA]?: YjsReplica }
 
-function beforeTransaction(transaction: Y.Transaction, doc: Y.Doc): void {
-  replicaOf.get(doc)?.beforeTransaction(transaction)
+function beforeTransaction(transaction: Y.Transaction, doc: DocOfReplica): void {
+  doc[REPLICA]?.beforeTransaction(transaction)
 }
 
-function afterTransactionCleanup(transaction: Y.Transaction, doc: Y.Doc): void {
-  replicaOf.get(doc)?.afterTransactionCleanup(transaction)
+function afterTransactionCleanup(transaction: Y.Transaction, doc: DocOfReplica): void {
+  doc[REPLICA]?.afterTransactionCleanup(transaction)
 }
 
 /** The body of a remote apply's transaction: its origin is the applying replica's {@link YjsRemoteOrigin}. */
@@ -159,7 +167,7 @@ export class YjsReplica implements Replica {
   /** Local transactions the guard refused, with the undo record that takes each back. Made with the first. */
   private refused: Map<Y.Transaction, YjsUndoRecord> | undefined
 
-  /** @internal the shared `beforeTransaction` observer's call. */
+  /** @internal the documents' shared `beforeTransaction` observer's call. */
   beforeTransaction(transaction: Y.Transaction): void {
     const guard = this.guard
     if (guard === undefined) return
@@ -176,7 +184,7 @@ export class YjsReplica implements Replica {
     }
   }
 
-  /** @internal the shared `afterTransactionCleanup` observer's call. */
+  /** @internal the documents' shared `afterTransactionCleanup` observer's call. */
   afterTransactionCleanup(transaction: Y.Transaction): void {
     this.transactions++
     const origin = transaction.origin
@@ -271,7 +279,7 @@ export class YjsReplica implements Replica {
         throw new DecodeError(`yjs snapshot: ${(cause as Error)?.message ?? cause}`, { cause })
       }
     }
-    replicaOf.set(this.doc, this)
+    ;(this.doc as DocOfReplica)[REPLICA] = this
     this.doc.on('beforeTransaction', beforeTransaction)
     this.waitingBudget = options.waitingBudget
     this.doc.on('afterTransactionCleanup', afterTransactionCleanup)
@@ -485,7 +493,7 @@ export class YjsReplica implements Replica {
     this.doc.off('beforeTransaction', beforeTransaction)
     this.waiting?.clear()
     this.doc.off('afterTransactionCleanup', afterTransactionCleanup)
-    replicaOf.delete(this.doc)
+    ;(this.doc as DocOfReplica)[REPLICA] = undefined
     this.doc.destroy()
   }
 }

@@ -28,6 +28,11 @@
  * CONCORD_BENCH_CREATE_ONLY=1 stops each run after the create phase and
  * reports the create row alone, to iterate on it).
  *
+ * Concord also runs at the full count with hub and client each a process
+ * of its own (W2's machinery; the two agents of a real first sync, on two
+ * cores): its first sync row is the one that meets issue 15's target or
+ * not, the in-process one being both peers' CPU on one thread.
+ *
  * Peer columns (bench/peers/many-names-peers.ts): for the same counts, the
  * same first sync and reconnect by y-websocket (one connection per
  * document, y-leveldb on both sides) and automerge-repo 2.5.6 (NodeFS,
@@ -56,7 +61,7 @@ import type { Benchmark, Measurement } from './harness.ts'
 import type { Replica } from '../crdt/replica.ts'
 import type { PNCounterReplica } from '../crdt/types/index.ts'
 import type { YjsReplica } from '../crdt/documents/index.ts'
-import { peerRows } from './peers/many-names-peers.ts'
+import { ownProcessesRows, peerRows } from './peers/many-names-peers.ts'
 
 const FULL = process.env.CONCORD_BENCH_FULL === '1'
 const COUNTERS = Number(process.env.CONCORD_BENCH_COUNTERS ?? (FULL ? 100_000 : 2_000))
@@ -281,7 +286,8 @@ async function measure(kind: Kind, count: number): Promise<Measurement[]> {
         { peer: 'y-websocket', cap: PEER_DOCS, capVariable: 'CONCORD_BENCH_PEER_DOCS' },
         { peer: 'automerge-repo', cap: AUTOMERGE_DOCS, capVariable: 'CONCORD_BENCH_AUTOMERGE_DOCS' },
       ])
-  return [...rows(kind, count, fresh, base, 'full VERSIONS (reconcile off)'), ...peers]
+  const own = CREATE_ONLY ? [] : await ownProcessesRows(kind === 'counter' ? 'counter' : 'yjs', count)
+  return [...rows(kind, count, fresh, base, 'full VERSIONS (reconcile off)'), ...own, ...peers]
 }
 
 export const benchmarks: Benchmark[] = [

@@ -85,6 +85,28 @@ export async function peerRows(kind: 'counter' | 'yjs', count: number, peers: re
   return rows
 }
 
+/**
+ * Concord alone at the full `count`, hub and client each a process of its
+ * own as in the peer columns (its first sync row; the reconnect is in them) (the realistic setup: two agents, two
+ * processes): the first sync's names/s against the issue's target. The
+ * in-process rows of many-names run both peers on one thread, so there
+ * the first sync costs the sum of both sides' CPU.
+ */
+export async function ownProcessesRows(kind: 'counter' | 'yjs', count: number): Promise<Measurement[]> {
+  const result = await runW2(kind === 'counter' ? 'concord' : 'concord-yjs', count, kind === 'counter' ? 'counter' : 'text')
+  const label = `${count} ${kind === 'counter' ? 'counters' : 'Yjs docs'}, hub and client own processes`
+  const target = kind === 'counter' ? 20_000 : 5_000
+  return [
+    {
+      name: `${label}: first sync into an empty peer`,
+      value: count / (result.ms / 1000),
+      unit: 'names/s',
+      better: 'higher',
+      note: `${result.ms.toFixed(0)} ms; client CPU ${(result.clientCpuMs / 1000).toFixed(1)} s, hub CPU ${(result.hubCpuMs / 1000).toFixed(1)} s; ${((result.bytesUp + result.bytesDown) / 1024).toFixed(0)} KiB both ways; target >= ${target} names/s (issue 15)`,
+    },
+  ]
+}
+
 function comparison(
   kind: 'counter' | 'yjs',
   count: number,

@@ -60,7 +60,8 @@ export class StoreContext {
     this.signatures = new Signatures(agentId, options.signatures)
     this.jointNames = new JointNames(storage)
     const limits = trustedLimits(options.documentLimits)
-    this.remoteLimits = resolveLimits(options.documentLimits)
+    // Frozen: the bounds a remote delta is checked against, merged with a replica's own once (stricterLimits' memo).
+    this.remoteLimits = Object.freeze(resolveLimits(options.documentLimits))
     const budget = options.waitingBudget
     this.waitingBudget = budget instanceof WaitingBudget ? budget : new WaitingBudget(budget)
     const waitingBudget = this.waitingBudget

@@ -59,13 +59,27 @@ export function trustedLimits(limits?: Partial<DocumentLimits>): DocumentLimits 
  */
 export function stricterLimits(own: DocumentLimits, extra: Partial<DocumentLimits> | undefined): DocumentLimits {
   if (extra === undefined) return own
+  // A holder passes the same objects with every delta (a store: its replicas' limits, its remote limits): computed once.
+  const frozen = Object.isFrozen(own) && Object.isFrozen(extra)
+  if (frozen) {
+    const known = stricterMemo.get(extra)?.get(own)
+    if (known) return known
+  }
   const out = { ...own }
   for (const key of Object.keys(own) as Array<keyof DocumentLimits>) {
     const bound = extra[key]
     if (typeof bound === 'number' && bound < out[key]) out[key] = bound
   }
+  if (!frozen) return out
+  Object.freeze(out)
+  let byOwn = stricterMemo.get(extra)
+  if (!byOwn) stricterMemo.set(extra, (byOwn = new WeakMap()))
+  byOwn.set(own, out)
   return out
 }
+
+/** {@link stricterLimits} of frozen limits, by `extra` then `own` (the result is frozen too). */
+const stricterMemo = new WeakMap<Partial<DocumentLimits>, WeakMap<DocumentLimits, DocumentLimits>>()
 
 /**
  * Fills the limits not given with the defaults. No limits, or frozen ones

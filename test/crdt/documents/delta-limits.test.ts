@@ -11,7 +11,7 @@ import { AutomergeReplica } from '../../../crdt/documents/automerge-replica.ts'
 import { splitAutomergeChunks } from '../../../crdt/documents/automerge-guard.ts'
 import { checkAutomergeSize } from '../../../crdt/documents/automerge-size.ts'
 import { checkDocumentDelta } from '../../../crdt/documents/delta-size.ts'
-import { DEFAULT_DOCUMENT_LIMITS } from '../../../crdt/documents/options.ts'
+import { DEFAULT_DOCUMENT_LIMITS, stricterLimits } from '../../../crdt/documents/options.ts'
 import { YjsReplica } from '../../../crdt/documents/yjs-replica.ts'
 import { validateYjsUpdate } from '../../../crdt/documents/yjs-guard.ts'
 import { ErrorCodes, isConcordError } from '../../../crdt/errors.ts'
@@ -150,4 +150,21 @@ test('snapshots are not bounded by the delta limits (a document may outgrow one 
     })
   const loaded = new AutomergeReplica<{ l: number[] }>({ agentId: agentId('l'), snapshot: source.snapshot(), limits: { maxOperations: 1000 } })
   assert.equal(loaded.doc.l.length, 1500)
+})
+
+test('stricterLimits: the stricter bound of each, computed once for frozen limits (the result frozen), anew for others', () => {
+  const own = Object.freeze({ ...DEFAULT_DOCUMENT_LIMITS, maxBytes: 1000, maxNesting: 8 })
+  const extra = Object.freeze({ maxBytes: 500, maxNesting: 16 })
+  const merged = stricterLimits(own, extra)
+  assert.equal(merged.maxBytes, 500)
+  assert.equal(merged.maxNesting, 8)
+  assert.equal(merged.maxOperations, own.maxOperations)
+  assert.ok(Object.isFrozen(merged))
+  assert.equal(stricterLimits(own, extra), merged, 'the same frozen pair gives the same object')
+  const loose = { maxBytes: 400 }
+  const fresh = stricterLimits(own, loose)
+  assert.equal(fresh.maxBytes, 400)
+  loose.maxBytes = 300
+  assert.equal(stricterLimits(own, loose).maxBytes, 300, 'limits that may change are read again')
+  assert.equal(stricterLimits(own, undefined), own)
 })

@@ -48,8 +48,9 @@
  * 315 s for the first sync of 10,000 documents, and creates some 70-100
  * documents a second); 0 leaves a peer out. y-websocket is also held to the
  * connections the counting proxy can keep open (two sockets each within
- * `ulimit -n`: 9,872 at 20,000). Above a cap the rows name the count used
- * and the cap, with Concord at that count beside it (nothing extrapolated).
+ * `ulimit -n`, less 1,000: 9,500 at 20,000). Above a cap the rows name the
+ * count used and the cap, with Concord at that count beside it (nothing
+ * extrapolated).
  */
 import { execFile } from 'node:child_process'
 import { createRequire } from 'node:module'

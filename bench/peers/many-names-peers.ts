@@ -75,7 +75,7 @@ export async function peerRows(kind: 'counter' | 'yjs', count: number, peers: re
     // One connection per document through the counting proxy: y-websocket is capped by the process's open files too.
     const fits = peer === 'y-websocket' ? proxyConnectionLimit() : Number.POSITIVE_INFINITY
     const docs = Math.min(count, cap, fits)
-    const capName = fits < Math.min(count, cap) ? `open files: ulimit -n allows the proxy ${fits} connections` : capVariable
+    const capName = fits < Math.min(count, cap) ? "the proxy's open files, ulimit -n" : capVariable
     if (docs <= 0) continue
     if (!concordAt.has(docs)) concordAt.set(docs, await runW2(concordKind, docs, workload))
     const concord = concordAt.get(docs)!

@@ -15,7 +15,7 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { createRequire } from 'node:module'
-import { createConnection, createServer, type AddressInfo, type Server } from 'node:net'
+import { createConnection, createServer, type AddressInfo, type Server, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
@@ -50,9 +50,9 @@ export interface W2Result {
 /**
  * How many connections the counting proxy can carry at once in this process:
  * two sockets each (client side and hub side) within the soft limit of open
- * files (`ulimit -n`, read from /proc/self/limits), less 256 for the rest.
+ * files (`ulimit -n`, read from /proc/self/limits), less 1,000 for the rest.
  * Infinity where that cannot be read. y-websocket opens one connection per
- * document, so this caps its document count (at ulimit -n 20,000, 9,872).
+ * document, so this caps its document count (at ulimit -n 20,000, 9,500).
  */
 export function proxyConnectionLimit(): number {
   try {
@@ -60,18 +60,32 @@ export function proxyConnectionLimit(): number {
       .split('\n')
       .find((l) => l.startsWith('Max open files'))
     const soft = Number(line?.split(/\s{2,}/)[1])
-    return Number.isFinite(soft) ? Math.floor((soft - 256) / 2) : Number.POSITIVE_INFINITY
+    return Number.isFinite(soft) ? Math.floor((soft - 1000) / 2) : Number.POSITIVE_INFINITY
   } catch {
     return Number.POSITIVE_INFINITY
   }
 }
 
 /** A TCP proxy to `port` on 127.0.0.1 that counts what passes. */
-async function countingProxy(port: number): Promise<{ server: Server; port: number; up: () => number; down: () => number }> {
+async function countingProxy(port: number): Promise<{
+  server: Server
+  port: number
+  up: () => number
+  down: () => number
+  /** Waits up to `ms` for every proxied connection to close, then destroys what is left (their sockets count against the open files). */
+  drain: (ms: number) => Promise<void>
+}> {
   let up = 0
   let down = 0
+  const sockets = new Set<Socket>()
+  const track = (socket: Socket) => {
+    sockets.add(socket)
+    socket.once('close', () => sockets.delete(socket))
+  }
   const server = createServer((client) => {
     const hub = createConnection({ host: '127.0.0.1', port })
+    track(client)
+    track(hub)
     client.on('data', (chunk) => {
       up += chunk.length
     })
@@ -84,7 +98,12 @@ async function countingProxy(port: number): Promise<{ server: Server; port: numb
     hub.on('error', () => client.destroy())
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  return { server, port: (server.address() as AddressInfo).port, up: () => up, down: () => down }
+  const drain = async (ms: number) => {
+    const deadline = Date.now() + ms
+    while (sockets.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
+    for (const socket of sockets) socket.destroy()
+  }
+  return { server, port: (server.address() as AddressInfo).port, up: () => up, down: () => down, drain }
 }
 
 /** Starts the hub child and resolves with its port once it prints it. */
@@ -161,6 +180,8 @@ export async function runW2(kind: W2Contender, docs: number, workload: WorkloadN
     }
     const { hubCpuMs } = await hubLine(2, 'SIGUSR2')
     await hubLine(3, 'SIGUSR1')
+    // The first client's connections (one per document for y-websocket) closed before the catch-up opens as many again.
+    await proxy.drain(30_000)
     const catchup = await runClient(kind, workload, 'catchup', dir, docs, proxy.port)
     return {
       createMs: started.buildMs,

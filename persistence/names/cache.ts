@@ -9,23 +9,17 @@ import type { NameEntry as Entry } from './entry.ts'
 
 /** Entries an addition to the cache looks at for one to evict (see {@link NameCache.evictIfNeeded}). */
 const ADD_EVICTION_LOOKS = 64
-/** Evicted entries kept (collected ones included) before the first sweep of those collected. */
-const MIN_SWEEP = 1024
 
 /** @internal the owner's cache of hydrated names (persistence/names/owner.ts). */
 export class NameCache {
   private readonly cache = new Map<string, Entry>()
-  /**
-   * Evicted entries, weakly. Those collected since are swept out as the map
-   * grows (see {@link sweepEvicted}), not one by one by a finalization
-   * registry: one registration and one callback per name evicted cost more
-   * than the sweeps when names pass through by the thousand.
-   */
   private readonly evicted = new Map<string, WeakRef<Entry>>()
-  /** Size of {@link evicted} below which no sweep runs (twice what the last sweep left). */
-  private sweepAt = MIN_SWEEP
   /** Held names whose metadata write was queued so that they can leave (see {@link evictIfNeeded}). */
   private readonly catchingUp = new Set<Entry>()
+  private readonly cleanup = new FinalizationRegistry<string>((name) => {
+    const ref = this.evicted.get(name)
+    if (ref && ref.deref() === undefined) this.evicted.delete(name)
+  })
 
   /**
    * @param limit names kept hydrated (at least 1)
@@ -116,7 +110,6 @@ export class NameCache {
     this.catchingUp.clear()
     this.cache.clear()
     this.evicted.clear()
-    this.sweepAt = MIN_SWEEP
   }
 
   /** Number of held names. */
@@ -159,17 +152,11 @@ export class NameCache {
       this.cache.delete(name)
       // Still reachable while the application holds the replica: keep using it then.
       this.evicted.set(name, new WeakRef(entry))
-      if (this.evicted.size >= this.sweepAt) this.sweepEvicted()
+      this.cleanup.register(entry.replica, name)
       this.onEvicted(entry)
     }
     if (catchingUp.length > 0) this.catchUp(catchingUp)
     this.stuck = !full && excess === before
-  }
-
-  /** Forgets the evicted entries that were collected; the next sweep runs once the map is twice what is left. */
-  private sweepEvicted(): void {
-    for (const [name, ref] of this.evicted) if (ref.deref() === undefined) this.evicted.delete(name)
-    this.sweepAt = Math.max(MIN_SWEEP, 2 * this.evicted.size)
   }
 
   /**

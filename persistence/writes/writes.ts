@@ -25,7 +25,7 @@ import type { NameEntry } from '../names/entry.ts'
 import type { Names } from '../names/owner.ts'
 import type { Schema } from '../options.ts'
 import type { BatchBuilder, CommittedRecord, NameState, Unit } from '../pipeline/committer.ts'
-import type { ApplyResult } from '../store-types.ts'
+import type { ApplyResult, CommittedUnitRecord } from '../store-types.ts'
 import { afterWrite, recordLimit } from './checkpoints.ts'
 import type { EncodedProvenance } from '../../crdt/provenance.ts'
 import type { RecordSignature } from '../../crdt/signature.ts'
@@ -482,18 +482,7 @@ export class Writes {
       for (const entry of entries()) types.set(entry.name, entry.type)
       context.events.emit('committed', {
         origin,
-        records: records.map((r) => ({
-          name: r.name,
-          type: types.get(r.name)!,
-          seq: r.seq,
-          delta: r.delta,
-          kind: r.kind,
-          agent: r.agent,
-          ...(r.message !== undefined ? { message: r.message } : {}),
-          ...(r.metaJson !== undefined ? { metaJson: r.metaJson } : {}),
-          authored: r.authored ?? r.hlc,
-          ...(r.signature !== undefined ? { signature: r.signature } : {}),
-        })),
+        records: records.map((r) => unitRecord(r, types.get(r.name)!)),
         ...(announced ? { announced } : {}),
       })
     }
@@ -503,6 +492,26 @@ export class Writes {
   private reportFailure(entries: readonly NameEntry[], error: unknown): void {
     const failure = isConcordError(error) ? error : new ConcordError(ErrorCodes.STORAGE_ERROR, String(error))
     for (const entry of entries) this.context.events.emit('error', { name: entry.name, error: failure })
+  }
+}
+
+/** A record as a `committed` event gives it (an optional field only when set; the common record, none of them, without a spread each). */
+function unitRecord(r: CommittedRecord, type: ReplicaType): CommittedUnitRecord {
+  const authored = r.authored ?? r.hlc
+  if (r.message === undefined && r.metaJson === undefined && r.signature === undefined) {
+    return { name: r.name, type, seq: r.seq, delta: r.delta, kind: r.kind, agent: r.agent, authored }
+  }
+  return {
+    name: r.name,
+    type,
+    seq: r.seq,
+    delta: r.delta,
+    kind: r.kind,
+    agent: r.agent,
+    ...(r.message !== undefined ? { message: r.message } : {}),
+    ...(r.metaJson !== undefined ? { metaJson: r.metaJson } : {}),
+    authored,
+    ...(r.signature !== undefined ? { signature: r.signature } : {}),
   }
 }
 

@@ -261,17 +261,7 @@ export class Writes {
       const announce = remote === stamped.length && stamped.length > 0 && context.events.listenerCount('applied') > 0 && stamped.every(announceable)
       // Several names in one unit are joint, unless the sender said they never shared one (and no local change joined them).
       const joint = !options.independent || stamped.some((item) => !item.remote)
-      // While more names are held than the cache keeps (a first sync's bundles arriving faster than they are written
-      // and made durable), the caller takes its next commit only once this one is in a batch being written, not at
-      // once: what it holds stays bounded by the cache and two commits, and it applies the next while this one is written.
-      const overfull = this.names.overfull
-      const writing = this.enqueueItems(stamped, {
-        origin: options.origin,
-        create: created,
-        announced: announce,
-        joint,
-        built: overfull ? options.applied : undefined,
-      })
+      const writing = this.enqueueItems(stamped, { origin: options.origin, create: created, announced: announce, joint })
       if (announce) {
         context.events.emit('applied', {
           origin: options.origin,
@@ -289,7 +279,9 @@ export class Writes {
           })),
         })
       }
-      if (!overfull) options.applied?.()
+      // While more names are held than the cache keeps (a first sync's bundles arriving faster than they are written),
+      // the caller takes its next commit only once this one is written: what it holds stays bounded by the cache.
+      if (!this.names.overfull) options.applied?.()
       records = await writing
     } else {
       options.applied?.()
@@ -432,13 +424,7 @@ export class Writes {
    */
   private enqueueItems(
     items: readonly LogItem[],
-    {
-      origin,
-      create = [],
-      announced = false,
-      joint = false,
-      built,
-    }: { origin?: unknown; create?: readonly NameEntry[]; announced?: boolean; joint?: boolean; built?: (() => void) | undefined } = {},
+    { origin, create = [], announced = false, joint = false }: { origin?: unknown; create?: readonly NameEntry[]; announced?: boolean; joint?: boolean } = {},
   ): Promise<CommittedRecord[]> {
     const entries = [...new Set([...items.map((item) => item.entry), ...create])]
     const logged = joint ? [...new Set(items.map((item) => item.entry.name))] : []
@@ -453,8 +439,6 @@ export class Writes {
           if (logged.length > 1) this.context.jointNames.write(b, logged)
           // Names the unit creates without a record of theirs (a delta that added nothing).
           for (const entry of create) if (entry.state.unborn) b.setMeta(entry.state, b.meta(entry.state))
-          // Called once the batch is formed (a microtask: nothing changes a replica while the batch is built).
-          if (built) queueMicrotask(built)
           return records
         },
       },

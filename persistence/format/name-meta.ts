@@ -145,11 +145,11 @@ export function encodeMeta(meta: NameMeta): Uint8Array {
 
 /** The body (without its checksum) of a version 4 metadata stored under `name`, or undefined if its checksum fails. */
 function openNamed(bytes: Uint8Array, name: string): Uint8Array | undefined {
-  const header = new Encoder(8 + 3 * name.length).writeString(name).written()
-  const framed = new Uint8Array(header.length + bytes.length)
-  framed.set(header)
-  framed.set(bytes, header.length)
-  return openChecksummed(framed)?.subarray(header.length)
+  // Framed in the scratch encoder (decodeMeta copies what it keeps: the hash and the digest), not two buffers per value read.
+  const size = 8 + 3 * name.length + bytes.length
+  const encoder = (size <= SCRATCH_BYTES ? scratch.reset() : new Encoder(size)).writeString(name)
+  const start = encoder.byteLength
+  return openChecksummed(encoder.writeRaw(bytes).written())?.subarray(start)
 }
 
 /**

@@ -3,7 +3,7 @@
  * W1 (bench/peers/w1.ts) for each contender in turn, `rounds` times
  * interleaved, one JSON line per run (p50, p99, edit to hub p50,
  * convergence, hub and clients' CPU, clients' loop delay p99, the hub's
- * resyncs): to compare two contenders (`concord` and `concord-async`, say)
+ * store batches and fsyncs per edit, its resyncs): to compare two contenders (`concord` and `concord-async`, say)
  * without the full `npm run bench -- --filter peers/w1`.
  */
 import { runW1, type W1Contender } from './w1.ts'
@@ -23,6 +23,7 @@ for (let round = 0; round < Number(rounds ?? 1); round++) {
         hubCpuMs: fixed(result.hubCpuMs, 0),
         clientCpuMs: fixed(result.clientCpuMs, 0),
         clientLoopDelayP99Ms: fixed(result.clientLoopDelayP99Ms),
+        hubStore: result.hubStore && { batchesPerEdit: fixed(result.hubStore.batchesPerEdit, 3), fsyncsPerEdit: fixed(result.hubStore.fsyncsPerEdit, 3) },
         hubResyncs: result.hubResyncs,
       }),
     )

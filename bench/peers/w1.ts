@@ -53,6 +53,8 @@ export interface W1Result {
   readonly clientLoopDelayP99Ms: number
   /** When typing began (monotonic ms), for profiles. */
   readonly typingStartedAt?: number
+  /** A Concord hub's store: batches written and fsyncs per edit typed, from the start of typing to convergence. */
+  readonly hubStore?: { readonly batchesPerEdit: number; readonly fsyncsPerEdit: number }
   /** A Concord hub's session totals that mean resyncs (gaps, queue overflows, VERSIONS, answers). */
   readonly hubResyncs?: Readonly<Record<string, number>>
 }
@@ -105,7 +107,8 @@ export async function runW1(contender: W1Contender, load: W1Load, options: W1Opt
     })
     const ids = await Promise.all(clients.map((child) => child.request<{ clientId: number }>({ start: true }, 120_000)))
     await hub.request({ observe: 'w1' })
-    const hubAtStart = await hub.request<{ cpuMs: number }>({ usage: true })
+    type StoreDurability = { batches: number; fsyncs: number }
+    const hubAtStart = await hub.request<{ cpuMs: number; durability?: StoreDurability }>({ usage: true })
     const at = monotonicMs() + 300
     const typed = await Promise.all(
       clients.map((child) =>
@@ -150,7 +153,10 @@ export async function runW1(contender: W1Contender, load: W1Load, options: W1Opt
       for (let k = load.warmup; k < clocks.length; k++) if (arrivals[clocks[k]] !== undefined) toHub.push(arrivals[clocks[k]] - times[k])
     }
     toHub.sort((a, b) => a - b)
-    const hubUsage = await hub.request<{ cpuMs: number; peakRssMiB: number; sessions?: Record<string, number> }>({ usage: true })
+    const hubUsage = await hub.request<{ cpuMs: number; peakRssMiB: number; durability?: StoreDurability; sessions?: Record<string, number> }>({
+      usage: true,
+    })
+    const edits = load.clients * load.count
     const hubSessions = hubUsage.sessions
     return {
       p50: percentile(latencies, 50),
@@ -163,6 +169,14 @@ export async function runW1(contender: W1Contender, load: W1Load, options: W1Opt
       clientCpuMs: received.reduce((sum, r) => sum + r.cpuMs, 0),
       clientLoopDelayP99Ms: median(received.map((r) => r.loopDelayP99Ms)),
       typingStartedAt: at,
+      ...(hubUsage.durability && hubAtStart.durability
+        ? {
+            hubStore: {
+              batchesPerEdit: (hubUsage.durability.batches - hubAtStart.durability.batches) / edits,
+              fsyncsPerEdit: (hubUsage.durability.fsyncs - hubAtStart.durability.fsyncs) / edits,
+            },
+          }
+        : {}),
       // What the hub's sessions did besides relaying (resyncs under load show here).
       ...(hubSessions
         ? {

@@ -252,8 +252,9 @@ export class StoreSyncHost implements SyncHost {
 
   /**
    * What replicas at the given versions lack of `wanted`, without
-   * hydrating: a name held here or in memory from its replica, any other
-   * from storage (`Store.storedDeltas`); undefined for a name only its
+   * hydrating: a name held here from its replica, any other through
+   * `Store.storedDeltas` (which reads a name in memory from its replica,
+   * the others from storage); undefined for a name only its
    * hydration can answer (see persistence/names/stored-state.ts), or one
    * that is damaged here: the answer then holds it, as before.
    */
@@ -264,7 +265,7 @@ export class StoreSyncHost implements SyncHost {
     const stored: number[] = []
     for (const [at, item] of wanted.entries()) {
       if (this.unreadable.has(item.name)) continue
-      const replica = this.leased.get(item.name)?.replica ?? this.options.store.hydratedReplica(item.name)
+      const replica = this.leased.get(item.name)?.replica
       if (replica === undefined) {
         stored.push(at)
         continue

@@ -29,15 +29,18 @@ const MAX_SLACK = 32
  * What `encoder` holds, sealed as {@link sealWithChecksum} seals it (the same
  * bytes) without a copy: the CRC-32 is written in place, and the value is a
  * view of the encoder's buffer when that has at most a few bytes more (size
- * it to what it holds). `encoder` is done with.
+ * it to what it holds). With `from`, the checksum still covers every byte
+ * written, but the value starts there (what comes before is covered, not
+ * stored: a key's name). `encoder` is done with, or, with `copy` (a
+ * scratch encoder reused), the value is always a copy.
  */
-export function sealEncoder(encoder: Encoder): Uint8Array {
-  // A view of the encoder's buffer when the caller sized it to what it wrote (a few bytes of slack, no copy); else a copy, so a stored value never drags a grown buffer.
-  let out = encoder.writeRaw(CRC_PLACE).written()
-  if (out.buffer.byteLength - out.length > MAX_SLACK) out = out.slice()
-  const at = out.length - 4
-  putCrc32(out, at, out.subarray(0, at), checksum)
-  return out
+export function sealEncoder(encoder: Encoder, from = 0, copy = false): Uint8Array {
+  const framed = encoder.writeRaw(CRC_PLACE).written()
+  const at = framed.length - 4
+  putCrc32(framed, at, framed.subarray(0, at), checksum)
+  // A view of the encoder's buffer when it holds little else (no copy); else a copy, so a stored value never drags a grown or scratch buffer.
+  const out = framed.subarray(from)
+  return copy || out.buffer.byteLength - out.length > MAX_SLACK ? out.slice() : out
 }
 
 /** The body of a sealed value, or `undefined` if it is too short or its checksum fails. */

@@ -43,8 +43,7 @@ import { Decoder, Encoder } from '../../crdt/codec.ts'
 import { ConcordError, ErrorCodes } from '../../crdt/errors.ts'
 import { readStoredType } from './stored-type.ts'
 import type { ReplicaType } from '../../crdt/replica.ts'
-import { putCrc32 } from '../../crdt/types/crc32.ts'
-import { checksum, HASH_BYTES, openChecksummed, sealEncoder, ZERO_HASH } from './checksum.ts'
+import { HASH_BYTES, openChecksummed, sealEncoder, ZERO_HASH } from './checksum.ts'
 
 /** Current metadata format version. */
 export const META_VERSION = 4
@@ -103,7 +102,6 @@ const DIGEST_NONE = 0
 const DIGEST_AT_LAST = 1
 /** The digest describes the state at an earlier record, stored. */
 const DIGEST_AT_SEQ = 2
-const CRC_PLACE = new Uint8Array(4)
 /** Metadata up to this size is encoded into {@link scratch}, and only the value is copied out (one allocation, not two). */
 const SCRATCH_BYTES = 1024
 const scratch = new Encoder(SCRATCH_BYTES)
@@ -137,10 +135,7 @@ export function encodeMeta(meta: NameMeta): Uint8Array {
   else encoder.writeUint8(DIGEST_AT_SEQ).writeVarUint(digest.seq)
   encoder.writeRaw(meta.lastHash)
   if (digest) encoder.writeRaw(digest.bytes)
-  const framed = encoder.writeRaw(CRC_PLACE).written()
-  const at = framed.length - 4
-  putCrc32(framed, at, framed.subarray(0, at), checksum)
-  return framed.slice(start)
+  return sealEncoder(encoder, start, encoder === scratch)
 }
 
 /** The body (without its checksum) of a version 4 metadata stored under `name`, or undefined if its checksum fails. */

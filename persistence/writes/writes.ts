@@ -479,24 +479,21 @@ export class Writes {
   }
 }
 
-/** A record as a `committed` event gives it (an optional field only when set; the common record, none of them, without a spread each). */
+/** A record as a `committed` event gives it: an optional field only when set (the common record has none of them). */
 function unitRecord(r: CommittedRecord, type: ReplicaType): CommittedUnitRecord {
-  const authored = r.authored ?? r.hlc
-  if (r.message === undefined && r.metaJson === undefined && r.signature === undefined) {
-    return { name: r.name, type, seq: r.seq, delta: r.delta, kind: r.kind, agent: r.agent, authored }
-  }
-  return {
+  const out: { -readonly [K in keyof CommittedUnitRecord]: CommittedUnitRecord[K] } = {
     name: r.name,
     type,
     seq: r.seq,
     delta: r.delta,
     kind: r.kind,
     agent: r.agent,
-    ...(r.message !== undefined ? { message: r.message } : {}),
-    ...(r.metaJson !== undefined ? { metaJson: r.metaJson } : {}),
-    authored,
-    ...(r.signature !== undefined ? { signature: r.signature } : {}),
+    authored: r.authored ?? r.hlc,
   }
+  if (r.message !== undefined) out.message = r.message
+  if (r.metaJson !== undefined) out.metaJson = r.metaJson
+  if (r.signature !== undefined) out.signature = r.signature
+  return out
 }
 
 /**

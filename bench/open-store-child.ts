@@ -2,9 +2,13 @@
  * `node --import tsx bench/open-store-child.ts <dir>`: the read half of
  * `many-names/open-store` in a fresh process (so that its RSS is the open
  * store's, not the builder's): opens the folder, reads the first page of
- * 100 names, then the first `listNames()`; prints one JSON line with each
+ * 100 names, then the first `listNames()`, and closes (the first close of
+ * the folder: no seal yet, so it lists every name); then opens it again,
+ * changes one name and closes (the seal of the last close brought up to
+ * date: persistence/lifecycle/seal.ts). Prints one JSON line with each
  * step's time (ms) and the process's RSS (MiB) before and after each.
  */
+import type { PNCounterReplica } from '../crdt/types/index.ts'
 import { openStore } from '../persistence/store.ts'
 
 const now = () => Number(process.hrtime.bigint()) / 1e6
@@ -23,5 +27,14 @@ const listStart = now()
 const listed = await store.listNames()
 const listMs = now() - listStart
 const rssList = rssMiB()
+const firstCloseStart = now()
 await store.close()
-console.log(JSON.stringify({ rssBefore, openMs, rssOpen, pageMs, pageNames: page.names.length, rssPage, listMs, listed: listed.length, rssList }))
+const firstCloseMs = now() - firstCloseStart
+const again = await openStore({ dir, agentId: 'bench', sweepMs: 0 })
+;((await again.open(page.names[0].name, 'pncounter')) as PNCounterReplica).increment(1)
+const closeStart = now()
+await again.close()
+const closeMs = now() - closeStart
+console.log(
+  JSON.stringify({ rssBefore, openMs, rssOpen, pageMs, pageNames: page.names.length, rssPage, listMs, listed: listed.length, rssList, firstCloseMs, closeMs }),
+)

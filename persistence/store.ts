@@ -39,7 +39,7 @@ import { TimeTravel } from './history/time-travel.ts'
 import { Archival } from './lifecycle/archival.ts'
 import { Lifecycle } from './lifecycle/lifecycle.ts'
 import type { RetentionReport } from './lifecycle/log-archive.ts'
-import { acceptLoss, checkSeal, readLosses, writeSeal, type Loss } from './lifecycle/seal.ts'
+import { acceptLoss, checkSeal, readLosses, SealChanges, writeSeal, type Loss } from './lifecycle/seal.ts'
 import type { NameEntry } from './names/entry.ts'
 import { Names, type NameLease } from './names/owner.ts'
 import { storedDeltas, type StoredWanted } from './names/stored-state.ts'
@@ -179,6 +179,8 @@ export class Store {
   private closing: Promise<void> | undefined
   /** Only a store whose seal was checked writes one on close: else it could cover up a loss not yet recorded. */
   private sealChecked = false
+  /** The names written since the open, for the seal of the close (persistence/lifecycle/seal.ts). */
+  private readonly sealChanges = new SealChanges()
 
   /** @internal use {@link openStore}. */
   constructor(
@@ -192,6 +194,7 @@ export class Store {
   ) {
     // The modules, each given what it uses (the closures call modules made just below).
     const context = new StoreContext(storage, agentId, createReplica, options, (error, states) => writes.rollBack(error, states))
+    context.committer.observeWrites(this.sealChanges)
     const owner = new Names(context, {
       attach: (entry) => writes.attach(entry),
       migrate: (entry, schema) => writes.migrate(entry, schema),
@@ -224,7 +227,7 @@ export class Store {
   async checkSeal(): Promise<void> {
     const dir = this.sealDir
     if (dir === undefined) return
-    const found = await checkSeal(this.context, this.owner, dir)
+    const found = await checkSeal(this.context, this.owner, dir, this.sealChanges)
     this.sealChecked = true
     if (found.length === 0) return
     this.losses.push(...found)
@@ -915,7 +918,7 @@ export class Store {
     const dir = this.sealDir
     if (dir !== undefined && this.sealChecked) {
       // Everything is written: the seal records it (a failure leaves a stale seal, which says nothing).
-      await writeSeal(context, owner, dir).catch(() => undefined)
+      await writeSeal(context, owner, dir, this.sealChanges).catch(() => undefined)
     }
     owner.clear()
     if (this.ownsStorage) await this.storage.close()

@@ -31,6 +31,8 @@ export type { NameHooks } from './hydration.ts'
 export interface MetaOptions extends SignalOptions {
   /** The metadata as stored: no live entry, no log tail after it. */
   readonly written?: boolean | undefined
+  /** The metadata as stored brought up to the end of the log (its tail), without a live entry's. */
+  readonly stored?: boolean | undefined
 }
 
 /** Names hydrated and kept in memory for a reader until {@link release} (see {@link Names.lease}). */
@@ -509,7 +511,7 @@ export class Names {
   async meta(name: string, options: MetaOptions & { readonly mustExist: true }): Promise<NameMeta>
   async meta(name: string, options?: MetaOptions & { readonly mustExist?: boolean }): Promise<NameMeta | undefined>
   async meta(name: string, options: MetaOptions & { readonly mustExist?: boolean } = {}): Promise<NameMeta | undefined> {
-    const live = options.written ? undefined : this.cache.live(name)
+    const live = options.written || options.stored ? undefined : this.cache.live(name)
     if (live) return live.state.meta
     let meta = this.decodeStored(name, await this.context.storage.get(metaKey(name), { signal: options.signal }))
     if (meta && !options.written) meta = await this.withTail(meta, options.signal)

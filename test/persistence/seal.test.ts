@@ -203,3 +203,76 @@ it('the seal file is written gzipped, and one written before (not gzipped) is re
     await remove()
   }
 })
+
+/** The names the seal file of `dir` lists, with their last seq. */
+async function sealedSeqs(dir: string): Promise<{ generation: number; names: Map<string, number> }> {
+  const file = decodeSealFile((await readSealFile(dir, SEAL_FILE))!, { names: true })
+  return { generation: file.generation, names: new Map(file.names.map((n) => [n.name, n.lastSeq])) }
+}
+
+it('a close after a clean open lists the names written since on top of the last seal, as a full listing would: created, changed, deleted, archived, brought back', async () => {
+  const { dir, remove } = await tempDir('concord-seal-')
+  try {
+    await writeAndClose(dir)
+    const random = new Prng(5)
+    for (let round = 0; round < 3; round++) {
+      const store = await open(dir)
+      assert.deepEqual(store.losses, [])
+      for (let i = 0; i < 3; i++)
+        mutate(await store.open(`name-${String(round * 7 + i).padStart(3, '0')}`, TYPES[(round * 7 + i) % TYPES.length]), random, `r${round}`)
+      mutate(await store.open(`new-${round}`, 'orset'), random, 'new')
+      await store.delete(`name-${String(100 + round).padStart(3, '0')}`)
+      await store.archive(`name-${String(110 + round).padStart(3, '0')}`)
+      // Brought back from the archive of the round before (opening rehydrates it), then changed.
+      if (round > 0) mutate(await store.open(`name-${String(110 + round - 1).padStart(3, '0')}`, TYPES[(110 + round - 1) % TYPES.length]), random, 'back')
+      await store.flush()
+      const truth = new Map((await store.names()).map((n) => [n.name, n.lastSeq]))
+      const before = await sealedSeqs(dir)
+      await store.close()
+      const after = await sealedSeqs(dir)
+      assert.ok(after.generation > before.generation)
+      assert.deepEqual(new Map([...after.names].sort()), new Map([...truth].sort()), `round ${round}: the seal lists what the store holds`)
+    }
+    const store = await open(dir)
+    assert.deepEqual(store.losses, [])
+    await store.close()
+  } finally {
+    await remove()
+  }
+})
+
+it('the close reads again only the names written since the open when the seal file is the one of the open, and lists every name otherwise', async () => {
+  const { dir, remove } = await tempDir('concord-seal-')
+  try {
+    await writeAndClose(dir)
+    // A name the file lists and the store does not hold: only a close that starts from the file keeps it.
+    const withGhost = async (generation?: number): Promise<void> => {
+      const file = decodeSealFile((await readSealFile(dir, SEAL_FILE))!, { names: true })
+      await writeSealFile(
+        dir,
+        SEAL_FILE,
+        encodeSealFile({ ...file, generation: generation ?? file.generation, names: [...file.names, { name: 'ghost', lastSeq: 3 }] }),
+      )
+    }
+    let store = await open(dir)
+    await withGhost()
+    mutate(await store.open('name-001', 'pncounter'), new Prng(1), 'x')
+    await store.flush()
+    const written = (await store.names()).find((n) => n.name === 'name-001')!.lastSeq
+    await store.close()
+    let sealed = await sealedSeqs(dir)
+    assert.equal(sealed.names.get('ghost'), 3, 'the names not written since the open come from the file')
+    assert.equal(sealed.names.get('name-001'), written, 'a name written since the open is read again')
+    assert.equal(sealed.names.size, NAMES + 1)
+
+    // A file of another generation than the one the open saw says nothing about the store: every name is listed.
+    store = await open(dir)
+    await withGhost(1)
+    await store.close()
+    sealed = await sealedSeqs(dir)
+    assert.equal(sealed.names.has('ghost'), false)
+    assert.equal(sealed.names.size, NAMES)
+  } finally {
+    await remove()
+  }
+})

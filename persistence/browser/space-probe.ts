@@ -9,3 +9,8 @@ import { ConcordError, ErrorCodes } from '../../crdt/errors.ts'
 export async function probeFolderSpace(dir: string): Promise<void> {
   throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `no folder to probe in a browser (${dir})`)
 }
+
+/** Refuses: a browser has no folder to measure. */
+export async function folderBytes(dir: string): Promise<{ readonly total: number; readonly logs: number }> {
+  throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `no folder to measure in a browser (${dir})`)
+}

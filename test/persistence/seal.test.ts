@@ -37,7 +37,8 @@ async function newestLog(dir: string): Promise<{ path: string; size: number }> {
 /** Writes NAMES names (several records each) and closes cleanly; returns each name's last seq. */
 async function writeAndClose(dir: string): Promise<Map<string, { type: ReplicaType; lastSeq: number }>> {
   const random = new Prng(3)
-  const store = await openStore({ dir, agentId: 'sealed', sweepMs: 0, checkpoint: { onClose: false } })
+  // Not compacted on close: the names stay in the newest .log, which the trials truncate.
+  const store = await openStore({ dir, agentId: 'sealed', sweepMs: 0, checkpoint: { onClose: false }, compactOnClose: false })
   for (let i = 0; i < NAMES; i++) {
     const type = TYPES[i % TYPES.length]
     const replica = await store.open(`name-${String(i).padStart(3, '0')}`, type)

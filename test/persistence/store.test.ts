@@ -1,5 +1,6 @@
 /** The store: hydration, durability modes, atomic commits, idempotence, cache, history, lifecycle. */
 import assert from 'node:assert/strict'
+import { ClassicLevel } from 'classic-level'
 import { existsSync, readdirSync } from 'node:fs'
 import { describe, it } from 'node:test'
 import { yjsReplicaFactory } from '../../crdt/documents/yjs-replica.ts'
@@ -7,6 +8,8 @@ import { isConcordError } from '../../crdt/errors.ts'
 import type { Replica } from '../../crdt/replica.ts'
 import { agentId } from '../../crdt/agent-id.ts'
 import { FaultStorage } from '../../persistence/storage/fault-storage.ts'
+import { LEVEL_TABLE_OPTIONS } from '../../persistence/storage/level/open-level-storage.ts'
+import { folderBytes } from '../../persistence/storage/level/space-probe.ts'
 import { logKey, seqKey } from '../../persistence/format/keys.ts'
 import { openStore, type HistoryEntry } from '../../persistence/index.ts'
 import { FakeTimers, settle, tempDir, textOf, typeText } from './helpers.ts'
@@ -461,4 +464,56 @@ describe('store: refused remote deltas', () => {
       await store.close()
     }
   })
+})
+
+/** The bytes of a LevelDB folder holding only the live entries of `dir` (written once, as one table). */
+async function liveBytes(dir: string): Promise<number> {
+  const options = { keyEncoding: 'view', valueEncoding: 'view', ...LEVEL_TABLE_OPTIONS } as const
+  const source = new ClassicLevel<Uint8Array, Uint8Array>(dir, options)
+  const entries = await source.iterator().all()
+  await source.close()
+  const copy = await tempDir()
+  try {
+    const target = new ClassicLevel<Uint8Array, Uint8Array>(copy.dir, options)
+    await target.batch(entries.map(([key, value]) => ({ type: 'put' as const, key, value })))
+    await target.close()
+    // The open writes the log out as a table.
+    await target.open()
+    await target.close()
+    return (await folderBytes(copy.dir)).total
+  } finally {
+    await copy.remove()
+  }
+}
+
+it('a clean close compacts a small folder: its session log goes into compressed tables, and the names read back as written', async () => {
+  const { dir, remove } = await tempDir()
+  try {
+    let store = await openStore({ dir, agentId: 'a', sweepMs: 0, cacheSize: 64, durability: { mode: 'async', rpoMs: 20 } })
+    const names = Array.from({ length: 2000 }, (_, i) => ({ name: `task/${String(i).padStart(5, '0')}`, type: 'pncounter' as const }))
+    for (let round = 1; round <= 3; round++) {
+      for (let start = 0; start < names.length; start += 500) {
+        for (const counter of await store.openMany(names.slice(start, start + 500))) (counter as unknown as { increment(by: number): void }).increment(round)
+      }
+      await store.flush()
+    }
+    const before = await folderBytes(dir)
+    assert.ok(before.logs >= 256 * 1024, `the session's log holds ${before.logs} bytes`)
+    await store.close()
+    const after = await folderBytes(dir)
+    assert.ok(after.logs < 64 * 1024, `after the close the logs hold ${after.logs} bytes`)
+    assert.ok(after.total < before.total, `${after.total} bytes after the close, ${before.total} before`)
+    // What the live entries alone take in a table (no value written twice): the close dropped what the session overwrote.
+    const live = await liveBytes(dir)
+    assert.ok(after.total <= live * 1.1, `${after.total} bytes after the close, ${live} for the live entries alone`)
+    store = await openStore({ dir, agentId: 'a', sweepMs: 0 })
+    assert.deepEqual(store.losses, [])
+    for (const { name } of names.filter((_, i) => i % 97 === 0)) {
+      assert.equal(((await store.open(name, 'pncounter')) as unknown as { value(): number }).value(), 6, name)
+    }
+    assert.equal((await store.listNames()).length, names.length)
+    await store.close()
+  } finally {
+    await remove()
+  }
 })

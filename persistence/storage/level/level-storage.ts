@@ -18,7 +18,7 @@ import {
   type WriteOptions,
 } from '../storage.ts'
 import { decodeKey, encodeKey, rangeToBytes } from './key-codec.ts'
-import { probeFolderSpace } from './space-probe.ts'
+import { folderBytes, probeFolderSpace } from './space-probe.ts'
 
 /** An abstract-level database with Uint8Array keys and values. */
 export type BytesLevel = AbstractLevel<Uint8Array, Uint8Array, Uint8Array>
@@ -26,6 +26,8 @@ export type BytesLevel = AbstractLevel<Uint8Array, Uint8Array, Uint8Array>
 /** Reserved key (outside the path key space) written with `sync: true` by `flush()`. */
 const SYNC_KEY = Uint8Array.of(0xff, 0x73, 0x79, 0x6e, 0x63)
 const EMPTY = new Uint8Array(0)
+/** Every key: path keys start at 0x00 or above, the reserved ones at 0xff. */
+const WHOLE_RANGE = { start: Uint8Array.of(0), end: Uint8Array.of(0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff) }
 const PAGE = 256
 
 /** Maps an abstract-level error to a ConcordError with a stable code. */
@@ -259,6 +261,40 @@ export class LevelStorage implements Storage {
       }
     } finally {
       await iterator.close().catch(() => undefined)
+    }
+  }
+
+  /**
+   * Compacts the whole database when its folder holds at most `maxBytes`
+   * and its logs at least `minLogBytes` and `minLogShare` of the folder
+   * (classic-level with a folder only).
+   * LevelDB leaves a session's log (every batch as written, uncompressed,
+   * overwritten values included) for the next open to turn into a table;
+   * compacting writes the live data only, compressed, and starts an empty
+   * log. Resolves whether it compacted; never rejects (a failure leaves the
+   * folder as LevelDB left it, which the next open recovers).
+   */
+  async compactIfSmall(options: { readonly maxBytes: number; readonly minLogBytes: number; readonly minLogShare: number }): Promise<boolean> {
+    const db = this.db as BytesLevel & { compactRange?: (start: Uint8Array, end: Uint8Array) => Promise<void> }
+    if (this.dir === undefined || this.isClosed || this.down || this.writeError !== undefined || typeof db.compactRange !== 'function') return false
+    try {
+      const { total, logs } = await folderBytes(this.dir)
+      if (total > options.maxBytes || logs < options.minLogBytes || logs < total * options.minLogShare) return false
+      // The first call writes the log out as a table, which LevelDB places at level 1 or 2, where a
+      // manual compaction reaches a table only through an overlapping one of the level above. So the
+      // first and the last key are written again (the same values) and the second call compacts their
+      // level-0 table with every table below it: the values overwritten in the session are dropped.
+      await db.compactRange(WHOLE_RANGE.start, WHOLE_RANGE.end)
+      const [first] = await db.iterator({ limit: 1 }).all()
+      if (first === undefined) return true
+      await db.batch([
+        { type: 'put', key: first[0], value: first[1] },
+        { type: 'put', key: SYNC_KEY, value: (await db.get(SYNC_KEY)) ?? EMPTY },
+      ])
+      await db.compactRange(WHOLE_RANGE.start, WHOLE_RANGE.end)
+      return true
+    } catch {
+      return false
     }
   }
 

@@ -1,8 +1,9 @@
 /**
  * Whether a LevelDB folder has room for a reopen (see LevelStorage): a
  * file as large as the folder's logs plus 64 KiB is written, fsynced and
- * removed; and how many bytes the folder holds. Node's file system: a bundler building for the browser takes
- * persistence/browser/space-probe.ts instead (package.json `browser`).
+ * removed; and how many bytes the folder holds. Node's file system: a
+ * bundler building for the browser takes persistence/browser/space-probe.ts
+ * instead (package.json `browser`).
  */
 import { open as openFile, readdir, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'

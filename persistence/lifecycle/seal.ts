@@ -124,16 +124,24 @@ async function updatedNames(owner: Names, dir: string, changes: SealChanges): Pr
   const file = tryDecode(bytes, true)
   // One read per written name against a scan of every name: about five times the cost per name.
   if (file === undefined || file.generation !== changes.base || touched.size * 5 > file.names.length) return undefined
-  const names = new Map<string, number>()
-  for (const { name, lastSeq } of file.names) names.set(name, lastSeq)
+  const held = new Map<string, number | undefined>()
   for (const name of touched) {
     // As the scan would list it: damaged metadata skipped; a failing read fails the close's seal (the file is then stale).
     const meta = await owner.meta(name, { stored: true }).catch(skipDamaged)
-    const held = meta !== undefined ? meta.lastSeq : (await owner.marker(name).catch(skipDamaged))?.lastSeq
-    if (held === undefined) names.delete(name)
-    else names.set(name, held)
+    held.set(name, meta !== undefined ? meta.lastSeq : (await owner.marker(name).catch(skipDamaged))?.lastSeq)
   }
-  return Array.from(names, ([name, lastSeq]) => ({ name, lastSeq }))
+  // The file's entries kept as they are but the written ones (a lookup in the small map per entry, not a map of every name).
+  const names: Array<{ name: string; lastSeq: number }> = []
+  for (const entry of file.names) {
+    if (!held.has(entry.name)) names.push(entry)
+    else {
+      const lastSeq = held.get(entry.name)
+      held.delete(entry.name)
+      if (lastSeq !== undefined) names.push({ name: entry.name, lastSeq })
+    }
+  }
+  for (const [name, lastSeq] of held) if (lastSeq !== undefined) names.push({ name, lastSeq })
+  return names
 }
 
 /** What a listing skips as damaged (metadata or a marker that does not decode); anything else (an I/O error) is thrown. */

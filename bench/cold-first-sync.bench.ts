@@ -6,7 +6,8 @@
  * is its own: answered from storage (`SyncHost.storedDeltas`) beside the
  * baseline of the same folder answered by hydrating every name (`hold`),
  * in the same run. Rows: sender CPU per name, receiver CPU per name (this
- * process), names/s, names the sender hydrated. N: CONCORD_BENCH_COLD_NAMES, 20,000 by default.
+ * process), names/s, names the sender hydrated. N: CONCORD_BENCH_COLD_NAMES, 20,000 by default;
+ * CONCORD_BENCH_PROF=<dir> profiles the sender.
  */
 import { fork } from 'node:child_process'
 import { cp } from 'node:fs/promises'
@@ -22,6 +23,8 @@ import type { Benchmark, Measurement } from './harness.ts'
 const COUNT = Number(process.env.CONCORD_BENCH_COLD_NAMES ?? 20_000)
 const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
 const CHILD = fileURLToPath(new URL('./first-sync-sender-child.ts', import.meta.url))
+/** CONCORD_BENCH_PROF=<dir>: the sender child writes a CPU profile there (node --cpu-prof). */
+const PROFILE = process.env.CONCORD_BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.CONCORD_BENCH_PROF}`] : []
 const options = { durability: { mode: 'async' as const, rpoMs: 100 }, cacheSize: 256 }
 
 type Kind = 'pncounter' | 'yjs'
@@ -53,7 +56,7 @@ async function seed(dir: string, kind: Kind, count: number): Promise<void> {
 async function firstSync(seeded: string, root: string, mode: 'stored' | 'hold', count: number): Promise<Run> {
   const dir = join(root, `${mode}-${Math.random().toString(36).slice(2)}`)
   await cp(seeded, join(dir, 'a'), { recursive: true })
-  const child = fork(CHILD, [join(dir, 'a'), mode], { execArgv: ['--import', TSX], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  const child = fork(CHILD, [join(dir, 'a'), mode], { execArgv: [...PROFILE, '--import', TSX], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
   const exited = new Promise((resolve) => child.once('exit', resolve))
   const next = (): Promise<Record<string, number | string>> => new Promise((resolve) => child.once('message', (m) => resolve(m as Record<string, number>)))
   const { url } = await next()

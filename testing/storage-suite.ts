@@ -194,6 +194,21 @@ export function runStorageTests(runner: TestRunner, label: string, setup: () => 
     )
 
     it(
+      'a limit holds across the pages an adapter reads in',
+      withStorage(async (storage) => {
+        const seqs = Array.from({ length: 700 }, (_, i) => String(i).padStart(4, '0'))
+        await storage.batch(seqs.map((s) => ({ type: 'put' as const, key: ['p', s], value: bytes(s) })))
+        const range = async (options: object) => (await collect(storage.iterate({ prefix: ['p'], ...options }))).map((e) => e.key[1])
+        for (const limit of [1, 255, 256, 257, 300, 512, 513, 699, 700, 701]) {
+          assert.deepEqual(await range({ limit }), seqs.slice(0, limit), `limit ${limit}`)
+          assert.deepEqual(await range({ limit, reverse: true }), [...seqs].reverse().slice(0, limit), `limit ${limit}, reverse`)
+        }
+        assert.deepEqual(await range({ gt: ['p', '0100'], limit: 300 }), seqs.slice(101, 401))
+        assert.deepEqual((await collect(storage.keys({ prefix: ['p'], limit: 257 }))).length, 257)
+      }),
+    )
+
+    it(
       'an iteration reads the snapshot taken when it starts',
       withStorage(async (storage) => {
         const n = 600

@@ -6,6 +6,9 @@
  */
 import { ConcordError, ErrorCodes } from '../../crdt/errors.ts'
 
+/** Raw DEFLATE for the seal's chunks: fflate's (a browser store never writes a seal; here for the same exports). */
+export { deflateSync as deflateRaw } from 'fflate'
+
 /** No seal file in a browser. */
 export async function readSealFile(_dir: string, _file: string): Promise<Uint8Array | undefined> {
   return undefined

@@ -64,3 +64,19 @@ export const JOINT_MARKER: Uint8Array = Uint8Array.of(1)
  * version, or restored) may hold joint names unmarked.
  */
 export const JOINT_TRACKED_KEY: StorageKey = ['s', 'joint']
+
+/** Orders two names as their storage keys do (by code point, as UTF-8 bytes order). */
+export function compareCodePoints(a: string, b: string): number {
+  const length = Math.min(a.length, b.length)
+  for (let i = 0; i < length; i++) {
+    const x = a.charCodeAt(i)
+    const y = b.charCodeAt(i)
+    if (x === y) continue
+    // A surrogate (a code point above U+FFFF) sorts after every BMP unit in code point order.
+    const xs = x >= 0xd800 && x <= 0xdfff
+    const ys = y >= 0xd800 && y <= 0xdfff
+    if (xs !== ys) return xs ? 1 : -1
+    return x - y
+  }
+  return a.length - b.length
+}

@@ -4,7 +4,18 @@
  */
 import { ConcordError, ErrorCodes, isConcordError } from '../../crdt/errors.ts'
 import type { StoreContext } from '../context.ts'
-import { ARCHIVE_PREFIX, archiveKey, checkpointPrefix, jointKey, logPrefix, metaKey, parseSeqKey, TAIL_PREFIX, tailKey } from '../format/keys.ts'
+import {
+  ARCHIVE_PREFIX,
+  archiveKey,
+  checkpointPrefix,
+  compareCodePoints,
+  jointKey,
+  logPrefix,
+  metaKey,
+  parseSeqKey,
+  TAIL_PREFIX,
+  tailKey,
+} from '../format/keys.ts'
 import type { ArchiveMarker } from '../format/archive.ts'
 import type { NameMeta } from '../format/name-meta.ts'
 import { segmentIndexKey } from '../format/segments.ts'
@@ -47,22 +58,6 @@ function archivedInfo(marker: ArchiveMarker): NameInfo {
     schema: marker.schema,
     archived: true,
   }
-}
-
-/** Orders two names as their storage keys do (by code point, as UTF-8 bytes order). */
-export function compareCodePoints(a: string, b: string): number {
-  const length = Math.min(a.length, b.length)
-  for (let i = 0; i < length; i++) {
-    const x = a.charCodeAt(i)
-    const y = b.charCodeAt(i)
-    if (x === y) continue
-    // A surrogate (a code point above U+FFFF) sorts after every BMP unit in code point order.
-    const xs = x >= 0xd800 && x <= 0xdfff
-    const ys = y >= 0xd800 && y <= 0xdfff
-    if (xs !== ys) return xs ? 1 : -1
-    return x - y
-  }
-  return a.length - b.length
 }
 
 /** Collects an async iterable into an array. */

@@ -5,19 +5,23 @@
  * persistence/browser/seal-files.ts instead (package.json `browser`); a
  * store without a folder has no seal.
  *
- * The file is written gzipped (since issue 19: its names repeat their
- * prefixes, 120 KB -> 23 KB for 10,000 names); a file that does not start
- * with gzip's magic bytes is read as it is (written before).
+ * The file is written as it is (its list is in deflated chunks, format
+ * version 2); a file that starts with gzip's magic bytes (version 1, gzipped
+ * as a whole, written before) is inflated.
  */
 import { open, readFile, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { gunzip, gzip } from 'node:zlib'
+import { constants, deflateRawSync, gunzip } from 'node:zlib'
 
-const gzipAsync = promisify(gzip)
 const gunzipAsync = promisify(gunzip)
 /** More than any seal (about 12 bytes per name); a file that inflates past it is treated as damaged. */
 const MAX_SEAL_BYTES = 1 << 30
+
+/** Raw DEFLATE for the seal's chunks (format/seal.ts): Node's zlib, level 6. */
+export function deflateRaw(raw: Uint8Array): Uint8Array {
+  return new Uint8Array(deflateRawSync(raw, { level: constants.Z_DEFAULT_COMPRESSION }))
+}
 
 /** The seal file `file` of `dir` (its bytes, inflated), or undefined when there is none or it does not inflate. */
 export async function readSealFile(dir: string, file: string): Promise<Uint8Array | undefined> {
@@ -54,8 +58,8 @@ async function writeDurably(dir: string, file: string, bytes: Uint8Array): Promi
   }
 }
 
-/** Writes the seal file `file` of `dir` durably (gzipped), and removes a temp file left by an earlier attempt. */
+/** Writes the seal file `file` of `dir` durably, and removes a temp file left by an earlier attempt. */
 export async function writeSealFile(dir: string, file: string, bytes: Uint8Array): Promise<void> {
-  await writeDurably(dir, file, new Uint8Array(await gzipAsync(bytes)))
+  await writeDurably(dir, file, bytes)
   await rm(join(dir, `${file}.tmp`), { force: true })
 }

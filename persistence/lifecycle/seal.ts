@@ -29,12 +29,14 @@
  * A close lists every name once (a scan of every name's metadata: about
  * 10 us per name, seconds at a million names) unless the file on disk is
  * known to list the store as it was opened (key and file of the same
- * generation, closed): then the close starts from the file's list and reads
- * again only the names written since the open ({@link SealChanges}).
+ * generation, closed): then the close starts from the file's list, reads
+ * again only the names written since the open ({@link SealChanges}), and
+ * writes again only the chunks of the list those names fall in (the file
+ * holds its list in deflated chunks of 4,096 names, format/seal.ts).
  */
 import { ErrorCodes, isConcordError } from '../../crdt/errors.ts'
 import type { StoreContext } from '../context.ts'
-import { LOSSES_KEY, SEAL_KEY } from '../format/keys.ts'
+import { compareCodePoints, LOSSES_KEY, SEAL_KEY } from '../format/keys.ts'
 import {
   decodeLosses,
   decodeSealFile,
@@ -42,15 +44,20 @@ import {
   encodeLosses,
   encodeSealFile,
   encodeSealKey,
+  packChunks,
+  patchChunks,
   SEAL_FILE,
+  sealEntries,
   type Loss,
+  type SealChunk,
+  type SealEntry,
   type SealFile,
   type SealKey,
 } from '../format/seal.ts'
 import type { Names } from '../names/owner.ts'
 import type { WriteObserver } from '../pipeline/committer.ts'
 import type { Storage, StorageOperation } from '../storage/storage.ts'
-import { readSealFile, writeSealFile } from './seal-files.ts'
+import { deflateRaw, readSealFile, writeSealFile } from './seal-files.ts'
 
 export type { Loss } from '../format/seal.ts'
 
@@ -64,6 +71,15 @@ export async function readLosses(storage: Storage): Promise<Loss[]> {
 function tryDecode(bytes: Uint8Array | undefined, names: boolean): SealFile | undefined {
   try {
     return bytes === undefined ? undefined : decodeSealFile(bytes, { names })
+  } catch {
+    return undefined
+  }
+}
+
+/** Every entry of a decoded file, or undefined when a chunk does not decode. */
+function tryEntries(file: SealFile): SealEntry[] | undefined {
+  try {
+    return sealEntries(file)
   } catch {
     return undefined
   }
@@ -104,44 +120,50 @@ export class SealChanges implements WriteObserver {
   afterWrite(): void {}
 }
 
-/** Every stored name with its last seq (the log tail included), then the archived ones. */
-async function sealedNames(owner: Names): Promise<Array<{ name: string; lastSeq: number }>> {
-  const names: Array<{ name: string; lastSeq: number }> = []
-  for await (const meta of owner.metas()) names.push({ name: meta.name, lastSeq: meta.lastSeq })
-  for await (const marker of owner.markers()) names.push({ name: marker.name, lastSeq: marker.lastSeq })
-  return names
+/** Every stored name with its last seq (the log tail included) and every archived one, in key order, as chunks. */
+async function sealedNames(owner: Names): Promise<SealChunk[]> {
+  const stored: SealEntry[] = []
+  for await (const meta of owner.metas()) stored.push({ name: meta.name, lastSeq: meta.lastSeq })
+  const archived: SealEntry[] = []
+  for await (const marker of owner.markers()) archived.push({ name: marker.name, lastSeq: marker.lastSeq })
+  // Both listings are in key order: merged, not sorted.
+  const names: SealEntry[] = []
+  let at = 0
+  for (const entry of stored) {
+    while (at < archived.length && compareCodePoints(archived[at].name, entry.name) < 0) names.push(archived[at++])
+    names.push(entry)
+  }
+  while (at < archived.length) names.push(archived[at++])
+  return packChunks(names, undefined, deflateRaw)
 }
 
 /**
- * The names of the seal file of generation `changes.base` with the names
- * written since brought up to date: undefined when that file is gone or
- * another, or when so many names were written that listing all is cheaper.
+ * The chunks of the seal file of generation `changes.base` with the names
+ * written since brought up to date (only the chunks they fall in are
+ * written again): undefined when that file is gone or another, or when so
+ * many names were written that listing all is cheaper.
  */
-async function updatedNames(owner: Names, dir: string, changes: SealChanges): Promise<Array<{ name: string; lastSeq: number }> | undefined> {
+async function updatedNames(owner: Names, dir: string, changes: SealChanges): Promise<SealChunk[] | undefined> {
   const touched = changes.names
   if (changes.base === undefined || touched === undefined) return undefined
-  const bytes = await readSealFile(dir, SEAL_FILE)
-  const file = tryDecode(bytes, true)
+  const file = tryDecode(await readSealFile(dir, SEAL_FILE), true)
+  if (file === undefined || file.generation !== changes.base) return undefined
+  let count = 0
+  for (const chunk of file.chunks) count += chunk.count
   // One read per written name against a scan of every name: about five times the cost per name.
-  if (file === undefined || file.generation !== changes.base || touched.size * 5 > file.names.length) return undefined
+  if (touched.size * 5 > count) return undefined
   const held = new Map<string, number | undefined>()
   for (const name of touched) {
     // As the scan would list it: damaged metadata skipped; a failing read fails the close's seal (the file is then stale).
     const meta = await owner.meta(name, { stored: true }).catch(skipDamaged)
     held.set(name, meta !== undefined ? meta.lastSeq : (await owner.marker(name).catch(skipDamaged))?.lastSeq)
   }
-  // The file's entries kept as they are but the written ones (a lookup in the small map per entry, not a map of every name).
-  const names: Array<{ name: string; lastSeq: number }> = []
-  for (const entry of file.names) {
-    if (!held.has(entry.name)) names.push(entry)
-    else {
-      const lastSeq = held.get(entry.name)
-      held.delete(entry.name)
-      if (lastSeq !== undefined) names.push({ name: entry.name, lastSeq })
-    }
+  try {
+    return patchChunks(file.chunks, held, deflateRaw)
+  } catch {
+    // A chunk that does not decode (the file was damaged since the open): the full listing.
+    return undefined
   }
-  for (const [name, lastSeq] of held) if (lastSeq !== undefined) names.push({ name, lastSeq })
-  return names
 }
 
 /** What a listing skips as damaged (metadata or a marker that does not decode); anything else (an I/O error) is thrown. */
@@ -179,9 +201,11 @@ export async function checkSeal(context: StoreContext, owner: Names, dir: string
   const found: Loss[] = []
   // The file belongs to the folder, whoever opens it (a maintenance tool works under its own id).
   const sealed = file !== undefined && (key === undefined || key.generation < file.generation) ? tryDecode(fileBytes, true) : undefined
-  if (sealed !== undefined) {
+  // A chunk that does not decode makes the file say nothing, as a file that does not decode.
+  const entries = sealed !== undefined ? tryEntries(sealed) : undefined
+  if (sealed !== undefined && entries !== undefined) {
     const now = context.now()
-    for (const { name, lastSeq } of sealed.names) {
+    for (const { name, lastSeq } of entries) {
       if (lastSeq === 0) continue
       const held = await heldSeq(owner, name)
       if (held === undefined) found.push({ name, fromSeq: 1, toSeq: lastSeq, closedAt: sealed.closedAt, foundAt: now })
@@ -217,9 +241,9 @@ export async function checkSeal(context: StoreContext, owner: Names, dir: string
 export async function writeSeal(context: StoreContext, owner: Names, dir: string, changes?: SealChanges): Promise<void> {
   const key = await context.storage.get(SEAL_KEY)
   const generation = (key ? decodeSealKey(key).generation : 0) + 1
-  const names = (changes !== undefined ? await updatedNames(owner, dir, changes) : undefined) ?? (await sealedNames(owner))
+  const chunks = (changes !== undefined ? await updatedNames(owner, dir, changes) : undefined) ?? (await sealedNames(owner))
   await context.storage.batch([{ type: 'put', key: SEAL_KEY, value: encodeSealKey({ generation, closed: true }) }], { sync: true })
-  await writeSealFile(dir, SEAL_FILE, encodeSealFile({ agentId: context.agentId, generation, closedAt: context.now(), names }))
+  await writeSealFile(dir, SEAL_FILE, encodeSealFile({ agentId: context.agentId, generation, closedAt: context.now(), chunks }))
 }
 
 /** How `verify` states a loss, and what to do about it. */

@@ -14,7 +14,17 @@ import { cp, readdir, readFile, stat, truncate, writeFile } from 'node:fs/promis
 import { join } from 'node:path'
 import { it } from 'node:test'
 import type { ReplicaType } from '../../crdt/replica.ts'
-import { decodeSealFile, encodeSealFile, SEAL_FILE } from '../../persistence/format/seal.ts'
+import { gzipSync } from 'node:zlib'
+import {
+  decodeSealFile,
+  encodeSealFile,
+  encodeSealFileV1,
+  packChunks,
+  SEAL_CHUNK_NAMES,
+  SEAL_FILE,
+  sealEntries,
+  sortEntries,
+} from '../../persistence/format/seal.ts'
 import { openStore, type Store } from '../../persistence/index.ts'
 import { readSealFile, writeSealFile } from '../../persistence/lifecycle/seal-files.ts'
 import { Prng } from '../../transports/memory/prng.ts'
@@ -186,20 +196,56 @@ it('a folder written before the seal (test/persistence/fixtures/store-before-sea
   }
 })
 
-it('the seal file is written gzipped, and one written before (not gzipped) is read as it is', async () => {
+it('the seal file is written in deflated chunks; one of version 1 (gzipped, or as it was before) is read', async () => {
   const { dir, remove } = await tempDir('concord-seal-gz-')
   try {
-    const seal = encodeSealFile({ agentId: 'a', generation: 3, closedAt: 7, names: [{ name: 'doc-000001', lastSeq: 3 }] })
+    const header = { agentId: 'a', generation: 3, closedAt: 7 }
+    const names = [{ name: 'doc-000001', lastSeq: 3 }]
+    const seal = encodeSealFile({ ...header, chunks: packChunks(names) })
     await writeSealFile(dir, SEAL_FILE, seal)
     const written = new Uint8Array(await readFile(join(dir, SEAL_FILE)))
-    assert.deepEqual([written[0], written[1]], [0x1f, 0x8b])
+    assert.equal(written[0], 2, 'format version 2, not gzipped as a whole')
     assert.deepEqual(await readSealFile(dir, SEAL_FILE), seal)
-    assert.deepEqual(decodeSealFile((await readSealFile(dir, SEAL_FILE))!, { names: true }).names, [{ name: 'doc-000001', lastSeq: 3 }])
-    await writeFile(join(dir, SEAL_FILE), seal)
-    assert.deepEqual(await readSealFile(dir, SEAL_FILE), seal)
+    assert.deepEqual(sealEntries(decodeSealFile((await readSealFile(dir, SEAL_FILE))!)), names)
+    const v1 = encodeSealFileV1({ ...header, names })
+    for (const bytes of [gzipSync(v1), v1]) {
+      await writeFile(join(dir, SEAL_FILE), bytes)
+      const file = decodeSealFile((await readSealFile(dir, SEAL_FILE))!)
+      assert.deepEqual({ ...file, chunks: sealEntries(file) }, { ...header, chunks: names })
+      assert.equal(decodeSealFile((await readSealFile(dir, SEAL_FILE))!, { names: false }).generation, 3)
+    }
     // A damaged gzip stream reads as no seal (the seal then says nothing).
-    await writeFile(join(dir, SEAL_FILE), written.subarray(0, 12))
+    await writeFile(join(dir, SEAL_FILE), gzipSync(v1).subarray(0, 12))
     assert.equal(await readSealFile(dir, SEAL_FILE), undefined)
+  } finally {
+    await remove()
+  }
+})
+
+it('a close of a store of several chunks writes again only the chunks its written names fall in', async () => {
+  const { dir, remove } = await tempDir('concord-seal-chunks-')
+  try {
+    const count = 2 * SEAL_CHUNK_NAMES + 500
+    const name = (i: number): string => `task-${String(i).padStart(6, '0')}`
+    let store = await openStore({ dir, agentId: 'a', sweepMs: 0, durability: { mode: 'async', rpoMs: 100 } })
+    for (let start = 0; start < count; start += 1000) {
+      const asked = Array.from({ length: Math.min(1000, count - start) }, (_, k) => ({ name: name(start + k), type: 'pncounter' as const }))
+      for (const replica of await store.openMany(asked)) (replica as unknown as { increment(n: number): void }).increment(1)
+    }
+    await store.close()
+    const before = decodeSealFile((await readSealFile(dir, SEAL_FILE))!)
+    assert.equal(before.chunks.length, 3)
+    store = await openStore({ dir, agentId: 'a', sweepMs: 0 })
+    ;((await store.open(name(5000), 'pncounter')) as unknown as { increment(n: number): void }).increment(2)
+    await store.open('task-004999x', 'orset').then((replica) => (replica as unknown as { add(v: string): void }).add('new'))
+    await store.flush()
+    const truth = (await store.names()).map((n) => ({ name: n.name, lastSeq: n.lastSeq }))
+    await store.close()
+    const after = decodeSealFile((await readSealFile(dir, SEAL_FILE))!)
+    assert.deepEqual(sealEntries(after), sortEntries(truth))
+    const kept = after.chunks.filter((chunk) => before.chunks.some((old) => Buffer.from(old.packed).equals(chunk.packed)))
+    assert.equal(kept.length, 2, 'the chunks of the names not written are the same bytes')
+    assert.equal(after.chunks.length, 3)
   } finally {
     await remove()
   }
@@ -207,8 +253,8 @@ it('the seal file is written gzipped, and one written before (not gzipped) is re
 
 /** The names the seal file of `dir` lists, with their last seq. */
 async function sealedSeqs(dir: string): Promise<{ generation: number; names: Map<string, number> }> {
-  const file = decodeSealFile((await readSealFile(dir, SEAL_FILE))!, { names: true })
-  return { generation: file.generation, names: new Map(file.names.map((n) => [n.name, n.lastSeq])) }
+  const file = decodeSealFile((await readSealFile(dir, SEAL_FILE))!)
+  return { generation: file.generation, names: new Map(sealEntries(file).map((n) => [n.name, n.lastSeq])) }
 }
 
 it('a close after a clean open lists the names written since on top of the last seal, as a full listing would: created, changed, deleted, archived, brought back', async () => {
@@ -248,12 +294,9 @@ it('the close reads again only the names written since the open when the seal fi
     await writeAndClose(dir)
     // A name the file lists and the store does not hold: only a close that starts from the file keeps it.
     const withGhost = async (generation?: number): Promise<void> => {
-      const file = decodeSealFile((await readSealFile(dir, SEAL_FILE))!, { names: true })
-      await writeSealFile(
-        dir,
-        SEAL_FILE,
-        encodeSealFile({ ...file, generation: generation ?? file.generation, names: [...file.names, { name: 'ghost', lastSeq: 3 }] }),
-      )
+      const file = decodeSealFile((await readSealFile(dir, SEAL_FILE))!)
+      const chunks = packChunks(sortEntries([...sealEntries(file), { name: 'ghost', lastSeq: 3 }]))
+      await writeSealFile(dir, SEAL_FILE, encodeSealFile({ ...file, generation: generation ?? file.generation, chunks }))
     }
     let store = await open(dir)
     await withGhost()

@@ -70,6 +70,8 @@ export interface IntakeContext {
   readonly handle: (message: DecodedMessage) => Promise<void | { readonly settled: Promise<void> }>
   /** Handles a REFUSE at once, ahead of the inbox. */
   readonly handleNow: (message: DecodedMessage) => void
+  /** Handles `message` at once, ahead of the inbox, if the session takes it so (true), else it is queued. */
+  readonly handleAhead?: ((message: DecodedMessage) => boolean) | undefined
   /** Ends the session after a handler threw. */
   readonly fail: (reason: string) => void
   /** A frame of the remote passed the gates and decoded: the type of its message, or `chunk` for a part of one still arriving. */
@@ -186,6 +188,7 @@ export class Intake {
       this.context.handleNow(message)
       return
     }
+    if (this.context.handleAhead?.(message)) return
     const { ledger } = this.context
     const isCommit = message.type === 'delta' || message.type === 'transaction'
     if (isCommit) {

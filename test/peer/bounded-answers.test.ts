@@ -109,6 +109,47 @@ test('a first sync streams its answer: the receiver applies the first bundles wh
   }
 })
 
+test('acknowledgements are taken while the answer is computed: a receiver with a window of 2 applies more than 2 bundles before the sender read its last slice', async () => {
+  const dir = await tempDir('concord-bounded-window-')
+  const peers: Peer[] = []
+  try {
+    const NAMES = 2000
+    const seeded = await createPeer({ agentId: 'a', dir: join(dir.path, 'a'), ...options() })
+    for (let start = 0; start < NAMES; start += 500) {
+      const replicas = await seeded.openMany(Array.from({ length: 500 }, (_, k) => ({ name: nameOf(start + k), type: 'pncounter' as const })))
+      for (const [k, replica] of replicas.entries()) (replica as PNCounterReplica).increment(start + k + 1)
+    }
+    await seeded.close()
+    const a = await createPeer({ agentId: 'a', dir: join(dir.path, 'a'), ...options() })
+    peers.push(a)
+    let slicesRead = 0
+    const storedDeltas = a.store.storedDeltas.bind(a.store)
+    a.store.storedDeltas = async (wanted, ...rest) => {
+      // Slow enough that the receiver takes and acknowledges each bundle before the next slice.
+      await new Promise((resolve) => setTimeout(resolve, 5))
+      slicesRead++
+      return storedDeltas(wanted, ...rest)
+    }
+    const slices = Math.ceil(NAMES / SLICE_NAMES)
+    // The receiver lets 2 commits be in flight to it (ACKs every commit): the sender's window shuts after 2 bundles until an ACK is taken.
+    const b = await createPeer({ agentId: 'b', dir: join(dir.path, 'b'), ...options(), sync: { independent: true, window: 2, ackEvery: 1 } })
+    peers.push(b)
+    let bundlesBeforeLastSlice = 0
+    b.store.events.on('committed', ({ origin }) => {
+      if (origin !== undefined && slicesRead < slices) bundlesBeforeLastSlice++
+    })
+    await firstSync(a, b)
+    assert.equal(slicesRead, slices)
+    // Before, the ACKs waited behind the handler computing the answer: 2 bundles, then nothing until it ended.
+    assert.ok(bundlesBeforeLastSlice > 4, `${bundlesBeforeLastSlice} bundles applied before the last of ${slices} slices was read`)
+    assert.equal((await b.store.listNames()).length, NAMES)
+    for (const i of [0, 1234, NAMES - 1]) assert.equal((await b.counter(nameOf(i))).value(), i + 1)
+  } finally {
+    await Promise.all(peers.map((peer) => peer.close()))
+    await dir.remove()
+  }
+})
+
 test('a bundle boundary never splits a transaction: its names arrive in one unit, also after the sender restarted', async () => {
   const dir = await tempDir('concord-bounded-tx-')
   const peers: Peer[] = []

@@ -90,6 +90,8 @@ export class Peer extends PeerCore {
   listen(options?: ListenOptions): Promise<{ url: string; port: number }>
   async listen(options: ListenOptions | Libp2pListenOptions = {}): Promise<{ url: string; port: number } | Libp2pListening> {
     this.checkOpen()
+    // Remotes will list our names: the index loads meanwhile, not when the first one asks.
+    this.store.preloadNames()
     if ('libp2p' in options && options.libp2p !== undefined) {
       const extra = Object.keys(options).filter((key) => key !== 'libp2p' && key !== 'signal')
       if (extra.length > 0) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, `listen: give either libp2p or ${extra.join(', ')} (one transport per call)`)
@@ -144,6 +146,7 @@ export class Peer extends PeerCore {
    */
   async connect(url: string, options: ConnectOptions = {}): Promise<void> {
     this.checkOpen()
+    this.store.preloadNames()
     if (typeof url === 'string' && url.startsWith('/')) return this.libp2pLink().connect(url, options)
     return this.websocket.connect(url, options)
   }

@@ -325,6 +325,15 @@ export class Store {
     return this.owner.list(options)
   }
 
+  /**
+   * Starts loading the index of names ({@link listNames}) in the background
+   * if it is not loaded: a peer calls it when it listens or connects, so
+   * that its first sync does not wait for it. Never throws.
+   */
+  preloadNames(): void {
+    if (!this.context.closed) this.owner.preload()
+  }
+
   /** The type of `name` if {@link listNames} lists it now, known without reading storage once it listed the names; else undefined. */
   listedType(name: string): ReplicaType | undefined {
     return this.owner.listedType(name)

@@ -121,6 +121,7 @@ const lists = {
     'test/peer/many-names.test.ts',
     'test/peer/stored-answers.test.ts',
     'test/peer/bounded-answers.test.ts',
+    'test/peer/preload-names.test.ts',
     'test/peer/sim-convergence.test.ts',
     'test/peer/websocket-integration.test.ts',
     'test/peer/out-of-order-documents.test.ts',

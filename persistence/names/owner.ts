@@ -352,6 +352,7 @@ export class Names {
 
   /** Forgets every entry (on close: each is detached). */
   clear(): void {
+    this.preloading?.abort()
     for (const entry of this.cache.allLive()) entry.detach()
     this.cache.clear()
     this.readAhead.clear()
@@ -489,6 +490,27 @@ export class Names {
     for (const [name, type] of live) out.push({ name, type })
     return out
   }
+
+  /**
+   * Starts loading the index in the background, unless it is loaded or
+   * loading: a peer about to sync lists its names (a first sync waited
+   * ~15 us per name for it). A failure is left for the next {@link list}
+   * to meet again.
+   */
+  preload(): void {
+    if (this.index !== undefined || this.indexing !== undefined) return
+    // Stopped by clear() (the store closes): the load then rejects, and nobody waits for it.
+    const stop = (this.preloading = new AbortController())
+    const loading = this.loadIndex({ signal: stop.signal }).finally(() => {
+      if (this.indexing === loading) this.indexing = undefined
+      if (this.preloading === stop) this.preloading = undefined
+    })
+    this.indexing = loading
+    loading.catch(() => undefined)
+  }
+
+  /** Stops the index load {@link preload} started, if it runs. */
+  private preloading: AbortController | undefined
 
   private async loadIndex(options: SignalOptions): Promise<Map<string, ReplicaType>> {
     const index = new Map<string, ReplicaType>()

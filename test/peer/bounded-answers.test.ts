@@ -67,42 +67,49 @@ test('a first sync of 3,000 counters into an empty peer comes in bundles of at m
   }
 })
 
+const STREAMED_NAMES = 2000
+
+/** A sender of STREAMED_NAMES counters (name i holds i + 1) written, closed and opened again in `root`, whose storage reads take `delayMs` a slice. */
+async function restartedSender(root: string, delayMs: number): Promise<{ a: Peer; slicesRead: () => number }> {
+  const seeded = await createPeer({ agentId: 'a', dir: join(root, 'a'), ...options() })
+  for (let start = 0; start < STREAMED_NAMES; start += 500) {
+    const replicas = await seeded.openMany(Array.from({ length: 500 }, (_, k) => ({ name: nameOf(start + k), type: 'pncounter' as const })))
+    for (const [k, replica] of replicas.entries()) (replica as PNCounterReplica).increment(start + k + 1)
+  }
+  await seeded.close()
+  const a = await createPeer({ agentId: 'a', dir: join(root, 'a'), ...options() })
+  let read = 0
+  const storedDeltas = a.store.storedDeltas.bind(a.store)
+  a.store.storedDeltas = async (wanted, ...rest) => {
+    await new Promise((resolve) => setTimeout(resolve, delayMs))
+    read++
+    return storedDeltas(wanted, ...rest)
+  }
+  return { a, slicesRead: () => read }
+}
+
 test('a first sync streams its answer: the receiver applies the first bundles while the sender still reads the rest from storage', async () => {
   const dir = await tempDir('concord-bounded-stream-')
   const peers: Peer[] = []
   try {
-    const NAMES = 2000
-    const seeded = await createPeer({ agentId: 'a', dir: join(dir.path, 'a'), ...options() })
-    for (let start = 0; start < NAMES; start += 500) {
-      const replicas = await seeded.openMany(Array.from({ length: 500 }, (_, k) => ({ name: nameOf(start + k), type: 'pncounter' as const })))
-      for (const [k, replica] of replicas.entries()) (replica as PNCounterReplica).increment(start + k + 1)
-    }
-    await seeded.close()
     // Restarted: the answer is read from storage, a slice at a time (each slow here).
-    const a = await createPeer({ agentId: 'a', dir: join(dir.path, 'a'), ...options() })
+    const { a, slicesRead } = await restartedSender(dir.path, 2)
     peers.push(a)
-    let slicesRead = 0
-    const storedDeltas = a.store.storedDeltas.bind(a.store)
-    a.store.storedDeltas = async (wanted, ...rest) => {
-      await new Promise((resolve) => setTimeout(resolve, 2))
-      slicesRead++
-      return storedDeltas(wanted, ...rest)
-    }
     const b = await createPeer({ agentId: 'b', dir: join(dir.path, 'b'), ...options() })
     peers.push(b)
     let readWhenFirstApplied: number | undefined
     b.store.events.on('committed', ({ origin }) => {
-      if (origin !== undefined) readWhenFirstApplied ??= slicesRead
+      if (origin !== undefined) readWhenFirstApplied ??= slicesRead()
     })
     await firstSync(a, b)
-    const slices = Math.ceil(NAMES / SLICE_NAMES)
-    assert.equal(slicesRead, slices, 'the sender read every slice once')
+    const slices = Math.ceil(STREAMED_NAMES / SLICE_NAMES)
+    assert.equal(slicesRead(), slices, 'the sender read every slice once')
     assert.ok(
       readWhenFirstApplied !== undefined && readWhenFirstApplied < slices / 2,
       `the first bundle was applied after ${readWhenFirstApplied} of ${slices} slices were read`,
     )
-    assert.equal((await b.store.listNames()).length, NAMES)
-    for (const i of [0, 999, NAMES - 1]) assert.equal((await b.counter(nameOf(i))).value(), i + 1)
+    assert.equal((await b.store.listNames()).length, STREAMED_NAMES)
+    for (const i of [0, 999, STREAMED_NAMES - 1]) assert.equal((await b.counter(nameOf(i))).value(), i + 1)
   } finally {
     await Promise.all(peers.map((peer) => peer.close()))
     await dir.remove()
@@ -113,37 +120,23 @@ test('acknowledgements are taken while the answer is computed: a receiver with a
   const dir = await tempDir('concord-bounded-window-')
   const peers: Peer[] = []
   try {
-    const NAMES = 2000
-    const seeded = await createPeer({ agentId: 'a', dir: join(dir.path, 'a'), ...options() })
-    for (let start = 0; start < NAMES; start += 500) {
-      const replicas = await seeded.openMany(Array.from({ length: 500 }, (_, k) => ({ name: nameOf(start + k), type: 'pncounter' as const })))
-      for (const [k, replica] of replicas.entries()) (replica as PNCounterReplica).increment(start + k + 1)
-    }
-    await seeded.close()
-    const a = await createPeer({ agentId: 'a', dir: join(dir.path, 'a'), ...options() })
+    // Slow enough that the receiver takes and acknowledges each bundle before the next slice.
+    const { a, slicesRead } = await restartedSender(dir.path, 5)
     peers.push(a)
-    let slicesRead = 0
-    const storedDeltas = a.store.storedDeltas.bind(a.store)
-    a.store.storedDeltas = async (wanted, ...rest) => {
-      // Slow enough that the receiver takes and acknowledges each bundle before the next slice.
-      await new Promise((resolve) => setTimeout(resolve, 5))
-      slicesRead++
-      return storedDeltas(wanted, ...rest)
-    }
-    const slices = Math.ceil(NAMES / SLICE_NAMES)
+    const slices = Math.ceil(STREAMED_NAMES / SLICE_NAMES)
     // The receiver lets 2 commits be in flight to it (ACKs every commit): the sender's window shuts after 2 bundles until an ACK is taken.
     const b = await createPeer({ agentId: 'b', dir: join(dir.path, 'b'), ...options(), sync: { independent: true, window: 2, ackEvery: 1 } })
     peers.push(b)
     let bundlesBeforeLastSlice = 0
     b.store.events.on('committed', ({ origin }) => {
-      if (origin !== undefined && slicesRead < slices) bundlesBeforeLastSlice++
+      if (origin !== undefined && slicesRead() < slices) bundlesBeforeLastSlice++
     })
     await firstSync(a, b)
-    assert.equal(slicesRead, slices)
+    assert.equal(slicesRead(), slices)
     // Before, the ACKs waited behind the handler computing the answer: 2 bundles, then nothing until it ended.
     assert.ok(bundlesBeforeLastSlice > 4, `${bundlesBeforeLastSlice} bundles applied before the last of ${slices} slices was read`)
-    assert.equal((await b.store.listNames()).length, NAMES)
-    for (const i of [0, 1234, NAMES - 1]) assert.equal((await b.counter(nameOf(i))).value(), i + 1)
+    assert.equal((await b.store.listNames()).length, STREAMED_NAMES)
+    for (const i of [0, 1234, STREAMED_NAMES - 1]) assert.equal((await b.counter(nameOf(i))).value(), i + 1)
   } finally {
     await Promise.all(peers.map((peer) => peer.close()))
     await dir.remove()

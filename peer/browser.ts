@@ -151,6 +151,8 @@ export class BrowserPeer extends PeerCore {
    */
   async connect(url: string, options: BrowserConnectOptions = {}): Promise<void> {
     this.checkOpen()
+    // As Peer.connect: the index of names loads meanwhile, not when the remote first lists them.
+    this.store.preloadNames()
     return this.dialer.connect(url, options, () => {
       const maxFrame = this.options.maxFrameBytes ?? 1 << 20
       this.transport ??= new BrowserWebSocketTransport({

@@ -473,11 +473,7 @@ export class Names {
    * it); one only opened in memory, with nothing to write yet, is not.
    */
   async list(options: SignalOptions = {}): Promise<Array<{ readonly name: string; readonly type: ReplicaType }>> {
-    const index =
-      this.index ??
-      (await (this.indexing ??= this.loadIndex(options).finally(() => {
-        this.indexing = undefined
-      })))
+    const index = this.index ?? (await (this.indexing ?? this.startIndexing(options.signal)))
     // The names in memory (a few) over the index (every name), without a copy of the index: ~50 MiB at a million names.
     const live = new Map<string, ReplicaType>()
     for (const entry of this.cache.allLive()) if (!entry.state.unborn || entry.state.pending > 0) live.set(entry.name, entry.type)
@@ -501,16 +497,24 @@ export class Names {
     if (this.index !== undefined || this.indexing !== undefined) return
     // Stopped by clear() (the store closes): the load then rejects, and nobody waits for it.
     const stop = (this.preloading = new AbortController())
-    const loading = this.loadIndex({ signal: stop.signal }).finally(() => {
-      if (this.indexing === loading) this.indexing = undefined
-      if (this.preloading === stop) this.preloading = undefined
-    })
-    this.indexing = loading
-    loading.catch(() => undefined)
+    this.startIndexing(stop.signal)
+      .finally(() => {
+        if (this.preloading === stop) this.preloading = undefined
+      })
+      .catch(() => undefined)
   }
 
   /** Stops the index load {@link preload} started, if it runs. */
   private preloading: AbortController | undefined
+
+  /** Loads the index (shared by every caller until it settles: {@link indexing}). */
+  private startIndexing(signal: AbortSignal | undefined): Promise<Map<string, ReplicaType>> {
+    const loading = this.loadIndex({ signal }).finally(() => {
+      if (this.indexing === loading) this.indexing = undefined
+    })
+    this.indexing = loading
+    return loading
+  }
 
   private async loadIndex(options: SignalOptions): Promise<Map<string, ReplicaType>> {
     const index = new Map<string, ReplicaType>()

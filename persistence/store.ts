@@ -534,7 +534,8 @@ export class Store {
     const missing: number[] = []
     for (const [at, item] of deltas.entries()) {
       try {
-        const entry = this.owner.use(item.name, item.type)
+        // A name the index knows is absent (a first sync's) is made at once, without a hydration of its own.
+        const entry = item.type === undefined ? this.owner.use(item.name) : this.owner.useOrCreateAbsent(item.name, item.type, { signal })
         entries.push(entry)
         if (!entry) missing.push(at)
       } catch (error) {

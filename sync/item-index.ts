@@ -10,10 +10,12 @@
  * without a report (`volatile`: the ones it holds in memory), and merges
  * them into the sorted columns in O(n + k log k). Snapshots are immutable
  * ({@link ItemSet}): a reconciliation keeps its own while the index moves
- * on. Between snapshots, once the touched names reach a sixteenth of the
- * set, those whose digest the host knows without reading are merged at
- * once, so that a stream of changes (a first sync of 100,000 names) does
- * not leave them all for the next reconnect.
+ * on. Between snapshots, once the touched names reach half the set, those
+ * whose digest the host knows without reading are merged at once, so that
+ * a stream of changes (a first sync of 100,000 names) does not leave them
+ * all for the next reconnect; a merge copies the whole set, so a set that
+ * grows by a stream is copied about three times in all (at a sixteenth it
+ * was seventeen: ~1 KB of garbage per name of a first sync).
  */
 import { stateDigest } from '../crdt/state-digest.ts'
 import { ErrorCodes, isConcordError } from '../crdt/errors.ts'
@@ -40,7 +42,7 @@ export interface ItemSource {
   yieldTurn?(): Promise<void>
 }
 
-/** Touched names from which they are merged between snapshots: at least this many, and a sixteenth of the set. */
+/** Touched names from which they are merged between snapshots: at least this many, and half the set. */
 const EAGER_MIN = 256
 /** Names held at a time while digests are read. */
 const SLICE_NAMES = 64
@@ -166,6 +168,8 @@ export class ItemIndex {
   fullBuilds = 0
   /** Names read again (touched or volatile) by snapshots and eager merges. */
   reread = 0
+  /** Merges between snapshots (each copies the whole set), for statistics and tests. */
+  eagerMerges = 0
 
   constructor(private readonly source: ItemSource) {}
 
@@ -174,7 +178,7 @@ export class ItemIndex {
     // Before the first snapshot nothing is kept: it lists every name.
     if (this.current === undefined && !this.running) return
     this.touched.add(name)
-    if (!this.eagerQueued && !this.running && this.current && this.touched.size >= Math.max(EAGER_MIN, this.current.size >> 4, this.eagerAt)) {
+    if (!this.eagerQueued && !this.running && this.current && this.touched.size >= Math.max(EAGER_MIN, this.current.size >> 1, this.eagerAt)) {
       // After the host's event is done (its state settled), not inside it.
       this.eagerQueued = true
       queueMicrotask(() => {
@@ -255,7 +259,10 @@ export class ItemIndex {
       if (digest) changes.set(name, itemOf(name, type, digest))
     }
     for (const name of changes.keys()) this.touched.delete(name)
-    if (changes.size > 0) this.current = mergeItems(current, sortedChanges(changes))
+    if (changes.size > 0) {
+      this.eagerMerges++
+      this.current = mergeItems(current, sortedChanges(changes))
+    }
     this.eagerAt = this.touched.size * 2
   }
 }

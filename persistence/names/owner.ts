@@ -194,12 +194,22 @@ export class Names {
     const out: Array<NameEntry | Promise<NameEntry>> = []
     for (const { name, type } of names) {
       try {
-        out.push(this.use(name, type) ?? this.createAbsent(name, type, options) ?? this.entry(name, type, options, true))
+        out.push(this.useOrCreateAbsent(name, type, options) ?? this.entry(name, type, options, true))
       } catch (error) {
         out.push(Promise.reject(error))
       }
     }
     return Promise.all(out)
+  }
+
+  /**
+   * The entry of `name` if hydrated (as {@link use}), or a new one made at
+   * once when the name is known to be absent and nothing hydrates it
+   * (stored by the first batch that writes it); else undefined: the caller
+   * hydrates it with {@link entry}.
+   */
+  useOrCreateAbsent(name: string, type: ReplicaType, options: NameOptions = {}): NameEntry | undefined {
+    return this.use(name, type) ?? this.createAbsent(name, type, options)
   }
 
   /** A new entry of `name`, made at once when the name is known to be absent and nothing hydrates it; else undefined. */

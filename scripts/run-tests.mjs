@@ -68,6 +68,7 @@ const lists = {
     'test/persistence/names.test.ts',
     'test/persistence/seal.test.ts',
     'test/persistence/seal-format.test.ts',
+    'test/persistence/key-codec.test.ts',
     'test/persistence/digest-table.test.ts',
     'test/persistence/digest.test.ts',
     // history (issue 16)

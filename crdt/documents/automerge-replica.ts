@@ -403,11 +403,13 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
     checkAutomergeDeltaSize(chunks, limits)
     const parsed = options.strict === true ? this.parseStrictly(chunks) : undefined
     let applied = false
+    const replica = this
+    // A method, not an arrow (see CausalReplica.prepareDelta).
     return {
-      apply: (origin) => {
+      apply(origin) {
         if (applied) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'a prepared delta is applied once')
         applied = true
-        return this.applyChunks(delta, chunks, origin, parsed)
+        return replica.applyChunks(delta, chunks, origin, parsed)
       },
     }
   }

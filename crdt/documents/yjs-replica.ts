@@ -367,18 +367,20 @@ export class YjsReplica implements Replica {
     if (options.strict === true) this.checkNoTransaction()
     const at = this.transactions
     let applied = false
+    const replica = this
+    // A method, not an arrow (see CausalReplica.prepareDelta).
     return {
-      apply: (origin) => {
+      apply(origin) {
         if (applied) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'a prepared delta is applied once')
         applied = true
-        if (this.transactions !== at) {
+        if (replica.transactions !== at) {
           dependencies.reset()
           validateYjsUpdate(delta, limits, dependencies)
         }
         try {
-          return this.integrate(delta, origin, dependencies)
+          return replica.integrate(delta, origin, dependencies)
         } finally {
-          this.spareDependencies ??= dependencies
+          replica.spareDependencies ??= dependencies
         }
       },
     }

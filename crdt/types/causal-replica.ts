@@ -154,11 +154,13 @@ export class CausalReplica<S extends DotStore = DotStore> implements Replica {
   prepareDelta(delta: Uint8Array, _options?: PrepareOptions): PreparedDelta {
     const state = this.decodeDelta(delta)
     let applied = false
+    const replica = this
+    // A method, not an arrow: under tsx (esbuild keepNames) an arrow named by its property costs a defineProperty per call.
     return {
-      apply: (origin) => {
+      apply(origin) {
         if (applied) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'a prepared delta is applied once')
         applied = true
-        return this.joinRemote(state, delta, origin)
+        return replica.joinRemote(state, delta, origin)
       },
     }
   }

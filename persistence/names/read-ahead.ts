@@ -107,26 +107,34 @@ export class ReadAhead {
 
   /** Reads for the hydration of `name`: its checkpoints and log, from a scan where one holds them. */
   reader(name: string): NameReader {
+    const readAhead = this
+    // Methods, not arrows: under tsx (esbuild keepNames) an arrow named by its property costs a defineProperty per hydration.
     return {
-      get: async (key: StorageKey, options?: SignalOptions) => {
-        if (key.length === 3 && key[0] === 'c' && key[1] === name) {
-          let held = this.checkpoints.get(name)
-          if (held === undefined && this.sequential) {
-            await this.scan('c', name, options?.signal)
-            held = this.checkpoints.get(name)
-          }
-          const value = held?.get(key[2])
-          if (value !== undefined) {
-            held!.delete(key[2])
-            if (held!.size === 0) this.checkpoints.delete(name)
-            this.hits++
-            return value
-          }
-        }
-        return this.storage.get(key, options)
+      get(key: StorageKey, options?: SignalOptions) {
+        return readAhead.checkpoint(name, key, options)
       },
-      iterate: (range: RangeOptions) => this.log(name, range),
+      iterate(range: RangeOptions) {
+        return readAhead.log(name, range)
+      },
     }
+  }
+
+  private async checkpoint(name: string, key: StorageKey, options: SignalOptions | undefined): Promise<Uint8Array | undefined> {
+    if (key.length === 3 && key[0] === 'c' && key[1] === name) {
+      let held = this.checkpoints.get(name)
+      if (held === undefined && this.sequential) {
+        await this.scan('c', name, options?.signal)
+        held = this.checkpoints.get(name)
+      }
+      const value = held?.get(key[2])
+      if (value !== undefined) {
+        held!.delete(key[2])
+        if (held!.size === 0) this.checkpoints.delete(name)
+        this.hits++
+        return value
+      }
+    }
+    return this.storage.get(key, options)
   }
 
   private async *log(name: string, range: RangeOptions): AsyncIterable<StorageEntry> {

@@ -68,7 +68,10 @@ export async function storedDelta(
       allowTornTail: false,
       merge: context.replayMergerOf(type),
       signal: options.signal,
-      create: (snapshot) => (merge !== undefined && snapshot === undefined ? new MergedRecords() : context.detachedReplica(type, snapshot)),
+      // A method, not an arrow: under tsx (esbuild keepNames) an arrow named by its property costs a defineProperty per name.
+      create(snapshot) {
+        return merge !== undefined && snapshot === undefined ? new MergedRecords() : context.detachedReplica(type, snapshot)
+      },
     })
     const target = rebuilt.replica
     if (target instanceof MergedRecords) {

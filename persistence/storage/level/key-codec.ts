@@ -80,8 +80,37 @@ export function encodeKey(key: StorageKey): Uint8Array {
   return Uint8Array.from(parts)
 }
 
+/** Longest ASCII segment decoded char by char (longer ones go through the TextDecoder). */
+const SHORT_SEGMENT = 64
+
 /** Decodes bytes written by {@link encodeKey}. */
 export function decodeKey(bytes: Uint8Array): string[] {
+  // Fast path: no escapes (every key the store writes but names with U+0000 or U+0001), each segment read from
+  // the bytes in place; a short ASCII one char by char (a TextDecoder call costs more than such a segment).
+  const segments: string[] = []
+  let start = 0
+  let ascii = true
+  for (let i = 0; i < bytes.length; i++) {
+    const byte = bytes[i]
+    if (byte === 0x00) {
+      segments.push(ascii && i - start <= SHORT_SEGMENT ? asciiSegment(bytes, start, i) : textDecoder.decode(bytes.subarray(start, i)))
+      start = i + 1
+      ascii = true
+    } else if (byte === 0x01) return decodeEscapedKey(bytes)
+    else if (byte >= 0x80) ascii = false
+  }
+  if (start < bytes.length) throw new DecodeError('storage key: unterminated segment')
+  return segments
+}
+
+function asciiSegment(bytes: Uint8Array, start: number, end: number): string {
+  let out = ''
+  for (let i = start; i < end; i++) out += String.fromCharCode(bytes[i])
+  return out
+}
+
+/** {@link decodeKey} of a key with escaped bytes. */
+function decodeEscapedKey(bytes: Uint8Array): string[] {
   const segments: string[] = []
   let current: number[] = []
   for (let i = 0; i < bytes.length; i++) {

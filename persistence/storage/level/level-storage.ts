@@ -227,14 +227,25 @@ export class LevelStorage implements Storage {
   }
 
   async *iterate(range: RangeOptions): AsyncIterable<StorageEntry> {
-    for await (const [key, value] of this.scan(range, true)) yield { key, value: value! }
+    for await (const page of this.pages(range, true)) {
+      for (const [key, value] of page) yield { key: decodeKey(key!), value: toView(value!) }
+    }
   }
 
   async *keys(range: RangeOptions): AsyncIterable<StorageKey> {
-    for await (const [key] of this.scan(range, false)) yield key
+    for await (const page of this.pages(range, false)) {
+      for (const [key] of page) yield decodeKey(key!)
+    }
   }
 
-  private async *scan(range: RangeOptions, values: boolean): AsyncGenerator<[string[], Uint8Array | undefined]> {
+  /**
+   * The range's entries as LevelDB hands them out, a page (up to
+   * {@link PAGE} entries) at a time: {@link iterate} and {@link keys} yield
+   * from the pages themselves, one async generator per entry rather than
+   * two (each level costs a promise and a result object per entry: a
+   * third of the allocations of a first sync's sender).
+   */
+  private async *pages(range: RangeOptions, values: boolean): AsyncGenerator<Array<[Uint8Array | undefined, Uint8Array | undefined]>> {
     this.check('iterate', range.signal)
     await this.readable('iterate')
     const limit = range.limit ?? -1
@@ -258,9 +269,7 @@ export class LevelStorage implements Storage {
         }
         if (page.length === 0) return
         left -= page.length
-        for (const [key, value] of page) {
-          yield [decodeKey(key!), value === undefined ? undefined : toView(value)]
-        }
+        yield page
       }
     } finally {
       await iterator.close().catch(() => undefined)

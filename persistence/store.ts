@@ -16,12 +16,10 @@
  *
  * See FORMAT.md for the key layout and value formats.
  */
-import { isWellFormed } from '../crdt/codec.ts'
 import type { WaitingStats } from '../crdt/documents/waiting-room.ts'
 import type { Emitter, Unsubscribe } from '../crdt/emitter.ts'
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
-import { type EncodedProvenance, encodeProvenance } from '../crdt/provenance.ts'
-import { checkSignatureShape, type RecordSignature } from '../crdt/signature.ts'
+import { encodeProvenance } from '../crdt/provenance.ts'
 import type { HlcTimestamp, HybridClock } from '../crdt/hlc.ts'
 import type { Replica, ReplicaType } from '../crdt/replica.ts'
 import { agentId as brandAgentId, type AgentId } from '../crdt/agent-id.ts'
@@ -41,7 +39,7 @@ import { Lifecycle } from './lifecycle/lifecycle.ts'
 import type { RetentionReport } from './lifecycle/log-archive.ts'
 import { LevelStorage } from './storage/level/level-storage.ts'
 import { acceptLoss, checkSeal, readLosses, SealChanges, writeSeal, type Loss } from './lifecycle/seal.ts'
-import type { NameEntry } from './names/entry.ts'
+import { checkName } from './names/check-name.ts'
 import { Names, type NameLease } from './names/owner.ts'
 import { storedDeltas, type StoredWanted } from './names/stored-state.ts'
 import { checkRetention, type NameOptions, type ReplicaCreator, type StoreOptions } from './options.ts'
@@ -62,6 +60,7 @@ import type {
 } from './store-types.ts'
 import { afterThisTurn } from './turn.ts'
 import { checkpointUnit } from './writes/checkpoints.ts'
+import { RemoteCommits, type RemoteCommitOptions, type RemoteDelta } from './writes/remote-commit.ts'
 import { Writes } from './writes/writes.ts'
 
 export type { Loss } from './lifecycle/seal.ts'
@@ -74,17 +73,6 @@ export type * from './store-types.ts'
  * made of records": an answer never waits long for the disk).
  */
 export const RECORDS_WRITE_WAIT_MS = 250
-
-/**
- * Throws `CONCORD_INVALID_ARGUMENT` unless `name` is a non-empty string of
- * at most 1024 characters that is well-formed Unicode: a lone surrogate
- * would not survive UTF-8 (`'x\uD800'` and `'x\uDBFF'` would share a key).
- */
-function checkName(name: unknown): asserts name is string {
-  if (typeof name !== 'string' || name.length === 0 || name.length > 1024 || !isWellFormed(name)) {
-    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'a name must be a non-empty, well-formed (no lone surrogate) string of at most 1024 characters')
-  }
-}
 
 /** Opens a store (see {@link StoreOptions}). */
 export async function openStore(options: StoreOptions): Promise<Store> {
@@ -132,18 +120,6 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   }
 }
 
-/** The author's time of a change made elsewhere: an HLC of safe integers, or undefined. */
-function checkAuthored(hlc: HlcTimestamp | undefined): HlcTimestamp | undefined {
-  if (hlc === undefined) return undefined
-  if (!Number.isSafeInteger(hlc?.wall) || hlc.wall < 0 || !Number.isSafeInteger(hlc.logical) || hlc.logical < 0) {
-    throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'authored must be an HLC { wall, logical } of non-negative integers')
-  }
-  return { wall: hlc.wall, logical: hlc.logical }
-}
-
-/** Names of one commit hydrated at a time (their storage reads overlap). */
-const COMMIT_HYDRATIONS = 32
-
 /**
  * A clean close compacts a LevelDB folder of at most `maxBytes` whose logs
  * hold at least `minLogBytes` and an eighth of it (LevelStorage.compactIfSmall):
@@ -181,6 +157,7 @@ export class Store {
   private readonly context: StoreContext
   private readonly owner: Names
   private readonly writes: Writes
+  private readonly remoteCommits: RemoteCommits
   private readonly timeTravel: TimeTravel
   private readonly queries: Queries
   private readonly archival: Archival
@@ -214,6 +191,7 @@ export class Store {
     this.context = context
     this.owner = owner
     this.writes = writes
+    this.remoteCommits = new RemoteCommits(context, owner, writes)
     this.archival = archival
     this.timeTravel = new TimeTravel(context, owner, writes)
     this.queries = new Queries(context, owner, this.timeTravel)
@@ -435,39 +413,9 @@ export class Store {
    * unit where the deltas come from (an anti-entropy bundle of unrelated
    * names), so they are not marked as joint (names/joint-names.ts).
    */
-  async commit(
-    deltas: ReadonlyArray<{ name: string; delta: Uint8Array; type?: ReplicaType; signature?: RecordSignature | undefined }>,
-    options: { origin?: unknown; applied?: () => void; authored?: HlcTimestamp; claimed?: boolean; independent?: boolean } & ChangeProvenance &
-      SignalOptions = {},
-  ): Promise<ApplyResult[]> {
+  async commit(deltas: readonly RemoteDelta[], options: RemoteCommitOptions = {}): Promise<ApplyResult[]> {
     this.context.checkOpen()
-    throwIfAborted(options.signal)
-    const provenance = { ...encodeProvenance(options), authored: checkAuthored(options.authored) }
-    for (const item of deltas) {
-      checkName(item.name)
-      if (!(item.delta instanceof Uint8Array)) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'a delta must be a Uint8Array')
-      if (item.signature !== undefined) {
-        try {
-          checkSignatureShape(item.signature)
-        } catch (error) {
-          throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, (error as Error).message)
-        }
-      }
-    }
-    for (;;) {
-      // Every name hydrated: applied in this turn, as it was called (a local change made right after goes after it).
-      const entries = this.hydratedEntries(deltas) ?? (await this.entriesOf(deltas, options.signal))
-      // An entry dropped while others hydrated (a concurrent commit refused it) is hydrated again.
-      if (entries.every((entry) => !entry.detached)) {
-        try {
-          this.checkSignatures(entries, deltas, provenance, options.claimed === true)
-        } catch (error) {
-          this.owner.forgetUnstored(entries)
-          throw error
-        }
-        return this.writes.commit(entries, deltas, { origin: options.origin, applied: options.applied, independent: options.independent, ...provenance })
-      }
-    }
+    return this.remoteCommits.commit(deltas, options)
   }
 
   /**
@@ -477,95 +425,6 @@ export class Store {
    */
   authorKeyOf(agent: string): Uint8Array | undefined {
     return this.context.signatures.boundKey(agent)
-  }
-
-  /**
-   * Checks the signatures of a commit's deltas before any is applied
-   * (persistence/signing.ts): each must verify as the change's author's,
-   * and when the caller `claimed` the author on a sender's word, an author
-   * whose key is known must have signed. `CONCORD_BAD_SIGNATURE` otherwise.
-   */
-  private checkSignatures(
-    entries: readonly NameEntry[],
-    deltas: ReadonlyArray<{ name: string; delta: Uint8Array; signature?: RecordSignature | undefined }>,
-    provenance: EncodedProvenance & { authored?: HlcTimestamp | undefined },
-    claimed: boolean,
-  ): void {
-    const agent = provenance.agent ?? this.context.agentId
-    for (const [i, item] of deltas.entries()) {
-      if (item.signature === undefined && !claimed) continue
-      const authored = provenance.authored
-      if (item.signature !== undefined && authored === undefined) {
-        throw new ConcordError(ErrorCodes.BAD_SIGNATURE, `"${item.name}": a signed change needs the time its author made it (authored)`)
-      }
-      const fields = {
-        name: item.name,
-        type: entries[i].type,
-        agent,
-        authored: authored ?? { wall: 0, logical: 0 },
-        message: provenance.message,
-        metaJson: provenance.metaJson,
-      }
-      this.context.signatures.check(fields, item.delta, item.signature, claimed)
-    }
-  }
-
-  /** The entries of a commit's names when every one is hydrated (a type mismatch throws), else undefined. */
-  private hydratedEntries(deltas: ReadonlyArray<{ name: string; type?: ReplicaType }>): NameEntry[] | undefined {
-    const entries: NameEntry[] = []
-    for (const item of deltas) {
-      const entry = this.owner.use(item.name, item.type)
-      if (!entry) return undefined
-      entries.push(entry)
-    }
-    return entries
-  }
-
-  /**
-   * The entries of a commit's names, in order: hydrated ones at once, the
-   * others hydrated (or created in memory, stored with the commit's batch)
-   * {@link COMMIT_HYDRATIONS} at a time rather than one after the other. On
-   * a failure (a type mismatch, a damaged name) nothing is applied and no
-   * name it created is left behind; the first failure in order is thrown.
-   */
-  private async entriesOf(deltas: ReadonlyArray<{ name: string; type?: ReplicaType }>, signal: AbortSignal | undefined): Promise<NameEntry[]> {
-    const entries: Array<NameEntry | undefined> = []
-    const failures: Array<{ at: number; error: unknown }> = []
-    const missing: number[] = []
-    for (const [at, item] of deltas.entries()) {
-      try {
-        // A name the index knows is absent (a first sync's) is made at once, without a hydration of its own.
-        const entry = item.type === undefined ? this.owner.use(item.name) : this.owner.useOrCreateAbsent(item.name, item.type, { signal })
-        entries.push(entry)
-        if (!entry) missing.push(at)
-      } catch (error) {
-        entries.push(undefined)
-        failures.push({ at, error })
-        break
-      }
-    }
-    if (failures.length === 0) {
-      let next = 0
-      const worker = async (): Promise<void> => {
-        while (next < missing.length && failures.length === 0) {
-          const at = missing[next++]
-          const item = deltas[at]
-          try {
-            entries[at] = await this.owner.entry(item.name, item.type, { signal }, true)
-          } catch (error) {
-            failures.push({ at, error })
-          }
-        }
-      }
-      await Promise.all(Array.from({ length: Math.min(COMMIT_HYDRATIONS, missing.length) }, worker))
-    }
-    const held = entries.filter((entry): entry is NameEntry => entry !== undefined)
-    if (failures.length > 0) {
-      // Refused before anything applied: no name it created is left behind.
-      this.owner.forgetUnstored(held)
-      throw failures.reduce((first, failure) => (failure.at < first.at ? failure : first)).error
-    }
-    return held
   }
 
   /**

@@ -22,6 +22,7 @@ export {
 } from './store.ts'
 export type { StoreOptions, NameOptions, Durability, Retention, CheckpointPolicy, Schema, Migration, ReplicaCreator, DeltaMerger } from './options.ts'
 export type { CommitTimers } from './pipeline/committer.ts'
+export type { RemoteDelta, RemoteCommitOptions } from './writes/remote-commit.ts'
 export type { RepairReport } from './history/repair.ts'
 export type { RetentionReport } from './lifecycle/log-archive.ts'
 export type { HistoryQuery, HistoryPage, DiffReport, ChangeAuthor } from './history/queries.ts'

@@ -242,8 +242,7 @@ export class LevelStorage implements Storage {
    * The range's entries as LevelDB hands them out, a page (up to
    * {@link PAGE} entries) at a time: {@link iterate} and {@link keys} yield
    * from the pages themselves, one async generator per entry rather than
-   * two (each level costs a promise and a result object per entry: a
-   * third of the allocations of a first sync's sender).
+   * two (each level costs promises and a result object per entry).
    */
   private async *pages(range: RangeOptions, values: boolean): AsyncGenerator<Array<[Uint8Array | undefined, Uint8Array | undefined]>> {
     this.check('iterate', range.signal)

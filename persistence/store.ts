@@ -38,7 +38,8 @@ import { Archival } from './lifecycle/archival.ts'
 import { Lifecycle } from './lifecycle/lifecycle.ts'
 import type { RetentionReport } from './lifecycle/log-archive.ts'
 import { LevelStorage } from './storage/level/level-storage.ts'
-import { acceptLoss, checkSeal, readLosses, SealChanges, writeSeal, type Loss } from './lifecycle/seal.ts'
+import { acceptLoss, readLosses, type Loss } from './lifecycle/seal.ts'
+import { StoreSeal } from './lifecycle/store-seal.ts'
 import { checkName } from './names/check-name.ts'
 import { Names, type NameLease } from './names/owner.ts'
 import { storedDeltas, type StoredWanted } from './names/stored-state.ts'
@@ -58,7 +59,6 @@ import type {
   StoreEvents,
   VerifyReport,
 } from './store-types.ts'
-import { afterThisTurn } from './turn.ts'
 import { checkpointUnit } from './writes/checkpoints.ts'
 import { RemoteCommits, type RemoteCommitOptions, type RemoteDelta } from './writes/remote-commit.ts'
 import { Writes } from './writes/writes.ts'
@@ -163,10 +163,7 @@ export class Store {
   private readonly archival: Archival
   private readonly lifecycle: Lifecycle
   private closing: Promise<void> | undefined
-  /** Only a store whose seal was checked writes one on close: else it could cover up a loss not yet recorded. */
-  private sealChecked = false
-  /** The names written since the open, for the seal of the close (persistence/lifecycle/seal.ts). */
-  private readonly sealChanges = new SealChanges()
+  private readonly seal: StoreSeal
 
   /** @internal use {@link openStore}. */
   constructor(
@@ -180,7 +177,6 @@ export class Store {
   ) {
     // The modules, each given what it uses (the closures call modules made just below).
     const context = new StoreContext(storage, agentId, createReplica, options, (error, states) => writes.rollBack(error, states))
-    context.committer.observeWrites(this.sealChanges)
     const owner = new Names(context, {
       attach: (entry) => writes.attach(entry),
       migrate: (entry, schema) => writes.migrate(entry, schema),
@@ -192,6 +188,8 @@ export class Store {
     this.owner = owner
     this.writes = writes
     this.remoteCommits = new RemoteCommits(context, owner, writes)
+    // The folder of a store on disk that opened its own storage: where its seal lives.
+    this.seal = new StoreSeal(context, owner, ownsStorage ? options.dir : undefined)
     this.archival = archival
     this.timeTravel = new TimeTravel(context, owner, writes)
     this.queries = new Queries(context, owner, this.timeTravel)
@@ -205,33 +203,9 @@ export class Store {
 
   // ---------------------------------------------------------------- opening
 
-  /** The folder of a store on disk that opened its own storage: where its seal lives. */
-  private get sealDir(): string | undefined {
-    return this.ownsStorage ? this.context.options.dir : undefined
-  }
-
   /** @internal on open: compares the seal with what LevelDB holds (persistence/lifecycle/seal.ts). */
   async checkSeal(): Promise<void> {
-    const dir = this.sealDir
-    if (dir === undefined) return
-    const found = await checkSeal(this.context, this.owner, dir, this.sealChanges)
-    this.sealChecked = true
-    if (found.length === 0) return
-    this.losses.push(...found)
-    // Reported once the caller holds the store (it subscribes right after open resolves).
-    afterThisTurn(() => {
-      for (const loss of found) {
-        this.events.emit('lost', loss)
-        const what = loss.fromSeq === 1 ? 'the whole name is missing' : `records ${loss.fromSeq}..${loss.toSeq} are missing`
-        this.events.emit('error', {
-          name: loss.name,
-          error: new ConcordError(
-            ErrorCodes.CORRUPT_RECORD,
-            `"${loss.name}": ${what}, although they were written before the last clean close (LevelDB lost the end of its log); peers resend what they hold, or restore the folder from a backup; \`concord repair\` accepts the loss`,
-          ),
-        })
-      }
-    })
+    this.losses.push(...(await this.seal.check()))
   }
 
   /** @internal on open: an empty store knows at once that every name is new (persistence/names/owner.ts). */
@@ -793,11 +767,7 @@ export class Store {
     await Promise.all(writes)
     context.close()
     await context.committer.close()
-    const dir = this.sealDir
-    if (dir !== undefined && this.sealChecked) {
-      // Everything is written: the seal records it (a failure leaves a stale seal, which says nothing).
-      await writeSeal(context, owner, dir, this.sealChanges).catch(() => undefined)
-    }
+    await this.seal.write()
     owner.clear()
     if (!this.ownsStorage) return
     // A small folder is compacted (its session's log written as compressed tables): about a quarter less disk after close.

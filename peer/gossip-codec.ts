@@ -79,7 +79,7 @@ export function decodeGossipMessage(bytes: Uint8Array): GossipMessage {
     if (seq < 1) throw new DecodeError('gossip message: seq must be at least 1')
     const agent = decoder.readString(WIRE_LIMITS.maxAgentIdBytes)
     if (agent.length === 0 || agent.length > 256) throw new DecodeError('gossip message: invalid agent id')
-    // A unit takes at least 8 bytes (its count and one entry), an entry at least 7 (see sync/messages.ts).
+    // A unit takes at least 8 bytes (its count and one entry), an entry at least 7 (see sync/messages/fields.ts).
     const count = decoder.readCount(8)
     if (count < 1) throw new DecodeError('gossip message: no units')
     const units: DeltaEntry[][] = []

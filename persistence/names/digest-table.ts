@@ -1,6 +1,6 @@
 /**
  * The state digests of stored names that are not in memory, kept with the
- * owner's index (persistence/names/owner.ts): 16 bytes each in one pool,
+ * owner's index (persistence/names/name-index.ts): 16 bytes each in one pool,
  * found by name. A `Map` of one `Uint8Array` per name cost ~234 bytes a
  * name (234 MiB at a million names, measured); this costs the map's entry
  * and 16 bytes (~45 MiB).

@@ -3,6 +3,8 @@
  * shared hydrations, leases), what is stored about each name (metadata,
  * archive markers, the index of names and types) and how it is read. Every
  * other module of the store asks it; none reads a name's metadata itself.
+ * The index of names, types and digests is names/name-index.ts; how the
+ * metadata and markers are read from storage, names/stored-meta.ts.
  *
  * Reading metadata is one method per cardinality: {@link Names.meta} for a
  * name, {@link Names.metas} for all. Both give the current metadata (a
@@ -14,27 +16,19 @@ import { ConcordError, ErrorCodes, TypeMismatchError } from '../../crdt/errors.t
 import type { Replica, ReplicaType } from '../../crdt/replica.ts'
 import type { Unsubscribe } from '../../crdt/emitter.ts'
 import type { StoreContext } from '../context.ts'
-import { decodeArchiveMarker, type ArchiveMarker } from '../format/archive.ts'
-import { ARCHIVE_PREFIX, archiveKey, logKey, logPrefix, META_PREFIX, metaKey, parseSeqKey, TAIL_PREFIX } from '../format/keys.ts'
-import { currentDigest, decodeMeta, type NameMeta } from '../format/name-meta.ts'
-import { decodeRecord, recordHash } from '../format/record.ts'
+import type { ArchiveMarker } from '../format/archive.ts'
+import { currentDigest, type NameMeta } from '../format/name-meta.ts'
 import type { NameOptions } from '../options.ts'
-import type { SignalOptions, StorageKey } from '../storage/storage.ts'
+import type { SignalOptions } from '../storage/storage.ts'
 import { NameCache } from './cache.ts'
-import { DigestTable } from './digest-table.ts'
 import type { NameEntry } from './entry.ts'
 import { loadEntry, newEntry, storeCreated, storeCreatedMany, type NameHooks } from './hydration.ts'
+import { NameIndex } from './name-index.ts'
 import { ReadAhead, type NameReader } from './read-ahead.ts'
+import { decodeStored, storedMarker, storedMarkers, storedMeta, storedMetas, type MetaOptions, type NameRange } from './stored-meta.ts'
 
 export type { NameHooks } from './hydration.ts'
-
-/** How {@link Names.meta} and {@link Names.metas} read. */
-export interface MetaOptions extends SignalOptions {
-  /** The metadata as stored: no live entry, no log tail after it. */
-  readonly written?: boolean | undefined
-  /** The metadata as stored brought up to the end of the log (its tail), without a live entry's. */
-  readonly stored?: boolean | undefined
-}
+export type { MetaOptions, NameRange } from './stored-meta.ts'
 
 /** Names hydrated and kept in memory for a reader until {@link release} (see {@link Names.lease}). */
 export interface NameLease {
@@ -51,26 +45,14 @@ export class Names {
   private readonly cache: NameCache
   /** Hydrations in flight, by name (one per name). */
   private readonly opening = new Map<string, Promise<NameEntry>>()
-  /** Stored (not archived) names and their types, loaded by the first {@link list}, kept since. */
-  private index: Map<string, ReplicaType> | undefined
-  private indexing: Promise<Map<string, ReplicaType>> | undefined
-  /** Names removed while the index loads (the load's scan may still hold them). */
-  private readonly removedWhileIndexing = new Set<string>()
-  /** State digests of stored names that are not hydrated, where known (FORMAT.md "Name metadata"); kept with the index. */
-  private readonly digests = new DigestTable()
+  /** The index of stored names, their types and digests (names/name-index.ts). */
+  private readonly index: NameIndex
   /** Listeners of {@link watch}. */
   private readonly watchers = new Set<(name: string) => void>()
   /** Stored names hydrated (read from storage into memory) since the store opened. */
   private hydrationCount = 0
   /** Serves names hydrated one after another in name order from range scans. */
   private readonly readAhead: ReadAhead
-  /**
-   * Archived names (those with an archive marker), loaded with the index and
-   * kept since (a superset: a stale member only costs a storage read). With
-   * the index, they tell that a name is absent without reading storage.
-   */
-  private readonly archived = new Set<string>()
-  private archivedKnown = false
   /** Names the cache keeps (`cacheSize`). */
   private readonly cacheLimit: number
 
@@ -85,16 +67,12 @@ export class Names {
       this.cacheLimit,
       (entries) => this.catchUp(entries),
       (entry) => {
-        if (!entry.state.unborn) {
-          this.index?.set(entry.name, entry.type)
-          // Evicted once durable and idle: the replica is the stored state (whose digest the metadata may hold).
-          const digest = currentDigest(entry.state.meta) ?? digestOrUndefined(entry)
-          if (digest) this.digests.set(entry.name, digest)
-          else this.digests.delete(entry.name)
-        }
+        // Evicted once durable and idle: the replica is the stored state (whose digest the metadata may hold).
+        if (!entry.state.unborn) this.index.noteStored(entry.name, entry.type, currentDigest(entry.state.meta) ?? digestOrUndefined(entry))
         this.noteChanged(entry.name)
       },
     )
+    this.index = new NameIndex(context, this.cache)
     context.committer.events.on('durable', ({ names }) => {
       for (const { name } of names) this.refreshEvicted(name)
       this.cache.evictIfNeeded()
@@ -128,7 +106,7 @@ export class Names {
     const live = this.cache.live(name)
     // As list() answers: a name only opened in memory is not listed, one whose first write is under way is.
     if (live && (!live.state.unborn || live.state.pending > 0)) return live.type
-    return this.index?.get(name)
+    return this.index.types?.get(name)
   }
 
   /**
@@ -142,11 +120,8 @@ export class Names {
     if (this.cache.busy(name)) return
     const entry = this.cache.live(name)
     if (!entry || entry.state.unborn) return
-    this.index?.set(name, entry.type)
     // The metadata's digest when current; else unknown (not computed here: a reader that needs it holds the name).
-    const digest = currentDigest(entry.state.meta)
-    if (digest) this.digests.set(name, digest)
-    else this.digests.delete(name)
+    this.index.noteStored(name, entry.type, currentDigest(entry.state.meta))
     this.noteChanged(name)
   }
 
@@ -186,7 +161,7 @@ export class Names {
   /**
    * The entries of `names` as {@link entry} gives each, a name it creates
    * being stored by the first batch that writes it (`openMany`). A name
-   * known to be absent (see {@link knownAbsent}) is made at once, without a
+   * known to be absent (see {@link NameIndex.knownAbsent}) is made at once, without a
    * hydration of its own. Resolves once every one is there; rejects as the
    * first that fails (the others are opened all the same).
    */
@@ -214,7 +189,7 @@ export class Names {
 
   /** A new entry of `name`, made at once when the name is known to be absent and nothing hydrates it; else undefined. */
   private createAbsent(name: string, type: ReplicaType, options: NameOptions): NameEntry | undefined {
-    if (options.mustExist || this.opening.has(name) || !this.knownAbsent(name)) return undefined
+    if (options.mustExist || this.opening.has(name) || !this.index.knownAbsent(name)) return undefined
     const entry = newEntry(this.context, name, type, options)
     this.hooks.attach(entry)
     this.cache.add(entry)
@@ -223,16 +198,16 @@ export class Names {
 
   private async hydrate(name: string, type: ReplicaType | undefined, options: NameOptions, deferCreation: boolean): Promise<NameEntry> {
     // A name the index knows is absent (a new one) is created without reading its metadata and archive marker.
-    const absent = this.knownAbsent(name)
+    const absent = this.index.knownAbsent(name)
     if (!absent) this.readAhead.hydrating(name)
-    let written = absent ? undefined : this.decodeStored(name, await this.readAhead.meta(name, { signal: options.signal }))
+    let written = absent ? undefined : decodeStored(name, await this.readAhead.meta(name, { signal: options.signal }))
     if (!written && !absent && (await this.hooks.rehydrate(name, options.signal))) written = await this.meta(name, { signal: options.signal, written: true })
     // A new name reads nothing: no read-ahead reader for it.
     const reader = written ? this.readAhead.reader(name) : this.context.storage
     const entry = await loadEntry(this.context, this.hooks, name, written, type, options, deferCreation, reader)
     if (written) {
       this.hydrationCount++
-      this.index?.set(name, entry.type)
+      this.index.types?.set(name, entry.type)
     }
     this.cache.add(entry)
     return entry
@@ -269,46 +244,23 @@ export class Names {
   /** The store stops persisting `name` (expired, archived, deleted): its entry is detached and the name unlisted. */
   remove(name: string): void {
     this.cache.detach(name)
-    this.index?.delete(name)
-    this.digests.delete(name)
-    this.archived.delete(name)
-    if (this.indexing) this.removedWhileIndexing.add(name)
+    this.index.remove(name)
     this.noteChanged(name)
   }
 
   /** `name` was archived (after {@link remove}): it has a marker now. */
   noteArchived(name: string): void {
-    this.archived.add(name)
+    this.index.noteArchived(name)
   }
 
   /** `name` was brought back from its archive: its marker is gone. */
   noteRehydrated(name: string): void {
-    this.archived.delete(name)
+    this.index.noteRehydrated(name)
   }
 
-  /**
-   * Whether `name` is neither stored nor archived, known without reading
-   * storage: not hydrated or being hydrated, and absent from the loaded
-   * index of stored names and from the archived ones. False when unknown.
-   */
-  private knownAbsent(name: string): boolean {
-    return this.index !== undefined && this.indexing === undefined && this.archivedKnown && !this.index.has(name) && !this.archived.has(name)
-  }
-
-  /**
-   * On open: a store that holds no name and no archive marker has an empty
-   * index at once (two key seeks), so new names are created without reading
-   * storage from the first one; otherwise the index loads with the first
-   * {@link list}.
-   */
-  async primeIfEmpty(): Promise<void> {
-    if (this.index !== undefined || this.indexing !== undefined) return
-    for (const prefix of [META_PREFIX, ARCHIVE_PREFIX]) {
-      for await (const _ of this.context.storage.keys({ prefix, limit: 1 })) return
-    }
-    if (this.index !== undefined || this.indexing !== undefined) return
-    this.index = new Map()
-    this.archivedKnown = true
+  /** On open: an empty store's index is known at once ({@link NameIndex.primeIfEmpty}). */
+  primeIfEmpty(): Promise<void> {
+    return this.index.primeIfEmpty()
   }
 
   /** True when `name` is held (recently used) or being hydrated. */
@@ -362,14 +314,11 @@ export class Names {
 
   /** Forgets every entry (on close: each is detached). */
   clear(): void {
-    this.preloading?.abort()
+    // First: it stops the index load a preload started.
+    this.index.clear()
     for (const entry of this.cache.allLive()) entry.detach()
     this.cache.clear()
     this.readAhead.clear()
-    this.index = undefined
-    this.digests.clear()
-    this.archived.clear()
-    this.archivedKnown = false
   }
 
   /**
@@ -444,7 +393,7 @@ export class Names {
    * since); undefined otherwise (it may still be stored).
    */
   knownType(name: string): ReplicaType | undefined {
-    return this.cache.live(name)?.type ?? this.index?.get(name)
+    return this.cache.live(name)?.type ?? this.index.types?.get(name)
   }
 
   /**
@@ -466,86 +415,24 @@ export class Names {
   digestOf(name: string): Uint8Array | undefined {
     const live = this.cache.live(name)
     if (live) return digestOrUndefined(live)
-    return this.digests.get(name)
+    return this.index.digests.get(name)
   }
 
   /** {@link digestOf} where it costs no digest computation (a name in memory whose digest was computed since it changed, or one not in memory), else undefined. */
   knownDigestOf(name: string): Uint8Array | undefined {
     const live = this.cache.live(name)
     if (live) return live.computedDigest()
-    return this.digests.get(name)
+    return this.index.digests.get(name)
   }
 
-  /**
-   * Every stored name that is not archived, with its type, in no particular
-   * order; hydrates nothing. A name whose first write is under way is
-   * listed: its change was applied and announced (a sync answer must cover
-   * it); one only opened in memory, with nothing to write yet, is not.
-   */
-  async list(options: SignalOptions = {}): Promise<Array<{ readonly name: string; readonly type: ReplicaType }>> {
-    const index = this.index ?? (await (this.indexing ?? this.startIndexing(options.signal)))
-    // The names in memory (a few) over the index (every name), without a copy of the index: ~50 MiB at a million names.
-    const live = new Map<string, ReplicaType>()
-    for (const entry of this.cache.allLive()) if (!entry.state.unborn || entry.state.pending > 0) live.set(entry.name, entry.type)
-    const out: Array<{ readonly name: string; readonly type: ReplicaType }> = []
-    for (const [name, type] of index) {
-      const held = live.get(name)
-      if (held !== undefined) live.delete(name)
-      out.push({ name, type: held ?? type })
-    }
-    for (const [name, type] of live) out.push({ name, type })
-    return out
+  /** Every stored name that is not archived, with its type ({@link NameIndex.list}). */
+  list(options: SignalOptions = {}): Promise<Array<{ readonly name: string; readonly type: ReplicaType }>> {
+    return this.index.list(options)
   }
 
-  /**
-   * Starts loading the index in the background, unless it is loaded or
-   * loading: a peer about to sync lists its names (a first sync waited
-   * ~15 us per name for it). A failure is left for the next {@link list}
-   * to meet again.
-   */
+  /** Starts loading the index in the background ({@link NameIndex.preload}). */
   preload(): void {
-    if (this.index !== undefined || this.indexing !== undefined) return
-    // Stopped by clear() (the store closes): the load then rejects, and nobody waits for it.
-    const stop = (this.preloading = new AbortController())
-    this.startIndexing(stop.signal)
-      .finally(() => {
-        if (this.preloading === stop) this.preloading = undefined
-      })
-      .catch(() => undefined)
-  }
-
-  /** Stops the index load {@link preload} started, if it runs. */
-  private preloading: AbortController | undefined
-
-  /** Loads the index (shared by every caller until it settles: {@link indexing}). */
-  private startIndexing(signal: AbortSignal | undefined): Promise<Map<string, ReplicaType>> {
-    const loading = this.loadIndex({ signal }).finally(() => {
-      if (this.indexing === loading) this.indexing = undefined
-    })
-    this.indexing = loading
-    return loading
-  }
-
-  private async loadIndex(options: SignalOptions): Promise<Map<string, ReplicaType>> {
-    const index = new Map<string, ReplicaType>()
-    this.removedWhileIndexing.clear()
-    const tails = await this.tailNames(options.signal)
-    for await (const meta of this.metas({ signal: options.signal, written: true })) {
-      index.set(meta.name, meta.type)
-      // A name with a tail marker has records after its metadata: its stored digest is stale.
-      const digest = tails.has(meta.name) ? undefined : currentDigest(meta)
-      if (digest && !this.cache.live(meta.name)) this.digests.set(meta.name, digest)
-    }
-    // Names stored meanwhile are live (list adds them) or indexed when they leave memory; those removed meanwhile go.
-    for (const name of this.removedWhileIndexing) {
-      index.delete(name)
-      this.digests.delete(name)
-    }
-    this.removedWhileIndexing.clear()
-    for await (const key of this.context.storage.keys({ prefix: ARCHIVE_PREFIX, signal: options.signal })) this.archived.add(key[1])
-    this.archivedKnown = true
-    this.index = index
-    return index
+    this.index.preload()
   }
 
   /**
@@ -553,20 +440,12 @@ export class Names {
    * not stored. With `mustExist`, `CONCORD_NOT_FOUND` instead (saying when
    * the name is archived).
    */
-  async meta(name: string, options: MetaOptions & { readonly mustExist: true }): Promise<NameMeta>
-  async meta(name: string, options?: MetaOptions & { readonly mustExist?: boolean }): Promise<NameMeta | undefined>
-  async meta(name: string, options: MetaOptions & { readonly mustExist?: boolean } = {}): Promise<NameMeta | undefined> {
+  meta(name: string, options: MetaOptions & { readonly mustExist: true }): Promise<NameMeta>
+  meta(name: string, options?: MetaOptions & { readonly mustExist?: boolean }): Promise<NameMeta | undefined>
+  meta(name: string, options: MetaOptions & { readonly mustExist?: boolean } = {}): Promise<NameMeta | undefined> {
     const live = options.written || options.stored ? undefined : this.cache.live(name)
-    if (live) return live.state.meta
-    let meta = this.decodeStored(name, await this.context.storage.get(metaKey(name), { signal: options.signal }))
-    if (meta && !options.written) meta = await this.withTail(meta, options.signal)
-    if (!meta && options.mustExist) {
-      throw new ConcordError(
-        ErrorCodes.NOT_FOUND,
-        `"${name}" does not exist${(await this.context.storage.get(archiveKey(name))) ? ' (it is archived: open it first)' : ''}`,
-      )
-    }
-    return meta
+    if (live) return Promise.resolve(live.state.meta)
+    return storedMeta(this.context, name, options)
   }
 
   /**
@@ -578,16 +457,8 @@ export class Names {
    */
   async stored(name: string, options: SignalOptions = {}): Promise<{ readonly meta: NameMeta; readonly reader: NameReader } | undefined> {
     this.readAhead.hydrating(name)
-    const meta = this.decodeStored(name, await this.readAhead.meta(name, options))
+    const meta = decodeStored(name, await this.readAhead.meta(name, options))
     return meta && { meta, reader: this.readAhead.reader(name) }
-  }
-
-  /** Decodes the metadata stored under `name` (undefined: none). */
-  private decodeStored(name: string, bytes: Uint8Array | undefined): NameMeta | undefined {
-    if (!bytes) return undefined
-    const meta = decodeMeta(bytes, name)
-    if (meta.name !== name) throw new ConcordError(ErrorCodes.CORRUPT_RECORD, `metadata stored under "${name}" belongs to "${meta.name}"`)
-    return meta
   }
 
   /**
@@ -597,102 +468,18 @@ export class Names {
    * else is read for them (a name's `touched` only grows, its type never
    * changes).
    */
-  async *metas(options: MetaOptions & NameRange & { readonly where?: (written: NameMeta) => boolean } = {}): AsyncGenerator<NameMeta> {
-    const { signal } = options
-    await this.context.committer.idle()
-    const tails = options.written ? undefined : await this.tailNames(signal)
-    for await (const item of this.context.storage.iterate({ prefix: META_PREFIX, ...keyRange(metaKey, options), signal })) {
-      let written: NameMeta
-      try {
-        written = decodeMeta(item.value, item.key[1])
-      } catch {
-        // A damaged metadata value fails its name when opened; listings skip it.
-        continue
-      }
-      if (options.where && !options.where(written)) continue
-      if (!tails) {
-        yield written
-        continue
-      }
-      const live = this.cache.live(written.name)
-      yield live ? live.state.meta : tails.has(written.name) ? await this.withTail(written, signal) : written
-    }
+  metas(options: MetaOptions & NameRange & { readonly where?: (written: NameMeta) => boolean } = {}): AsyncGenerator<NameMeta> {
+    return storedMetas(this.context, this.cache, options)
   }
 
   /** The archive marker of `name`, or undefined when it is not archived. */
-  async marker(name: string, options: SignalOptions = {}): Promise<ArchiveMarker | undefined> {
-    const bytes = await this.context.storage.get(archiveKey(name), options)
-    return bytes ? decodeArchiveMarker(bytes) : undefined
+  marker(name: string, options: SignalOptions = {}): Promise<ArchiveMarker | undefined> {
+    return storedMarker(this.context, name, options)
   }
 
   /** Every archive marker (damaged ones skipped), in name order. */
-  async *markers(options: SignalOptions & NameRange = {}): AsyncGenerator<ArchiveMarker> {
-    for await (const item of this.context.storage.iterate({ prefix: ARCHIVE_PREFIX, ...keyRange(archiveKey, options), signal: options.signal })) {
-      try {
-        yield decodeArchiveMarker(item.value)
-      } catch {}
-    }
-  }
-
-  /**
-   * Stored metadata brought up to the end of the log: records appended after
-   * the metadata was last written move `lastSeq`, `lastHash`, `logBytes` and
-   * `touched` (the HLC wall time of the newest record). Records are not
-   * checked here (hydration, `history`, `at` and `verify` do that).
-   */
-  private async withTail(meta: NameMeta, signal?: AbortSignal): Promise<NameMeta> {
-    const { name } = meta
-    let lastSeq = meta.lastSeq
-    let logBytes = meta.logBytes
-    let newest: Uint8Array | undefined
-    // The chain hashed forward from the metadata's lastHash (a version 4 record's hash derives from the one before).
-    let chain = meta.lastHash
-    let chainSeq = meta.lastSeq
-    for await (const entry of this.context.storage.iterate({ prefix: logPrefix(name), gt: logKey(name, meta.lastSeq), signal })) {
-      const seq = parseSeqKey(entry.key[2] ?? '')
-      if (Number.isNaN(seq)) continue
-      lastSeq = seq
-      logBytes += entry.value.length
-      newest = entry.value
-      if (seq === chainSeq + 1) {
-        chain = recordHash(entry.value, name, seq, chain)
-        chainSeq = seq
-      }
-    }
-    if (!newest) return meta
-    let lastHash = meta.lastHash
-    let touched = meta.touched
-    try {
-      const record = decodeRecord(newest, { name, seq: lastSeq })
-      if (chainSeq === lastSeq) lastHash = chain
-      touched = Math.max(touched, record.hlc.wall)
-    } catch {
-      // A damaged newest record: hydration truncates it; readers report it.
-    }
-    return { ...meta, lastSeq, lastHash, logBytes, touched }
-  }
-
-  /** Names whose log runs past their stored metadata (they have a tail marker). */
-  private async tailNames(signal?: AbortSignal): Promise<Set<string>> {
-    const names = new Set<string>()
-    for await (const key of this.context.storage.keys({ prefix: TAIL_PREFIX, signal })) names.add(key[1])
-    return names
-  }
-}
-
-/** Where {@link Names.metas} and {@link Names.markers} start, by name (in key order: UTF-8 bytes, that is code points). */
-export interface NameRange {
-  /** From this name on (a prefix of the names wanted starts there). */
-  readonly from?: string | undefined
-  /** After this name (a page's cursor). */
-  readonly after?: string | undefined
-}
-
-/** The storage bounds of a {@link NameRange} for the keys `keyOf` makes. */
-function keyRange(keyOf: (name: string) => StorageKey, range: NameRange): { gte?: StorageKey; gt?: StorageKey } {
-  return {
-    ...(range.from !== undefined ? { gte: keyOf(range.from) } : {}),
-    ...(range.after !== undefined ? { gt: keyOf(range.after) } : {}),
+  markers(options: SignalOptions & NameRange = {}): AsyncGenerator<ArchiveMarker> {
+    return storedMarkers(this.context, options)
   }
 }
 

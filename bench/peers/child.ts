@@ -5,6 +5,7 @@
  * `{ id, error }`. Every contender of the peer benchmarks runs in processes
  * of its own, so no contender pays for another's garbage or event loop.
  */
+import { readdirSync, readFileSync } from 'node:fs'
 import { fork, type ChildProcess } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { fileURLToPath, pathToFileURL } from 'node:url'
@@ -94,6 +95,33 @@ export function serveRequests(handle: (message: Record<string, unknown>) => Prom
 /** Monotonic milliseconds, comparable across the processes of one machine (CLOCK_MONOTONIC). */
 export function monotonicMs(): number {
   return Number(process.hrtime.bigint()) / 1e6
+}
+
+/**
+ * CPU time of this process's threads, ms (user + system), from
+ * /proc/self/task (Linux; zeros elsewhere): `main` the event loop,
+ * `helpers` every other thread (V8's concurrent GC and optimizing compiler,
+ * the libuv pool; Node 20 names them all "node").
+ */
+export function threadCpuMs(): { main: number; helpers: number } {
+  const out = { main: 0, helpers: 0 }
+  const msPerTick = 1000 / 100 // USER_HZ is 100 on Linux
+  let tasks: string[]
+  try {
+    tasks = readdirSync('/proc/self/task')
+  } catch {
+    return out
+  }
+  for (const tid of tasks) {
+    try {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8')
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      out[Number(tid) === process.pid ? 'main' : 'helpers'] += (Number(fields[11]) + Number(fields[12])) * msPerTick
+    } catch {
+      // the thread ended
+    }
+  }
+  return out
 }
 
 /** CPU time this process used, ms (user + system), and its peak RSS, MiB. */

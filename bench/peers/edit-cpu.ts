@@ -9,7 +9,8 @@
  * reader's per received edit and the hub's per relayed edit (process CPU,
  * user + system, from the start of typing to the last reader's arrival),
  * and the ratios. CPU time is far less sensitive to the machine's load than
- * latency. `--prof` writes `.cpuprofile` files of every process (printed
+ * latency; a reader's CPU is also split by thread (the event loop, and the
+ * helpers: V8's GC and compiler threads, the libuv pool). `--prof` writes `.cpuprofile` files of every process (printed
  * folder) for bench/peers/profile-w1.ts's `selfTimes`.
  */
 import { mkdtemp } from 'node:fs/promises'
@@ -29,6 +30,8 @@ interface EditCpu {
   /** The hub store's batches and fsyncs per edit (Concord). */
   readonly hubBatches?: number | undefined
   readonly hubFsyncs?: number | undefined
+  /** A reader's CPU per received edit by thread kind, µs (child.ts threadCpuMs: main, helpers). */
+  readonly readerThreadsUs: Record<string, number>
 }
 
 async function runOnce(contender: Contender, count: number, intervalMs: number, readers: number, profDir?: string): Promise<EditCpu> {
@@ -67,14 +70,20 @@ async function runOnce(contender: Contender, count: number, intervalMs: number, 
       clients.map((child, i) => child.request<{ nextClock: number }>({ type: { count: i === 0 ? count : 0, intervalMs, at } }, 600_000)),
     )
     const expect = Object.fromEntries(ids.map(({ clientId }, i) => [clientId, typed[i].nextClock]))
-    const received = await Promise.all(clients.map((child) => child.request<{ cpuMs: number; length: number }>({ await: { expect } }, 600_000)))
+    const received = await Promise.all(
+      clients.map((child) => child.request<{ cpuMs: number; length: number; threadsMs: Record<string, number> }>({ await: { expect } }, 600_000)),
+    )
     const hubUsage = await hub.request<{ cpuMs: number; durability?: { batches: number; fsyncs: number } }>({ usage: true })
     for (const r of received) if (r.length !== count) throw new Error(`${contender}: a client holds ${r.length} characters, not ${count}`)
     const readerCpu = received.slice(1).reduce((sum, r) => sum + r.cpuMs, 0) / readers
+    const readerThreadsUs: Record<string, number> = {}
+    for (const r of received.slice(1))
+      for (const [kind, ms] of Object.entries(r.threadsMs)) readerThreadsUs[kind] = (readerThreadsUs[kind] ?? 0) + (1000 * ms) / count / readers
     return {
       writerUs: (1000 * received[0].cpuMs) / count,
       readerUs: (1000 * readerCpu) / count,
       hubUs: (1000 * (hubUsage.cpuMs - hubAtStart.cpuMs)) / count,
+      readerThreadsUs,
       hubBatches: hubUsage.durability && hubAtStart.durability ? (hubUsage.durability.batches - hubAtStart.durability.batches) / count : undefined,
       hubFsyncs: hubUsage.durability && hubAtStart.durability ? (hubUsage.durability.fsyncs - hubAtStart.durability.fsyncs) / count : undefined,
     }
@@ -99,6 +108,8 @@ console.log(`${count} edits at ${intervalMs} ms, ${readers} reader(s): CPU per e
 for (const [contender, r] of results) {
   const store = r.hubBatches === undefined ? '' : `  (hub store: ${r.hubBatches.toFixed(2)} batches, ${r.hubFsyncs!.toFixed(2)} fsyncs per edit)`
   console.log(`  ${contender.padEnd(13)} writer ${fmt(r.writerUs)}  reader ${fmt(r.readerUs)}  hub ${fmt(r.hubUs)}${store}`)
+  const threads = Object.entries(r.readerThreadsUs).map(([kind, us]) => `${kind} ${fmt(us)}`)
+  if (threads.length > 0) console.log(`  ${''.padEnd(13)} reader by thread: ${threads.join(', ')}`)
 }
 const concord = results.get('concord')
 const yws = results.get('y-websocket')

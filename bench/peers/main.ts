@@ -19,7 +19,7 @@ import { WebSocket } from 'ws'
 import * as Y from 'yjs'
 import { WebsocketProvider } from 'y-websocket'
 import { createPeer, type Peer } from '../../peer/index.ts'
-import { monotonicMs, processUsage, serveRequests } from './child.ts'
+import { monotonicMs, processUsage, serveRequests, threadCpuMs } from './child.ts'
 import { yWebsocketServer } from './y-websocket-server.ts'
 
 /** A hub role. */
@@ -113,6 +113,7 @@ async function client(role: ClientRole): Promise<void> {
   let onProgress: (() => void) | undefined
   /** CPU used when typing began (the run's CPU leaves out start-up). */
   let cpuAtStart = 0
+  let threadsAtStart = threadCpuMs()
   /** How late the event loop ran its timers while typing and receiving. */
   const loopDelay = monitorEventLoopDelay({ resolution: 5 })
   const watch = (target: Y.Doc) => {
@@ -140,6 +141,7 @@ async function client(role: ClientRole): Promise<void> {
     if (message.type) {
       const { count, intervalMs, at } = message.type as { count: number; intervalMs: number; at: number }
       cpuAtStart = processUsage().cpuMs
+      threadsAtStart = threadCpuMs()
       loopDelay.enable()
       const text = doc!.getText('t')
       const next = random(role.seed)
@@ -175,6 +177,7 @@ async function client(role: ClientRole): Promise<void> {
         length: content.length,
         digest: createHash('sha256').update(content).digest('hex').slice(0, 16),
         cpuMs: processUsage().cpuMs - cpuAtStart,
+        threadsMs: Object.fromEntries(Object.entries(threadCpuMs()).map(([kind, ms]) => [kind, ms - threadsAtStart[kind as keyof typeof threadsAtStart]])),
         loopDelayP50Ms: loopDelay.percentile(50) / 1e6,
         loopDelayP99Ms: loopDelay.percentile(99) / 1e6,
       }

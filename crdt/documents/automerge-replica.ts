@@ -29,7 +29,7 @@
  *   document is rebuilt from its journal (automerge-runtime.ts).
  *   The JS view is rebuilt from the document after an application whose
  *   patches Automerge 3.5 may get wrong (several changes, not a linear
- *   extension; see {@link extendsLinearly}).
+ *   extension; see automerge-apply.ts).
  * - `change(fn)`: one local change; emits `change` with its bytes.
  * - `snapshot()`: `save()` in the document snapshot envelope.
  * - `value()`: the document as plain data (counters as numbers, immutable
@@ -42,21 +42,21 @@
  */
 import * as A from '@automerge/automerge/slim'
 import { Emitter, type Unsubscribe } from '../emitter.ts'
-import { ConcordError, DecodeError, ErrorCodes, isConcordError, withArticle } from '../errors.ts'
+import { ConcordError, DecodeError, ErrorCodes, withArticle } from '../errors.ts'
 import { Encoder, decodeGuarded } from '../codec.ts'
 import { defineDocumentType, type DocumentTypeDef } from './document-type.ts'
 import type { ChangeEvent, PreparedDelta, PrepareOptions, Replica, ReplicaEvents, ReplicaFactory, UndoRecord } from '../replica.ts'
 import type { AgentId } from '../agent-id.ts'
 import { mergeAutomergeDeltas } from './merge-deltas.ts'
-import { splitAutomergeChunks, type AutomergeChunk } from './automerge-guard.ts'
+import { applyChunks, sameHeads } from './automerge-apply.ts'
+import { splitAutomergeChunks } from './automerge-guard.ts'
 import { AutomergeJournal } from './automerge-journal.ts'
 import { automergeError, automergeFailed, automergeGeneration, ensureAutomerge } from './automerge-runtime.ts'
-import { changeHashes, missingDependencies } from './automerge-waiting.ts'
 import { WaitingRoom, type WaitingStats } from './waiting-room.ts'
-import { checkAutomergeDeltaSize, parseAutomergeChunks } from './delta-size.ts'
-import { extendsLinearly } from './automerge-linear.ts'
+import { checkAutomergeDeltaSize } from './delta-size.ts'
 import { ChangeClock, hexOf, writeHashBytes } from './automerge-clock.ts'
-import { loadStrictly, type StrictlyParsed } from './automerge-strict-load.ts'
+import { parseStrictly } from './automerge-strict-load.ts'
+import { AutomergeUndoRecord } from './automerge-undo-record.ts'
 import { resolveLimits, stricterLimits, type AutomergeReplicaOptions, type DocumentLimits } from './options.ts'
 import { decodeDocumentSnapshot, encodeDocumentSnapshot } from './snapshot-envelope.ts'
 import { insertable, plainValue, restoreObject } from './automerge-value.ts'
@@ -148,10 +148,6 @@ export function decodeAutomergeHeads(bytes: Uint8Array): A.Heads {
   return decodeAutomergeVersion(bytes).heads
 }
 
-function sameHeads(a: A.Heads, b: A.Heads): boolean {
-  return a.length === b.length && a.every((head, i) => head === b[i])
-}
-
 /** An Automerge document behind the replica interface. */
 export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
   readonly type = 'automerge' as const
@@ -164,17 +160,19 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
   }
   /** The limits enforced on deltas and snapshots. */
   readonly limits: DocumentLimits
-  private current: A.Doc<T>
-  /** This replica's actor (hex); a rollback takes a fresh one. */
-  private actor: string
-  /** The change clock, built on first use and then kept up to date (see automerge-clock.ts). */
-  private clock: ChangeClock | undefined
-  /** The wasm generation `current` lives in (automerge-runtime.ts). */
-  private generation = automergeGeneration()
-  /** What the document is rebuilt from after the wasm module failed. */
-  private readonly journal: AutomergeJournal
-  /** Deltas waiting for a missing dependency, keyed by missing change hash (their own hashes kept). */
-  private readonly waiting: WaitingRoom<string, string[]>
+  // The members marked @internal below are the apply path's (automerge-apply.ts, AutomergeApplyTarget).
+  /** @internal the document (replaced by every change). */
+  current: A.Doc<T>
+  /** @internal this replica's actor (hex); a rollback takes a fresh one. */
+  actor: string
+  /** @internal the change clock, built on first use and then kept up to date (see automerge-clock.ts). */
+  clock: ChangeClock | undefined
+  /** @internal the wasm generation `current` lives in (automerge-runtime.ts). */
+  generation = automergeGeneration()
+  /** @internal what the document is rebuilt from after the wasm module failed. */
+  readonly journal: AutomergeJournal
+  /** @internal deltas waiting for a missing dependency, keyed by missing change hash (their own hashes kept). */
+  readonly waiting: WaitingRoom<string, string[]>
   /** Open undo records: the heads each started at. */
   private readonly undoRecords = new Set<AutomergeUndoRecord>()
   /** See {@link Replica.guard}. */
@@ -213,10 +211,10 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
   }
 
   /**
-   * Rebuilds the document from its journal when the wasm module was
-   * reloaded since it was built (another document's delta trapped it).
+   * @internal rebuilds the document from its journal when the wasm module
+   * was reloaded since it was built (another document's delta trapped it).
    */
-  private live(): void {
+  live(): void {
     if (this.generation === automergeGeneration()) return
     try {
       this.current = this.journal.rebuild<T>(this.actor)
@@ -387,7 +385,7 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
   applyDelta(delta: Uint8Array, origin?: unknown): boolean {
     const chunks = splitAutomergeChunks(delta, this.limits, 'automerge delta')
     checkAutomergeDeltaSize(chunks, this.limits)
-    return this.applyChunks(delta, chunks, origin) !== null
+    return applyChunks(this, delta, chunks, origin) !== null
   }
 
   /**
@@ -401,7 +399,7 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
     const limits = stricterLimits(this.limits, options.limits)
     const chunks = splitAutomergeChunks(delta, limits, 'automerge delta')
     checkAutomergeDeltaSize(chunks, limits)
-    const parsed = options.strict === true ? this.parseStrictly(chunks) : undefined
+    const parsed = options.strict === true ? parseStrictly<T>(chunks, this.current, this.actor, this.generation) : undefined
     let applied = false
     const replica = this
     // A method, not an arrow (see CausalReplica.prepareDelta).
@@ -409,128 +407,9 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
       apply(origin) {
         if (applied) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'a prepared delta is applied once')
         applied = true
-        return replica.applyChunks(delta, chunks, origin, parsed)
+        return applyChunks(replica, delta, chunks, origin, parsed)
       },
     }
-  }
-
-  /**
-   * Has Automerge parse `chunks` (a strict prepare). A whole document for
-   * this replica while it is empty is loaded as this replica's document,
-   * kept for the apply that follows in the same turn (it is loaded once,
-   * not again); unclaimed by then, it is freed.
-   */
-  private parseStrictly(chunks: readonly AutomergeChunk[]): StrictlyParsed<T> | undefined {
-    const whole = chunks.length === 1 && chunks[0].type === 0 && this.generation === automergeGeneration() && A.getHeads(this.current).length === 0
-    if (!whole) {
-      parseAutomergeChunks(chunks)
-      return undefined
-    }
-    return loadStrictly<T>(chunks[0].bytes, this.actor)
-  }
-
-  /** Applies a checked delta (held while a dependency is missing); what changed the document, or null. */
-  private applyChunks(delta: Uint8Array, chunks: AutomergeChunk[], origin: unknown, parsed?: StrictlyParsed<T>): Uint8Array | null {
-    this.live()
-    const documents = chunks.filter((chunk) => chunk.type === 0)
-    const changeChunks = chunks.filter((chunk) => chunk.type !== 0)
-    const before = A.getHeads(this.current)
-    const own = changeHashes(changeChunks)
-    if (documents.length === 0) {
-      // Changes whose dependencies are missing wait outside Automerge (bounded; dropped and counted when full).
-      const missing = missingDependencies(this.current, before, changeChunks, own)
-      if (missing !== undefined) {
-        this.waiting.hold(
-          delta,
-          origin,
-          missing.map((hash) => [hash, 1] as const),
-          own,
-        )
-        return null
-      }
-    }
-    const released = this.release(own, documents.length > 0)
-    try {
-      return this.integrate(delta, origin, documents, changeChunks, before, released, parsed)
-    } catch (error) {
-      if (released.length === 0 || !isConcordError(error, ErrorCodes.DECODE_ERROR) || this.generation !== automergeGeneration()) throw error
-      // A released delta broke the batch: apply this one alone (the released ones are dropped; anti-entropy brings them again).
-      return this.integrate(delta, origin, documents, changeChunks, before, [])
-    }
-  }
-
-  /** Takes the waiting deltas that applying changes `own` (and, after a document chunk, anything now known) makes ready. */
-  private release(own: readonly string[], hadDocument: boolean): Uint8Array[] {
-    const waiting = this.waiting
-    if (waiting.size === 0) return []
-    for (const hash of own) waiting.advance(hash, 1)
-    if (hadDocument) for (const hash of [...waiting.keys()]) waiting.advance(hash, 1)
-    const released: Uint8Array[] = []
-    for (let next = waiting.next(); next !== undefined; next = waiting.next()) {
-      released.push(next.bytes)
-      for (const hash of next.context) waiting.advance(hash, 1)
-    }
-    return released
-  }
-
-  /** Applies a checked delta (and waiting ones it released) in one Automerge call; emits `change` and returns what changed the document, or null. */
-  private integrate(
-    delta: Uint8Array,
-    origin: unknown,
-    documents: AutomergeChunk[],
-    changeChunks: AutomergeChunk[],
-    before: A.Heads,
-    released: Uint8Array[],
-    parsed?: StrictlyParsed<T>,
-  ): Uint8Array | null {
-    if (released.length > 0) changeChunks = [...changeChunks, ...released.flatMap((bytes) => splitAutomergeChunks(bytes, this.limits, 'automerge delta'))]
-    const changes = changeChunks.map((chunk) => chunk.bytes)
-    // Changes that arrived before their dependencies inside a document's delta wait inside Automerge.
-    const hadPending = A.getMissingDeps(this.current, []).length > 0
-    // The whole document into an empty replica: its strict parse is the result.
-    const wholeIntoEmpty = before.length === 0 && !hadPending && changes.length === 0 && documents.length === 1
-    let next = this.current
-    // Loaded by a strict prepare, for this replica while empty: taken when it still is (else freed).
-    const loaded = parsed?.take(wholeIntoEmpty ? this.actor : undefined)
-    try {
-      if (loaded !== undefined) {
-        next = loaded
-      } else if (wholeIntoEmpty) {
-        next = A.load<T>(documents[0].bytes, { actor: this.actor })
-      } else {
-        for (const chunk of documents) A.free(A.load(chunk.bytes)) // strict parse, into a scratch document
-        if (changes.length > 0) [next] = A.applyChanges(next, changes)
-        for (const chunk of documents) next = A.loadIncremental(next, chunk.bytes)
-      }
-    } catch (cause) {
-      // A trap reloads the module: this document is rebuilt from its journal on its next use.
-      throw automergeError('automerge delta rejected', cause)
-    }
-    if (sameHeads(before, A.getHeads(next))) {
-      this.current = next
-      return null
-    }
-    // Automerge 3.5.0 patches its JS view wrongly for some applications that
-    // bring several changes with concurrency among them or with the document
-    // (a deleted map winner and a lower concurrent value in one call; a list
-    // insert next to an element deleted in the same call: found by the peer
-    // chaos run, seed 1513; test/crdt/documents/automerge-view.test.ts). The
-    // document itself is right, so the view is rebuilt from it (about 1 ms
-    // for a 30 kB text, versus ~19 ms to apply one change to it) unless the
-    // patches are those of a single change or of a linear extension.
-    const trustView = wholeIntoEmpty || (documents.length === 0 && !hadPending && (changes.length <= 1 || extendsLinearly(changeChunks, before)))
-    if (!trustView) next = rematerialized(next)
-    this.current = next
-    // The changes added (those of the delta, and waiting ones it completed).
-    if (this.clock !== undefined && !this.clock.addChanges(A.getChangesMetaSince(next, before))) this.clock = undefined
-    // When this delta completed waiting changes, the change event carries them
-    // too: a store logs what the event carries, and a replay of the log must
-    // give this state (the waiting changes were never logged on their own).
-    const event = hadPending ? A.saveSince(next, before) : released.length > 0 ? mergeAutomergeDeltas([delta, ...released]) : delta
-    if (wholeIntoEmpty) this.journal.reset(documents[0].bytes.slice())
-    else this.journal.add(event, next)
-    this.events.emit('change', { delta: event, local: false, origin })
-    return event
   }
 
   /** Deltas waiting for a missing dependency: held now, dropped over budget, released since creation. */
@@ -560,41 +439,6 @@ export class AutomergeReplica<T = Record<string, unknown>> implements Replica {
     }
     const wanted = past.doc as unknown as Record<string, unknown>
     return this.commitChange((doc) => restoreObject(doc, [], doc as unknown as Record<string, unknown>, wanted), 'restore')
-  }
-}
-
-/**
- * `doc` with its JS view materialized afresh from the document itself (the
- * same Automerge handle, so heads, actor and waiting changes are kept),
- * instead of patched. `getBackend` and `materialize` are how `load` and
- * `init` build a view in Automerge 3.5.
- */
-function rematerialized<T>(doc: A.Doc<T>): A.Doc<T> {
-  const handle = A.getBackend(doc)
-  return handle.materialize('/', undefined, { handle, heads: undefined, freeze: false, patchCallback: undefined }) as A.Doc<T>
-}
-
-/** An undo record of an Automerge replica (see {@link AutomergeReplica.recordUndo}). */
-class AutomergeUndoRecord implements UndoRecord {
-  private done = false
-
-  constructor(
-    private readonly replica: { undoTo(record: AutomergeUndoRecord, heads: A.Heads): void; releaseUndo(record: AutomergeUndoRecord): void },
-    private readonly heads: A.Heads,
-  ) {}
-
-  undo(): boolean {
-    if (!this.done) {
-      this.done = true
-      this.replica.undoTo(this, this.heads)
-    }
-    return true
-  }
-
-  release(): void {
-    if (this.done) return
-    this.done = true
-    this.replica.releaseUndo(this)
   }
 }
 

@@ -1,16 +1,20 @@
 /**
- * A whole Automerge document that a strict prepare loaded for an empty
- * replica (`AutomergeReplica.prepareDelta` with `strict`): the check is the
- * load, so the apply that follows takes the loaded document instead of
- * loading the bytes again. Taken once, or freed (at the latest in a
- * microtask after the prepare, so an unapplied prepare holds no wasm memory).
+ * The parse of a strict prepare (`AutomergeReplica.prepareDelta` with
+ * `strict`, {@link parseStrictly}): Automerge parses the delta's chunks in
+ * scratch documents, except a whole document for an empty replica, which is
+ * loaded as that replica's document: the check is the load, so the apply
+ * that follows takes the loaded document instead of loading the bytes
+ * again. Taken once, or freed (at the latest in a microtask after the
+ * prepare, so an unapplied prepare holds no wasm memory).
  */
 import * as A from '@automerge/automerge/slim'
+import type { AutomergeChunk } from './automerge-guard.ts'
 import { automergeError, automergeGeneration, ensureAutomerge } from './automerge-runtime.ts'
+import { parseAutomergeChunks } from './delta-size.ts'
 
 /**
  * A whole document a strict prepare loaded for an empty replica (see
- * `AutomergeReplica.parseStrictly`): taken once by the apply, or freed.
+ * {@link parseStrictly}): taken once by the apply, or freed.
  */
 export class StrictlyParsed<T> {
   private readonly generation = automergeGeneration()
@@ -51,4 +55,20 @@ export function loadStrictly<T>(bytes: Uint8Array, actor: string): StrictlyParse
   const parsed = new StrictlyParsed(doc)
   queueMicrotask(() => parsed.free())
   return parsed
+}
+
+/**
+ * Has Automerge parse `chunks` (a strict prepare) for a replica whose
+ * document is `doc`, of `actor`, built in wasm generation `generation`. A
+ * whole document for this replica while it is empty is loaded as this
+ * replica's document, kept for the apply that follows in the same turn (it
+ * is loaded once, not again); unclaimed by then, it is freed.
+ */
+export function parseStrictly<T>(chunks: readonly AutomergeChunk[], doc: A.Doc<T>, actor: string, generation: number): StrictlyParsed<T> | undefined {
+  const whole = chunks.length === 1 && chunks[0].type === 0 && generation === automergeGeneration() && A.getHeads(doc).length === 0
+  if (!whole) {
+    parseAutomergeChunks(chunks)
+    return undefined
+  }
+  return loadStrictly<T>(chunks[0].bytes, actor)
 }

@@ -4,7 +4,8 @@
  * writer typing `count` characters (one transaction each, every
  * `intervalMs`) and `readers` clients that only receive, each in its own
  * process (bench/peers/main.ts roles), for Concord (sync hub, in-memory
- * peers as clients) and y-websocket (server with y-leveldb, stock clients),
+ * peers as clients; `concord-hub-yws-clients`: the same hub serving stock
+ * y-websocket clients) and y-websocket (server with y-leveldb, stock clients),
  * interleaved in one run. Prints the writer's CPU per local edit, a
  * reader's per received edit and the hub's per relayed edit (process CPU,
  * user + system, from the start of typing to the last reader's arrival),
@@ -20,7 +21,7 @@ import { tempDir } from '../../test/helpers/temp-dir.ts'
 import { monotonicMs, spawnContender, type ContenderProcess } from './child.ts'
 import type { ClientRole, HubRole } from './main.ts'
 
-type Contender = 'concord' | 'concord-async' | 'concord-per-change' | 'y-websocket'
+type Contender = 'concord' | 'concord-async' | 'concord-per-change' | 'concord-hub-yws-clients' | 'y-websocket'
 
 /** CPU per edit, µs, of one run. */
 interface EditCpu {
@@ -48,7 +49,7 @@ async function runOnce(contender: Contender, count: number, intervalMs: number, 
     const urls = await hub.request<{ concordUrl?: string; yjsUrl: string }>({ start: true }, 60_000)
     const clients = Array.from({ length: readers + 1 }, (_, i) => {
       const role: ClientRole =
-        contender === 'y-websocket'
+        contender === 'y-websocket' || contender === 'concord-hub-yws-clients'
           ? { kind: 'yws-client', url: urls.yjsUrl, room: 'w1', seed: i + 1 }
           : {
               kind: 'concord-client',

@@ -22,7 +22,8 @@
  *   waiting updates, its merge with them). The replica observes
  *   'afterTransactionCleanup', not 'update': Yjs encodes no update nobody
  *   reads (a remote delta is its own change; the receiver costs about the
- *   guard over bare `Y.applyUpdate`).
+ *   guard over bare `Y.applyUpdate`; the observers are
+ *   yjs-transaction-capture.ts).
  * - `openLocalRun()`: while a run is open and its holder (the store) is the
  *   only `change` listener, local changes are emitted with a `delta`
  *   encoded only if read, and the run's `close()` encodes their join once,
@@ -55,12 +56,15 @@ import { resolveLimits, stricterLimits, type DocumentLimits, type YjsReplicaOpti
 import { decodeDocumentSnapshot, encodeDocumentSnapshot } from './snapshot-envelope.ts'
 import { checkYjsDeltaSize, validateYjsStateVector, validateYjsUpdate } from './yjs-guard.ts'
 import { restoreDocument } from './yjs-restore.ts'
-import { changedBy, LazyLocalChange, YjsLocalRun } from './yjs-local-run.ts'
-import { encodeTransactionUpdate } from './yjs-transaction-update.ts'
-import { EveryOrigin, YjsUndoRecord } from './yjs-undo-record.ts'
+import { changedBy, YjsLocalRun } from './yjs-local-run.ts'
+import { YjsRemoteOrigin } from './yjs-remote-origin.ts'
+import { observeTransactions, startUndo, unobserveTransactions } from './yjs-transaction-capture.ts'
+import type { YjsUndoRecord } from './yjs-undo-record.ts'
 import { documentValue, openTopLevel } from './yjs-view.ts'
 import { type WaitingBudget, WaitingRoom, type WaitingStats } from './waiting-room.ts'
 import { YjsDependencies } from './yjs-waiting.ts'
+
+export { YjsRemoteOrigin, isYjsRemoteOrigin } from './yjs-remote-origin.ts'
 
 // Read once: a namespace member access goes through a getter on every call
 // in the CommonJS interop, and applyDelta runs once per remote update.
@@ -85,25 +89,6 @@ function newGuid(): string | undefined {
   return guid
 }
 
-/**
- * The replica of a document, on the document itself, for the observers
- * every replica's document shares. Not per-replica closures: V8's
- * scavenges kept every replica whose constructor made arrows over `this`
- * (and, under tsx, a class-field arrow holds a property dictionary for its
- * 'name'); not a WeakMap of documents either: scavenges keep a WeakMap's
- * young entries.
- */
-const REPLICA: unique symbol = Symbol('concord.yjsReplica')
-type DocOfReplica = Y.Doc & { [REPLICA]?: YjsReplica }
-
-function beforeTransaction(transaction: Y.Transaction, doc: DocOfReplica): void {
-  doc[REPLICA]?.beforeTransaction(transaction)
-}
-
-function afterTransactionCleanup(transaction: Y.Transaction, doc: DocOfReplica): void {
-  doc[REPLICA]?.afterTransactionCleanup(transaction)
-}
-
 /** The body of a remote apply's transaction: its origin is the applying replica's {@link YjsRemoteOrigin}. */
 function applyInTransaction(transaction: Y.Transaction): Y.Transaction {
   ;(transaction.origin as YjsRemoteOrigin).replica.applyInTransaction(transaction)
@@ -116,21 +101,6 @@ function applyInTransaction(transaction: Y.Transaction): Y.Transaction {
  */
 let sharedDependencies: YjsDependencies | undefined
 let sharedDependenciesBusy = false
-
-/** The Yjs transaction origin of deltas applied through `applyDelta`. */
-export class YjsRemoteOrigin {
-  constructor(
-    /** The replica that applied the delta. */
-    readonly replica: YjsReplica,
-    /** What the caller passed to `applyDelta`. */
-    readonly origin: unknown,
-  ) {}
-}
-
-/** True when a Yjs transaction origin marks a delta applied by a Concord replica. */
-export function isYjsRemoteOrigin(origin: unknown): origin is YjsRemoteOrigin {
-  return origin instanceof YjsRemoteOrigin
-}
 
 /** Validates a Yjs v1 update against the limits, then returns it (throws DecodeError). */
 function checkedUpdate(update: Uint8Array, limits: DocumentLimits): Uint8Array {
@@ -162,67 +132,20 @@ export class YjsReplica implements Replica {
 
   /** See {@link Replica.guard}: asked before every local transaction. */
   guard: (() => void) | undefined
-  /** The undo managers of this replica: their transactions are rollbacks (`true`: silent, a refused edit's). Made with the first. */
-  private undoers: WeakMap<Y.UndoManager, boolean> | undefined
-  /** Local transactions the guard refused, with the undo record that takes each back. Made with the first. */
-  private refused: Map<Y.Transaction, YjsUndoRecord> | undefined
+  // The members marked @internal below are the transaction capture's (yjs-transaction-capture.ts, TransactionCaptureTarget).
+  /** @internal the undo managers of this replica: their transactions are rollbacks (`true`: silent, a refused edit's). Made with the first. */
+  undoers: WeakMap<Y.UndoManager, boolean> | undefined
+  /** @internal local transactions the guard refused, with the undo record that takes each back. Made with the first. */
+  refused: Map<Y.Transaction, YjsUndoRecord> | undefined
 
-  /** @internal the documents' shared `beforeTransaction` observer's call. */
-  beforeTransaction(transaction: Y.Transaction): void {
-    const guard = this.guard
-    if (guard === undefined) return
-    const origin = transaction.origin
-    if ((origin instanceof YjsRemoteOrigin && origin.replica === this) || (origin instanceof Y.UndoManager && this.undoers?.has(origin) === true)) return
-    try {
-      guard()
-    } catch {
-      // Yjs cannot refuse an edit: track it now, take it back once it is done.
-      // The local run's piece ends before it, so that the run holds none of it.
-      this.run?.endPiece()
-      this.refused ??= new Map()
-      this.refused.set(transaction, this.startUndo(true))
-    }
-  }
-
-  /** @internal the documents' shared `afterTransactionCleanup` observer's call. */
-  afterTransactionCleanup(transaction: Y.Transaction): void {
-    this.transactions++
-    const origin = transaction.origin
-    if (origin instanceof YjsRemoteOrigin && origin.replica === this) return
-    const refusal = this.refused?.get(transaction)
-    if (refusal !== undefined) {
-      this.refused!.delete(transaction)
-      refusal.undo()
-      return
-    }
-    if (origin instanceof Y.UndoManager && this.undoers?.has(origin) === true) {
-      // A rollback: no change to log. A refused edit's undo is silent (nothing changed, net).
-      if (!this.undoers.get(origin) && changedBy(transaction)) {
-        this.events.emit('change', { delta: encodeTransactionUpdate(transaction), local: true, rollback: true })
-      }
-      return
-    }
-    if (!changedBy(transaction)) return
-    const run = this.run
-    if (run !== undefined) {
-      run.add(transaction)
-      if (this.events.listenerCount('change') <= 1) {
-        // Only the run's holder listens, and it reads no delta: encode on read.
-        this.events.emit('change', new LazyLocalChange(transaction))
-        return
-      }
-    }
-    this.events.emit('change', { delta: encodeTransactionUpdate(transaction), local: true })
-  }
-
-  /** The open local run, if any. */
-  private run: YjsLocalRun | undefined
+  /** @internal the open local run, if any. */
+  run: YjsLocalRun | undefined
   /** The origin of the last remote apply, reused while the caller's origin is the same. */
   private lastRemote: YjsRemoteOrigin | undefined
   /** A dependencies object for the next {@link prepareDelta} (given back by `apply`). */
   private spareDependencies: YjsDependencies | undefined
-  /** Transactions of the document so far (a prepared delta's dependencies are read again when it moved). */
-  private transactions = 0
+  /** @internal transactions of the document so far (a prepared delta's dependencies are read again when it moved). */
+  transactions = 0
   /** Updates waiting for a missing dependency, held outside Yjs (see waiting-room.ts); made when the first one waits. */
   private waiting: WaitingRoom<number, number[]> | undefined
   private readonly waitingBudget: WaitingBudget | undefined
@@ -279,10 +202,8 @@ export class YjsReplica implements Replica {
         throw new DecodeError(`yjs snapshot: ${(cause as Error)?.message ?? cause}`, { cause })
       }
     }
-    ;(this.doc as DocOfReplica)[REPLICA] = this
-    this.doc.on('beforeTransaction', beforeTransaction)
+    observeTransactions(this)
     this.waitingBudget = options.waitingBudget
-    this.doc.on('afterTransactionCleanup', afterTransactionCleanup)
   }
 
   /**
@@ -292,25 +213,7 @@ export class YjsReplica implements Replica {
    */
   recordUndo(): UndoRecord {
     this.run?.endPiece()
-    return this.startUndo(false)
-  }
-
-  private startUndo(silent: boolean): YjsUndoRecord {
-    const manager = new Y.UndoManager(this.doc, {
-      trackedOrigins: new EveryOrigin(),
-      captureTimeout: Number.POSITIVE_INFINITY,
-      captureTransaction: (transaction) => {
-        const origin = transaction.origin
-        return transaction.local && !(origin instanceof YjsRemoteOrigin) && !(origin instanceof Y.UndoManager)
-      },
-    })
-    this.undoers ??= new WeakMap()
-    this.undoers.set(manager, silent)
-    return new YjsUndoRecord(manager, (undone) => {
-      undone.undo()
-      undone.clear()
-      undone.destroy()
-    })
+    return startUndo(this, false)
   }
 
   /** Starts a run of local changes (see {@link Replica.openLocalRun}); ends the current one's piece. */
@@ -492,10 +395,8 @@ export class YjsReplica implements Replica {
 
   /** Stops listening to the doc and destroys it. */
   destroy(): void {
-    this.doc.off('beforeTransaction', beforeTransaction)
     this.waiting?.clear()
-    this.doc.off('afterTransactionCleanup', afterTransactionCleanup)
-    ;(this.doc as DocOfReplica)[REPLICA] = undefined
+    unobserveTransactions(this.doc)
     this.doc.destroy()
   }
 }

@@ -2,9 +2,10 @@
  * The part of a peer every platform shares (Node's `Peer`, the browser's
  * `BrowserPeer`): one store, the typed replicas opened from it, the sync
  * host and the admission every door passes, the sessions over whatever
- * connections the platform brings (`attach`), `transact`, `flush`,
- * history, events and stats. It imports nothing that needs Node: the
- * platform's doors (listening, dialing, libp2p) are its subclasses'.
+ * connections the platform brings (`attach`; kept by peer/peer-sessions.ts),
+ * `transact`, `flush`, history, events and stats. It imports nothing that
+ * needs Node: the platform's doors (listening, dialing, libp2p) are its
+ * subclasses'.
  *
  * Flow of a local change: mutator -> replica emits `change` -> the store
  * logs it (per the durability mode) -> the store announces the durable unit
@@ -12,7 +13,6 @@
  * store.commit (validate all, apply, log, all or none) -> acknowledged.
  */
 import { Emitter, type Unsubscribe } from '../crdt/emitter.ts'
-import type { WaitingStats } from '../crdt/documents/waiting-room.ts'
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import type { Replica, ReplicaType } from '../crdt/replica.ts'
 import { installOpeners, type TypedOpeners } from '../crdt/catalog.ts'
@@ -20,89 +20,22 @@ import type { HistoryEntry, NameInfo, Store } from '../persistence/store.ts'
 import type { HistoryQuery } from '../persistence/history/queries.ts'
 import type { RevertSelection } from '../persistence/history/selective-revert.ts'
 import type { StoreOptions, NameOptions } from '../persistence/options.ts'
-import { Admission, attachSession, agentId as toAgentId, type AdmissionStats, type SessionStats, type SyncHost, type SyncSession } from '../sync/index.ts'
+import { Admission, type SyncHost, type SyncSession } from '../sync/index.ts'
 import type { Connection } from '../transports/transport.ts'
-import type { ResolvedPeerSetup, SyncTuning } from './options.ts'
+import type { ResolvedPeerSetup } from './options.ts'
 import { checkIdentities, type IdentityProof } from './identity-check.ts'
-import type { GossipStats } from './gossip-fanout.ts'
 import { StoreSyncHost } from './store-sync-host.ts'
-import type { ReconnectingEvent } from './dialer.ts'
-import type { YWebsocketStats } from './y-websocket-route.ts'
 import { flushWithAcks, type FlushOptions } from './flush.ts'
-import { addStats, emptyStats } from './session-stats.ts'
 import { checkChangeOptions, type ChangeOptions } from './provenance.ts'
 import { peerSignatureOptions } from './signing-options.ts'
-import { Presence, type PresenceStats } from './presence.ts'
-import { sessionStatus, type PeerStatus, type SessionTimes } from './status.ts'
+import type { PeerEvents, PeerStats } from './peer-events.ts'
+import { PeerSessions, type AttachOptions } from './peer-sessions.ts'
+import { Presence } from './presence.ts'
+import type { PeerStatus } from './status.ts'
 
-/** Events of a peer (`peer.on(event, listener)`; README, "Events"). */
-export interface PeerEvents extends Record<string, unknown> {
-  /** A session with a remote peer completed its handshake. */
-  'peer-connected': { readonly agentId: string }
-  /** The first anti-entropy with a remote peer is done: we hold what it held then. */
-  'peer-synced': { readonly agentId: string }
-  /** A session ended. */
-  'peer-disconnected': { readonly agentId?: string; readonly reason?: string }
-  /** A connection `connect(url)` kept up went down (attempt 0) or a redial of it failed; the next dial is in `delayMs`. */
-  reconnecting: ReconnectingEvent
-  /** A handshake was refused (either way). */
-  refused: { readonly by: 'local' | 'remote'; readonly reason: string; readonly message: string }
-  /** A background failure (a change that could not be logged, a transport error). */
-  error: { readonly name?: string; readonly error: ConcordError }
-  /** A setup that works but is probably not what was meant (`open-access`: listening beyond loopback with no credentials). */
-  warning: { readonly kind: 'open-access'; readonly message: string; readonly address: string }
-  /**
-   * A remote commit was refused and not applied (`by: 'local'`: this peer
-   * refused it, e.g. `CONCORD_LIMIT_EXCEEDED`, `CONCORD_FORBIDDEN`;
-   * `by: 'remote'`: the remote refused one of ours), with its stable code.
-   */
-  'write-refused': { readonly by: 'local' | 'remote'; readonly agentId?: string; readonly name: string; readonly code: string; readonly message: string }
-}
-
-/** Counters of a peer. */
-export interface PeerStats {
-  readonly sessions: number
-  /** Sums over every session this peer has had. */
-  readonly totals: Readonly<SessionStats>
-  /** The gossipsub fan-out's counters (libp2p with `gossipsub` only). */
-  readonly gossip?: Readonly<GossipStats>
-  /** What the admission decided, over every door (sessions, gossip, y-websocket). */
-  readonly admission: Readonly<AdmissionStats>
-  /** The y-websocket route's counters (once `listen` serves it). */
-  readonly yWebsocket?: Readonly<YWebsocketStats>
-  /**
-   * Document updates waiting for a missing dependency (all names): held now,
-   * dropped over a budget (they come again by anti-entropy), released.
-   */
-  readonly waiting: Readonly<WaitingStats>
-  /** The presence table's counters. */
-  readonly presence: Readonly<PresenceStats>
-}
+export type { PeerEvents, PeerStats } from './peer-events.ts'
 
 const TICK_MS = 500
-/**
- * ACKs coalesced over this many ms (SessionOptions.ackDelayMs) when the peer
- * runs on real timers: a client receiving a steady stream of small commits
- * sends one ACK per 20 ms instead of one per commit (issue 19: the ACKs were
- * a socket write per commit at the receiver and a read at the hub).
- */
-const ACK_DELAY_MS = 20
-
-/** `setTimeout` that keeps no process alive (a browser's timer handle is a number); returns its cancel. */
-function runLater(fn: () => void, ms: number): () => void {
-  const handle = setTimeout(fn, ms)
-  ;(handle as { unref?: () => void }).unref?.()
-  return () => clearTimeout(handle)
-}
-
-/** How the peer attaches a session: credentials, host, tuning and channel binding (libp2p). */
-interface AttachOptions {
-  readonly token?: string
-  /** The session's host; its `authenticate` is the session's credential check (accepted, dialed, identity-bound). */
-  readonly host: SyncHost
-  readonly sync?: Partial<SyncTuning>
-  readonly channelBinding?: Uint8Array
-}
 
 /** The store options of a peer's options (its own store: `dir` or `storage`). */
 export function peerStoreOptions(options: ResolvedPeerSetup): StoreOptions {
@@ -160,13 +93,11 @@ export class PeerCore {
    * apply and persist.
    */
   readonly admission: Admission
-  protected readonly sessions = new Set<SyncSession>()
-  /** When each session started, opened and synced (for {@link status}). */
-  private readonly sessionTimes = new WeakMap<SyncSession, SessionTimes>()
-  private readonly finishedTotals: SessionStats = emptyStats()
+  /** The sessions not yet closed, in the order they were attached ({@link attached}'s). */
+  protected readonly sessions: Set<SyncSession>
+  /** Every door's sessions: attached, their events relayed, their times and counters kept (peer/peer-sessions.ts). */
+  private readonly attached: PeerSessions
   private readonly ticker: ReturnType<typeof setInterval> | undefined
-  /** Whether the peer runs on real timers (`tickMs` > 0), not a simulation's virtual time. */
-  private readonly realTimers: boolean
   private closing: Promise<void> | undefined
 
   constructor(
@@ -193,6 +124,17 @@ export class PeerCore {
       anonymousReads: !this.requiresCredentials() && options.access === undefined,
       storedType: (name) => store.typeOf(name),
     })
+    const tickMs = options.tickMs ?? TICK_MS
+    this.attached = new PeerSessions({
+      agentId: options.agentId,
+      options,
+      events: this.events,
+      presence: this.presence,
+      admission: this.admission,
+      // Timers of real time only when the peer runs on them (tickMs > 0), not a simulation's virtual time.
+      realTimers: tickMs > 0,
+    })
+    this.sessions = this.attached.sessions
     store.events.on('error', (event) => this.events.emit('error', event))
     // A repaired name syncs again: anti-entropy both ways now, so peers refill what the damage lost.
     store.events.on('repaired', ({ name }) => {
@@ -202,8 +144,6 @@ export class PeerCore {
         session.push()
       }
     })
-    const tickMs = options.tickMs ?? TICK_MS
-    this.realTimers = tickMs > 0
     if (tickMs > 0) {
       this.ticker = setInterval(() => this.tick(), tickMs)
       // Node keeps no process alive for it; a browser's timer handle is a number.
@@ -355,61 +295,17 @@ export class PeerCore {
 
   /** Attaches with a given host and session tuning (the libp2p link's sessions). */
   protected attachWith(connection: Connection, options: AttachOptions): SyncSession {
-    const session = attachSession(connection, options.host, {
-      // Timers of real time only: a simulation (tickMs 0) drives time itself.
-      ...(this.realTimers ? { ackDelayMs: ACK_DELAY_MS, setTimer: runLater } : {}),
-      ...this.options.sync,
-      ...options.sync,
-      agentId: toAgentId(this.agentId),
-      token: options.token ?? this.options.auth?.token,
-      legacyBearer: this.options.auth?.legacyBearer ?? false,
-      channelBinding: options.channelBinding,
-      filter: this.options.names,
-      maxFrameBytes: this.options.maxFrameBytes,
-      presence: this.options.sync?.presence ?? true,
-      // The peer's one admission, with the credential check of this session's host.
-      admission: this.admission.withCredentials((peer, presented) => options.host.authenticate(peer, presented)),
-    })
-    this.sessions.add(session)
-    const times: SessionTimes = { startedAt: this.wallClock() }
-    this.sessionTimes.set(session, times)
-    session.events.on('open', ({ agentId }) => {
-      times.openedAt = this.wallClock()
-      this.presence.sessionOpened(session)
-      this.events.emit('peer-connected', { agentId })
-    })
-    session.events.on('presence', ({ entries }) => this.presence.receive(session, entries))
-    session.events.on('synced', ({ agentId }) => {
-      times.syncedAt ??= this.wallClock()
-      this.events.emit('peer-synced', { agentId })
-    })
-    session.events.on('refused', (event) => this.events.emit('refused', event))
-    session.events.on('refused-write', ({ name, code, message }) =>
-      this.events.emit('write-refused', { by: 'local', agentId: session.remoteAgentId, name, code, message }),
-    )
-    session.events.on('rejected', ({ name, code, message }) =>
-      this.events.emit('write-refused', { by: 'remote', agentId: session.remoteAgentId, name, code, message }),
-    )
-    session.events.once('close', ({ reason }) => {
-      this.sessions.delete(session)
-      addStats(this.finishedTotals, session.stats)
-      this.events.emit('peer-disconnected', { agentId: session.remoteAgentId, reason })
-    })
-    return session
+    return this.attached.attach(connection, options)
   }
 
   /** Agent ids of the sessions that completed their handshake. */
   get connectedPeers(): string[] {
-    return [...this.sessions]
-      .filter((s) => s.state === 'open')
-      .map((s) => s.remoteAgentId!)
-      .filter(Boolean)
+    return this.attached.connectedPeers()
   }
 
   /** Counters: bytes and frames exchanged, malformed input dropped, and more. */
   stats(): PeerStats {
-    const totals = { ...this.finishedTotals }
-    for (const session of this.sessions) addStats(totals, session.stats)
+    const totals = this.attached.totals()
     const waiting = this.store.waitingStats()
     return { sessions: this.sessions.size, totals, admission: { ...this.admission.stats }, waiting, presence: this.presence.stats }
   }
@@ -420,17 +316,13 @@ export class PeerCore {
    * last acknowledgement, refused writes, malformed input). Read-only.
    */
   status(): PeerStatus {
-    const now = this.wallClock()
+    const now = this.attached.wallClock()
     return {
       agentId: this.agentId,
       now,
       durability: this.store.durability(),
-      sessions: [...this.sessions].map((session) => sessionStatus(session, this.sessionTimes.get(session), now)),
+      sessions: this.attached.statuses(now),
     }
-  }
-
-  private wallClock(): number {
-    return (this.options.now ?? Date.now)()
   }
 
   /** Stops syncing, closes every connection and the store (flushing it). Idempotent. */

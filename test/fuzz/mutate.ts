@@ -31,6 +31,13 @@ export const MUTATIONS = ['random', 'valid', 'truncate', 'flip', 'huge', 'huge-o
 export interface Mutable {
   /** The encodings end in a CRC-32 of what precedes (then the body is mutated and sealed again, most times). */
   readonly sealed?: boolean
+  /**
+   * Seals a mutated body (default: its CRC-32 appended). A format whose
+   * checksum also covers bytes it does not store (a version 4 record's name
+   * and seq, a version 4 metadata's name: its key's) reseals with them, or
+   * every mutation would stop at the checksum.
+   */
+  reseal?(body: Uint8Array): Uint8Array
   /** Structure-aware inputs: valid framing, huge counts and lengths in the fields, deep nesting. */
   adversarial?(random: Prng): Uint8Array
 }
@@ -45,8 +52,9 @@ export function mutateInput(
   random: Prng,
   seeds: readonly Uint8Array[],
   target: Mutable,
-  seal: (body: Uint8Array) => Uint8Array,
+  plainSeal: (body: Uint8Array) => Uint8Array,
 ): { mutation: string; input: Uint8Array } {
+  const seal = target.reseal ? (body: Uint8Array) => target.reseal!(body) : plainSeal
   if (target.adversarial && random.chance(0.25)) {
     const input = target.adversarial(random)
     return { mutation: 'adversarial', input: target.sealed ? seal(input) : input }

@@ -7,6 +7,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
+import { ErrorCodes, isConcordError } from '../../crdt/errors.ts'
 import { compareBytes, decodeKey, encodeKey } from '../../persistence/storage/level/key-codec.ts'
 
 const wellFormed = (text: string): boolean => !/[\ud800-\udfff]/.test(text.replace(/[\ud800-\udbff][\udc00-\udfff]/g, ''))
@@ -44,10 +45,18 @@ test('byte order is segment order', () => {
   )
 })
 
-test('malformed bytes are refused: a bad escape, an unterminated segment, invalid UTF-8', () => {
-  assert.throws(() => decodeKey(Uint8Array.of(0x61, 0x01, 0x07, 0x00)), /bad escape/)
-  assert.throws(() => decodeKey(Uint8Array.of(0x61, 0x62)), /unterminated/)
-  assert.throws(() => decodeKey(Uint8Array.of(0x61, 0x00, 0x62)), /unterminated/)
-  assert.throws(() => decodeKey(Uint8Array.of(0xc3, 0x00)))
+test('malformed bytes are refused with CONCORD_DECODE_ERROR: a bad escape, an unterminated segment, invalid UTF-8', () => {
+  const refused = (bytes: Uint8Array, why: RegExp) =>
+    assert.throws(
+      () => decodeKey(bytes),
+      (error) => isConcordError(error, ErrorCodes.DECODE_ERROR) && why.test(error.message),
+    )
+  refused(Uint8Array.of(0x61, 0x01, 0x07, 0x00), /bad escape/)
+  refused(Uint8Array.of(0x61, 0x62), /unterminated/)
+  refused(Uint8Array.of(0x61, 0x00, 0x62), /unterminated/)
+  // Not UTF-8, on the fast path and on the escaped one (a TypeError from the TextDecoder before; found by the fuzzer).
+  refused(Uint8Array.of(0xc3, 0x00), /not UTF-8/)
+  refused(Uint8Array.of(0xff, 0xfe, 0x00), /not UTF-8/)
+  refused(Uint8Array.of(0x61, 0x01, 0x01, 0xc3, 0x00), /not UTF-8/)
   assert.deepEqual(decodeKey(new Uint8Array(0)), [])
 })

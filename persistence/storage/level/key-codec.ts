@@ -93,7 +93,7 @@ export function decodeKey(bytes: Uint8Array): string[] {
   for (let i = 0; i < bytes.length; i++) {
     const byte = bytes[i]
     if (byte === 0x00) {
-      segments.push(ascii && i - start <= SHORT_SEGMENT ? asciiSegment(bytes, start, i) : textDecoder.decode(bytes.subarray(start, i)))
+      segments.push(ascii && i - start <= SHORT_SEGMENT ? asciiSegment(bytes, start, i) : utf8Segment(bytes.subarray(start, i)))
       start = i + 1
       ascii = true
     } else if (byte === 0x01) return decodeEscapedKey(bytes)
@@ -101,6 +101,15 @@ export function decodeKey(bytes: Uint8Array): string[] {
   }
   if (start < bytes.length) throw new DecodeError('storage key: unterminated segment')
   return segments
+}
+
+/** A segment's UTF-8; `CONCORD_DECODE_ERROR` when it is not UTF-8 (a damaged key: the encoder writes only well-formed text). */
+function utf8Segment(bytes: Uint8Array): string {
+  try {
+    return textDecoder.decode(bytes)
+  } catch (error) {
+    throw new DecodeError('storage key: a segment is not UTF-8', { cause: error })
+  }
 }
 
 function asciiSegment(bytes: Uint8Array, start: number, end: number): string {
@@ -116,7 +125,7 @@ function decodeEscapedKey(bytes: Uint8Array): string[] {
   for (let i = 0; i < bytes.length; i++) {
     const byte = bytes[i]
     if (byte === 0x00) {
-      segments.push(textDecoder.decode(Uint8Array.from(current)))
+      segments.push(utf8Segment(Uint8Array.from(current)))
       current = []
     } else if (byte === 0x01) {
       const next = bytes[++i]

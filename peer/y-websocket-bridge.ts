@@ -323,7 +323,7 @@ export class YWebsocketBridge {
 
   /** Handles one message; resolves false when it was malformed. */
   private async onMessage(state: RoomState, socket: WebSocket, member: Member, bytes: Uint8Array): Promise<boolean> {
-    const message = decodeGuarded('y-websocket message', bytes, readMessage)
+    const message = decodeGuarded('y-websocket message', bytes, readClientMessage)
     switch (message.type) {
       case 'step1': {
         if (!member.requests.tryTake(1, this.now())) {
@@ -394,8 +394,8 @@ export class YWebsocketBridge {
 
 type ClientMessage = { readonly type: 'step1' | 'update' | 'awareness'; readonly payload: Uint8Array } | { readonly type: 'query-awareness' | 'auth' }
 
-/** Reads one client message (bounds-checked; trailing bytes are an error). */
-function readMessage(decoder: Decoder): ClientMessage {
+/** Reads one client message (bounds-checked; trailing bytes are an error). Exported for the decoder fuzzer. @internal */
+export function readClientMessage(decoder: Decoder): ClientMessage {
   const type = decoder.readVarUint()
   if (type === messageSync) {
     const step = decoder.readVarUint()

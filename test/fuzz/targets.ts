@@ -1,7 +1,8 @@
 /**
  * The decoders the fuzzer runs: every decoder of bytes that come from the
  * wire (sync frames, chunk streams, gossip messages, libp2p framing, replica
- * deltas and versions of every type, Yjs updates and state vectors,
+ * deltas and versions of every type, Yjs updates and state vectors, a stock
+ * y-websocket client's messages and awareness updates,
  * Automerge chunks and versions, document snapshots) or from storage (log
  * records, checkpoints, name metadata, archive markers and bodies, the
  * seal file, seal key and losses, segment indexes, store info, storage keys,
@@ -24,6 +25,10 @@ import { decodeState, decodeVersion } from '../../crdt/types/state-codec.ts'
 import { NATIVE_TYPES, type NativeType } from '../../crdt/catalog.ts'
 import { decodeBinaryDump, decodeJsonlDump, encodeBinaryDump, encodeJsonlDump } from '../../cli/dump-format.ts'
 import { decodeGossipMessage, encodeGossipMessage } from '../../peer/gossip-codec.ts'
+import { RoomAwareness } from '../../peer/y-websocket-awareness.ts'
+import { readClientMessage } from '../../peer/y-websocket-bridge.ts'
+import * as awarenessProtocol from 'y-protocols/awareness'
+import { decodeGuarded } from '../../crdt/codec.ts'
 import { decodeArchive, decodeArchiveMarker, encodeArchive, encodeArchiveMarker } from '../../persistence/format/archive.ts'
 import { decodeCheckpoint, encodeCheckpoint } from '../../persistence/format/checkpoint.ts'
 import { logKey, metaKey, parseSeqKey, seqKey } from '../../persistence/format/keys.ts'
@@ -640,6 +645,58 @@ export const TARGETS: readonly FuzzTarget[] = [
       const header = JSON.stringify({ format: 'concord-export', version: 1, source: 'x', names: 1 })
       return utf8.encode(`${header}\n{"name":"n","type":"gcounter","state":"","value":${'['.repeat(depth)}${']'.repeat(depth)}}\n`)
     },
+  },
+  {
+    name: 'y-websocket client message',
+    seeds: (random) => {
+      const doc = new Y.Doc()
+      doc.getText('t').insert(0, `hello ${random.int(0, 99)}`)
+      const message = (...parts: Array<number | Uint8Array>) => {
+        const e = new Encoder()
+        for (const part of parts) typeof part === 'number' ? e.writeVarUint(part) : e.writeBytes(part)
+        return e.finish()
+      }
+      return [
+        message(0, 0, Y.encodeStateVector(doc)),
+        message(0, 1, Y.encodeStateAsUpdate(doc)),
+        message(0, 2, Y.encodeStateAsUpdate(doc)),
+        message(1, utf8.encode('{}')),
+        message(3),
+        message(2, 0),
+      ]
+    },
+    decode: (bytes) => {
+      decodeGuarded('y-websocket message', bytes, readClientMessage)
+    },
+    codes: DECODE,
+  },
+  {
+    name: 'awareness update',
+    seeds: (random) => {
+      const doc = new Y.Doc()
+      const awareness = new awarenessProtocol.Awareness(doc)
+      awareness.setLocalState({ user: { name: `agent-${random.int(0, 99)}`, color: '#ff0000' }, cursor: { index: random.int(0, 999) } })
+      const seeds = [awarenessProtocol.encodeAwarenessUpdate(awareness, [doc.clientID])]
+      awareness.setLocalState(null)
+      seeds.push(awarenessProtocol.encodeAwarenessUpdate(awareness, [doc.clientID]))
+      awareness.destroy()
+      doc.destroy()
+      return seeds
+    },
+    decode: (bytes) => {
+      // What a room does with a client's update: parse, check every state is JSON, apply within bounds.
+      const room = new RoomAwareness(
+        {},
+        () => undefined,
+        () => 0,
+      )
+      try {
+        room.apply(bytes, room.join())
+      } finally {
+        room.destroy()
+      }
+    },
+    codes: DECODE,
   },
   {
     name: 'seal file',

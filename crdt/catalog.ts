@@ -6,8 +6,9 @@
  * that needs the list derives it from here: the type unions
  * ({@link NativeType}, {@link ReplicaType}), the registry's factories
  * (crdt/registry.ts), the codec's type codes and the ORMap's field types
- * (the native table), the protocol's known types (sync/messages.ts), the
- * store's type checks (persistence/format/stored-type.ts) and the peer's
+ * (the native table), the protocol's known types (sync/messages.ts; checked
+ * in sync/messages/fields.ts), the store's type checks
+ * (persistence/format/stored-type.ts) and the peer's
  * typed openers ({@link TypedOpeners}, installed by {@link installOpeners}).
  *
  * Adding a type: one new file and one line below (docs/adding-a-type.md).

@@ -63,7 +63,7 @@ export function takesReconcile(hello: HelloMessage): boolean {
  * Key of the independent-bundles extension (value: `varUint` 1, the
  * format): the sender of the HELLO takes INDEPENDENT messages (a
  * TRANSACTION whose names never shared a unit on its sender; an answer
- * sends its independent names so, sync/anti-entropy.ts), and does not keep
+ * sends its independent names so, sync/answer-bundles.ts), and does not keep
  * their names together later. A remote without it gets TRANSACTIONs.
  */
 export const INDEPENDENT_EXTENSION = 'independent'

@@ -2,7 +2,7 @@
  * Which names were ever in a unit of several names (an `atomic` block over
  * several names, a remote commit of several that came as one), so that an
  * anti-entropy answer can split everything else into small bundles and
- * keep those together (sync/anti-entropy.ts): a transaction is then never
+ * keep those together (sync/answer-bundles.ts): a transaction is then never
  * half applied on a receiver that stops between bundles.
  *
  * A name is marked once, by a key written in the batch of its first such

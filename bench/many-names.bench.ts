@@ -234,7 +234,8 @@ function rows(kind: Kind, count: number, fresh: Run, base: Run | undefined, base
       unit: 'names/s',
       better: 'higher',
       ...(base ? { baseline: { label: `one open per name, ${CREATE_CONCURRENCY} at a time`, value: count / (base.createMs / 1000) } } : {}),
-      note: `openMany, ${CREATE_BATCH} at a time, then one change each; target >= 20000 names/s (issue 15); ${fresh.createMs.toFixed(0)} ms, CPU ${fresh.createCpuMs.toFixed(0)} ms`,
+      // Issue 15's create target is for its 100,000 small names (counters); documents are measured beside them.
+      note: `openMany, ${CREATE_BATCH} at a time, then one change each${kind === 'counter' ? '; target >= 20000 names/s (issue 15)' : ''}; ${fresh.createMs.toFixed(0)} ms, CPU ${fresh.createCpuMs.toFixed(0)} ms`,
     },
     {
       name: `${label}: first sync into an empty peer`,

@@ -102,7 +102,7 @@ export async function ownProcessesRows(kind: 'counter' | 'yjs', count: number): 
       value: count / (result.ms / 1000),
       unit: 'names/s',
       better: 'higher',
-      note: `${result.ms.toFixed(0)} ms; client CPU ${(result.clientCpuMs / 1000).toFixed(1)} s, hub CPU ${(result.hubCpuMs / 1000).toFixed(1)} s; ${((result.bytesUp + result.bytesDown) / 1024).toFixed(0)} KiB both ways; target >= ${target} names/s (issue 15)`,
+      note: `${result.ms.toFixed(0)} ms; client CPU ${(result.clientCpuMs / 1000).toFixed(1)} s, hub CPU ${(result.hubCpuMs / 1000).toFixed(1)} s; client peak RSS ${result.clientPeakRssMiB.toFixed(0)} MiB; ${((result.bytesUp + result.bytesDown) / 1024).toFixed(0)} KiB both ways; target >= ${target} names/s (issue 15)`,
     },
   ]
 }

@@ -20,7 +20,7 @@
  *   takes every document: Concord syncs the hub's names (one anti-entropy);
  *   automerge-repo finds each URL; a y-websocket client opens one
  *   `WebsocketProvider` per document (its rooms) and keeps each in its own
- *   y-leveldb folder, as an agent that comes back would. Prints `{ ms, cpuMs, docs }`: from the
+ *   y-leveldb folder, as an agent that comes back would. Prints `{ ms, cpuMs, peakRssMiB, docs }`: from the
  *   start of the connection until every document is held, and its CPU time.
  * - `catchup`: the same client folder again, after the hub changed its
  *   documents: until the client holds every change.
@@ -93,6 +93,8 @@ async function concordClient(docsOf: ConcordDocs, port: number, catchup: boolean
   await synced
   const ms = now() - start
   const used = process.cpuUsage(cpu)
+  // The peak until synced (listing every name below allocates per name).
+  const peakRssMiB = process.resourceUsage().maxRSS / 1024
   const held = (await peer.names()).length
   const last = await peer.open(name(docs - 1), docsOf.type)
   if (!docsOf.complete(last)) throw new Error(`the last document is incomplete: ${docsOf.show(last)}`)
@@ -102,7 +104,7 @@ async function concordClient(docsOf: ConcordDocs, port: number, catchup: boolean
       if (!docsOf.caughtUp(replica)) throw new Error(`document ${i} missed the hub's change: ${docsOf.show(replica)}`)
     }
   }
-  console.log(JSON.stringify({ ms, cpuMs: (used.user + used.system) / 1000, docs: held }))
+  console.log(JSON.stringify({ ms, cpuMs: (used.user + used.system) / 1000, peakRssMiB, docs: held }))
   await peer.close()
 }
 
@@ -170,7 +172,9 @@ async function repoClient(port: number, catchup: boolean): Promise<void> {
   const used = process.cpuUsage(cpu)
   const last = handles.at(-1)!.doc()
   if (!model.complete(last)) throw new Error(`the last document is incomplete: ${JSON.stringify(last)}`)
-  console.log(JSON.stringify({ ms, cpuMs: (used.user + used.system) / 1000, docs: handles.length, retries, missed }))
+  console.log(
+    JSON.stringify({ ms, cpuMs: (used.user + used.system) / 1000, peakRssMiB: process.resourceUsage().maxRSS / 1024, docs: handles.length, retries, missed }),
+  )
   await repo.flush()
   await repo.shutdown()
   process.exit(0)
@@ -250,7 +254,7 @@ async function yWebsocketClient(port: number, catchup: boolean): Promise<void> {
   const used = process.cpuUsage(cpu)
   const last = opened.at(-1)!.doc
   if (!model.complete(last)) throw new Error(`the last document is incomplete: ${JSON.stringify(last.toJSON())}`)
-  console.log(JSON.stringify({ ms, cpuMs: (used.user + used.system) / 1000, docs: opened.length }))
+  console.log(JSON.stringify({ ms, cpuMs: (used.user + used.system) / 1000, peakRssMiB: process.resourceUsage().maxRSS / 1024, docs: opened.length }))
   for (const { provider } of opened) provider.destroy()
   await ldb.destroy()
   process.exit(0)

@@ -32,6 +32,8 @@ export interface W2Result {
   readonly createMs: number
   readonly ms: number
   readonly clientCpuMs: number
+  /** The client process's peak RSS until it held everything (MiB; Concord: until synced, before its check lists every name). */
+  readonly clientPeakRssMiB: number
   /** The hub's CPU time while it served the client. */
   readonly hubCpuMs: number
   /** Bytes through the proxy, client to hub and hub to client. */
@@ -137,7 +139,7 @@ function runClient(
   dir: string,
   docs: number,
   port: number,
-): Promise<{ ms: number; cpuMs: number; docs: number; retries?: number; missed?: number }> {
+): Promise<{ ms: number; cpuMs: number; peakRssMiB: number; docs: number; retries?: number; missed?: number }> {
   return new Promise((resolve, reject) => {
     execFile(
       process.execPath,
@@ -148,7 +150,9 @@ function runClient(
         else {
           const noise = stdout.trim().split('\n').length - 1
           if (noise > 0) process.stderr.write(`w2 ${kind} ${phase}: ${noise} other lines on stdout, the first: ${stdout.split('\n')[0].slice(0, 200)}\n`)
-          resolve(JSON.parse(stdout.trim().split('\n').at(-1)!) as { ms: number; cpuMs: number; docs: number; retries?: number; missed?: number })
+          resolve(
+            JSON.parse(stdout.trim().split('\n').at(-1)!) as { ms: number; cpuMs: number; peakRssMiB: number; docs: number; retries?: number; missed?: number },
+          )
         }
       },
     )
@@ -187,6 +191,7 @@ export async function runW2(kind: W2Contender, docs: number, workload: WorkloadN
       createMs: started.buildMs,
       ms: result.ms,
       clientCpuMs: result.cpuMs,
+      clientPeakRssMiB: result.peakRssMiB,
       hubCpuMs,
       bytesUp,
       bytesDown,

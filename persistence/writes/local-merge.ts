@@ -46,7 +46,7 @@ interface MergingUnit {
 
 /** What the merge needs of the write path. */
 export interface MergeSink {
-  /** Adds the records of `items` to a batch (see `Writes.buildAppends`). */
+  /** Adds the records of `items` to a batch (see unit-records.ts). */
   buildAppends(b: BatchBuilder, items: readonly LogItem[]): CommittedRecord[]
   /** Queues a unit of changes; resolves once durable, then announced (`committed`). */
   enqueueUnit(unit: Unit<CommittedRecord[]>, entries: () => Iterable<NameEntry>): Promise<CommittedRecord[]>

@@ -16,6 +16,9 @@
  *   the local changes made while it is being assembled (in the block, in
  *   the migration's steps, in listeners of the deltas it applies) join it,
  *   so that the unit is logged, announced and shipped all or none.
+ *
+ * The records a unit writes are built in unit-records.ts, a migration's
+ * steps run in migration.ts.
  */
 import { ConcordError, ErrorCodes, isConcordError } from '../../crdt/errors.ts'
 import type { HlcTimestamp } from '../../crdt/hlc.ts'
@@ -24,14 +27,16 @@ import type { StoreContext } from '../context.ts'
 import type { NameEntry } from '../names/entry.ts'
 import type { Names } from '../names/owner.ts'
 import type { Schema } from '../options.ts'
-import type { BatchBuilder, CommittedRecord, NameState, Unit } from '../pipeline/committer.ts'
-import type { ApplyResult, CommittedUnitRecord } from '../store-types.ts'
-import { afterWrite, recordLimit } from './checkpoints.ts'
+import type { CommittedRecord, NameState, Unit } from '../pipeline/committer.ts'
+import type { ApplyResult } from '../store-types.ts'
+import { recordLimit } from './checkpoints.ts'
 import type { EncodedProvenance } from '../../crdt/provenance.ts'
 import type { RecordSignature } from '../../crdt/signature.ts'
 import { bytesEqual } from '../../crdt/codec.ts'
 import { LocalMerge } from './local-merge.ts'
+import { migrateEntry } from './migration.ts'
 import { rollBack } from './rollback.ts'
+import { buildAppends, unitRecord } from './unit-records.ts'
 
 /** @internal one change to log: its name, its bytes, when and by whom. */
 export interface LogItem {
@@ -82,7 +87,7 @@ export class Writes {
     private readonly names: Names,
   ) {
     this.merge = new LocalMerge(context, {
-      buildAppends: (b, items) => this.buildAppends(b, items),
+      buildAppends: (b, items) => buildAppends(context, b, items),
       enqueueUnit: (unit, entries) => this.enqueueUnit(unit, entries),
       reportFailure: (entries, error) => this.reportFailure(entries, error),
     })
@@ -163,8 +168,8 @@ export class Writes {
     return rollBack(this.context, this.names, this, error, states)
   }
 
-  /** Runs `fn` and returns the local changes made meanwhile (not written); assemblies nest. */
-  private assemble(fn: (items: readonly LogItem[]) => void): LogItem[] {
+  /** @internal runs `fn` and returns the local changes made meanwhile (not written); assemblies nest. */
+  assemble(fn: (items: readonly LogItem[]) => void): LogItem[] {
     // Changes made while a unit is assembled are not the merging unit's.
     this.merge.end()
     const items: LogItem[] = []
@@ -326,95 +331,13 @@ export class Writes {
 
   /**
    * Runs the migration steps of a newly hydrated `entry` up to `schema` and
-   * logs their changes with the new schema version, as one unit. A step
-   * that throws fails the hydration (`CONCORD_MIGRATION_FAILED`) and the
-   * entry stops being persisted.
+   * logs their changes with the new schema version, as one unit (migration.ts).
    */
-  async migrate(entry: NameEntry, schema: Schema): Promise<void> {
-    const from = entry.state.meta.schema
-    let items: LogItem[]
-    try {
-      items = this.assemble(() => {
-        for (let version = from + 1; version <= schema.version; version++) {
-          const step = schema.migrations?.[version]
-          if (!step) throw new ConcordError(ErrorCodes.MIGRATION_FAILED, `"${entry.name}": no migration to schema version ${version}`)
-          try {
-            step(entry.replica, { name: entry.name, from: version - 1, to: version })
-          } catch (error) {
-            throw new ConcordError(ErrorCodes.MIGRATION_FAILED, `"${entry.name}": migration to version ${version} failed: ${(error as Error)?.message}`, {
-              cause: error,
-            })
-          }
-        }
-      })
-    } catch (error) {
-      entry.detach()
-      throw error
-    }
-    const { state } = entry
-    await this.context.committer.enqueue({
-      sync: entry.durability.mode === 'sync',
-      states: [state],
-      build: (b) => {
-        this.buildAppends(b, items)
-        b.setMeta(state, { ...b.meta(state), schema: schema.version })
-      },
-    })
-    this.context.events.emit('migrated', { name: entry.name, from, to: schema.version })
+  migrate(entry: NameEntry, schema: Schema): Promise<void> {
+    return migrateEntry(this.context, this, entry, schema)
   }
 
-  // ------------------------------------------------------------ records
-
-  /**
-   * Adds the records of `items` to a batch: first, for a name rolled back
-   * or undone in place by a compensating change (its replica holds structs
-   * the log lacks), a `state` record of what the replica holds beyond the
-   * logged state. A delta larger than the name's replica accepts back
-   * (`limits.maxBytes`) is refused with `CONCORD_LIMIT_EXCEEDED` (the unit
-   * fails and the name is rolled back): the store never writes a record it
-   * could not load again.
-   */
-  buildAppends(b: BatchBuilder, items: readonly LogItem[]): CommittedRecord[] {
-    const { context } = this
-    const now = context.now()
-    const records: CommittedRecord[] = []
-    const repaired = new Map<NameEntry, Uint8Array>()
-    const signing = signingOf(context, items)
-    for (const item of items) {
-      const { entry } = item
-      const since = entry.repairSince
-      if (since !== undefined && !repaired.has(entry)) {
-        repaired.set(entry, since)
-        const beyond = entry.replica.deltaSince(since)
-        if (beyond) {
-          const delta = checkedDelta(entry, beyond)
-          const state = { delta, hlc: item.hlc, agent: context.agentId, kind: 'state' as const, now }
-          records.push(b.append(entry.state, signing ? { ...state, ...signing.stamp(entry, item.hlc, delta) } : state))
-        }
-      }
-      const delta = checkedDelta(entry, item.delta)
-      const own = signing !== undefined && !item.remote && item.signature === undefined && item.agent === signing.agent
-      records.push(
-        b.append(entry.state, {
-          delta,
-          hlc: item.hlc,
-          agent: item.agent,
-          message: item.message,
-          authored: item.authored,
-          metaJson: item.metaJson,
-          signature: item.signature,
-          ...(own ? signing.stamp(entry, item.hlc, delta) : {}),
-          now,
-        }),
-      )
-    }
-    const entries = new Set(items.map((item) => item.entry))
-    b.onCommit(() => {
-      for (const [entry, since] of repaired) entry.caughtUp(since)
-      for (const entry of entries) afterWrite(context, entry)
-    })
-    return records
-  }
+  // ------------------------------------------------------------ the unit queue
 
   /**
    * Writes `items` as one unit; resolves once durable per the names' modes,
@@ -435,7 +358,7 @@ export class Writes {
         states: entries.map((entry) => entry.state),
         changes: true,
         build: (b) => {
-          const records = this.buildAppends(b, items)
+          const records = buildAppends(this.context, b, items)
           if (logged.length > 1) this.context.jointNames.write(b, logged)
           // Names the unit creates without a record of theirs (a delta that added nothing).
           for (const entry of create) if (entry.state.unborn) b.setMeta(entry.state, b.meta(entry.state))
@@ -479,46 +402,6 @@ export class Writes {
   }
 }
 
-/** A record as a `committed` event gives it: an optional field only when set (the common record has none of them). */
-function unitRecord(r: CommittedRecord, type: ReplicaType): CommittedUnitRecord {
-  const out: { -readonly [K in keyof CommittedUnitRecord]: CommittedUnitRecord[K] } = {
-    name: r.name,
-    type,
-    seq: r.seq,
-    delta: r.delta,
-    kind: r.kind,
-    agent: r.agent,
-    authored: r.authored ?? r.hlc,
-  }
-  if (r.message !== undefined) out.message = r.message
-  if (r.metaJson !== undefined) out.metaJson = r.metaJson
-  if (r.signature !== undefined) out.signature = r.signature
-  return out
-}
-
-/**
- * How the records of a unit of this store's own changes are signed, or
- * undefined when the store does not sign them (no key, or another author).
- * Every record of the unit is logged, sent and signed with the provenance
- * of its first change (its author, message, meta, and its time as
- * `authored`), which is what a receiver logs for each of them.
- */
-function signingOf(context: StoreContext, items: readonly LogItem[]) {
-  const first = items[0]
-  if (first === undefined || first.remote || first.signature !== undefined || first.authored !== undefined || !context.signatures.signs(first.agent))
-    return undefined
-  const { agent, message, metaJson } = first
-  const authored = first.hlc
-  return {
-    agent,
-    stamp(entry: NameEntry, hlc: HlcTimestamp, delta: Uint8Array) {
-      const signature = context.signatures.sign({ name: entry.name, type: entry.type, agent, authored, message, metaJson }, delta)
-      const same = hlc.wall === authored.wall && hlc.logical === authored.logical
-      return { agent, message, metaJson, authored: same ? undefined : authored, signature }
-    },
-  }
-}
-
 /**
  * `delta` checked for `replica` against the store's document limits, ready
  * to apply (a replica without `prepareDelta` applies it unchecked).
@@ -551,16 +434,4 @@ function undoBlock(block: BlockUndo): void {
  */
 function announceable(item: LogItem): boolean {
   return item.entry.repairSince === undefined && item.delta.length <= recordLimit(item.entry)
-}
-
-/** `delta`, if the name's replica accepts it back on reload; else `CONCORD_LIMIT_EXCEEDED`. */
-function checkedDelta(entry: NameEntry, delta: Uint8Array): Uint8Array {
-  const limit = recordLimit(entry)
-  if (delta.length > limit) {
-    throw new ConcordError(
-      ErrorCodes.LIMIT_EXCEEDED,
-      `"${entry.name}": a change of ${delta.length} bytes is over the limit of ${limit} bytes its replica loads back (limits.maxBytes); it was refused and the name rolled back`,
-    )
-  }
-  return delta
 }

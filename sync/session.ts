@@ -21,36 +21,32 @@
  * limit), sync/intake.ts (what may come before the handshake, reassembly,
  * the receive queue and its budgets), sync/request-gate.ts (the rate of
  * expensive requests), sync/outbound.ts (queues, windows, pump, chunked
- * sends), and sync/anti-entropy.ts (VERSIONS, answers in bundles, DONE).
+ * sends), sync/anti-entropy.ts (VERSIONS, answers in bundles, DONE),
+ * sync/inbound-commits.ts (the remote's commits admitted, settled and
+ * acknowledged), sync/liveness.ts (what tick drives once open: resync
+ * repeats, keepalives, stalled acknowledgements, periodic anti-entropy) and
+ * sync/extension-use.ts (the optional extensions both sides take).
  */
 import { Emitter, type Unsubscribe } from '../crdt/emitter.ts'
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import { Admission } from './admission.ts'
-import { AntiEntropy, MAX_RESYNC_RETRIES } from './anti-entropy.ts'
+import { AntiEntropy } from './anti-entropy.ts'
 import { MIN_FRAME_BYTES } from './chunking.ts'
 import { newNonce } from './credentials.ts'
-import { independentExtension, reconcileExtension, takesIndependent, takesReconcile, windowBytesExtension, windowBytesOf } from './extensions.ts'
-import { answerRecordsExtension, provenanceExtension, signaturesExtension, takesAnswerRecords, takesProvenance, takesSignatures } from './provenance.ts'
+import { ExtensionUse } from './extension-use.ts'
+import { takesIndependent, takesReconcile, windowBytesOf } from './extensions.ts'
 import { Handshake, PROOF_VERSION, type HandshakeIo } from './handshake.ts'
 import type { HostedName, LocalCommit, SyncHost } from './host.ts'
 import { InboundLedger } from './inbound.ts'
+import { InboundCommits } from './inbound-commits.ts'
 import { Intake, intakeLimits } from './intake.ts'
-import {
-  MIN_PROTOCOL_VERSION,
-  PROTOCOL_VERSION,
-  encodeMessage,
-  type DecodedMessage,
-  type DeltaEntry,
-  type Message,
-  type ProvenanceMessage,
-  type RefuseReason,
-  type VersionEntry,
-} from './messages.ts'
+import { Liveness } from './liveness.ts'
+import { MIN_PROTOCOL_VERSION, PROTOCOL_VERSION, encodeMessage, type DecodedMessage, type Message, type RefuseReason, type VersionEntry } from './messages.ts'
 import type { AgentId } from '../crdt/agent-id.ts'
 import { ALL_NAMES, matchesFilter, sameFilter, type NameFilter } from './names.ts'
 import { DEFAULT_MAX_FRAME, Outbox } from './outbound.ts'
 import { DEFAULT_REQUEST_RATE, RequestGate, type RequestServer } from './request-gate.ts'
-import { PresenceGate, presenceBatches, presenceExtension, takesPresence, type PresenceEntry } from './presence.ts'
+import { PresenceGate, presenceBatches, takesPresence, type PresenceEntry } from './presence.ts'
 import { Reconciler } from './reconcile-session.ts'
 import { newSessionStats, type SessionEvents, type SessionOptions, type SessionState, type SessionStats, type SyncChannel } from './session-types.ts'
 
@@ -71,8 +67,8 @@ export class SyncSession {
   private readonly handshake: Handshake
   /** The remote's byte window, once its HELLO was accepted. */
   private remoteWindowBytes: number | undefined
-  /** The PROVENANCE of the remote's next commit, until it comes. */
-  private pendingProvenance: ProvenanceMessage | undefined
+  /** The optional extensions this side and the remote take. */
+  private readonly extensions: ExtensionUse
   /** The rules of this peer: credentials, reads, writes (every door shares them). */
   private readonly admission: Admission
 
@@ -87,6 +83,7 @@ export class SyncSession {
   private readonly intake: Intake
   private readonly ledger: InboundLedger
   private readonly requests: RequestGate
+  private readonly inbound: InboundCommits
 
   private readonly presenceGate = new PresenceGate()
 
@@ -95,6 +92,7 @@ export class SyncSession {
   private readonly antiEntropy: AntiEntropy
   /** Range-based reconciliation, once both HELLOs announced it. */
   private reconciler: Reconciler | undefined
+  private readonly liveness: Liveness
 
   constructor(
     private readonly host: SyncHost,
@@ -118,6 +116,7 @@ export class SyncSession {
       binding: options.channelBinding ?? new Uint8Array(0),
       nonce: newNonce(),
     })
+    this.extensions = new ExtensionUse(options)
     this.now = options.now ?? Date.now
     this.startedAt = this.now()
     this.intake = new Intake(
@@ -139,7 +138,7 @@ export class SyncSession {
         handleNow: (message) => void this.handle(message),
         handleAhead: (message) => this.handleAhead(message),
         fail: (reason) => this.close(reason),
-        arrived: (kind) => this.arrived(kind),
+        arrived: (kind) => this.liveness.arrived(kind),
       },
       this.startedAt,
     )
@@ -153,7 +152,7 @@ export class SyncSession {
         maxQueued: Math.max(1, options.maxQueuedCommits ?? 4096),
         remote: () => this.handshake.remote,
         remoteWindowBytes: () => this.remoteWindowBytes,
-        remoteTakesIndependent: () => this.takesIndependent && this.handshake.remote !== undefined && takesIndependent(this.handshake.remote),
+        remoteTakesIndependent: () => this.extensions.independent && this.handshake.remote !== undefined && takesIndependent(this.handshake.remote),
         active: () => this.stateValue !== 'closed' && !this.closing,
         fail: (reason) => this.close(reason),
       },
@@ -168,6 +167,32 @@ export class SyncSession {
       mayRead: (name) => this.admission.mayRead(this.handshake.remote?.agentId, name),
       fail: (reason) => this.close(reason),
       reconciler: () => this.reconciler,
+    })
+    this.inbound = new InboundCommits({
+      stats: this.stat,
+      ledger: this.ledger,
+      admission: this.admission,
+      antiEntropy: this.antiEntropy,
+      extensions: this.extensions,
+      events: this.events,
+      options,
+      now: this.now,
+      handshake: this.handshake,
+      origin: this,
+      closed: () => this.stateValue === 'closed',
+      sendControl: (message) => this.sendControl(message),
+      malformed: (why) => this.malformed(why),
+      close: (reason) => this.close(reason),
+    })
+    this.liveness = new Liveness({
+      stats: this.stat,
+      ledger: this.ledger,
+      outbox: this.outbox,
+      antiEntropy: this.antiEntropy,
+      options,
+      now: this.now,
+      sendControl: (message) => this.sendControl(message),
+      close: (reason) => this.close(reason),
     })
   }
 
@@ -213,17 +238,7 @@ export class SyncSession {
 
   /** Sends HELLO. Call once, right after creating the session. */
   start(): void {
-    this.sendControl(
-      this.handshake.hello(this.filter, this.maxFrameBytes, this.window, [
-        windowBytesExtension(this.intake.windowBytes),
-        ...(this.options.presence ? [presenceExtension()] : []),
-        ...(this.takesProvenance ? [provenanceExtension()] : []),
-        ...(this.takesSignatures ? [signaturesExtension()] : []),
-        ...(this.takesAnswerRecords ? [answerRecordsExtension()] : []),
-        ...(this.options.reconcile !== false ? [reconcileExtension()] : []),
-        ...(this.takesIndependent ? [independentExtension()] : []),
-      ]),
-    )
+    this.sendControl(this.handshake.hello(this.filter, this.maxFrameBytes, this.window, this.extensions.hello(this.intake.windowBytes)))
   }
 
   /**
@@ -288,33 +303,8 @@ export class SyncSession {
       return
     }
     if (this.requests.waiting) this.serveWaitingRequests(now)
-    const resyncTimeout = this.options.resyncTimeoutMs ?? 5_000
     // The remote's messages still being handled here (an answer being applied, a DONE behind it): not silence.
-    const busy = this.intake.queuedBytes > 0 || this.settling.size > 0
-    if (busy) this.antiEntropy.progress(now)
-    // ... and the remote is told so (a repeat of our last ACK, which a remote ignores as stale but takes as a sign of progress).
-    if ((busy || this.chunksSinceKeepalive) && now - this.keepaliveAt >= resyncTimeout / 2) {
-      this.keepaliveAt = now
-      this.chunksSinceKeepalive = false
-      this.stat.keepalivesOut++
-      this.sendControl({ type: 'ack', seq: this.ledger.lastAck })
-    }
-    if (this.antiEntropy.resyncOverdue(now, resyncTimeout)) {
-      if (this.antiEntropy.retries >= MAX_RESYNC_RETRIES) {
-        this.close(`resync timeout: no answer after ${MAX_RESYNC_RETRIES + 1} tries`)
-        return
-      }
-      this.stat.resyncRetries++
-      this.antiEntropy.sendVersions({ retry: true })
-    }
-    // Stalled acknowledgements ask for a resync, again after twice the wait each time nothing moved.
-    if (this.outbox.stalled && now - this.outbox.lastAckProgressAt >= resyncTimeout * 2 ** Math.min(this.stalledRequests, MAX_RESYNC_RETRIES)) {
-      this.outbox.lastAckProgressAt = now
-      this.stalledRequests++
-      this.sendControl({ type: 'request' })
-    }
-    const interval = this.options.antiEntropyIntervalMs ?? 0
-    if (this.antiEntropy.periodicDue(now, interval)) this.antiEntropy.sendVersions()
+    this.liveness.tick(now, this.intake.queuedBytes > 0 || this.inbound.unsettled)
   }
 
   /**
@@ -385,8 +375,7 @@ export class SyncSession {
     if (this.stateValue === 'closed') return
     this.stateValue = 'closed'
     this.closing = true
-    this.ackDeferred?.cancel()
-    this.ackDeferred = undefined
+    this.inbound.cancelDeferredAck()
     this.unsubscribe?.()
     this.unsubscribe = undefined
     this.reconciler?.close()
@@ -431,17 +420,17 @@ export class SyncSession {
         if (this.requests.onVersions(message.entries, this.now(), this.requestServer)) await this.onVersions(message.entries)
         return
       case 'delta':
-        return this.onCommit(message.seq, [message.entry])
+        return this.inbound.onCommit(message.seq, [message.entry])
       case 'transaction':
         // INDEPENDENT counts only as this side announced it (else it is a TRANSACTION like any).
-        return this.onCommit(message.seq, message.entries, message.independent === true && this.takesIndependent)
+        return this.inbound.onCommit(message.seq, message.entries, message.independent === true && this.extensions.independent)
       case 'ack':
         this.onAck(message.seq)
         return
       case 'done':
         // What it covers is acknowledged only once the commits before it are durable.
-        await this.allSettled()
-        if (this.stateValue !== 'closed') this.onDone(message.seq)
+        await this.inbound.allSettled()
+        if (this.stateValue !== 'closed' && this.inbound.onDone(message.seq)) this.events.emit('synced', { agentId: this.handshake.remote!.agentId })
         return
       case 'request':
         this.requests.onRequest(this.now(), this.requestServer)
@@ -456,8 +445,8 @@ export class SyncSession {
         this.onPresence(message.entries)
         return
       case 'provenance':
-        if (!this.takesProvenance) this.stat.unexpected++
-        else this.pendingProvenance = message
+        if (!this.extensions.provenance) this.stat.unexpected++
+        else this.inbound.provenance(message)
         return
       case 'ranges':
         if (this.reconciler) await this.reconciler.onRanges(message)
@@ -573,10 +562,7 @@ export class SyncSession {
         mayRead: (name) => this.admission.mayRead(remote.agentId, name),
         host: this.host,
         malformed: (why) => this.malformed(why),
-        records:
-          this.takesAnswerRecords && takesAnswerRecords(remote.extensions)
-            ? { agentId: this.options.agentId, signatures: this.takesSignatures && takesSignatures(remote.extensions) }
-            : undefined,
+        records: this.extensions.answerRecordsFor(remote),
         answered: (records, merged) => {
           this.stat.answerRecords += records
           this.stat.answerMerged += merged
@@ -585,165 +571,6 @@ export class SyncSession {
       () => this.stateValue === 'closed',
       only,
     )
-  }
-
-  private get takesProvenance(): boolean {
-    return this.options.provenance !== false
-  }
-
-  /** Whether this side takes (and sends) anti-entropy answers made of records: with provenance, unless `answerRecords: false`. */
-  private get takesAnswerRecords(): boolean {
-    return this.takesProvenance && this.options.answerRecords !== false
-  }
-
-  private get takesIndependent(): boolean {
-    return this.options.independent !== false
-  }
-
-  private get takesSignatures(): boolean {
-    return this.takesProvenance && this.options.signatures !== false
-  }
-
-  /** What the remote's HELLO announced, read once (its extensions are decoded, and every commit asks). */
-  private remoteTakes: { readonly of: object; readonly signatures: boolean; readonly provenance: boolean } | undefined
-
-  private remoteTaking(remote: { readonly extensions: ReadonlyArray<{ readonly key: string; readonly value: Uint8Array }> }) {
-    if (this.remoteTakes?.of !== remote) {
-      this.remoteTakes = { of: remote, signatures: takesSignatures(remote.extensions), provenance: takesProvenance(remote.extensions) }
-    }
-    return this.remoteTakes
-  }
-
-  /**
-   * Handles a remote commit: the next message is taken as soon as this one
-   * is applied and its write queued (the host's `applied`), or once it
-   * settled (a host that cannot tell, a refusal); it is acknowledged only
-   * once durable, in order (ACK is cumulative over what is durable).
-   */
-  private async onCommit(seq: number, entries: readonly DeltaEntry[], independent = false): Promise<void | { readonly settled: Promise<void> }> {
-    this.stat.commitsIn++
-    const provenance = this.pendingProvenance?.seq === seq ? this.pendingProvenance : undefined
-    this.pendingProvenance = undefined
-    if (this.ledger.isDuplicate(seq)) {
-      this.stat.duplicates++
-      this.maybeAck(true)
-      return
-    }
-    if (this.ledger.isGap(seq)) {
-      this.stat.gaps++
-      if (!this.antiEntropy.pending) this.antiEntropy.sendVersions()
-    }
-    this.ledger.begin(seq)
-    let onApplied!: () => void
-    const applied = new Promise<'applied'>((resolve) => {
-      onApplied = () => resolve('applied')
-    })
-    const settled = this.settleCommit(seq, entries, onApplied, provenance, independent)
-    this.settling.add(settled)
-    void settled.then(() => {
-      this.settling.delete(settled)
-    })
-    if ((await Promise.race([applied, settled.then(() => 'settled' as const)])) === 'settled') return
-    return { settled }
-  }
-
-  /** Commits handled and not yet settled (durable, refused or failed). */
-  private readonly settling = new Set<Promise<void>>()
-
-  /** Resolves once every commit handled so far has settled. */
-  private async allSettled(): Promise<void> {
-    while (this.settling.size > 0) await Promise.all([...this.settling])
-  }
-
-  /** Admits a remote commit and, once durable or refused, records and acknowledges it. Never rejects. */
-  private async settleCommit(
-    seq: number,
-    entries: readonly DeltaEntry[],
-    applied: () => void,
-    provenance: ProvenanceMessage | undefined,
-    independent: boolean,
-  ): Promise<void> {
-    try {
-      const remote = this.handshake.remote!
-      const signable = this.takesSignatures && this.remoteTaking(remote).signatures
-      const admitted = await this.admission.admit(remote.agentId, entries, this, applied, provenance, signable, independent)
-      if ('refused' in admitted && this.stateValue !== 'closed') {
-        const { name, code, message } = admitted.refused
-        if (code === ErrorCodes.DECODE_ERROR) this.malformed(`undecodable delta for "${name}"`)
-        this.refuseWrite(seq, name, code, message)
-      }
-    } catch (error) {
-      if (this.stateValue === 'closed') return
-      // Not persisted (storage failure): do not acknowledge; the remote resyncs on reconnect.
-      this.close(`could not apply a remote commit: ${(error as Error)?.message ?? String(error)}`)
-      return
-    }
-    if (this.stateValue === 'closed') return
-    this.ledger.markReceived(seq)
-    const { ackDelayMs = 0, setTimer } = this.options
-    if (ackDelayMs > 0 && setTimer !== undefined) {
-      // Coalesced: the commits that settle within ackDelayMs get one ACK, sent with the commit that settles
-      // after it (no wakeup of its own while commits keep coming), with our next commit, or by the timer.
-      const now = this.now()
-      if (this.ackDeferred === undefined) {
-        this.ackDeferred = { since: now, cancel: setTimer(() => this.deferredAck(), ackDelayMs) }
-        if (this.ledger.ackBacklog < this.ledger.ackEvery) return
-      } else if (now - this.ackDeferred.since < ackDelayMs && this.ledger.ackBacklog < this.ledger.ackEvery) return
-      this.deferredAck()
-      return
-    }
-    // Commits made durable by one write settle together: one ACK for them.
-    if (!this.ackQueued) {
-      this.ackQueued = true
-      queueMicrotask(() => {
-        this.ackQueued = false
-        this.maybeAck(false)
-      })
-    }
-  }
-
-  /** When a keepalive (a repeated ACK) last went out (see {@link tick}). */
-  private keepaliveAt = Number.NEGATIVE_INFINITY
-  /** Whether a chunk of the remote arrived since the last keepalive. */
-  private chunksSinceKeepalive = false
-
-  /**
-   * A frame of the remote arrived. Parts of an answer to our resync (a
-   * chunk, a commit, RANGES, WANT) and ACKs (the remote taking what we sent,
-   * or saying it is still busy with it: a keepalive) mean the resync is
-   * progressing: its timeout measures silence from here.
-   */
-  private arrived(kind: DecodedMessage['type']): void {
-    if (kind === 'chunk') this.chunksSinceKeepalive = true
-    if (kind === 'chunk' || kind === 'delta' || kind === 'transaction' || kind === 'ranges' || kind === 'want' || kind === 'ack') {
-      this.antiEntropy.progress(this.now())
-    }
-  }
-
-  /** REQUESTs sent for stalled acknowledgements since the last that moved (see {@link tick}). */
-  private stalledRequests = 0
-
-  /** An ACK check is queued (see {@link settleCommit}). */
-  private ackQueued = false
-  /** A coalesced ACK is due within `ackDelayMs` of `since` (see {@link settleCommit}); `cancel` stops its timer. */
-  private ackDeferred: { readonly since: number; readonly cancel: () => void } | undefined
-
-  /** Sends the coalesced ACK now (if the receive queue lets it, see {@link InboundLedger.nextAck}). */
-  private deferredAck(): void {
-    this.ackDeferred?.cancel()
-    this.ackDeferred = undefined
-    this.maybeAck(false)
-  }
-
-  private refuseWrite(seq: number, name: string, code: string, message: string): void {
-    this.stat.refusedWrites++
-    this.events.emit('refused-write', { name, code, message })
-    this.sendControl({ type: 'reject', seq, name, code, message })
-  }
-
-  private maybeAck(force: boolean): void {
-    const seq = this.ledger.nextAck(force)
-    if (seq !== undefined) this.sendControl({ type: 'ack', seq })
   }
 
   private onAck(seq: number): void {
@@ -757,18 +584,10 @@ export class SyncSession {
       this.outbox.lastAckProgressAt = this.now()
       return
     }
-    this.stalledRequests = 0
+    this.liveness.acked()
     this.events.emit('ack', { seq })
     this.outbox.releaseWaiters(seq)
     this.outbox.pump()
-  }
-
-  private onDone(seq: number): void {
-    // Everything the remote had up to its commit `seq` is now applied here.
-    this.ledger.cover(seq)
-    const first = this.antiEntropy.done()
-    this.maybeAck(true)
-    if (first) this.events.emit('synced', { agentId: this.handshake.remote!.agentId })
   }
 
   // ---- outbound ----------------------------------------------------------
@@ -787,22 +606,9 @@ export class SyncSession {
     )
     if (entries.length === 0) return
     // The author goes along when it is not this peer's own plain change (the remote assumes that), or signed it.
-    const claimed = commit.provenance
-    const signatures =
-      this.takesSignatures && this.remoteTaking(remote).signatures && entries.some((entry) => entry.signature !== undefined)
-        ? entries.map((entry) => entry.signature)
-        : undefined
-    const provenance =
-      claimed &&
-      this.takesProvenance &&
-      this.remoteTaking(remote).provenance &&
-      (claimed.agent !== this.options.agentId || claimed.message !== undefined || claimed.metaJson !== undefined || signatures !== undefined)
-        ? signatures
-          ? { ...claimed, signatures }
-          : claimed
-        : undefined
+    const provenance = this.extensions.outgoing(remote, commit.provenance, entries)
     // A coalesced ACK goes along (in the same socket write, on a transport that corks a turn's frames).
-    if (this.ackDeferred !== undefined) this.deferredAck()
+    this.inbound.flushDeferredAck()
     if (!this.outbox.queueCommit(entries, provenance)) {
       // Too far behind: the queue was dropped; resync from the remote's versions instead.
       this.stat.overflows++

@@ -1,0 +1,200 @@
+/**
+ * The remote's commits on one session, once the receive queue hands them
+ * over: each admitted (sync/admission.ts) with the PROVENANCE that came
+ * before it, recorded in the ledger (sync/inbound.ts) once durable or
+ * refused (a refusal answered with REJECT), and acknowledged by cumulative
+ * ACKs: one for the commits one write made durable (a microtask after they
+ * settle), or, with `ackDelayMs`, one per delay (sent with the commit that
+ * settles after it, with this side's next commit, or by the timer).
+ */
+import type { Emitter } from '../crdt/emitter.ts'
+import { ErrorCodes } from '../crdt/errors.ts'
+import type { Admission } from './admission.ts'
+import type { AntiEntropy } from './anti-entropy.ts'
+import type { ExtensionUse } from './extension-use.ts'
+import type { InboundLedger } from './inbound.ts'
+import type { DeltaEntry, HelloMessage, Message, ProvenanceMessage } from './messages.ts'
+import type { SessionEvents, SessionOptions, SessionStats } from './session-types.ts'
+
+/** What {@link InboundCommits} needs of its session. */
+export interface InboundCommitsContext {
+  readonly stats: SessionStats
+  readonly ledger: InboundLedger
+  readonly admission: Admission
+  /** Asked for a resync when a commit comes after a gap; told of a DONE. */
+  readonly antiEntropy: AntiEntropy
+  readonly extensions: ExtensionUse
+  /** The session's events (`refused-write`). */
+  readonly events: Emitter<SessionEvents>
+  /** `ackDelayMs` and `setTimer`: the ACK coalescing. */
+  readonly options: SessionOptions
+  readonly now: () => number
+  /** The remote's HELLO, once accepted. */
+  readonly handshake: { readonly remote: HelloMessage | undefined }
+  /** The origin of the commits applied (the session: they are not sent back to it). */
+  readonly origin: object
+  /** Whether the session is closed. */
+  closed(): boolean
+  /** Sends a control frame (ACK, REJECT) unless closed. */
+  sendControl(message: Message): void
+  /** Counts a malformed frame (refusing the remote after too many). */
+  malformed(why: string): void
+  /** Ends the session. */
+  close(reason: string): void
+}
+
+/** @internal the remote's commits on one session (see the module comment). */
+export class InboundCommits {
+  /** The PROVENANCE of the remote's next commit, until it comes. */
+  private pendingProvenance: ProvenanceMessage | undefined
+  /** Commits handled and not yet settled (durable, refused or failed). */
+  private readonly settling = new Set<Promise<void>>()
+  /** An ACK check is queued (see {@link settleCommit}). */
+  private ackQueued = false
+  /** A coalesced ACK is due within `ackDelayMs` of `since` (see {@link settleCommit}); `cancel` stops its timer. */
+  private ackDeferred: { readonly since: number; readonly cancel: () => void } | undefined
+
+  constructor(private readonly context: InboundCommitsContext) {}
+
+  /** Whether a commit handled is not settled yet. */
+  get unsettled(): boolean {
+    return this.settling.size > 0
+  }
+
+  /** Keeps the remote's PROVENANCE for its next commit. */
+  provenance(message: ProvenanceMessage): void {
+    this.pendingProvenance = message
+  }
+
+  /**
+   * Handles a remote commit: the next message is taken as soon as this one
+   * is applied and its write queued (the host's `applied`), or once it
+   * settled (a host that cannot tell, a refusal); it is acknowledged only
+   * once durable, in order (ACK is cumulative over what is durable).
+   */
+  async onCommit(seq: number, entries: readonly DeltaEntry[], independent = false): Promise<void | { readonly settled: Promise<void> }> {
+    const { context } = this
+    context.stats.commitsIn++
+    const provenance = this.pendingProvenance?.seq === seq ? this.pendingProvenance : undefined
+    this.pendingProvenance = undefined
+    if (context.ledger.isDuplicate(seq)) {
+      context.stats.duplicates++
+      this.maybeAck(true)
+      return
+    }
+    if (context.ledger.isGap(seq)) {
+      context.stats.gaps++
+      if (!context.antiEntropy.pending) context.antiEntropy.sendVersions()
+    }
+    context.ledger.begin(seq)
+    let onApplied!: () => void
+    const applied = new Promise<'applied'>((resolve) => {
+      onApplied = () => resolve('applied')
+    })
+    const settled = this.settleCommit(seq, entries, onApplied, provenance, independent)
+    this.settling.add(settled)
+    void settled.then(() => {
+      this.settling.delete(settled)
+    })
+    if ((await Promise.race([applied, settled.then(() => 'settled' as const)])) === 'settled') return
+    return { settled }
+  }
+
+  /** Resolves once every commit handled so far has settled. */
+  async allSettled(): Promise<void> {
+    while (this.settling.size > 0) await Promise.all([...this.settling])
+  }
+
+  /** Admits a remote commit and, once durable or refused, records and acknowledges it. Never rejects. */
+  private async settleCommit(
+    seq: number,
+    entries: readonly DeltaEntry[],
+    applied: () => void,
+    provenance: ProvenanceMessage | undefined,
+    independent: boolean,
+  ): Promise<void> {
+    const { context } = this
+    try {
+      const remote = context.handshake.remote!
+      const signable = context.extensions.signable(remote)
+      const admitted = await context.admission.admit(remote.agentId, entries, context.origin, applied, provenance, signable, independent)
+      if ('refused' in admitted && !context.closed()) {
+        const { name, code, message } = admitted.refused
+        if (code === ErrorCodes.DECODE_ERROR) context.malformed(`undecodable delta for "${name}"`)
+        this.refuseWrite(seq, name, code, message)
+      }
+    } catch (error) {
+      if (context.closed()) return
+      // Not persisted (storage failure): do not acknowledge; the remote resyncs on reconnect.
+      context.close(`could not apply a remote commit: ${(error as Error)?.message ?? String(error)}`)
+      return
+    }
+    if (context.closed()) return
+    context.ledger.markReceived(seq)
+    const { ackDelayMs = 0, setTimer } = context.options
+    if (ackDelayMs > 0 && setTimer !== undefined) {
+      // Coalesced: the commits that settle within ackDelayMs get one ACK, sent with the commit that settles
+      // after it (no wakeup of its own while commits keep coming), with our next commit, or by the timer.
+      const now = context.now()
+      if (this.ackDeferred === undefined) {
+        this.ackDeferred = { since: now, cancel: setTimer(() => this.deferredAck(), ackDelayMs) }
+        if (context.ledger.ackBacklog < context.ledger.ackEvery) return
+      } else if (now - this.ackDeferred.since < ackDelayMs && context.ledger.ackBacklog < context.ledger.ackEvery) return
+      this.deferredAck()
+      return
+    }
+    // Commits made durable by one write settle together: one ACK for them.
+    if (!this.ackQueued) {
+      this.ackQueued = true
+      queueMicrotask(() => {
+        this.ackQueued = false
+        this.maybeAck(false)
+      })
+    }
+  }
+
+  /** Sends a coalesced ACK that is due, now: with this side's next commit (in the same socket write, on a transport that corks a turn's frames). */
+  flushDeferredAck(): void {
+    if (this.ackDeferred !== undefined) this.deferredAck()
+  }
+
+  /** Stops the timer of a coalesced ACK (the session ended). */
+  cancelDeferredAck(): void {
+    this.ackDeferred?.cancel()
+    this.ackDeferred = undefined
+  }
+
+  /** Sends the coalesced ACK now (if the receive queue lets it, see {@link InboundLedger.nextAck}). */
+  private deferredAck(): void {
+    this.ackDeferred?.cancel()
+    this.ackDeferred = undefined
+    this.maybeAck(false)
+  }
+
+  private refuseWrite(seq: number, name: string, code: string, message: string): void {
+    const { context } = this
+    context.stats.refusedWrites++
+    context.events.emit('refused-write', { name, code, message })
+    context.sendControl({ type: 'reject', seq, name, code, message })
+  }
+
+  /**
+   * A DONE of the remote, once the commits before it settled: everything
+   * the remote had up to its commit `seq` is now applied here, and
+   * acknowledged. Returns whether it ends the first resync (the session
+   * is synced).
+   */
+  onDone(seq: number): boolean {
+    // Everything the remote had up to its commit `seq` is now applied here.
+    this.context.ledger.cover(seq)
+    const first = this.context.antiEntropy.done()
+    this.maybeAck(true)
+    return first
+  }
+
+  /** Sends the ACK due (always when `force`d: a duplicate, a DONE), if any. */
+  private maybeAck(force: boolean): void {
+    const seq = this.context.ledger.nextAck(force)
+    if (seq !== undefined) this.context.sendControl({ type: 'ack', seq })
+  }
+}

@@ -8,12 +8,12 @@
 import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import type { EncodedProvenance } from '../crdt/provenance.ts'
 import type { RecordSignature } from '../crdt/signature.ts'
-
-/** The provenance of a commit as sent: with its entries' signatures, to a remote that takes them. */
-export type OutgoingProvenance = EncodedProvenance & { readonly signatures?: ReadonlyArray<RecordSignature | undefined> | undefined }
 import { MIN_FRAME_BYTES, splitIntoChunks } from './chunking.ts'
 import { encodeMessage, type DeltaEntry, type HelloMessage, type Message } from './messages.ts'
 import type { SessionStats, SyncChannel } from './session-types.ts'
+
+/** The provenance of a commit as sent: with its entries' signatures, to a remote that takes them. */
+export type OutgoingProvenance = EncodedProvenance & { readonly signatures?: ReadonlyArray<RecordSignature | undefined> | undefined }
 
 /** Frame size assumed of a remote that did not say (and the default limit). */
 export const DEFAULT_MAX_FRAME = 1024 * 1024

@@ -11,8 +11,9 @@
  * contract allows: anything else it throws is a finding.
  */
 import * as A from '@automerge/automerge'
+import * as awarenessProtocol from 'y-protocols/awareness'
 import * as Y from 'yjs'
-import { Decoder, Encoder } from '../../crdt/codec.ts'
+import { Decoder, Encoder, decodeGuarded } from '../../crdt/codec.ts'
 import { ErrorCodes, isConcordError } from '../../crdt/errors.ts'
 import type { AutomergeReplica, YjsReplica } from '../../crdt/documents/index.ts'
 import { splitAutomergeChunks } from '../../crdt/documents/automerge-guard.ts'
@@ -27,8 +28,6 @@ import { decodeBinaryDump, decodeJsonlDump, encodeBinaryDump, encodeJsonlDump } 
 import { decodeGossipMessage, encodeGossipMessage } from '../../peer/gossip-codec.ts'
 import { RoomAwareness } from '../../peer/y-websocket-awareness.ts'
 import { readClientMessage } from '../../peer/y-websocket-bridge.ts'
-import * as awarenessProtocol from 'y-protocols/awareness'
-import { decodeGuarded } from '../../crdt/codec.ts'
 import { decodeArchive, decodeArchiveMarker, encodeArchive, encodeArchiveMarker } from '../../persistence/format/archive.ts'
 import { decodeCheckpoint, encodeCheckpoint } from '../../persistence/format/checkpoint.ts'
 import { logKey, metaKey, parseSeqKey, seqKey } from '../../persistence/format/keys.ts'

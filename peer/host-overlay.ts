@@ -13,6 +13,10 @@ export function overlayHost(base: SyncHost, overrides: Partial<SyncHost>): SyncH
     version: overrides.version ?? ((name) => base.version(name)),
     deltaSince: overrides.deltaSince ?? ((name, version) => base.deltaSince(name, version)),
     applyRemote: overrides.applyRemote ?? ((entries, origin, applied, provenance, options) => base.applyRemote(entries, origin, applied, provenance, options)),
+    // A group goes to the base only when applyRemote is the base's too (an override of one commit's path is never bypassed).
+    ...((overrides.applyRemoteGroup ?? (overrides.applyRemote ? undefined : base.applyRemoteGroup))
+      ? { applyRemoteGroup: overrides.applyRemoteGroup ?? ((commits, origin, applied) => base.applyRemoteGroup!(commits, origin, applied)) }
+      : {}),
     subscribe: overrides.subscribe ?? ((listener) => base.subscribe(listener)),
     authenticate: overrides.authenticate ?? ((peer, presented) => base.authenticate(peer, presented)),
     access: overrides.access ?? ((peer, name) => base.access(peer, name)),

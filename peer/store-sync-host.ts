@@ -35,6 +35,9 @@ import { overlayHost } from './host-overlay.ts'
 import { HeavyApplyGate } from './apply-gate.ts'
 import type { AccessFunction, AuthOptions, CredentialCheck } from './options.ts'
 
+/** A remote commit's entry, with its commit's author when several commits are applied as one unit (applyRemoteGroup). */
+type OwnedEntry = DeltaEntry & { readonly provenance?: ChangeProvenance & { readonly authored?: HlcTimestamp | undefined; readonly claimed?: boolean } }
+
 type ApplyResultOfStore = Awaited<ReturnType<Store['commit']>>[number]
 
 /** Options of a {@link StoreSyncHost}. */
@@ -335,6 +338,33 @@ export class StoreSyncHost implements SyncHost {
     return this.gate.run(entries, () => this.applyNow(entries, origin, applied, believed, options?.independent === true))
   }
 
+  /** See {@link SyncHost.applyRemoteGroup}: every commit's entries in one store commit, each delta under its commit's author. */
+  applyRemoteGroup(
+    commits: ReadonlyArray<{
+      readonly entries: readonly DeltaEntry[]
+      readonly provenance?: (EncodedProvenance & { readonly signable?: boolean }) | undefined
+    }>,
+    origin: unknown,
+    applied?: () => void,
+  ): Promise<HostApplyResult> {
+    const sender = (origin as { remoteAgentId?: string } | undefined)?.remoteAgentId
+    const entries: OwnedEntry[] = []
+    for (const commit of commits) {
+      const claimed = commit.provenance
+      // As applyRemote: a claim of an author whose key is known, from a remote that cannot carry signatures, is not believed.
+      const believed = claimed?.signable === false && this.options.store.authorKeyOf(claimed.agent ?? '') !== undefined ? undefined : claimed
+      const provenance = {
+        agent: believed?.agent ?? sender,
+        message: believed?.message,
+        meta: metaOf(believed?.metaJson),
+        authored: believed?.authored,
+        claimed: believed !== undefined,
+      }
+      for (const entry of commit.entries) entries.push({ ...entry, provenance })
+    }
+    return this.gate.run(entries, () => this.applyNow(entries, origin, applied, undefined, false))
+  }
+
   /** Which names may share a unit with another (the store's joint names, persistence/names/joint-names.ts). */
   joints(): Promise<(name: string) => boolean> {
     return this.options.store.jointNames()
@@ -346,7 +376,7 @@ export class StoreSyncHost implements SyncHost {
   }
 
   private async applyNow(
-    entries: readonly DeltaEntry[],
+    entries: readonly OwnedEntry[],
     origin: unknown,
     applied: (() => void) | undefined,
     claimed: EncodedProvenance | undefined,
@@ -399,7 +429,7 @@ export class StoreSyncHost implements SyncHost {
   }
 
   private commitThroughStore(
-    entries: readonly DeltaEntry[],
+    entries: readonly OwnedEntry[],
     origin: unknown,
     provenance: ChangeProvenance & { authored?: HlcTimestamp; claimed?: boolean; independent?: boolean },
     applied: (() => void) | undefined,
@@ -409,7 +439,13 @@ export class StoreSyncHost implements SyncHost {
       return Promise.resolve([])
     }
     return this.options.store.commit(
-      entries.map((entry) => ({ name: entry.name, delta: entry.delta, type: entry.replicaType, signature: entry.signature })),
+      entries.map((entry) => ({
+        name: entry.name,
+        delta: entry.delta,
+        type: entry.replicaType,
+        signature: entry.signature,
+        ...(entry.provenance ? { provenance: entry.provenance } : {}),
+      })),
       { origin, applied, ...provenance },
     )
   }

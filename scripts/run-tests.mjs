@@ -137,6 +137,7 @@ const lists = {
     // one name for the agent identity (agentId; the deprecated id alias)
     'test/peer/agent-id.test.ts',
     'test/peer/durable-ack.test.ts',
+    'test/peer/commit-groups.test.ts',
     'test/transports/connection-events.test.ts',
     // cli/ and demos/
     'test/peer/peer-disconnect.test.ts',

@@ -40,7 +40,7 @@ export type Opened = { readonly access: 'read' | 'write' } | { readonly refused:
 export type CredentialCheck = (peer: AgentId, presented: PresentedCredentials) => MaybePromise<boolean>
 
 /** What the admission uses of the local side: its rules and its store. */
-export type AdmissionHost = Pick<SyncHost, 'authenticate' | 'access' | 'typeOf' | 'applyRemote'>
+export type AdmissionHost = Pick<SyncHost, 'authenticate' | 'access' | 'typeOf' | 'applyRemote' | 'applyRemoteGroup'>
 
 /** Default of {@link AdmissionOptions.maxUnitBytes}: the largest message a session reassembles. */
 export const DEFAULT_MAX_UNIT_BYTES = 64 * 1024 * 1024
@@ -273,6 +273,47 @@ export class Admission {
       if (!isRefusedApply(code)) throw error
       this.count(code!)
       return { refused: { name: entries[0].name, code: code!, message: (error as Error).message } }
+    }
+  }
+
+  /**
+   * Admits several commits of `peer` as one unit (`SyncHost.applyRemoteGroup`),
+   * each under the provenance it came with. Resolves undefined, having
+   * applied nothing, when the host has no group path or any of them would be
+   * refused (by {@link checkWrite}'s rules, its provenance, validation) or
+   * is signed: the caller then admits them one by one with {@link admit},
+   * which tells which and counts it. Rejects as {@link admit} does.
+   */
+  async admitGroup(
+    peer: AgentId,
+    commits: ReadonlyArray<{ readonly entries: readonly DeltaEntry[]; readonly provenance?: ProvenanceMessage | undefined }>,
+    origin: unknown,
+    applied: () => void,
+    signable: boolean,
+  ): Promise<{ readonly changed: readonly string[] } | undefined> {
+    const host = this.host
+    if (host.applyRemoteGroup === undefined) return undefined
+    const group: Array<{ entries: readonly DeltaEntry[]; provenance?: EncodedProvenance & { readonly signable?: boolean } }> = []
+    for (const { entries, provenance } of commits) {
+      if (entries.length === 0 || this.firstRefusal(peer, entries) !== undefined || provenance?.signatures !== undefined) return undefined
+      let claimed: EncodedProvenance | undefined
+      if (provenance) {
+        try {
+          claimed = provenanceOf(provenance)
+        } catch {
+          return undefined
+        }
+      }
+      group.push({ entries, ...(claimed ? { provenance: signable ? claimed : { ...claimed, signable } } : {}) })
+    }
+    try {
+      const result = await host.applyRemoteGroup(group, origin, applied)
+      this.stats.admitted += commits.length
+      return { changed: result.changed }
+    } catch (error) {
+      // Refused as a whole (strictly checked: nothing of it applied), or rolled back: one by one tells which.
+      if (isRefusedApply(isConcordError(error) ? error.code : undefined)) return undefined
+      throw error
     }
   }
 

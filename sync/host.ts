@@ -118,6 +118,21 @@ export interface SyncHost {
     provenance?: EncodedProvenance & { readonly signable?: boolean },
     options?: { readonly independent?: boolean | undefined },
   ): Promise<HostApplyResult>
+  /**
+   * Optional: several remote commits of one session, in order, applied as
+   * one unit (one write), each logged under its own provenance; all or
+   * none, like one {@link applyRemote}. A session uses it for the commits
+   * that queued up while it handled one (a refusal is then taken commit by
+   * commit through {@link applyRemote}); `applied` as there.
+   */
+  applyRemoteGroup?(
+    commits: ReadonlyArray<{
+      readonly entries: readonly DeltaEntry[]
+      readonly provenance?: (EncodedProvenance & { readonly signable?: boolean }) | undefined
+    }>,
+    origin: unknown,
+    applied?: () => void,
+  ): Promise<HostApplyResult>
   /** Announces every local commit (including applied remote ones). */
   subscribe(listener: (commit: LocalCommit) => void): Unsubscribe
   /**

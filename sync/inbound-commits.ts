@@ -131,6 +131,93 @@ export class InboundCommits {
     }
     if (context.closed()) return
     context.ledger.markReceived(seq)
+    this.acknowledge()
+  }
+
+  /**
+   * Handles commits that queued up behind the one handled before them, in
+   * order, as one unit when the host can (`Admission.admitGroup`: each
+   * logged under its own provenance), else one by one as {@link onCommit}
+   * does; resolves as {@link onCommit} (once applied, or settled).
+   */
+  async onCommits(
+    commits: ReadonlyArray<{ readonly seq: number; readonly entries: readonly DeltaEntry[]; readonly provenance?: ProvenanceMessage | undefined }>,
+  ): Promise<void | { readonly settled: Promise<void> }> {
+    const { context } = this
+    const taken: Array<{ readonly seq: number; readonly entries: readonly DeltaEntry[]; readonly provenance?: ProvenanceMessage | undefined }> = []
+    // A PROVENANCE handled before the group is the first commit's, as onCommit takes it.
+    const pending = this.pendingProvenance
+    this.pendingProvenance = undefined
+    for (const [i, given] of commits.entries()) {
+      const commit = i === 0 && given.provenance === undefined && pending?.seq === given.seq ? { ...given, provenance: pending } : given
+      context.stats.commitsIn++
+      if (context.ledger.isDuplicate(commit.seq)) {
+        context.stats.duplicates++
+        this.maybeAck(true)
+        continue
+      }
+      if (context.ledger.isGap(commit.seq)) {
+        context.stats.gaps++
+        if (!context.antiEntropy.pending) context.antiEntropy.sendVersions()
+      }
+      context.ledger.begin(commit.seq)
+      taken.push(commit)
+    }
+    if (taken.length === 0) return
+    let onApplied!: () => void
+    const applied = new Promise<'applied'>((resolve) => {
+      onApplied = () => resolve('applied')
+    })
+    const settled = this.settleCommits(taken, onApplied)
+    this.settling.add(settled)
+    void settled.then(() => {
+      this.settling.delete(settled)
+    })
+    if ((await Promise.race([applied, settled.then(() => 'settled' as const)])) === 'settled') return
+    return { settled }
+  }
+
+  /** Admits commits as one unit or, if that is refused (nothing applied), one by one; records and acknowledges them. Never rejects. */
+  private async settleCommits(
+    commits: ReadonlyArray<{ readonly seq: number; readonly entries: readonly DeltaEntry[]; readonly provenance?: ProvenanceMessage | undefined }>,
+    applied: () => void,
+  ): Promise<void> {
+    const { context } = this
+    let admitted: { readonly changed: readonly string[] } | undefined
+    try {
+      const remote = context.handshake.remote!
+      admitted = await context.admission.admitGroup(remote.agentId, commits, context.origin, applied, context.extensions.signable(remote))
+    } catch (error) {
+      if (context.closed()) return
+      context.close(`could not apply a remote commit: ${(error as Error)?.message ?? String(error)}`)
+      return
+    }
+    if (admitted === undefined) {
+      // One of them is refused (or the host has no group path): each alone, in order, as if it had come alone.
+      const settles: Promise<void>[] = []
+      for (const { seq, entries, provenance } of commits) {
+        if (context.closed()) break
+        let taken!: () => void
+        const next = new Promise<void>((resolve) => {
+          taken = resolve
+        })
+        // The next one once this one is applied (its write queued) or settled, as the receive queue would take it.
+        const settled = this.settleCommit(seq, entries, taken, provenance, false)
+        settles.push(settled)
+        await Promise.race([next, settled])
+      }
+      applied()
+      await Promise.all(settles)
+      return
+    }
+    if (context.closed()) return
+    for (const { seq } of commits) context.ledger.markReceived(seq)
+    this.acknowledge()
+  }
+
+  /** A commit was recorded (durable or refused): its ACK goes out now, or coalesced (see the module comment). */
+  private acknowledge(): void {
+    const { context } = this
     const { ackDelayMs = 0, setTimer } = context.options
     if (ackDelayMs > 0 && setTimer !== undefined) {
       // Coalesced: the commits that settle within ackDelayMs get one ACK, sent with the commit that settles

@@ -68,6 +68,13 @@ export interface IntakeContext {
    * its bytes stay counted in the inbox budget until that settles.
    */
   readonly handle: (message: DecodedMessage) => Promise<void | { readonly settled: Promise<void> }>
+  /**
+   * Handles, in order, the DELTA commits (each after its PROVENANCE, if any)
+   * that queued up while a message before them was handled, at most
+   * {@link MAX_GROUP_COMMITS}; resolves as {@link handle}. Without it, each
+   * message is handled alone.
+   */
+  readonly handleGroup?: ((messages: readonly DecodedMessage[]) => Promise<void | { readonly settled: Promise<void> }>) | undefined
   /** Handles a REFUSE at once, ahead of the inbox. */
   readonly handleNow: (message: DecodedMessage) => void
   /** Handles `message` at once, ahead of the inbox, if the session takes it so (true), else it is queued. */
@@ -78,6 +85,17 @@ export interface IntakeContext {
   readonly arrived?: ((kind: DecodedMessage['type']) => void) | undefined
 }
 
+/** Most commits handed to the session's `handleGroup` at once. */
+export const MAX_GROUP_COMMITS = 64
+
+/** Messages waiting behind the message being handled, to be handled together (see {@link IntakeContext.handleGroup}). */
+interface QueuedGroup {
+  readonly messages: DecodedMessage[]
+  bytes: number
+  commits: number
+  started: boolean
+}
+
 /** Frames in, messages out to the session's handler, in order, within budgets. */
 export class Intake {
   private readonly reassembler: Reassembler
@@ -86,6 +104,8 @@ export class Intake {
   private inbox: Promise<void> = Promise.resolve()
   private inboxBytes = 0
   private violated = false
+  /** The group the next DELTA or PROVENANCE joins, while it waits in the inbox. */
+  private group: QueuedGroup | undefined
 
   constructor(
     private readonly limits: IntakeLimits,
@@ -161,6 +181,31 @@ export class Intake {
     this.reassembler.clear()
   }
 
+  /** Queues `group` behind the messages in the inbox; DELTAs and PROVENANCEs join it until it starts. */
+  private queueGroup(group: QueuedGroup): void {
+    this.group = group
+    const { ledger } = this.context
+    this.inbox = this.inbox.then(async () => {
+      group.started = true
+      if (this.group === group) this.group = undefined
+      ledger.inboxCommits -= group.commits
+      let settled: Promise<void> | undefined
+      try {
+        if (!this.context.active()) return
+        const [only] = group.messages
+        settled = (await (group.messages.length === 1 ? this.context.handle(only) : this.context.handleGroup!(group.messages)))?.settled
+      } catch (error) {
+        this.context.fail(`internal error: ${(error as Error)?.message ?? String(error)}`)
+      } finally {
+        if (settled === undefined) this.inboxBytes -= group.bytes
+        else
+          void settled.finally(() => {
+            this.inboxBytes -= group.bytes
+          })
+      }
+    })
+  }
+
   /** Decodes one frame (reassembling chunks) and queues it for handling, in order. */
   private process(frame: Uint8Array): void {
     if (frame.length > this.limits.maxFrameBytes) {
@@ -204,6 +249,19 @@ export class Intake {
       this.context.refuse('limit', `more than ${this.limits.maxInboxBytes} bytes of messages queued (${this.inboxBytes})`)
       return
     }
+    if (this.context.handleGroup !== undefined && (message.type === 'delta' || message.type === 'provenance')) {
+      const group = this.group
+      if (group !== undefined && !group.started && group.commits < MAX_GROUP_COMMITS) {
+        group.messages.push(message)
+        group.bytes += bytes
+        if (isCommit) group.commits++
+        return
+      }
+      this.queueGroup({ messages: [message], bytes, commits: isCommit ? 1 : 0, started: false })
+      return
+    }
+    // Anything else ends the group: what comes after it is handled after it.
+    this.group = undefined
     this.inbox = this.inbox.then(async () => {
       // The commit count is of commits waiting (acknowledgements go out once
       // none waits); the bytes include the message being handled, and a

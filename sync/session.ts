@@ -41,7 +41,17 @@ import { InboundLedger } from './inbound.ts'
 import { InboundCommits } from './inbound-commits.ts'
 import { Intake, intakeLimits } from './intake.ts'
 import { Liveness } from './liveness.ts'
-import { MIN_PROTOCOL_VERSION, PROTOCOL_VERSION, encodeMessage, type DecodedMessage, type Message, type RefuseReason, type VersionEntry } from './messages.ts'
+import {
+  MIN_PROTOCOL_VERSION,
+  PROTOCOL_VERSION,
+  encodeMessage,
+  type DecodedMessage,
+  type DeltaEntry,
+  type Message,
+  type ProvenanceMessage,
+  type RefuseReason,
+  type VersionEntry,
+} from './messages.ts'
 import type { AgentId } from '../crdt/agent-id.ts'
 import { ALL_NAMES, matchesFilter, sameFilter, type NameFilter } from './names.ts'
 import { DEFAULT_MAX_FRAME, Outbox } from './outbound.ts'
@@ -135,6 +145,7 @@ export class SyncSession {
         },
         malformed: (why) => this.malformed(why),
         handle: (message) => this.handle(message),
+        handleGroup: (messages) => this.handleGroup(messages),
         handleNow: (message) => void this.handle(message),
         handleAhead: (message) => this.handleAhead(message),
         fail: (reason) => this.close(reason),
@@ -392,6 +403,37 @@ export class SyncSession {
   }
 
   // ---- inbound -----------------------------------------------------------
+
+  /**
+   * DELTAs (each after its PROVENANCE, if any) that queued up behind the
+   * message handled before them: handed to the inbound side together once
+   * the session is open (one unit when the host can), else one by one.
+   */
+  private async handleGroup(messages: readonly DecodedMessage[]): Promise<void | { readonly settled: Promise<void> }> {
+    if (this.stateValue !== 'open' || messages.filter((message) => message.type === 'delta').length < 2) {
+      const settles: Promise<void>[] = []
+      for (const message of messages) {
+        const handled = await this.handle(message)
+        if (handled) settles.push(handled.settled)
+      }
+      return settles.length > 0 ? { settled: Promise.all(settles).then(() => undefined) } : undefined
+    }
+    const commits: Array<{ seq: number; entries: readonly DeltaEntry[]; provenance?: ProvenanceMessage }> = []
+    let provenance: ProvenanceMessage | undefined
+    for (const message of messages) {
+      if (message.type === 'provenance') {
+        if (!this.extensions.provenance) this.stat.unexpected++
+        else provenance = message
+      } else if (message.type === 'delta') {
+        commits.push({ seq: message.seq, entries: [message.entry], ...(provenance?.seq === message.seq ? { provenance } : {}) })
+        provenance = undefined
+      }
+    }
+    const handled = this.inbound.onCommits(commits)
+    // A PROVENANCE last in the group is for a commit still to come (set once the group took what was pending).
+    if (provenance) this.inbound.provenance(provenance)
+    return handled
+  }
 
   private async handle(message: DecodedMessage): Promise<void | { readonly settled: Promise<void> }> {
     if (message.type === 'unknown') {

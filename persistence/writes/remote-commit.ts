@@ -27,6 +27,12 @@ export interface RemoteDelta {
   /** Needed only when the name does not exist yet. */
   readonly type?: ReplicaType
   readonly signature?: RecordSignature | undefined
+  /**
+   * This delta's own author and provenance, instead of the call's (one
+   * call that logs several remote commits as one unit, each under its
+   * author); `claimed` as the call's option.
+   */
+  readonly provenance?: (ChangeProvenance & { readonly authored?: HlcTimestamp | undefined; readonly claimed?: boolean | undefined }) | undefined
 }
 
 /** Options of a remote commit (see `Store.commit`). */
@@ -60,6 +66,12 @@ export class RemoteCommits {
   async commit(deltas: readonly RemoteDelta[], options: RemoteCommitOptions = {}): Promise<ApplyResult[]> {
     throwIfAborted(options.signal)
     const provenance = { ...encodeProvenance(options), authored: checkAuthored(options.authored) }
+    // A delta's own provenance, checked as the call's is (its author defaults to this store's, as the call's does).
+    const owns = deltas.map((item) =>
+      item.provenance === undefined
+        ? undefined
+        : { ...encodeProvenance(item.provenance), agent: item.provenance.agent ?? this.context.agentId, authored: checkAuthored(item.provenance.authored) },
+    )
     for (const item of deltas) {
       checkName(item.name)
       if (!(item.delta instanceof Uint8Array)) throw new ConcordError(ErrorCodes.INVALID_ARGUMENT, 'a delta must be a Uint8Array')
@@ -77,12 +89,18 @@ export class RemoteCommits {
       // An entry dropped while others hydrated (a concurrent commit refused it) is hydrated again.
       if (entries.every((entry) => !entry.detached)) {
         try {
-          this.checkSignatures(entries, deltas, provenance, options.claimed === true)
+          this.checkSignatures(entries, deltas, provenance, owns, options.claimed === true)
         } catch (error) {
           this.owner.forgetUnstored(entries)
           throw error
         }
-        return this.writes.commit(entries, deltas, { origin: options.origin, applied: options.applied, independent: options.independent, ...provenance })
+        const logged = owns.some((own) => own !== undefined) ? deltas.map((item, i) => (owns[i] ? { ...item, provenance: owns[i] } : item)) : deltas
+        return this.writes.commit(entries, logged as never, {
+          origin: options.origin,
+          applied: options.applied,
+          independent: options.independent,
+          ...provenance,
+        })
       }
     }
   }
@@ -96,12 +114,15 @@ export class RemoteCommits {
   private checkSignatures(
     entries: readonly NameEntry[],
     deltas: ReadonlyArray<{ name: string; delta: Uint8Array; signature?: RecordSignature | undefined }>,
-    provenance: EncodedProvenance & { authored?: HlcTimestamp | undefined },
-    claimed: boolean,
+    unit: EncodedProvenance & { authored?: HlcTimestamp | undefined },
+    owns: ReadonlyArray<(EncodedProvenance & { authored?: HlcTimestamp | undefined }) | undefined>,
+    unitClaimed: boolean,
   ): void {
-    const agent = provenance.agent ?? this.context.agentId
     for (const [i, item] of deltas.entries()) {
+      const provenance = owns[i] ?? unit
+      const claimed = owns[i] !== undefined ? (deltas[i] as RemoteDelta).provenance?.claimed === true : unitClaimed
       if (item.signature === undefined && !claimed) continue
+      const agent = provenance.agent ?? this.context.agentId
       const authored = provenance.authored
       if (item.signature !== undefined && authored === undefined) {
         throw new ConcordError(ErrorCodes.BAD_SIGNATURE, `"${item.name}": a signed change needs the time its author made it (authored)`)

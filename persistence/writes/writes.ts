@@ -199,13 +199,19 @@ export class Writes {
    */
   async commit(
     entries: readonly NameEntry[],
-    deltas: ReadonlyArray<{ readonly name: string; readonly delta: Uint8Array; readonly signature?: RecordSignature | undefined }>,
+    deltas: ReadonlyArray<{
+      readonly name: string
+      readonly delta: Uint8Array
+      readonly signature?: RecordSignature | undefined
+      /** This delta's own author and provenance (several remote commits in one unit), instead of the unit's. */
+      readonly provenance?: (EncodedProvenance & { readonly agent: string }) | undefined
+    }>,
     options: { readonly origin?: unknown; readonly applied?: () => void; readonly independent?: boolean | undefined } & EncodedProvenance,
   ): Promise<ApplyResult[]> {
     const { context } = this
     // Several deltas, or a name to create: checked strictly, so that none is refused once one applied.
     const strict = deltas.length > 1 || entries.some((entry) => entry.state.unborn)
-    const agent = options.agent ?? context.agentId
+    const unitAgent = options.agent ?? context.agentId
     const changed: boolean[] = []
     let items: LogItem[]
     /** The items of the remote deltas (the others are local changes that joined the unit). */
@@ -216,14 +222,17 @@ export class Writes {
         for (const [i, entry] of entries.entries()) {
           const before = assembled.length
           const applied = entry.whileApplying(() => prepared[i].apply(options.origin))
-          const { signature, delta } = deltas[i]
+          const { signature, delta, provenance: own } = deltas[i]
+          // A delta with a provenance of its own is logged under it (and kept so by the unit's stamping below).
+          const agent = own?.agent ?? unitAgent
+          const stamp = own ? { message: own.message, metaJson: own.metaJson, authored: own.authored, own: true as const } : {}
           // Local changes made by listeners while it applied joined the unit before it.
           if (applied !== null) {
             const released = applied === delta || bytesEqual(applied, delta) ? [] : (entry.replica.lastApply?.().released ?? [])
             if (released.length > 0) {
               // It let in updates that waited for it: each is logged as it came, with who sent it and its signature
               // (a signature goes with the bytes it signed, not with their merge), after this delta.
-              ;(assembled as LogItem[]).push({ entry, delta, hlc: context.clock.now(), agent, remote: true, ...(signature ? { signature } : {}) })
+              ;(assembled as LogItem[]).push({ entry, delta, hlc: context.clock.now(), agent, remote: true, ...stamp, ...(signature ? { signature } : {}) })
               for (const bytes of released) {
                 const held = this.held.get(bytes)
                 ;(assembled as LogItem[]).push({
@@ -239,13 +248,22 @@ export class Writes {
               }
             } else {
               const signed = signature !== undefined && (applied === delta || bytesEqual(applied, delta))
-              ;(assembled as LogItem[]).push({ entry, delta: applied, hlc: context.clock.now(), agent, remote: true, ...(signed ? { signature } : {}) })
+              ;(assembled as LogItem[]).push({
+                entry,
+                delta: applied,
+                hlc: context.clock.now(),
+                agent,
+                remote: true,
+                ...stamp,
+                ...(signed ? { signature } : {}),
+              })
             }
             remote++
           } else {
             // It waits for a dependency: who sent it is kept with the copy the replica holds, until it is let in.
             const held = entry.replica.lastApply?.().held
-            if (held) this.held.set(held, { agent, message: options.message, metaJson: options.metaJson, authored: options.authored, signature })
+            const from = own ?? options
+            if (held) this.held.set(held, { agent, message: from.message, metaJson: from.metaJson, authored: from.authored, signature })
           }
           changed.push(applied !== null || assembled.length > before)
         }
@@ -257,7 +275,7 @@ export class Writes {
     }
     const { message, metaJson, authored } = options
     const plain = message === undefined && metaJson === undefined && authored === undefined
-    const stamped = items.map((item) => (item.own || (item.agent === agent && plain) ? item : { ...item, agent, message, metaJson, authored }))
+    const stamped = items.map((item) => (item.own || (item.agent === unitAgent && plain) ? item : { ...item, agent: unitAgent, message, metaJson, authored }))
     // A name this commit creates is stored in the commit's batch, with its first records.
     const created = entries.filter((entry) => entry.state.unborn)
     let records: CommittedRecord[] = []

@@ -362,7 +362,9 @@ export class StoreSyncHost implements SyncHost {
       }
       for (const entry of commit.entries) entries.push({ ...entry, provenance })
     }
-    return this.gate.run(entries, () => this.applyNow(entries, origin, applied, undefined, false))
+    // Commits of one name each (DELTAs) were units of their own there: grouping them marks no name joint.
+    const independent = commits.every((commit) => commit.entries.length <= 1)
+    return this.gate.run(entries, () => this.applyNow(entries, origin, applied, undefined, independent))
   }
 
   /** Which names may share a unit with another (the store's joint names, persistence/names/joint-names.ts). */

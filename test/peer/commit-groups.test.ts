@@ -100,3 +100,29 @@ test('a refused commit among queued ones is refused alone: the others apply, eac
       raw.ws.close()
     }
   }))
+
+test('commits of different names taken together are not made joint: each was a unit of its own', () =>
+  withPeers([{ agentId: 'hub' }], async ([hub]) => {
+    const { url } = await hub.listen()
+    const deltas = await increments(8)
+    let applied = 0
+    hub.store.events.on('applied', () => applied++)
+    const raw = await rawClient(url, true, { peer: 'relay', extensions: [provenanceExtension()] })
+    try {
+      const { encodeMessage } = await import('../../sync/messages.ts')
+      // The increments, alternately to "a" and "b": eight commits of one name each.
+      const messages: Message[] = deltas.map((delta, i) => ({
+        type: 'delta' as const,
+        seq: i + 1,
+        entry: { name: i % 2 === 0 ? 'a' : 'b', replicaType: 'gcounter' as const, delta },
+      }))
+      sendWhileBusy(raw.ws, messages.map(encodeMessage))
+      await until(() => raw.received.some((m) => m.type === 'ack' && m.seq === 8), 'all eight acknowledged')
+      assert.ok(applied < 8, `taken together (${applied} units for 8 commits)`)
+      const joint = await hub.store.jointNames()
+      assert.equal(joint('a'), false, 'a is not joint')
+      assert.equal(joint('b'), false, 'b is not joint')
+    } finally {
+      raw.ws.close()
+    }
+  }))

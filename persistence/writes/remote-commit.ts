@@ -94,8 +94,11 @@ export class RemoteCommits {
           this.owner.forgetUnstored(entries)
           throw error
         }
-        const logged = owns.some((own) => own !== undefined) ? deltas.map((item, i) => (owns[i] ? { ...item, provenance: owns[i] } : item)) : deltas
-        return this.writes.commit(entries, logged as never, {
+        // Each delta with its checked provenance (none has one: the call's deltas, whose own field is then unset).
+        const logged = owns.some((own) => own !== undefined)
+          ? deltas.map((item, i) => ({ name: item.name, delta: item.delta, signature: item.signature, provenance: owns[i] }))
+          : (deltas as ReadonlyArray<Omit<RemoteDelta, 'provenance'>>)
+        return this.writes.commit(entries, logged, {
           origin: options.origin,
           applied: options.applied,
           independent: options.independent,

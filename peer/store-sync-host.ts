@@ -20,6 +20,7 @@ import { afterThisTurn } from '../persistence/turn.ts'
 import {
   provesSecret,
   type Access,
+  type GroupedCommit,
   type HostApplyResult,
   type LocalCommit,
   type HostedName,
@@ -339,14 +340,7 @@ export class StoreSyncHost implements SyncHost {
   }
 
   /** See {@link SyncHost.applyRemoteGroup}: every commit's entries in one store commit, each delta under its commit's author. */
-  applyRemoteGroup(
-    commits: ReadonlyArray<{
-      readonly entries: readonly DeltaEntry[]
-      readonly provenance?: (EncodedProvenance & { readonly signable?: boolean }) | undefined
-    }>,
-    origin: unknown,
-    applied?: () => void,
-  ): Promise<HostApplyResult> {
+  applyRemoteGroup(commits: readonly GroupedCommit[], origin: unknown, applied?: () => void): Promise<HostApplyResult> {
     const sender = (origin as { remoteAgentId?: string } | undefined)?.remoteAgentId
     const entries: OwnedEntry[] = []
     for (const commit of commits) {

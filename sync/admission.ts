@@ -17,7 +17,7 @@ import { ErrorCodes, isConcordError, typeMismatchMessage } from '../crdt/errors.
 import type { ReplicaType } from '../crdt/replica.ts'
 import type { EncodedProvenance } from '../crdt/provenance.ts'
 import type { PresentedCredentials } from './credentials.ts'
-import type { Access, MaybePromise, SyncHost } from './host.ts'
+import type { Access, GroupedCommit, MaybePromise, SyncHost } from './host.ts'
 import type { DeltaEntry, ProvenanceMessage } from './messages.ts'
 import type { AgentId } from '../crdt/agent-id.ts'
 import { ALL_NAMES, isValidName, matchesFilter, type NameFilter } from './names.ts'
@@ -293,7 +293,7 @@ export class Admission {
   ): Promise<{ readonly changed: readonly string[] } | undefined> {
     const host = this.host
     if (host.applyRemoteGroup === undefined) return undefined
-    const group: Array<{ entries: readonly DeltaEntry[]; provenance?: EncodedProvenance & { readonly signable?: boolean } }> = []
+    const group: GroupedCommit[] = []
     for (const { entries, provenance } of commits) {
       if (entries.length === 0 || this.firstRefusal(peer, entries) !== undefined || provenance?.signatures !== undefined) return undefined
       let claimed: EncodedProvenance | undefined

@@ -62,6 +62,12 @@ export interface HostRecordRun {
   readonly residual?: Uint8Array | undefined
 }
 
+/** One commit of a group (see {@link SyncHost.applyRemoteGroup}): its entries and the provenance it came with. */
+export interface GroupedCommit {
+  readonly entries: readonly DeltaEntry[]
+  readonly provenance?: (EncodedProvenance & { readonly signable?: boolean }) | undefined
+}
+
 /** Outcome of {@link SyncHost.applyRemote}. */
 export interface HostApplyResult {
   /** Names whose state changed (and which were persisted). */
@@ -125,14 +131,7 @@ export interface SyncHost {
    * that queued up while it handled one (a refusal is then taken commit by
    * commit through {@link applyRemote}); `applied` as there.
    */
-  applyRemoteGroup?(
-    commits: ReadonlyArray<{
-      readonly entries: readonly DeltaEntry[]
-      readonly provenance?: (EncodedProvenance & { readonly signable?: boolean }) | undefined
-    }>,
-    origin: unknown,
-    applied?: () => void,
-  ): Promise<HostApplyResult>
+  applyRemoteGroup?(commits: readonly GroupedCommit[], origin: unknown, applied?: () => void): Promise<HostApplyResult>
   /** Announces every local commit (including applied remote ones). */
   subscribe(listener: (commit: LocalCommit) => void): Unsubscribe
   /**

@@ -47,7 +47,7 @@ export { ALL_NAMES, MAX_NAME_LENGTH, isAllNames, matchesFilter, isValidName } fr
 export type { NameFilter } from './names.ts'
 export { ItemIndex, type ItemSource } from './item-index.ts'
 export type { ItemSet } from './reconcile.ts'
-export type { SyncHost, Access, HostedName, LocalCommit, HostApplyResult, HostRecord, HostRecordRun, MaybePromise } from './host.ts'
+export type { SyncHost, Access, HostedName, LocalCommit, HostApplyResult, GroupedCommit, HostRecord, HostRecordRun, MaybePromise } from './host.ts'
 export { Admission, DEFAULT_MAX_UNIT_BYTES, isRefusedApply, newAdmissionStats } from './admission.ts'
 export type {
   AdmissionHost,

@@ -37,7 +37,10 @@ import { HeavyApplyGate } from './apply-gate.ts'
 import type { AccessFunction, AuthOptions, CredentialCheck } from './options.ts'
 
 /** A remote commit's entry, with its commit's author when several commits are applied as one unit (applyRemoteGroup). */
-type OwnedEntry = DeltaEntry & { readonly provenance?: ChangeProvenance & { readonly authored?: HlcTimestamp | undefined; readonly claimed?: boolean } }
+type OwnedEntry = DeltaEntry & { readonly provenance?: LoggedProvenance }
+
+/** A remote commit's author and provenance as the store logs it (see `StoreSyncHost.loggedProvenance`). */
+type LoggedProvenance = ChangeProvenance & { readonly authored?: HlcTimestamp | undefined; readonly claimed?: boolean }
 
 type ApplyResultOfStore = Awaited<ReturnType<Store['commit']>>[number]
 
@@ -334,31 +337,38 @@ export class StoreSyncHost implements SyncHost {
     provenance?: EncodedProvenance & { readonly signable?: boolean },
     options?: { readonly independent?: boolean | undefined },
   ): Promise<HostApplyResult> {
-    // A remote that cannot carry signatures claiming an author whose key is known: the claim is not believed.
-    const believed = provenance?.signable === false && this.options.store.authorKeyOf(provenance.agent ?? '') !== undefined ? undefined : provenance
-    return this.gate.run(entries, () => this.applyNow(entries, origin, applied, believed, options?.independent === true))
+    const logged = this.loggedProvenance(provenance, origin)
+    return this.gate.run(entries, () => this.applyNow(entries, origin, applied, logged, options?.independent === true))
   }
 
   /** See {@link SyncHost.applyRemoteGroup}: every commit's entries in one store commit, each delta under its commit's author. */
   applyRemoteGroup(commits: readonly GroupedCommit[], origin: unknown, applied?: () => void): Promise<HostApplyResult> {
-    const sender = (origin as { remoteAgentId?: string } | undefined)?.remoteAgentId
     const entries: OwnedEntry[] = []
     for (const commit of commits) {
-      const claimed = commit.provenance
-      // As applyRemote: a claim of an author whose key is known, from a remote that cannot carry signatures, is not believed.
-      const believed = claimed?.signable === false && this.options.store.authorKeyOf(claimed.agent ?? '') !== undefined ? undefined : claimed
-      const provenance = {
-        agent: believed?.agent ?? sender,
-        message: believed?.message,
-        meta: metaOf(believed?.metaJson),
-        authored: believed?.authored,
-        claimed: believed !== undefined,
-      }
+      const provenance = this.loggedProvenance(commit.provenance, origin)
       for (const entry of commit.entries) entries.push({ ...entry, provenance })
     }
     // Commits of one name each (DELTAs) were units of their own there: grouping them marks no name joint.
     const independent = commits.every((commit) => commit.entries.length <= 1)
-    return this.gate.run(entries, () => this.applyNow(entries, origin, applied, undefined, independent))
+    return this.gate.run(entries, () => this.applyNow(entries, origin, applied, this.loggedProvenance(undefined, origin), independent))
+  }
+
+  /**
+   * What the log records of a remote commit's author: the author its
+   * provenance names (then `claimed`: the store checks the author's
+   * signature, persistence/signing.ts), else the remote peer of the session
+   * it came through. A remote that cannot carry signatures claiming an
+   * author whose key is known is not believed.
+   */
+  private loggedProvenance(claimed: (EncodedProvenance & { readonly signable?: boolean }) | undefined, origin: unknown): LoggedProvenance {
+    const believed = claimed?.signable === false && this.options.store.authorKeyOf(claimed.agent ?? '') !== undefined ? undefined : claimed
+    return {
+      agent: believed?.agent ?? (origin as { remoteAgentId?: string } | undefined)?.remoteAgentId,
+      message: believed?.message,
+      meta: metaOf(believed?.metaJson),
+      authored: believed?.authored,
+      claimed: believed !== undefined,
+    }
   }
 
   /** Which names may share a unit with another (the store's joint names, persistence/names/joint-names.ts). */
@@ -375,19 +385,10 @@ export class StoreSyncHost implements SyncHost {
     entries: readonly OwnedEntry[],
     origin: unknown,
     applied: (() => void) | undefined,
-    claimed: EncodedProvenance | undefined,
+    logged: LoggedProvenance,
     independent: boolean,
   ): Promise<HostApplyResult> {
-    // The log records who made the change: the author its provenance names, else the remote peer of the session it came through.
-    const provenance: ChangeProvenance & { authored?: HlcTimestamp; claimed?: boolean; independent?: boolean } = {
-      agent: claimed?.agent ?? (origin as { remoteAgentId?: string } | undefined)?.remoteAgentId,
-      message: claimed?.message,
-      meta: metaOf(claimed?.metaJson),
-      authored: claimed?.authored,
-      // Named by the sender (PROVENANCE): the store checks the author's signature (persistence/signing.ts).
-      claimed: claimed !== undefined,
-      ...(independent ? { independent } : {}),
-    }
+    const provenance: LoggedProvenance & { independent?: boolean } = independent ? { ...logged, independent } : logged
     let applying = entries.filter((entry) => !this.unreadable.has(entry.name))
     if (this.options.prepareType) applying = await this.holdable(applying)
     let results: ApplyResultOfStore[]
@@ -427,7 +428,7 @@ export class StoreSyncHost implements SyncHost {
   private commitThroughStore(
     entries: readonly OwnedEntry[],
     origin: unknown,
-    provenance: ChangeProvenance & { authored?: HlcTimestamp; claimed?: boolean; independent?: boolean },
+    provenance: LoggedProvenance & { readonly independent?: boolean },
     applied: (() => void) | undefined,
   ): Promise<ApplyResultOfStore[]> {
     if (entries.length === 0) {

@@ -13,8 +13,15 @@ import type { Admission } from './admission.ts'
 import type { AntiEntropy } from './anti-entropy.ts'
 import type { ExtensionUse } from './extension-use.ts'
 import type { InboundLedger } from './inbound.ts'
-import type { DeltaEntry, HelloMessage, Message, ProvenanceMessage } from './messages.ts'
+import type { DecodedMessage, DeltaEntry, HelloMessage, Message, ProvenanceMessage } from './messages.ts'
 import type { SessionEvents, SessionOptions, SessionStats } from './session-types.ts'
+
+/** A remote commit as the receive queue hands it over: its seq, its entries and the PROVENANCE that came with it. */
+export interface QueuedCommit {
+  readonly seq: number
+  readonly entries: readonly DeltaEntry[]
+  readonly provenance?: ProvenanceMessage | undefined
+}
 
 /** What {@link InboundCommits} needs of its session. */
 export interface InboundCommitsContext {
@@ -73,25 +80,42 @@ export class InboundCommits {
    * once durable, in order (ACK is cumulative over what is durable).
    */
   async onCommit(seq: number, entries: readonly DeltaEntry[], independent = false): Promise<void | { readonly settled: Promise<void> }> {
-    const { context } = this
-    context.stats.commitsIn++
     const provenance = this.pendingProvenance?.seq === seq ? this.pendingProvenance : undefined
     this.pendingProvenance = undefined
+    if (!this.begin(seq)) return
+    return this.track((applied) => this.settleCommit(seq, entries, applied, provenance, independent))
+  }
+
+  /**
+   * Counts a commit and opens it in the ledger: false for a duplicate
+   * (acknowledged again, not applied); a gap asks the remote for a resync.
+   */
+  private begin(seq: number): boolean {
+    const { context } = this
+    context.stats.commitsIn++
     if (context.ledger.isDuplicate(seq)) {
       context.stats.duplicates++
       this.maybeAck(true)
-      return
+      return false
     }
     if (context.ledger.isGap(seq)) {
       context.stats.gaps++
       if (!context.antiEntropy.pending) context.antiEntropy.sendVersions()
     }
     context.ledger.begin(seq)
+    return true
+  }
+
+  /**
+   * Runs `settle` (given the host's `applied`) among the commits settling,
+   * and resolves once applied (with the settling promise) or once settled.
+   */
+  private async track(settle: (applied: () => void) => Promise<void>): Promise<void | { readonly settled: Promise<void> }> {
     let onApplied!: () => void
     const applied = new Promise<'applied'>((resolve) => {
       onApplied = () => resolve('applied')
     })
-    const settled = this.settleCommit(seq, entries, onApplied, provenance, independent)
+    const settled = settle(onApplied)
     this.settling.add(settled)
     void settled.then(() => {
       this.settling.delete(settled)
@@ -140,48 +164,44 @@ export class InboundCommits {
    * logged under its own provenance), else one by one as {@link onCommit}
    * does; resolves as {@link onCommit} (once applied, or settled).
    */
-  async onCommits(
-    commits: ReadonlyArray<{ readonly seq: number; readonly entries: readonly DeltaEntry[]; readonly provenance?: ProvenanceMessage | undefined }>,
-  ): Promise<void | { readonly settled: Promise<void> }> {
-    const { context } = this
-    const taken: Array<{ readonly seq: number; readonly entries: readonly DeltaEntry[]; readonly provenance?: ProvenanceMessage | undefined }> = []
+  async onCommits(commits: readonly QueuedCommit[]): Promise<void | { readonly settled: Promise<void> }> {
     // A PROVENANCE handled before the group is the first commit's, as onCommit takes it.
     const pending = this.pendingProvenance
     this.pendingProvenance = undefined
+    const taken: QueuedCommit[] = []
     for (const [i, given] of commits.entries()) {
       const commit = i === 0 && given.provenance === undefined && pending?.seq === given.seq ? { ...given, provenance: pending } : given
-      context.stats.commitsIn++
-      if (context.ledger.isDuplicate(commit.seq)) {
-        context.stats.duplicates++
-        this.maybeAck(true)
-        continue
-      }
-      if (context.ledger.isGap(commit.seq)) {
-        context.stats.gaps++
-        if (!context.antiEntropy.pending) context.antiEntropy.sendVersions()
-      }
-      context.ledger.begin(commit.seq)
-      taken.push(commit)
+      if (this.begin(commit.seq)) taken.push(commit)
     }
     if (taken.length === 0) return
-    let onApplied!: () => void
-    const applied = new Promise<'applied'>((resolve) => {
-      onApplied = () => resolve('applied')
-    })
-    const settled = this.settleCommits(taken, onApplied)
-    this.settling.add(settled)
-    void settled.then(() => {
-      this.settling.delete(settled)
-    })
-    if ((await Promise.race([applied, settled.then(() => 'settled' as const)])) === 'settled') return
-    return { settled }
+    return this.track((applied) => this.settleCommits(taken, applied))
+  }
+
+  /**
+   * The DELTAs (each after its PROVENANCE, if any) that queued up together
+   * (sync/intake.ts), handed over as {@link onCommits}; a PROVENANCE left
+   * last is kept for the commit still to come.
+   */
+  onGroup(messages: readonly DecodedMessage[]): Promise<void | { readonly settled: Promise<void> }> {
+    const commits: QueuedCommit[] = []
+    let provenance: ProvenanceMessage | undefined
+    for (const message of messages) {
+      if (message.type === 'provenance') {
+        if (!this.context.extensions.provenance) this.context.stats.unexpected++
+        else provenance = message
+      } else if (message.type === 'delta') {
+        commits.push({ seq: message.seq, entries: [message.entry], ...(provenance?.seq === message.seq ? { provenance } : {}) })
+        provenance = undefined
+      }
+    }
+    const handled = this.onCommits(commits)
+    // Set once the group took what was pending (onCommits reads it synchronously).
+    if (provenance) this.provenance(provenance)
+    return handled
   }
 
   /** Admits commits as one unit or, if that is refused (nothing applied), one by one; records and acknowledges them. Never rejects. */
-  private async settleCommits(
-    commits: ReadonlyArray<{ readonly seq: number; readonly entries: readonly DeltaEntry[]; readonly provenance?: ProvenanceMessage | undefined }>,
-    applied: () => void,
-  ): Promise<void> {
+  private async settleCommits(commits: readonly QueuedCommit[], applied: () => void): Promise<void> {
     const { context } = this
     let admitted: { readonly changed: readonly string[] } | undefined
     try {

@@ -41,17 +41,7 @@ import { InboundLedger } from './inbound.ts'
 import { InboundCommits } from './inbound-commits.ts'
 import { Intake, intakeLimits } from './intake.ts'
 import { Liveness } from './liveness.ts'
-import {
-  MIN_PROTOCOL_VERSION,
-  PROTOCOL_VERSION,
-  encodeMessage,
-  type DecodedMessage,
-  type DeltaEntry,
-  type Message,
-  type ProvenanceMessage,
-  type RefuseReason,
-  type VersionEntry,
-} from './messages.ts'
+import { MIN_PROTOCOL_VERSION, PROTOCOL_VERSION, encodeMessage, type DecodedMessage, type Message, type RefuseReason, type VersionEntry } from './messages.ts'
 import type { AgentId } from '../crdt/agent-id.ts'
 import { ALL_NAMES, matchesFilter, sameFilter, type NameFilter } from './names.ts'
 import { DEFAULT_MAX_FRAME, Outbox } from './outbound.ts'
@@ -418,21 +408,7 @@ export class SyncSession {
       }
       return settles.length > 0 ? { settled: Promise.all(settles).then(() => undefined) } : undefined
     }
-    const commits: Array<{ seq: number; entries: readonly DeltaEntry[]; provenance?: ProvenanceMessage }> = []
-    let provenance: ProvenanceMessage | undefined
-    for (const message of messages) {
-      if (message.type === 'provenance') {
-        if (!this.extensions.provenance) this.stat.unexpected++
-        else provenance = message
-      } else if (message.type === 'delta') {
-        commits.push({ seq: message.seq, entries: [message.entry], ...(provenance?.seq === message.seq ? { provenance } : {}) })
-        provenance = undefined
-      }
-    }
-    const handled = this.inbound.onCommits(commits)
-    // A PROVENANCE last in the group is for a commit still to come (set once the group took what was pending).
-    if (provenance) this.inbound.provenance(provenance)
-    return handled
+    return this.inbound.onGroup(messages)
   }
 
   private async handle(message: DecodedMessage): Promise<void | { readonly settled: Promise<void> }> {

@@ -70,9 +70,9 @@ export interface IntakeContext {
   readonly handle: (message: DecodedMessage) => Promise<void | { readonly settled: Promise<void> }>
   /**
    * Handles, in order, the DELTA commits (each after its PROVENANCE, if any)
-   * that queued up while a message before them was handled, at most
-   * {@link MAX_GROUP_COMMITS}; resolves as {@link handle}. Without it, each
-   * message is handled alone.
+   * that queued up while a message before them was handled, two to
+   * {@link MAX_GROUP_COMMITS}; resolves as {@link handle}. Without it (and
+   * for a group of one commit), each message is handled alone.
    */
   readonly handleGroup?: ((messages: readonly DecodedMessage[]) => Promise<void | { readonly settled: Promise<void> }>) | undefined
   /** Handles a REFUSE at once, ahead of the inbox. */
@@ -192,8 +192,14 @@ export class Intake {
       let settled: Promise<void> | undefined
       try {
         if (!this.context.active()) return
-        const [only] = group.messages
-        settled = (await (group.messages.length === 1 ? this.context.handle(only) : this.context.handleGroup!(group.messages)))?.settled
+        if (group.commits >= 2) settled = (await this.context.handleGroup!(group.messages))?.settled
+        else {
+          // At most one commit (a PROVENANCE and its DELTA, at light load): each message as if queued alone.
+          for (const message of group.messages) {
+            if (!this.context.active()) return
+            settled = (await this.context.handle(message))?.settled ?? settled
+          }
+        }
       } catch (error) {
         this.context.fail(`internal error: ${(error as Error)?.message ?? String(error)}`)
       } finally {

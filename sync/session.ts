@@ -400,7 +400,7 @@ export class SyncSession {
    * the session is open (one unit when the host can), else one by one.
    */
   private async handleGroup(messages: readonly DecodedMessage[]): Promise<void | { readonly settled: Promise<void> }> {
-    if (this.stateValue !== 'open' || messages.filter((message) => message.type === 'delta').length < 2) {
+    if (this.stateValue !== 'open') {
       const settles: Promise<void>[] = []
       for (const message of messages) {
         const handled = await this.handle(message)

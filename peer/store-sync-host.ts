@@ -9,7 +9,7 @@
  */
 import { Emitter, type Unsubscribe } from '../crdt/emitter.ts'
 import { ConcordError, ErrorCodes, isConcordError } from '../crdt/errors.ts'
-import { type EncodedProvenance, metaOf, type Provenance as ChangeProvenance } from '../crdt/provenance.ts'
+import type { EncodedProvenance } from '../crdt/provenance.ts'
 import type { HlcTimestamp } from '../crdt/hlc.ts'
 import type { Replica, ReplicaType } from '../crdt/replica.ts'
 import { replicaDigest } from '../crdt/state-digest.ts'
@@ -34,15 +34,8 @@ import {
 import type { DeltaEntry } from '../sync/messages.ts'
 import { overlayHost } from './host-overlay.ts'
 import { HeavyApplyGate } from './apply-gate.ts'
+import { type OwnedEntry, provenanceRuns, RemoteApply } from './remote-apply.ts'
 import type { AccessFunction, AuthOptions, CredentialCheck } from './options.ts'
-
-/** A remote commit's entry, with its commit's author when several commits are applied as one unit (applyRemoteGroup). */
-type OwnedEntry = DeltaEntry & { readonly provenance?: LoggedProvenance }
-
-/** A remote commit's author and provenance as the store logs it (see `StoreSyncHost.loggedProvenance`). */
-type LoggedProvenance = ChangeProvenance & { readonly authored?: HlcTimestamp | undefined; readonly claimed?: boolean }
-
-type ApplyResultOfStore = Awaited<ReturnType<Store['commit']>>[number]
 
 /** Options of a {@link StoreSyncHost}. */
 export interface StoreSyncHostOptions {
@@ -85,15 +78,16 @@ export class StoreSyncHost implements SyncHost {
   private readonly offCommitted: Unsubscribe
   /** Names left out of sync because their data is corrupt (reported once each). */
   private readonly unreadable = new Set<string>()
-  /** Names left out of remote commits because their type cannot be held here (reported once each). */
-  private readonly unsupported = new Set<string>()
   /** Heavy remote commits take turns, after a macrotask each, so that other sessions' small ones go first. */
   private readonly gate: HeavyApplyGate
+  /** Remote commits applied through the store (peer/remote-apply.ts). */
+  private readonly remote: RemoteApply
   /** The item set of every listed name for reconciliations, kept as names change (sync/item-index.ts). */
   readonly itemIndex: ItemIndex
 
   constructor(private readonly options: StoreSyncHostOptions) {
     this.gate = new HeavyApplyGate(options.heavyApplyBytes)
+    this.remote = new RemoteApply({ options, unreadable: this.unreadable, hydrate: (name, type) => this.hydrate(name, type) })
     const announce = ({ records, origin }: { records: readonly CommittedUnitRecord[]; origin?: unknown }): void => {
       // No session to relay to (none connected): nothing to build (creating 100,000 names offline built an entry list per commit).
       if (this.commits.listenerCount('commit') === 0) return
@@ -337,38 +331,20 @@ export class StoreSyncHost implements SyncHost {
     provenance?: EncodedProvenance & { readonly signable?: boolean },
     options?: { readonly independent?: boolean | undefined },
   ): Promise<HostApplyResult> {
-    const logged = this.loggedProvenance(provenance, origin)
-    return this.gate.run(entries, () => this.applyNow(entries, origin, applied, logged, options?.independent === true))
+    const logged = this.remote.loggedProvenance(provenance, origin)
+    return this.gate.run(entries, () => this.remote.applyNow(entries, origin, applied, logged, options?.independent === true))
   }
 
   /** See {@link SyncHost.applyRemoteGroup}: every commit's entries in one store commit, each delta under its commit's author. */
   applyRemoteGroup(commits: readonly GroupedCommit[], origin: unknown, applied?: () => void): Promise<HostApplyResult> {
     const entries: OwnedEntry[] = []
     for (const commit of commits) {
-      const provenance = this.loggedProvenance(commit.provenance, origin)
+      const provenance = this.remote.loggedProvenance(commit.provenance, origin)
       for (const entry of commit.entries) entries.push({ ...entry, provenance })
     }
     // Commits of one name each (DELTAs) were units of their own there: grouping them marks no name joint.
     const independent = commits.every((commit) => commit.entries.length <= 1)
-    return this.gate.run(entries, () => this.applyNow(entries, origin, applied, this.loggedProvenance(undefined, origin), independent))
-  }
-
-  /**
-   * What the log records of a remote commit's author: the author its
-   * provenance names (then `claimed`: the store checks the author's
-   * signature, persistence/signing.ts), else the remote peer of the session
-   * it came through. A remote that cannot carry signatures claiming an
-   * author whose key is known is not believed.
-   */
-  private loggedProvenance(claimed: (EncodedProvenance & { readonly signable?: boolean }) | undefined, origin: unknown): LoggedProvenance {
-    const believed = claimed?.signable === false && this.options.store.authorKeyOf(claimed.agent ?? '') !== undefined ? undefined : claimed
-    return {
-      agent: believed?.agent ?? (origin as { remoteAgentId?: string } | undefined)?.remoteAgentId,
-      message: believed?.message,
-      meta: metaOf(believed?.metaJson),
-      authored: believed?.authored,
-      claimed: believed !== undefined,
-    }
+    return this.gate.run(entries, () => this.remote.applyNow(entries, origin, applied, this.remote.loggedProvenance(undefined, origin), independent))
   }
 
   /** Which names may share a unit with another (the store's joint names, persistence/names/joint-names.ts). */
@@ -379,72 +355,6 @@ export class StoreSyncHost implements SyncHost {
   /** How many remote commits were heavy enough to wait their turn. */
   get heavyCommits(): number {
     return this.gate.heavy
-  }
-
-  private async applyNow(
-    entries: readonly OwnedEntry[],
-    origin: unknown,
-    applied: (() => void) | undefined,
-    logged: LoggedProvenance,
-    independent: boolean,
-  ): Promise<HostApplyResult> {
-    const provenance: LoggedProvenance & { independent?: boolean } = independent ? { ...logged, independent } : logged
-    let applying = entries.filter((entry) => !this.unreadable.has(entry.name))
-    if (this.options.prepareType) applying = await this.holdable(applying)
-    let results: ApplyResultOfStore[]
-    try {
-      results = await this.commitThroughStore(applying, origin, provenance, applied)
-    } catch (error) {
-      if (!isConcordError(error, ErrorCodes.CORRUPT_RECORD)) throw error
-      // Which names are damaged: they fail to hydrate (the healthy ones are hydrated by the commit anyway).
-      const damaged = new Set<string>()
-      for (const entry of applying) if ((await this.hydrate(entry.name, entry.replicaType)) === undefined) damaged.add(entry.name)
-      if (damaged.size === 0) throw error
-      applying = applying.filter((entry) => !damaged.has(entry.name))
-      results = await this.commitThroughStore(applying, origin, provenance, applied)
-    }
-    const changed: string[] = []
-    for (const [i, entry] of applying.entries()) if (results[i].changed) changed.push(entry.name)
-    return { changed }
-  }
-
-  /** The entries whose type this peer can hold, once each type is ready; the others are reported once per name. */
-  private async holdable(entries: readonly DeltaEntry[]): Promise<DeltaEntry[]> {
-    const reasons = new Map<ReplicaType, string | undefined>()
-    for (const entry of entries) {
-      if (!reasons.has(entry.replicaType)) reasons.set(entry.replicaType, await this.options.prepareType!(entry.replicaType))
-    }
-    return entries.filter((entry) => {
-      const reason = reasons.get(entry.replicaType)
-      if (reason === undefined) return true
-      if (!this.unsupported.has(entry.name)) {
-        this.unsupported.add(entry.name)
-        this.options.onUnsupported?.(entry.name, new ConcordError(ErrorCodes.INVALID_ARGUMENT, `"${entry.name}" is left out of sync: ${reason}`))
-      }
-      return false
-    })
-  }
-
-  private commitThroughStore(
-    entries: readonly OwnedEntry[],
-    origin: unknown,
-    provenance: LoggedProvenance & { readonly independent?: boolean },
-    applied: (() => void) | undefined,
-  ): Promise<ApplyResultOfStore[]> {
-    if (entries.length === 0) {
-      applied?.()
-      return Promise.resolve([])
-    }
-    return this.options.store.commit(
-      entries.map((entry) => ({
-        name: entry.name,
-        delta: entry.delta,
-        type: entry.replicaType,
-        signature: entry.signature,
-        ...(entry.provenance ? { provenance: entry.provenance } : {}),
-      })),
-      { origin, applied, ...provenance },
-    )
   }
 
   subscribe(listener: (commit: LocalCommit) => void): Unsubscribe {
@@ -483,40 +393,6 @@ export class StoreSyncHost implements SyncHost {
     }
     return version
   }
-}
-
-/**
- * A unit's records as the commits they go out as: one, unless some of its
- * changes name another author or message (updates that waited for a
- * dependency, logged as they came when a delta let them in): each run of
- * changes of one provenance is then its own commit, so that each keeps its
- * author and its signatures verify. A `state` record goes with the changes
- * after it.
- */
-function provenanceRuns(records: readonly CommittedUnitRecord[]): CommittedUnitRecord[][] {
-  if (records.length <= 1) return [records as CommittedUnitRecord[]]
-  const runs: CommittedUnitRecord[][] = []
-  let current: CommittedUnitRecord[] = []
-  let first: CommittedUnitRecord | undefined
-  for (const record of records) {
-    if (record.kind === 'delta') {
-      if (first !== undefined && !sameProvenance(first, record)) {
-        runs.push(current)
-        current = []
-      }
-      first = record
-    }
-    current.push(record)
-  }
-  if (current.length > 0) runs.push(current)
-  return runs
-}
-
-/** Whether two records may share a commit's PROVENANCE: one author, message and meta; signed both or neither, and then one authored time (a signature covers it). */
-function sameProvenance(a: CommittedUnitRecord, b: CommittedUnitRecord): boolean {
-  if (a.agent !== b.agent || a.message !== b.message || a.metaJson !== b.metaJson) return false
-  if (a.signature === undefined || b.signature === undefined) return a.signature === b.signature
-  return a.authored?.wall === b.authored?.wall && a.authored?.logical === b.authored?.logical
 }
 
 /** The error of reading a name that is neither held nor hydrated. */

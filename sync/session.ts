@@ -15,6 +15,10 @@
  * persisted.
  *
  * This class wires the parts together: sync/handshake.ts (versions),
+ * sync/session-open.ts (the handshake's I/O until the session opens, what
+ * the remote's HELLO agreed to, and the remote's VERSIONS, REQUEST and WANT
+ * answered at the request gate's rate), sync/remote-acks.ts (the remote's
+ * ACK and REJECT of what this side sent),
  * sync/admission.ts (credentials, what the remote may read and write: the
  * rules every door of a peer shares), sync/inbound.ts (decoding, the ledger
  * of remote sequence numbers and ACKs), sync/rate-gate.ts (inbound rate
@@ -32,22 +36,21 @@ import { ConcordError, ErrorCodes } from '../crdt/errors.ts'
 import { Admission } from './admission.ts'
 import { AntiEntropy } from './anti-entropy.ts'
 import { MIN_FRAME_BYTES } from './chunking.ts'
-import { newNonce } from './credentials.ts'
 import { ExtensionUse } from './extension-use.ts'
-import { takesIndependent, takesReconcile, windowBytesOf } from './extensions.ts'
-import { Handshake, PROOF_VERSION, type HandshakeIo } from './handshake.ts'
-import type { HostedName, LocalCommit, SyncHost } from './host.ts'
+import { takesIndependent } from './extensions.ts'
+import type { Handshake } from './handshake.ts'
+import type { LocalCommit, SyncHost } from './host.ts'
 import { InboundLedger } from './inbound.ts'
 import { InboundCommits } from './inbound-commits.ts'
 import { Intake, intakeLimits } from './intake.ts'
 import { Liveness } from './liveness.ts'
-import { MIN_PROTOCOL_VERSION, PROTOCOL_VERSION, encodeMessage, type DecodedMessage, type Message, type RefuseReason, type VersionEntry } from './messages.ts'
+import { encodeMessage, type DecodedMessage, type Message, type RefuseReason } from './messages.ts'
 import type { AgentId } from '../crdt/agent-id.ts'
-import { ALL_NAMES, matchesFilter, sameFilter, type NameFilter } from './names.ts'
+import { ALL_NAMES, matchesFilter, type NameFilter } from './names.ts'
 import { DEFAULT_MAX_FRAME, Outbox } from './outbound.ts'
-import { DEFAULT_REQUEST_RATE, RequestGate, type RequestServer } from './request-gate.ts'
 import { PresenceGate, presenceBatches, takesPresence, type PresenceEntry } from './presence.ts'
-import { Reconciler } from './reconcile-session.ts'
+import { RemoteAcks } from './remote-acks.ts'
+import { SessionOpening } from './session-open.ts'
 import { newSessionStats, type SessionEvents, type SessionOptions, type SessionState, type SessionStats, type SyncChannel } from './session-types.ts'
 
 export type { SyncChannel, SessionOptions, SessionStats, SessionEvents, SessionState } from './session-types.ts'
@@ -64,9 +67,9 @@ export class SyncSession {
   private readonly window: number
   private readonly maxMalformed: number
   private readonly now: () => number
+  /** The handshake, what the remote's HELLO agreed to, and the requests it serves once open (sync/session-open.ts). */
+  private readonly opening: SessionOpening
   private readonly handshake: Handshake
-  /** The remote's byte window, once its HELLO was accepted. */
-  private remoteWindowBytes: number | undefined
   /** The optional extensions this side and the remote take. */
   private readonly extensions: ExtensionUse
   /** The rules of this peer: credentials, reads, writes (every door shares them). */
@@ -74,15 +77,12 @@ export class SyncSession {
 
   private stateValue: SessionState = 'handshake'
   private closing = false
-  /** The remote sent what may not come before the handshake: it is refused, never opened. */
-  private violated = false
   private readonly startedAt: number
   private unsubscribe: Unsubscribe | undefined
 
   // inbound
   private readonly intake: Intake
   private readonly ledger: InboundLedger
-  private readonly requests: RequestGate
   private readonly inbound: InboundCommits
 
   private readonly presenceGate = new PresenceGate()
@@ -90,9 +90,9 @@ export class SyncSession {
   // outbound
   private readonly outbox: Outbox
   private readonly antiEntropy: AntiEntropy
-  /** Range-based reconciliation, once both HELLOs announced it. */
-  private reconciler: Reconciler | undefined
   private readonly liveness: Liveness
+  /** The remote's ACK and REJECT of what this side sent (sync/remote-acks.ts). */
+  private readonly acks: RemoteAcks
 
   constructor(
     private readonly host: SyncHost,
@@ -105,17 +105,6 @@ export class SyncSession {
     this.window = Math.max(1, options.window ?? 256)
     this.maxMalformed = options.maxMalformed ?? 16
     this.ledger = new InboundLedger(Math.max(1, options.ackEvery ?? 32))
-    const maxVersion = options.versions?.max ?? PROTOCOL_VERSION
-    this.handshake = new Handshake({
-      minVersion: options.versions?.min ?? MIN_PROTOCOL_VERSION,
-      maxVersion,
-      agentId: options.agentId,
-      token: options.token ?? '',
-      legacyBearer: options.legacyBearer ?? maxVersion < PROOF_VERSION,
-      provesFirst: options.direction !== 'inbound',
-      binding: options.channelBinding ?? new Uint8Array(0),
-      nonce: newNonce(),
-    })
     this.extensions = new ExtensionUse(options)
     this.now = options.now ?? Date.now
     this.startedAt = this.now()
@@ -130,20 +119,19 @@ export class SyncSession {
         refuse: (reason, message) => this.refuse(reason, message),
         violation: (refusal) => {
           // After the handshake step under way: a replayed capture is refused for its credentials, if they fail.
-          this.violated = true
+          this.opening.violation()
           this.intake.enqueue(async () => this.refuse(refusal.reason, refusal.message))
         },
         malformed: (why) => this.malformed(why),
         handle: (message) => this.handle(message),
         handleGroup: (messages) => this.handleGroup(messages),
         handleNow: (message) => void this.handle(message),
-        handleAhead: (message) => this.handleAhead(message),
+        handleAhead: (message) => this.acks.ahead(message),
         fail: (reason) => this.close(reason),
         arrived: (kind) => this.liveness.arrived(kind),
       },
       this.startedAt,
     )
-    this.requests = new RequestGate(options.requestRate ?? DEFAULT_REQUEST_RATE, this.startedAt)
     this.outbox = new Outbox(
       {
         channel,
@@ -152,7 +140,7 @@ export class SyncSession {
         maxFrameBytes: this.maxFrameBytes,
         maxQueued: Math.max(1, options.maxQueuedCommits ?? 4096),
         remote: () => this.handshake.remote,
-        remoteWindowBytes: () => this.remoteWindowBytes,
+        remoteWindowBytes: () => this.opening.remoteWindowBytes,
         remoteTakesIndependent: () => this.extensions.independent && this.handshake.remote !== undefined && takesIndependent(this.handshake.remote),
         active: () => this.stateValue !== 'closed' && !this.closing,
         fail: (reason) => this.close(reason),
@@ -167,8 +155,30 @@ export class SyncSession {
       now: this.now,
       mayRead: (name) => this.admission.mayRead(this.handshake.remote?.agentId, name),
       fail: (reason) => this.close(reason),
-      reconciler: () => this.reconciler,
+      reconciler: () => this.opening.reconciler,
     })
+    this.opening = new SessionOpening({
+      host,
+      filter: this.filter,
+      options,
+      admission: this.admission,
+      extensions: this.extensions,
+      stats: this.stat,
+      antiEntropy: this.antiEntropy,
+      intake: this.intake,
+      now: this.now,
+      startedAt: this.startedAt,
+      origin: this,
+      open: () => this.stateValue === 'open' && !this.closing,
+      active: () => this.stateValue !== 'closed' && !this.closing,
+      closed: () => this.stateValue === 'closed',
+      sendControl: (message) => this.sendControl(message),
+      refuse: (reason, message) => this.refuse(reason, message),
+      malformed: (why) => this.malformed(why),
+      close: (reason) => this.close(reason),
+      maybeOpen: () => this.maybeOpen(),
+    })
+    this.handshake = this.opening.handshake
     this.inbound = new InboundCommits({
       stats: this.stat,
       ledger: this.ledger,
@@ -194,6 +204,15 @@ export class SyncSession {
       now: this.now,
       sendControl: (message) => this.sendControl(message),
       close: (reason) => this.close(reason),
+    })
+    this.acks = new RemoteAcks({
+      stats: this.stat,
+      events: this.events,
+      outbox: this.outbox,
+      antiEntropy: this.antiEntropy,
+      liveness: this.liveness,
+      now: this.now,
+      open: () => this.stateValue === 'open' && !this.closing,
     })
   }
 
@@ -265,20 +284,7 @@ export class SyncSession {
     this.stat.framesIn++
     this.stat.bytesIn += frame.length
     this.intake.receive(frame)
-    if (this.requests.waiting) this.serveWaitingRequests(this.now())
-  }
-
-  /** Serves the expensive requests that waited for the rate (once open). */
-  private serveWaitingRequests(now: number): void {
-    if (this.stateValue === 'open' && !this.closing) this.requests.serve(now, this.requestServer)
-  }
-
-  /** How the request gate answers: our VERSIONS, or an answer queued behind the messages being handled. */
-  private readonly requestServer: RequestServer = {
-    stats: this.stat,
-    building: () => this.antiEntropy.building,
-    sendVersions: () => this.antiEntropy.sendVersions(),
-    answer: (entries) => this.intake.enqueue(() => this.onVersions(entries)),
+    this.opening.serveWaiting()
   }
 
   /** Bytes of the remote's messages queued here, and memory held by its partial messages. */
@@ -303,7 +309,7 @@ export class SyncSession {
       }
       return
     }
-    if (this.requests.waiting) this.serveWaitingRequests(now)
+    this.opening.serveWaiting(now)
     // The remote's messages still being handled here (an answer being applied, a DONE behind it): not silence.
     this.liveness.tick(now, this.intake.queuedBytes > 0 || this.inbound.unsettled)
   }
@@ -379,7 +385,7 @@ export class SyncSession {
     this.inbound.cancelDeferredAck()
     this.unsubscribe?.()
     this.unsubscribe = undefined
-    this.reconciler?.close()
+    this.opening.reconciler?.close()
     this.intake.clear()
     this.outbox.end(new ConcordError(ErrorCodes.CLOSED, `session closed${reason ? `: ${reason}` : ''}`))
     this.events.emit('close', { reason })
@@ -423,8 +429,8 @@ export class SyncSession {
       return
     }
     if (this.stateValue === 'handshake') {
-      if (message.type === 'hello' || message.type === 'auth') await this.handshake.receive(message, this.handshakeIo)
-      else if (message.type === 'hello-ok') this.onHelloOk()
+      if (message.type === 'hello' || message.type === 'auth') await this.opening.receive(message)
+      else if (message.type === 'hello-ok') this.opening.helloOk()
       else this.stat.unexpected++ // data before the handshake: dropped, never applied
       return
     }
@@ -435,7 +441,7 @@ export class SyncSession {
         this.stat.unexpected++
         return
       case 'versions':
-        if (this.requests.onVersions(message.entries, this.now(), this.requestServer)) await this.onVersions(message.entries)
+        if (this.opening.admitVersions(message.entries)) await this.opening.answer(message.entries)
         return
       case 'delta':
         return this.inbound.onCommit(message.seq, [message.entry])
@@ -443,7 +449,7 @@ export class SyncSession {
         // INDEPENDENT counts only as this side announced it (else it is a TRANSACTION like any).
         return this.inbound.onCommit(message.seq, message.entries, message.independent === true && this.extensions.independent)
       case 'ack':
-        this.onAck(message.seq)
+        this.acks.onAck(message.seq)
         return
       case 'done':
         // What it covers is acknowledged only once the commits before it are durable.
@@ -451,10 +457,10 @@ export class SyncSession {
         if (this.stateValue !== 'closed' && this.inbound.onDone(message.seq)) this.events.emit('synced', { agentId: this.handshake.remote!.agentId })
         return
       case 'request':
-        this.requests.onRequest(this.now(), this.requestServer)
+        this.opening.onRequest()
         return
       case 'reject':
-        this.onReject(message)
+        this.acks.onReject(message)
         return
       case 'chunk':
         this.stat.unexpected++
@@ -467,37 +473,14 @@ export class SyncSession {
         else this.inbound.provenance(message)
         return
       case 'ranges':
-        if (this.reconciler) await this.reconciler.onRanges(message)
+        if (this.opening.reconciler) await this.opening.reconciler.onRanges(message)
         else this.stat.unexpected++
         return
       case 'want':
-        if (this.reconciler) await this.reconciler.onWant(message)
+        if (this.opening.reconciler) await this.opening.reconciler.onWant(message)
         else this.stat.unexpected++
         return
     }
-  }
-
-  /**
-   * ACK and REJECT of the commits this side sent are handled as they
-   * arrive, ahead of the inbox (in their order): they are about what this
-   * side sent, not ordered with what the remote sends, and behind a
-   * handler that computes an answer (RANGES, VERSIONS) they would keep the
-   * window shut until it ends: the streamed part of a first sync stalled
-   * with the remote idle (100,000 names: 2.5 s of 11). Before the session is
-   * open they are queued (and counted unexpected) as before.
-   */
-  private handleAhead(message: DecodedMessage): boolean {
-    if (this.stateValue !== 'open' || this.closing) return false
-    if (message.type === 'ack') this.onAck(message.seq)
-    else if (message.type === 'reject') this.onReject(message)
-    else return false
-    return true
-  }
-
-  private onReject(message: Extract<DecodedMessage, { type: 'reject' }>): void {
-    this.stat.rejectedByRemote++
-    this.events.emit('rejected', { seq: message.seq, name: message.name, code: message.code, message: message.message })
-    if (this.outbox.bundleRejected(message.seq, message.name) === 'records') this.antiEntropy.recordsRefused(message.name)
   }
 
   /** Presence from the remote: an event within the rate limit, if this side takes presence. */
@@ -510,102 +493,13 @@ export class SyncSession {
     }
   }
 
-  /** HELLO and AUTH go to the handshake, which answers (AUTH, HELLO-OK or REFUSE) through this. */
-  private readonly handshakeIo: HandshakeIo = {
-    send: (message) => {
-      if (!this.violated) this.sendControl(message)
-    },
-    refuse: (reason, message) => this.refuse(reason, message),
-    authenticate: (peer, presented) => this.admission.authenticate(peer, presented),
-    active: () => this.stateValue !== 'closed' && !this.closing,
-    unexpected: () => {
-      this.stat.unexpected++
-    },
-    accepted: () => {
-      const remote = this.handshake.remote!
-      this.remoteWindowBytes = windowBytesOf(remote)
-      if (this.options.reconcile !== false && takesReconcile(remote)) this.reconciler = this.newReconciler()
-      this.maybeOpen()
-    },
-  }
-
-  private newReconciler(): Reconciler {
-    return new Reconciler({
-      host: this.host,
-      filter: this.filter,
-      remoteFilter: () => this.handshake.remote!.filter,
-      mayRead: (name) => this.admission.mayRead(this.handshake.remote?.agentId, name),
-      send: (message) => this.sendControl(message),
-      answer: (names, entries) => this.answerRemote(entries, names),
-      fallback: () => this.antiEntropy.sendVersions({ full: true }),
-      fail: (reason) => this.close(reason),
-      admit: () => this.requests.reconciliation(this.now()),
-      dropped: () => {
-        this.stat.deferredRequests++
-      },
-      mutual: () => sameFilter(this.filter, this.handshake.remote!.filter),
-      dialer: this.options.direction !== 'inbound',
-      fromRemote: (origin) => origin === this,
-    })
-  }
-
-  private onHelloOk(): void {
-    if (!this.handshake.helloOk()) {
-      this.stat.unexpected++
-      return
-    }
-    this.maybeOpen()
-  }
-
   private maybeOpen(): void {
-    if (!this.handshake.complete || this.stateValue !== 'handshake' || this.violated) return
+    if (!this.opening.ready || this.stateValue !== 'handshake') return
     this.stateValue = 'open'
     this.outbox.lastAckProgressAt = this.now()
     this.unsubscribe = this.host.subscribe((commit) => this.onLocalCommit(commit))
     this.events.emit('open', { agentId: this.handshake.remote!.agentId, version: this.handshake.version })
     this.antiEntropy.sendVersions({ opening: true })
-  }
-
-  private onVersions(entries: readonly VersionEntry[]): Promise<void> {
-    return this.answerRemote(entries)
-  }
-
-  /** Answers the remote's VERSIONS, or its WANT (`only`: the names it covers). */
-  private async answerRemote(entries: readonly VersionEntry[], only?: HostedName[]): Promise<void> {
-    const remote = this.handshake.remote!
-    await this.antiEntropy.answer(
-      entries,
-      {
-        filter: remote.filter,
-        mayRead: (name) => this.admission.mayRead(remote.agentId, name),
-        host: this.host,
-        malformed: (why) => this.malformed(why),
-        records: this.extensions.answerRecordsFor(remote),
-        answered: (records, merged) => {
-          this.stat.answerRecords += records
-          this.stat.answerMerged += merged
-        },
-      },
-      () => this.stateValue === 'closed',
-      only,
-    )
-  }
-
-  private onAck(seq: number): void {
-    const result = this.outbox.acknowledge(seq, this.now)
-    if (result === 'unexpected') {
-      this.stat.unexpected++
-      return
-    }
-    if (result === 'stale') {
-      // A repeat (a keepalive): the remote is still taking what we sent; acknowledgements have not stalled.
-      this.outbox.lastAckProgressAt = this.now()
-      return
-    }
-    this.liveness.acked()
-    this.events.emit('ack', { seq })
-    this.outbox.releaseWaiters(seq)
-    this.outbox.pump()
   }
 
   // ---- outbound ----------------------------------------------------------

@@ -4,7 +4,8 @@
 // (node --test exits 0 on an empty run on Node 20).
 // Usage: node scripts/run-tests.mjs [--list NAME] [extra files...]
 import { spawn } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { existsSync, readdirSync } from 'node:fs'
+import { join } from 'node:path'
 
 /**
  * The adversarial suite (issue 11): attacks on a server child process with
@@ -138,6 +139,7 @@ const lists = {
     'test/peer/agent-id.test.ts',
     'test/peer/durable-ack.test.ts',
     'test/peer/commit-groups.test.ts',
+    'test/peer/document-bounds.test.ts',
     'test/transports/connection-events.test.ts',
     // cli/ and demos/
     'test/peer/peer-disconnect.test.ts',
@@ -203,6 +205,22 @@ if (!files || files.length === 0) {
 const missing = files.filter((file) => !existsSync(file))
 if (missing.length > 0) {
   console.error(`run-tests: listed test files do not exist: ${missing.join(', ')}`)
+  process.exit(1)
+}
+
+/** Every `*.test.ts` under `dir`, as a path from the repository root. */
+function testFiles(dir) {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name)
+    if (entry.isDirectory()) return entry.name === 'node_modules' || entry.name === 'fixtures' ? [] : testFiles(path)
+    return entry.name.endsWith('.test.ts') ? [path] : []
+  })
+}
+// A test file no list names would never run: refused, so that a new file is listed where it belongs.
+const listed = new Set(Object.values(lists).flat())
+const unlisted = testFiles('test').filter((file) => !listed.has(file))
+if (unlisted.length > 0) {
+  console.error(`run-tests: test files in no list of scripts/run-tests.mjs (add each to the list it belongs to): ${unlisted.join(', ')}`)
   process.exit(1)
 }
 

@@ -9,6 +9,9 @@ import type { AgentId } from '../crdt/agent-id.ts'
 import type { NameFilter } from './names.ts'
 import type { PresenceEntry } from './presence.ts'
 
+/** Malformed frames a session tolerates before it refuses the peer (`SessionOptions.maxMalformed`). */
+export const DEFAULT_MAX_MALFORMED = 16
+
 /** Where a session sends its frames (a transport connection fits). */
 export interface SyncChannel {
   /** Sends one frame; resolves when accepted (backpressure), rejects once closed. */
@@ -86,7 +89,7 @@ export interface SessionOptions {
   readonly window?: number | undefined
   /** Queued outgoing commits beyond which the queue is replaced by a resync (default 4096). */
   readonly maxQueuedCommits?: number | undefined
-  /** Malformed frames tolerated before the peer is refused with `protocol` (default 16). */
+  /** Malformed frames tolerated before the peer is refused with `protocol` (default {@link DEFAULT_MAX_MALFORMED}). */
   readonly maxMalformed?: number | undefined
   /** Acknowledge at least every this many commits (default 32). */
   readonly ackEvery?: number | undefined

@@ -51,7 +51,15 @@ import { DEFAULT_MAX_FRAME, Outbox } from './outbound.ts'
 import { PresenceGate, presenceBatches, takesPresence, type PresenceEntry } from './presence.ts'
 import { RemoteAcks } from './remote-acks.ts'
 import { SessionOpening } from './session-open.ts'
-import { newSessionStats, type SessionEvents, type SessionOptions, type SessionState, type SessionStats, type SyncChannel } from './session-types.ts'
+import {
+  DEFAULT_MAX_MALFORMED,
+  newSessionStats,
+  type SessionEvents,
+  type SessionOptions,
+  type SessionState,
+  type SessionStats,
+  type SyncChannel,
+} from './session-types.ts'
 
 export type { SyncChannel, SessionOptions, SessionStats, SessionEvents, SessionState } from './session-types.ts'
 export { ANSWER_BUNDLE_BYTES } from './anti-entropy.ts'
@@ -103,7 +111,7 @@ export class SyncSession {
     this.admission = options.admission ?? new Admission(host, { filter: this.filter })
     this.maxFrameBytes = Math.max(MIN_FRAME_BYTES, options.maxFrameBytes ?? DEFAULT_MAX_FRAME)
     this.window = Math.max(1, options.window ?? 256)
-    this.maxMalformed = options.maxMalformed ?? 16
+    this.maxMalformed = options.maxMalformed ?? DEFAULT_MAX_MALFORMED
     this.ledger = new InboundLedger(Math.max(1, options.ackEvery ?? 32))
     this.extensions = new ExtensionUse(options)
     this.now = options.now ?? Date.now

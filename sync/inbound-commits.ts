@@ -148,13 +148,22 @@ export class InboundCommits {
         this.refuseWrite(seq, name, code, message)
       }
     } catch (error) {
-      if (context.closed()) return
-      // Not persisted (storage failure): do not acknowledge; the remote resyncs on reconnect.
-      context.close(`could not apply a remote commit: ${(error as Error)?.message ?? String(error)}`)
+      this.applyFailed(error)
       return
     }
-    if (context.closed()) return
-    context.ledger.markReceived(seq)
+    this.recorded([seq])
+  }
+
+  /** A commit's apply failed (not persisted: a storage failure): nothing is acknowledged, the session closes and the remote resyncs on reconnect. */
+  private applyFailed(error: unknown): void {
+    if (this.context.closed()) return
+    this.context.close(`could not apply a remote commit: ${(error as Error)?.message ?? String(error)}`)
+  }
+
+  /** Commits recorded (durable or refused): marked received, and acknowledged. */
+  private recorded(seqs: Iterable<number>): void {
+    if (this.context.closed()) return
+    for (const seq of seqs) this.context.ledger.markReceived(seq)
     this.acknowledge()
   }
 
@@ -208,8 +217,7 @@ export class InboundCommits {
       const remote = context.handshake.remote!
       admitted = await context.admission.admitGroup(remote.agentId, commits, context.origin, applied, context.extensions.signable(remote))
     } catch (error) {
-      if (context.closed()) return
-      context.close(`could not apply a remote commit: ${(error as Error)?.message ?? String(error)}`)
+      this.applyFailed(error)
       return
     }
     if (admitted === undefined) {
@@ -230,9 +238,7 @@ export class InboundCommits {
       await Promise.all(settles)
       return
     }
-    if (context.closed()) return
-    for (const { seq } of commits) context.ledger.markReceived(seq)
-    this.acknowledge()
+    this.recorded(commits.map((commit) => commit.seq))
   }
 
   /** A commit was recorded (durable or refused): its ACK goes out now, or coalesced (see the module comment). */

@@ -185,31 +185,43 @@ export class Intake {
   private queueGroup(group: QueuedGroup): void {
     this.group = group
     const { ledger } = this.context
-    this.inbox = this.inbox.then(async () => {
+    this.inbox = this.inbox.then(() => {
       group.started = true
       if (this.group === group) this.group = undefined
       ledger.inboxCommits -= group.commits
-      let settled: Promise<void> | undefined
-      try {
-        if (!this.context.active()) return
-        if (group.commits >= 2) settled = (await this.context.handleGroup!(group.messages))?.settled
-        else {
-          // At most one commit (a PROVENANCE and its DELTA, at light load): each message as if queued alone.
-          for (const message of group.messages) {
-            if (!this.context.active()) return
-            settled = (await this.context.handle(message))?.settled ?? settled
-          }
+      return this.runJob(group.bytes, async () => {
+        if (group.commits >= 2) return this.context.handleGroup!(group.messages)
+        // At most one commit (a PROVENANCE and its DELTA, at light load): each message as if queued alone.
+        let settled: Promise<void> | undefined
+        for (const message of group.messages) {
+          if (!this.context.active()) break
+          settled = (await this.context.handle(message))?.settled ?? settled
         }
-      } catch (error) {
-        this.context.fail(`internal error: ${(error as Error)?.message ?? String(error)}`)
-      } finally {
-        if (settled === undefined) this.inboxBytes -= group.bytes
-        else
-          void settled.finally(() => {
-            this.inboxBytes -= group.bytes
-          })
-      }
+        return settled && { settled }
+      })
     })
+  }
+
+  /**
+   * One inbox job: `work` handles its messages (not once the session is no
+   * longer active), resolving as {@link IntakeContext.handle}: with what
+   * they started that settles later (a commit being written), their `bytes`
+   * leave the inbox budget then, else at once. A throw fails the session.
+   */
+  private async runJob(bytes: number, work: () => Promise<void | { readonly settled: Promise<void> }>): Promise<void> {
+    let settled: Promise<void> | undefined
+    try {
+      if (!this.context.active()) return
+      settled = (await work())?.settled
+    } catch (error) {
+      this.context.fail(`internal error: ${(error as Error)?.message ?? String(error)}`)
+    } finally {
+      if (settled === undefined) this.inboxBytes -= bytes
+      else
+        void settled.finally(() => {
+          this.inboxBytes -= bytes
+        })
+    }
   }
 
   /** Decodes one frame (reassembling chunks) and queues it for handling, in order. */
@@ -268,24 +280,12 @@ export class Intake {
     }
     // Anything else ends the group: what comes after it is handled after it.
     this.group = undefined
-    this.inbox = this.inbox.then(async () => {
+    this.inbox = this.inbox.then(() => {
       // The commit count is of commits waiting (acknowledgements go out once
       // none waits); the bytes include the message being handled, and a
       // commit's until it is written.
       if (isCommit) ledger.inboxCommits--
-      let settled: Promise<void> | undefined
-      try {
-        if (!this.context.active()) return
-        settled = (await this.context.handle(message))?.settled
-      } catch (error) {
-        this.context.fail(`internal error: ${(error as Error)?.message ?? String(error)}`)
-      } finally {
-        if (settled === undefined) this.inboxBytes -= bytes
-        else
-          void settled.finally(() => {
-            this.inboxBytes -= bytes
-          })
-      }
+      return this.runJob(bytes, () => this.context.handle(message))
     })
   }
 }

@@ -116,14 +116,14 @@ export class RemoteCommits {
    */
   private checkSignatures(
     entries: readonly NameEntry[],
-    deltas: ReadonlyArray<{ name: string; delta: Uint8Array; signature?: RecordSignature | undefined }>,
+    deltas: readonly RemoteDelta[],
     unit: EncodedProvenance & { authored?: HlcTimestamp | undefined },
     owns: ReadonlyArray<(EncodedProvenance & { authored?: HlcTimestamp | undefined }) | undefined>,
     unitClaimed: boolean,
   ): void {
     for (const [i, item] of deltas.entries()) {
       const provenance = owns[i] ?? unit
-      const claimed = owns[i] !== undefined ? (deltas[i] as RemoteDelta).provenance?.claimed === true : unitClaimed
+      const claimed = owns[i] !== undefined ? item.provenance?.claimed === true : unitClaimed
       if (item.signature === undefined && !claimed) continue
       const agent = provenance.agent ?? this.context.agentId
       const authored = provenance.authored
